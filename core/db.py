@@ -1,0 +1,95 @@
+"""Database selection and connection setup.
+
+Models bind to one ``DatabaseProxy``; ``open_database`` picks the engine from a URL
+(``sqlite:///path``, a bare path, or ``postgresql://…``) and initialises the proxy.
+SQLite is the embedded default, in WAL mode in the platform data dir.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from peewee import Database, DatabaseProxy, PostgresqlDatabase, SqliteDatabase
+
+from core.errors import InvalidInputError
+
+db = DatabaseProxy()
+
+SQLITE_PRAGMAS = {
+    "journal_mode": "wal",
+    "foreign_keys": 1,
+    "busy_timeout": 5000,
+    "synchronous": "normal",
+    "cache_size": -64000,
+}
+
+ENV_VAR = "STRATA_DB"
+
+
+def default_sqlite_path() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("strata", appauthor=False)) / "strata.db"
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL to open: the argument, else ``$STRATA_DB``, else the platform default."""
+    chosen = url or os.environ.get(ENV_VAR)
+    if chosen:
+        return chosen
+    return f"sqlite:///{default_sqlite_path()}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file path behind a SQLite URL or bare path; None for other engines."""
+    if url.startswith("sqlite:///"):
+        return Path(url[len("sqlite:///"):])
+    if url.startswith("sqlite://"):
+        raise InvalidInputError(f"database URL {url!r}: use sqlite:///relative/path or sqlite:////absolute/path")
+    if "://" in url:
+        return None
+    return Path(url)
+
+
+def make_database(url: str) -> Database:
+    path = sqlite_path(url)
+    if path is not None:
+        if str(path) == ":memory:":
+            # Thread workers would each see a separate empty database.
+            raise InvalidInputError("in-memory SQLite is not supported; give a file path")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteDatabase(str(path), pragmas=SQLITE_PRAGMAS, timeout=5)
+    if url.startswith(("postgres://", "postgresql://")):
+        from urllib.parse import urlparse
+
+        parts = urlparse(url)
+        return PostgresqlDatabase(
+            parts.path.lstrip("/"),
+            user=parts.username,
+            password=parts.password,
+            host=parts.hostname,
+            port=parts.port or 5432,
+        )
+    raise InvalidInputError(f"database URL {url!r}: unsupported scheme (use sqlite:/// or postgresql://)")
+
+
+def is_sqlite() -> bool:
+    return isinstance(db.obj, SqliteDatabase)
+
+
+@contextmanager
+def write_transaction() -> Iterator[None]:
+    """A write transaction that takes the write lock up front on SQLite.
+
+    BEGIN IMMEDIATE makes a second writer wait (busy timeout) at the start rather
+    than fail half-way with a lock upgrade error.
+    """
+    if is_sqlite() and not db.in_transaction():
+        with db.atomic("IMMEDIATE"):
+            yield
+    else:
+        with db.atomic():
+            yield

@@ -1,0 +1,31 @@
+"""Exceptions the core raises. Each message says what went wrong and where."""
+
+from __future__ import annotations
+
+
+class StrataError(Exception):
+    """Base class for every error the core raises on purpose."""
+
+
+class SchemaTooNewError(StrataError):
+    """The database was written by a newer Strata than this one."""
+
+
+class ReceiptConflictError(StrataError):
+    """A receipt id was replayed with a different payload."""
+
+
+class NotFoundError(StrataError):
+    """A namespace, thread, block or job that was asked for does not exist."""
+
+
+class InvalidInputError(StrataError):
+    """Input that cannot be stored; the message names the file, line or field."""
+
+
+class BlockNotReadyError(StrataError):
+    """A pending block cannot be expanded or rendered yet."""
+
+
+class StorageConflictError(StrataError):
+    """Another writer changed the data between read and write."""

@@ -1,0 +1,50 @@
+"""Schema versions and the forward-only migration runner.
+
+A fresh database gets the current models and the current version in one step.
+An older database runs each pending migration in its own transaction. A database
+written by a newer Strata is refused: silently running old code on it could lose data.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from peewee import Database
+
+from core.db import db
+from core.errors import SchemaTooNewError
+from core.models import ALL_MODELS, SchemaVersion
+from core.timeutil import now_iso
+
+SCHEMA_VERSION = 1
+
+# version -> function that upgrades from version - 1. Append only; never edit a shipped one.
+MIGRATIONS: dict[int, Callable[[Database], None]] = {}
+
+
+def database_version(database: Database) -> int:
+    if not database.table_exists(SchemaVersion._meta.table_name):
+        return 0
+    row = SchemaVersion.select(SchemaVersion.version).order_by(SchemaVersion.version.desc()).first()
+    return row.version if row else 0
+
+
+def migrate(database: Database | None = None) -> int:
+    """Bring the open database to SCHEMA_VERSION; returns the version it now has."""
+    database = database or db
+    current = database_version(database)
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"database schema version {current} is newer than this Strata supports ({SCHEMA_VERSION}); "
+            "upgrade Strata instead of opening it with an older version"
+        )
+    if current == 0:
+        with database.atomic():
+            database.create_tables(ALL_MODELS)
+            SchemaVersion.create(version=SCHEMA_VERSION, applied_at=now_iso())
+        return SCHEMA_VERSION
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        with database.atomic():
+            MIGRATIONS[version](database)
+            SchemaVersion.create(version=version, applied_at=now_iso())
+    return SCHEMA_VERSION

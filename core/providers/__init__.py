@@ -1,0 +1,21 @@
+"""Model providers: one protocol for every structured derivation task."""
+
+from __future__ import annotations
+
+from core.errors import InvalidInputError
+from core.providers.base import BlockSummary, Extraction, Provider
+
+PROVIDERS = ("offline",)
+
+
+def get_provider(name: str | None = None) -> Provider:
+    """The provider called ``name`` (default: the deterministic offline one)."""
+    name = (name or "offline").strip().lower()
+    if name == "offline":
+        from core.providers.offline import OfflineProvider
+
+        return OfflineProvider()
+    raise InvalidInputError(f"unknown provider {name!r}; available: {', '.join(PROVIDERS)}")
+
+
+__all__ = ["BlockSummary", "Extraction", "Provider", "get_provider"]

@@ -1,0 +1,72 @@
+"""The provider protocol and the validated shapes it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from core.errors import StrataError
+
+
+class ProviderOutputError(StrataError):
+    """A provider returned something that fails validation; the job fails, the store is untouched."""
+
+
+@dataclass(frozen=True)
+class BlockSummary:
+    """L0–L2 for one block plus the extraction pre-screen."""
+
+    title: str
+    tags: tuple[str, ...]
+    summary: str
+    keypoints: tuple[str, ...]
+    should_extract: bool
+
+    @classmethod
+    def validated(cls, raw: Any) -> "BlockSummary":
+        """Check and clamp a summary from any provider (title ≤120, tags ≤12, summary ≤2000, points ≤20)."""
+        if isinstance(raw, BlockSummary):
+            raw = raw.__dict__
+        if not isinstance(raw, dict):
+            raise ProviderOutputError("invalid L0-L2 layers: summary is not an object")
+        title, summary = raw.get("title"), raw.get("summary")
+        if not isinstance(title, str) or not title.strip():
+            raise ProviderOutputError("invalid L0-L2 layers: empty title")
+        if not isinstance(summary, str) or not summary.strip():
+            raise ProviderOutputError("invalid L0-L2 layers: empty summary")
+        tags, points = raw.get("tags", ()), raw.get("keypoints", ())
+        if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
+            raise ProviderOutputError("invalid L0-L2 layers: tags must be a list of strings")
+        if not isinstance(points, (list, tuple)) or not all(isinstance(p, str) for p in points):
+            raise ProviderOutputError("invalid L0-L2 layers: keypoints must be a list of strings")
+        should = raw.get("should_extract")
+        if not isinstance(should, bool):
+            raise ProviderOutputError("invalid L0-L2 layers: should_extract must be a boolean")
+        clean_tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))[:12]
+        return cls(
+            title=title.strip()[:120],
+            tags=clean_tags,
+            summary=summary.strip()[:2000],
+            keypoints=tuple(p.strip() for p in points if p.strip())[:20],
+            should_extract=should,
+        )
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Event cards extracted from one block (events are plain dicts until validated)."""
+
+    should_extract: bool
+    reason: str = ""
+    events: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+
+class Provider(Protocol):
+    """Structured derivation tasks. Implementations must not touch the database."""
+
+    name: str
+    model: str | None
+
+    def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary: ...
+
+    def extract_events(self, context: dict[str, Any]) -> Extraction: ...

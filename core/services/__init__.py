@@ -1,0 +1,1 @@
+"""Service layer: synchronous functions that take and return plain dataclasses."""

@@ -1,0 +1,234 @@
+"""Reading blocks at their decayed level, and expanding them on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from peewee import fn
+
+from core.db import write_transaction
+from core.decay import decayed_level, normalize_target
+from core.errors import BlockNotReadyError, InvalidInputError, NotFoundError
+from core.layers import LEVEL_LABELS, render_l0, render_l1, render_l2, render_l5
+from core.models import Block, Message, Namespace, Thread
+from core.services.capture import block_messages
+from core.services.spaces import get_namespace
+from core.timeutil import now_iso
+from core.tokens import estimate_tokens
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    """A block as listed: where it sits, its state and the size of every view."""
+
+    id: int
+    namespace: str
+    thread: str
+    sequence: int
+    start_turn: int
+    end_turn: int
+    message_count: int
+    created_at: str
+    status: str
+    title: str | None
+    age: int | None
+    current_level: int | None
+    tokens: dict[int, int]
+    last_lifted_by: str | None
+    last_lifted_at: str | None
+
+
+@dataclass(frozen=True)
+class BlockView:
+    """One block rendered at one level."""
+
+    id: int
+    thread: str
+    start_turn: int
+    end_turn: int
+    status: str
+    age: int | None
+    level: int
+    label: str
+    content: str
+
+
+def _age(block: Block, thread: Thread) -> int | None:
+    if block.status != "ready":
+        return None
+    return max(0, thread.ready_count - block.pointer_anchor_position)
+
+
+def current_level(block: Block, thread: Thread, lam: float) -> int | None:
+    """The decayed level of a ready block; None for a pending one (it does not decay)."""
+    age = _age(block, thread)
+    if age is None:
+        return None
+    return decayed_level(block.pointer_anchor_level, age, lam)
+
+
+def _render(block: Block, level: int) -> str:
+    if level >= 5:
+        return render_l5(block_messages(block.id))
+    if level == 4:
+        return block.l4_text
+    if level == 3:
+        return block.l3_text
+    if block.l1_summary is None:
+        raise BlockNotReadyError(f"block {block.id} has no summary yet (status {block.status}); levels 3-5 only")
+    if level == 2:
+        return render_l2(block.l2_keypoints or [], block.l1_summary)
+    if level == 1:
+        return render_l1(block.l1_summary)
+    return render_l0(block.l0_title or "", block.l0_tags or [])
+
+
+def _tokens(block: Block) -> dict[int, int]:
+    tokens = {3: block.tokens_l3, 4: block.tokens_l4, 5: block.tokens_l5}
+    if block.l1_summary is not None:
+        tokens[0] = estimate_tokens(render_l0(block.l0_title or "", block.l0_tags or []))
+        tokens[1] = estimate_tokens(render_l1(block.l1_summary))
+        tokens[2] = estimate_tokens(render_l2(block.l2_keypoints or [], block.l1_summary))
+    return dict(sorted(tokens.items()))
+
+
+def _get_block(block_id: int) -> Block:
+    block = (
+        Block.select(Block, Thread, Namespace)
+        .join(Thread)
+        .switch(Block)
+        .join(Namespace)
+        .where(Block.id == block_id)
+        .first()
+    )
+    if block is None:
+        raise NotFoundError(f"block {block_id} does not exist")
+    return block
+
+
+def _row(block: Block) -> BlockRow:
+    lam = block.namespace.block_decay_lambda
+    return BlockRow(
+        id=block.id,
+        namespace=block.namespace.name,
+        thread=block.thread.name,
+        sequence=block.sequence,
+        start_turn=block.start_turn,
+        end_turn=block.end_turn,
+        message_count=block.message_count,
+        created_at=block.created_at,
+        status=block.status,
+        title=block.l0_title,
+        age=_age(block, block.thread),
+        current_level=current_level(block, block.thread, lam),
+        tokens=_tokens(block),
+        last_lifted_by=block.last_lifted_by,
+        last_lifted_at=block.last_lifted_at,
+    )
+
+
+def list_blocks(
+    namespace: str | None = None, thread: str | None = None, *, status: str | None = None,
+    limit: int | None = None, after_sequence: int = 0,
+) -> list[BlockRow]:
+    """Blocks in namespace-sequence order, paged by keyset (``after_sequence``)."""
+    query = Block.select(Block, Thread, Namespace).join(Thread).switch(Block).join(Namespace)
+    if namespace is not None:
+        query = query.where(Block.namespace == get_namespace(namespace))
+    if thread is not None:
+        query = query.where(Thread.name == thread)
+    if status is not None:
+        query = query.where(Block.status == status)
+    if after_sequence:
+        query = query.where(Block.sequence > after_sequence)
+    query = query.order_by(Namespace.name, Block.sequence)
+    if limit:
+        query = query.limit(limit)
+    return [_row(b) for b in query]
+
+
+def get_block(block_id: int) -> BlockRow:
+    return _row(_get_block(block_id))
+
+
+def render_block(block_id: int, level: int | None = None) -> BlockView:
+    """A block rendered at ``level`` (default: its decayed level, or L5 while pending)."""
+    block = _get_block(block_id)
+    lvl = current_level(block, block.thread, block.namespace.block_decay_lambda)
+    if level is None:
+        level = 5 if lvl is None else lvl
+    if not isinstance(level, int) or not 0 <= level <= 5:
+        raise InvalidInputError(f"level must be 0..5, got {level!r}")
+    return BlockView(
+        id=block.id,
+        thread=block.thread.name,
+        start_turn=block.start_turn,
+        end_turn=block.end_turn,
+        status=block.status,
+        age=_age(block, block.thread),
+        level=level,
+        label=LEVEL_LABELS[level],
+        content=_render(block, level),
+    )
+
+
+def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -> BlockView:
+    """Lift a ready block to ``target`` and re-anchor its decay there; records who lifted it."""
+    if by not in ("agent", "user"):
+        raise InvalidInputError(f"expand_block: by must be 'agent' or 'user', got {by!r}")
+    with write_transaction():
+        block = _get_block(block_id)
+        if block.status != "ready":
+            raise BlockNotReadyError(f"block {block_id} is {block.status}; only ready blocks can be expanded")
+        thread = Thread.get_by_id(block.thread_id)
+        ns = Namespace.get_by_id(block.namespace_id)
+        current = current_level(block, thread, ns.block_decay_lambda)
+        new_level = normalize_target(target, current if current is not None else 5)
+        block.pointer_current_level = new_level
+        block.pointer_anchor_level = new_level
+        block.pointer_anchor_position = thread.ready_count
+        block.last_lifted_at = now_iso()
+        block.last_lifted_by = by
+        block.save()
+        ns.revision += 1
+        ns.save()
+    return render_block(block_id, new_level)
+
+
+def get_block_context(namespace: str, thread: str | None = None) -> list[BlockView]:
+    """Every ready block (of one thread, or all) rendered at its decayed level, oldest first."""
+    ns = get_namespace(namespace)
+    query = (
+        Block.select(Block, Thread, Namespace)
+        .join(Thread)
+        .switch(Block)
+        .join(Namespace)
+        .where((Block.namespace == ns) & (Block.status == "ready"))
+    )
+    if thread is not None:
+        query = query.where(Thread.name == thread)
+    out = []
+    for block in query.order_by(Block.sequence):
+        level = current_level(block, block.thread, ns.block_decay_lambda)
+        out.append(
+            BlockView(
+                id=block.id,
+                thread=block.thread.name,
+                start_turn=block.start_turn,
+                end_turn=block.end_turn,
+                status=block.status,
+                age=_age(block, block.thread),
+                level=level,
+                label=LEVEL_LABELS[level],
+                content=_render(block, level),
+            )
+        )
+    return out
+
+
+def open_tail_turns(namespace: str | None = None) -> int:
+    """User turns not yet sealed into a block."""
+    query = Message.select(fn.COUNT(Message.id)).where((Message.block.is_null()) & (Message.role == "user"))
+    if namespace is not None:
+        query = query.where(Message.namespace == get_namespace(namespace))
+    return query.scalar() or 0

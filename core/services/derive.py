@@ -1,0 +1,159 @@
+"""Running derivation jobs: summary, then extraction, then the block is ready.
+
+Each job's provider call happens between two short transactions, so a slow or broken
+model never holds the write lock and a failure never touches stored memory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from core.db import write_transaction
+from core.errors import StrataError
+from core.layers import derivation_view
+from core.models import Block, Job, Namespace, Thread
+from core.providers import Provider, get_provider
+from core.providers.base import BlockSummary, Extraction, ProviderOutputError
+from core.services import jobs as jobsvc
+from core.services.capture import block_messages
+from core.services.spaces import get_namespace
+from core.timeutil import now_iso, wall
+
+ProgressFn = Callable[[int, int, str], None]
+
+# The longest we wait for a scheduled retry before giving up on this pass.
+MAX_BACKOFF_WAIT = 5.0
+
+
+@dataclass
+class DeriveReport:
+    processed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    skipped: int = 0
+    blocks_ready: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def mark_ready(block: Block) -> None:
+    """Give a block its ready position in its thread and reset its decay pointer to L5."""
+    thread = Thread.get_by_id(block.thread_id)
+    thread.ready_count += 1
+    thread.save()
+    block.status = "ready"
+    block.ready_position = thread.ready_count
+    block.pointer_current_level = 5
+    block.pointer_anchor_level = 5
+    block.pointer_anchor_position = thread.ready_count
+    block.save()
+
+
+def _bump(namespace_id: int) -> None:
+    Namespace.update(revision=Namespace.revision + 1, updated_at=now_iso()).where(
+        Namespace.id == namespace_id
+    ).execute()
+
+
+def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
+    view = derivation_view(block_messages(job.block_id))
+    summary = BlockSummary.validated(provider.summarize_block(view))
+    with write_transaction():
+        if not jobsvc.still_claimed(job):
+            return
+        block = Block.get_by_id(job.block_id)
+        block.l0_title = summary.title
+        block.l0_tags = list(summary.tags)
+        block.l1_summary = summary.summary
+        block.l2_keypoints = list(summary.keypoints)
+        block.should_extract = summary.should_extract
+        block.save()
+        Job.update(status="succeeded", last_error=None, next_retry_at=None, updated_at=now_iso()).where(
+            Job.id == job.id
+        ).execute()
+        if summary.should_extract:
+            jobsvc.create_job(block.namespace_id, "extraction", block.id)
+        else:
+            jobsvc.create_job(block.namespace_id, "extraction", block.id, status="skipped")
+            mark_ready(block)
+            report.blocks_ready += 1
+        _bump(block.namespace_id)
+    report.succeeded += 1
+
+
+def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
+    block = Block.get_by_id(job.block_id)
+    context = {
+        "target": {
+            "id": block.id,
+            "sequence": block.sequence,
+            "turns": [block.start_turn, block.end_turn],
+            "created_at": block.created_at,
+            "messages": derivation_view(block_messages(block.id)),
+        },
+        "allowed_source_message_ids": [m.id for m in block_messages(block.id)],
+    }
+    result = provider.extract_events(context)
+    if not isinstance(result, Extraction):
+        raise ProviderOutputError("extraction result is not an Extraction")
+    if result.should_extract and not result.events:
+        raise ProviderOutputError("extractor said shouldExtract but returned no events")
+    with write_transaction():
+        if not jobsvc.still_claimed(job):
+            return
+        status = "succeeded" if result.events else "skipped"
+        Job.update(status=status, last_error=None, next_retry_at=None, updated_at=now_iso()).where(
+            Job.id == job.id
+        ).execute()
+        mark_ready(Block.get_by_id(block.id))
+        _bump(block.namespace_id)
+    report.blocks_ready += 1
+    if status == "skipped":
+        report.skipped += 1
+    else:
+        report.succeeded += 1
+
+
+HANDLERS = {"summary": _run_summary, "extraction": _run_extraction}
+
+
+def run_pending(
+    namespace: str | None = None,
+    *,
+    provider: Provider | str | None = None,
+    progress: ProgressFn | None = None,
+    wait_for_retries: bool = True,
+    max_jobs: int | None = None,
+) -> DeriveReport:
+    """Run due jobs until none is left (waiting out short retry backoffs)."""
+    started = time.monotonic()
+    prov = provider if provider is not None and not isinstance(provider, str) else get_provider(provider)
+    ns_id = get_namespace(namespace).id if namespace else None
+    report = DeriveReport()
+    total = jobsvc.claimable_count(ns_id)
+    while max_jobs is None or report.processed < max_jobs:
+        job = jobsvc.claim_next(ns_id, kinds=tuple(HANDLERS))
+        if job is None:
+            due = jobsvc.next_due_at(ns_id) if wait_for_retries else None
+            if due is not None and due - wall() <= MAX_BACKOFF_WAIT:
+                time.sleep(max(0.0, due - wall()) + 0.01)
+                continue
+            break
+        handler = HANDLERS[job.kind]
+        try:
+            handler(job, prov, report)
+        except Exception as exc:  # any provider or validation failure fails the job, never the store
+            message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, StrataError) else str(exc)
+            jobsvc.fail(job, message)
+            report.failed += 1
+            report.errors.append(f"job {job.id} ({job.kind}, block {job.block_id}): {message}")
+        report.processed += 1
+        if report.processed >= total:
+            # Summaries queue extraction jobs as they go; recount only when the estimate runs out.
+            total = report.processed + jobsvc.claimable_count(ns_id)
+        if progress:
+            progress(report.processed, total, job.kind)
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,185 @@
+"""Derivation jobs: claiming, failing with backoff, recovery and manual retry.
+
+A job is claimed in one short write transaction (running, attempts + 1), its model call
+runs outside any transaction, and its result is committed in another. A process killed
+in between leaves the job ``running``; the next open turns it into a retryable failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from peewee import Case, fn
+
+from core.db import write_transaction
+from core.errors import InvalidInputError, NotFoundError
+from core.models import Block, Job, Namespace
+from core.timeutil import now_iso, wall
+
+MAX_ATTEMPTS = 3
+STATUSES = ("pending", "running", "succeeded", "failed", "skipped")
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: int
+    namespace: str
+    kind: str
+    block_id: int | None
+    status: str
+    attempts: int
+    priority: int
+    last_error: str | None
+    next_retry_at: float | None
+    created_at: str
+    updated_at: str
+
+
+def backoff_seconds(attempts: int) -> float:
+    """Delay before the next try after ``attempts`` failed tries: 1 s, then 2 s."""
+    return 1.0 * 2 ** max(0, attempts - 1)
+
+
+def _row(job: Job) -> JobRow:
+    return JobRow(
+        id=job.id,
+        namespace=job.namespace.name,
+        kind=job.kind,
+        block_id=job.block_id,
+        status=job.status,
+        attempts=job.attempts,
+        priority=job.priority,
+        last_error=job.last_error,
+        next_retry_at=job.next_retry_at,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+    )
+
+
+def _claimable(now: float):
+    return (Job.attempts < MAX_ATTEMPTS) & (
+        (Job.status == "pending") | ((Job.status == "failed") & (Job.next_retry_at <= now))
+    )
+
+
+def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None) -> Job | None:
+    """Take the next due job: pending before retries, then priority, then age."""
+    now = wall()
+    with write_transaction():
+        query = Job.select().where(_claimable(now))
+        if namespace_id is not None:
+            query = query.where(Job.namespace == namespace_id)
+        if kinds:
+            query = query.where(Job.kind.in_(kinds))
+        pending_first = Case(None, [(Job.status == "pending", 0)], 1)
+        job = query.order_by(pending_first, Job.priority.desc(), Job.id).first()
+        if job is None:
+            return None
+        job.status = "running"
+        job.attempts += 1
+        job.updated_at = now_iso()
+        job.save()
+    return job
+
+
+def still_claimed(job: Job) -> bool:
+    """True while nobody has recovered, retried or finished the job since we claimed it."""
+    current = Job.get_or_none(Job.id == job.id)
+    return current is not None and current.status == "running" and current.attempts == job.attempts
+
+
+def fail(job: Job, error: str) -> None:
+    """Record a failed attempt; schedule a retry by backoff or make it terminal."""
+    with write_transaction():
+        if not still_claimed(job):
+            return
+        attempts = job.attempts
+        Job.update(
+            status="failed",
+            last_error=error[:2000],
+            next_retry_at=(wall() + backoff_seconds(attempts)) if attempts < MAX_ATTEMPTS else None,
+            updated_at=now_iso(),
+        ).where(Job.id == job.id).execute()
+
+
+def next_due_at(namespace_id: int | None = None) -> float | None:
+    """When the earliest scheduled retry becomes due (None when nothing is waiting)."""
+    query = Job.select(fn.MIN(Job.next_retry_at)).where(
+        (Job.status == "failed") & (Job.attempts < MAX_ATTEMPTS) & Job.next_retry_at.is_null(False)
+    )
+    if namespace_id is not None:
+        query = query.where(Job.namespace == namespace_id)
+    return query.scalar()
+
+
+def recover_interrupted() -> int:
+    """Jobs left running by a killed process become failed and due now (if attempts remain)."""
+    now = wall()
+    with write_transaction():
+        stuck = list(Job.select().where(Job.status == "running"))
+        for job in stuck:
+            job.status = "failed"
+            job.last_error = "interrupted: the process stopped while this job was running"
+            job.next_retry_at = now if job.attempts < MAX_ATTEMPTS else None
+            job.updated_at = now_iso()
+            job.save()
+    return len(stuck)
+
+
+def retry(job_id: int) -> JobRow:
+    """Manual retry: attempts reset, pending again. Retrying a pending job changes nothing."""
+    with write_transaction():
+        job = Job.get_or_none(Job.id == job_id)
+        if job is None:
+            raise NotFoundError(f"job {job_id} does not exist (see `strata jobs`)")
+        if job.status in ("succeeded", "skipped", "running"):
+            raise InvalidInputError(f"job {job_id} is {job.status}; only failed or pending jobs can be retried")
+        if job.status == "failed":
+            job.status = "pending"
+            job.attempts = 0
+            job.next_retry_at = None
+            job.updated_at = now_iso()
+            job.save()
+    return get_job(job_id)
+
+
+def get_job(job_id: int) -> JobRow:
+    job = Job.select(Job, Namespace).join(Namespace).where(Job.id == job_id).first()
+    if job is None:
+        raise NotFoundError(f"job {job_id} does not exist")
+    return _row(job)
+
+
+def list_jobs(namespace: str | None = None, status: str | None = None, limit: int = 200) -> list[JobRow]:
+    if status is not None and status not in STATUSES:
+        raise InvalidInputError(f"job status must be one of {', '.join(STATUSES)}, got {status!r}")
+    query = Job.select(Job, Namespace).join(Namespace)
+    if namespace is not None:
+        query = query.where(Namespace.name == namespace)
+    if status is not None:
+        query = query.where(Job.status == status)
+    return [_row(j) for j in query.order_by(Job.id.desc()).limit(limit)]
+
+
+def job_counts(namespace: str | None = None) -> dict[str, int]:
+    query = Job.select(Job.status, fn.COUNT(Job.id).alias("n")).join(Namespace)
+    if namespace is not None:
+        query = query.where(Namespace.name == namespace)
+    counts = {status: 0 for status in STATUSES}
+    for row in query.group_by(Job.status).tuples():
+        counts[row[0]] = row[1]
+    return counts
+
+
+def claimable_count(namespace_id: int | None = None) -> int:
+    query = Job.select().where(_claimable(wall()))
+    if namespace_id is not None:
+        query = query.where(Job.namespace == namespace_id)
+    return query.count()
+
+
+def create_job(namespace: Namespace | int, kind: str, block: Block | int | None = None, *,
+               status: str = "pending", priority: int = 0, payload=None) -> Job:
+    now = now_iso()
+    return Job.create(namespace=namespace, kind=kind, block=block, status=status, priority=priority,
+                      payload=payload, created_at=now, updated_at=now)

@@ -1,0 +1,108 @@
+"""Namespaces (memory spaces) and threads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.db import write_transaction
+from core.errors import InvalidInputError, NotFoundError
+from core.models import Namespace, Thread
+from core.timeutil import now_iso
+
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TURN_SIZE = 12
+DEFAULT_DECAY_LAMBDA = 0.30
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    name: str
+    revision: int
+    current_turn: int
+    block_turn_size: int
+    block_decay_lambda: float
+    created_at: str
+    threads: int
+    messages: int
+
+
+def validate_name(name: object, what: str = "namespace") -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError(f"{what} name must be a non-empty string, got {name!r}")
+    if len(name) > 255:
+        raise InvalidInputError(f"{what} name is longer than 255 characters")
+    return name.strip()
+
+
+def get_or_create_namespace(name: str, *, block_turn_size: int | None = None) -> Namespace:
+    """The namespace row, created with defaults when missing. Call inside a write transaction."""
+    name = validate_name(name)
+    row = Namespace.get_or_none(Namespace.name == name)
+    if row is None:
+        now = now_iso()
+        row = Namespace.create(
+            name=name,
+            block_turn_size=block_turn_size or DEFAULT_TURN_SIZE,
+            block_decay_lambda=DEFAULT_DECAY_LAMBDA,
+            created_at=now,
+            updated_at=now,
+        )
+    return row
+
+
+def get_namespace(name: str) -> Namespace:
+    row = Namespace.get_or_none(Namespace.name == name)
+    if row is None:
+        raise NotFoundError(f"namespace {name!r} does not exist (see `strata namespaces`)")
+    return row
+
+
+def get_or_create_thread(namespace: Namespace, name: str) -> Thread:
+    name = validate_name(name, "thread")
+    row = Thread.get_or_none((Thread.namespace == namespace) & (Thread.name == name))
+    if row is None:
+        now = now_iso()
+        row = Thread.create(namespace=namespace, name=name, created_at=now, updated_at=now)
+    return row
+
+
+def configure_namespace(
+    name: str, *, block_turn_size: int | None = None, block_decay_lambda: float | None = None
+) -> NamespaceInfo:
+    """Change settings. A new turn size applies to future blocks only; sealed blocks stay."""
+    if block_turn_size is not None and (not isinstance(block_turn_size, int) or block_turn_size < 1):
+        raise InvalidInputError(f"block_turn_size must be an integer >= 1, got {block_turn_size!r}")
+    if block_decay_lambda is not None and (
+        not isinstance(block_decay_lambda, (int, float)) or block_decay_lambda < 0
+    ):
+        raise InvalidInputError(f"block_decay_lambda must be a number >= 0, got {block_decay_lambda!r}")
+    with write_transaction():
+        row = get_or_create_namespace(name)
+        if block_turn_size is not None:
+            row.block_turn_size = block_turn_size
+        if block_decay_lambda is not None:
+            row.block_decay_lambda = float(block_decay_lambda)
+        row.revision += 1
+        row.updated_at = now_iso()
+        row.save()
+    return namespace_info(name)
+
+
+def namespace_info(name: str) -> NamespaceInfo:
+    from core.models import Message
+
+    row = get_namespace(name)
+    return NamespaceInfo(
+        name=row.name,
+        revision=row.revision,
+        current_turn=row.current_turn,
+        block_turn_size=row.block_turn_size,
+        block_decay_lambda=row.block_decay_lambda,
+        created_at=row.created_at,
+        threads=Thread.select().where(Thread.namespace == row).count(),
+        messages=Message.select().where(Message.namespace == row).count(),
+    )
+
+
+def list_namespaces() -> list[NamespaceInfo]:
+    return [namespace_info(row.name) for row in Namespace.select().order_by(Namespace.name)]

@@ -1,0 +1,84 @@
+"""Timezone-aware timestamps.
+
+Every stored timestamp is ISO-8601 with an explicit offset. A source's own offset is
+kept (never forced to one zone); only naive input is given an offset, the caller's
+``default_tz`` (UTC unless configured).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timedelta, timezone, tzinfo
+
+from core.errors import InvalidInputError
+
+_OFFSET_RE = re.compile(r"^(?:UTC)?([+-])(\d{1,2}):?(\d{2})$")
+
+
+def parse_tz(text: str | None) -> tzinfo:
+    """Parse ``UTC``, ``Z``, ``+02:00``, ``-0530`` or an IANA zone name into a tzinfo."""
+    if text is None or text.strip() in ("", "UTC", "Z", "utc"):
+        return timezone.utc
+    text = text.strip()
+    match = _OFFSET_RE.match(text)
+    if match:
+        sign, hours, minutes = match.groups()
+        delta = timedelta(hours=int(hours), minutes=int(minutes))
+        return timezone(delta if sign == "+" else -delta)
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(text)
+    except Exception as exc:  # zoneinfo raises several types for unknown names
+        raise InvalidInputError(f"unknown timezone {text!r}: use UTC, an offset like +02:00 or an IANA name") from exc
+
+
+def parse_timestamp(value: object, default_tz: tzinfo = timezone.utc, *, where: str = "created_at") -> datetime:
+    """Parse an ISO-8601 string (or datetime) into an aware datetime.
+
+    ``where`` names the field or location in the error message.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: {value!r} is not an ISO-8601 date or time") from exc
+    else:
+        raise InvalidInputError(f"{where}: expected an ISO-8601 string, got {type(value).__name__}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=default_tz)
+    return dt
+
+
+def to_iso(dt: datetime) -> str:
+    """Render an aware datetime as ISO-8601, seconds precision unless it has microseconds."""
+    spec = "microseconds" if dt.microsecond else "seconds"
+    return dt.isoformat(timespec=spec)
+
+
+def to_epoch(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def now_local() -> datetime:
+    """Current time in the machine's local offset (a captured turn keeps the writer's zone)."""
+    return datetime.now().astimezone()
+
+
+def now_iso() -> str:
+    return to_iso(now_local())
+
+
+def monotonic() -> float:
+    return time.monotonic()
+
+
+def wall() -> float:
+    """Wall-clock epoch seconds; separate so tests can patch it."""
+    return time.time()

@@ -1,0 +1,715 @@
+"""Bulk ingest (core.ingest): LoCoMo, LongMemEval and JSON Lines parsers and writers.
+
+Every input file here is synthetic and written by the test itself; the real datasets
+are only touched by the opt-in test in tests/workbench/test_cli_ingest.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from datetime import timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from core.dto import ToolTrace
+from core.errors import InvalidInputError, ReceiptConflictError
+from core.ingest import FORMATS, IngestReport, ingest, parse
+from core.models import Block, IngestionReceipt, Message
+from core.services.blocks import list_blocks
+from core.services.capture import append_turn, thread_messages
+from core.services.spaces import list_namespaces
+from core.services.stats import stats
+from core.store import open_store
+
+DATE_1 = "1:56 pm on 8 May, 2023"
+DATE_2 = "10:04 am on 12 June, 2023"
+DATE_10 = "7:30 pm on 1 January, 2024"
+
+
+# --------------------------------------------------------------------------- fixtures and builders
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.delenv("STRATA_DB", raising=False)
+    opened = open_store(f"sqlite:///{tmp_path / 'strata.db'}")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def seeded(store):
+    """A store that already holds one namespace, so 'unchanged' is not the same as 'empty'."""
+    append_turn("existing", "main", "hello there", "hi!", created_at="2024-01-01T10:00:00+00:00")
+    return store
+
+
+def snapshot() -> tuple:
+    """Everything an ingest could change, in comparable form."""
+    return (
+        dataclasses.asdict(stats()),
+        [dataclasses.asdict(n) for n in list_namespaces()],
+        IngestionReceipt.select().count(),
+    )
+
+
+def turn(speaker: str, dia_id: str, text: str, caption: str | None = None) -> dict:
+    out = {"speaker": speaker, "dia_id": dia_id, "text": text}
+    if caption is not None:
+        out["blip_caption"] = caption
+        out["img_url"] = ["https://example.invalid/x.jpg"]
+    return out
+
+
+def alternating(session: int, user_turns: int, *, a: str = "Ann", b: str = "Bob", replies: bool = True) -> list[dict]:
+    """``user_turns`` turns of speaker_a, each followed by a reply from speaker_b."""
+    out, n = [], 0
+    for i in range(user_turns):
+        n += 1
+        out.append(turn(a, f"D{session}:{n}", f"{a} says {i}"))
+        if replies:
+            n += 1
+            out.append(turn(b, f"D{session}:{n}", f"{b} answers {i}"))
+    return out
+
+
+def locomo_sample(sample_id: str, sessions: dict[int, tuple[str, list[dict]]], *,
+                  a: str = "Ann", b: str = "Bob") -> dict:
+    conv: dict = {"speaker_a": a, "speaker_b": b}
+    for number, (date, turns) in sessions.items():
+        conv[f"session_{number}_date_time"] = date
+        conv[f"session_{number}"] = turns
+    return {"sample_id": sample_id, "conversation": conv, "qa": [], "event_summary": {}}
+
+
+def write_json(path: Path, data, *, gz: bool = False) -> Path:
+    text = json.dumps(data, indent=2)
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def two_conversations() -> list[dict]:
+    conv_a = locomo_sample("conv-a", {
+        # keys deliberately out of order: session_10 must come after session_2
+        10: (DATE_10, [turn("Ann", "D10:1", "back again"), turn("Bob", "D10:2", "welcome back")]),
+        1: (DATE_1, [
+            turn("Ann", "D1:1", "Hi Bob, how are you?"),
+            turn("Bob", "D1:2", "Great! Look at this.", caption="a photo of a red bicycle"),
+            turn("Ann", "D1:3", "Nice bike."),
+        ]),
+        2: (DATE_2, [turn("Bob", "D2:1", "Morning!"), turn("Ann", "D2:2", "Morning, Bob.")]),
+    })
+    conv_b = locomo_sample("conv-b", {
+        1: ("9:00 am on 3 March, 2022", [
+            turn("Caroline", "D1:1", "I went hiking."),
+            turn("Melanie", "D1:2", "Where?"),
+            turn("Caroline", "D1:3", "Up the hill.", caption="a mountain trail"),
+        ]),
+    }, a="Caroline", b="Melanie")
+    return [conv_a, conv_b]
+
+
+# --------------------------------------------------------------------------- LoCoMo
+
+
+def test_locomo_one_namespace_and_thread_per_conversation(store, tmp_path):
+    path = write_json(tmp_path / "locomo.json", two_conversations())
+
+    report = ingest("locomo", path)
+
+    assert report.format == "locomo"
+    assert report.units == 2 and report.units_skipped == 0
+    assert report.messages == 10
+    assert report.namespaces == ["conv-a", "conv-b"]
+    infos = {n.name: n for n in list_namespaces()}
+    assert sorted(infos) == ["conv-a", "conv-b"]
+    assert infos["conv-a"].threads == 1 and infos["conv-a"].messages == 7
+    assert infos["conv-b"].threads == 1 and infos["conv-b"].messages == 3
+
+    a = thread_messages("conv-a", "conv-a")
+    assert [m.external_id for m in a] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D10:1", "D10:2"]
+    assert [m.position for m in a] == list(range(1, 8))
+    assert [(m.role, m.speaker) for m in a] == [
+        ("user", "Ann"), ("assistant", "Bob"), ("user", "Ann"),
+        ("assistant", "Bob"), ("user", "Ann"),
+        ("user", "Ann"), ("assistant", "Bob"),
+    ]
+    assert a[0].content == "Hi Bob, how are you?"
+    assert a[1].content == "Great! Look at this. [image: a photo of a red bicycle]"
+    assert [m.created_at for m in a] == (
+        ["2023-05-08T13:56:00+00:00"] * 3 + ["2023-06-12T10:04:00+00:00"] * 2 + ["2024-01-01T19:30:00+00:00"] * 2
+    )
+
+    b = thread_messages("conv-b", "conv-b")
+    assert [(m.role, m.speaker, m.external_id) for m in b] == [
+        ("user", "Caroline", "D1:1"), ("assistant", "Melanie", "D1:2"), ("user", "Caroline", "D1:3"),
+    ]
+    assert b[2].content == "Up the hill. [image: a mountain trail]"
+    assert b[0].created_at == "2022-03-03T09:00:00+00:00"
+    # the thread is named by sample_id, nothing else was created
+    assert thread_messages("conv-b", "conv-a") == []
+
+
+def test_locomo_namespace_override_keeps_one_thread_per_conversation(store, tmp_path):
+    path = write_json(tmp_path / "locomo.json", two_conversations())
+
+    report = ingest("locomo", path, namespace="bench")
+
+    assert report.namespaces == ["bench"]
+    [info] = list_namespaces()
+    assert (info.name, info.threads, info.messages) == ("bench", 2, 10)
+    assert [m.external_id for m in thread_messages("bench", "conv-b")] == ["D1:1", "D1:2", "D1:3"]
+    assert len(thread_messages("bench", "conv-a")) == 7
+
+
+@pytest.mark.parametrize(
+    ("date", "tz", "expected"),
+    [
+        (DATE_1, None, "2023-05-08T13:56:00+00:00"),
+        (DATE_1, timezone(timedelta(hours=2)), "2023-05-08T13:56:00+02:00"),
+        (DATE_1, timezone(timedelta(hours=-5, minutes=-30)), "2023-05-08T13:56:00-05:30"),
+        (DATE_1, ZoneInfo("America/New_York"), "2023-05-08T13:56:00-04:00"),
+        ("12:05 am on 1 January, 2023", None, "2023-01-01T00:05:00+00:00"),
+        ("12:30 pm on 3 Feb, 2023", None, "2023-02-03T12:30:00+00:00"),
+        ("8:00 PM on 25 Dec 2022", None, "2022-12-25T20:00:00+00:00"),
+    ],
+)
+def test_locomo_session_date_becomes_created_at_with_offset(store, tmp_path, date, tz, expected):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("c", {1: (date, alternating(1, 1))})])
+
+    ingest("locomo", path, tz=tz)
+
+    assert [m.created_at for m in thread_messages("c", "c")] == [expected, expected]
+
+
+def test_locomo_reingest_adds_nothing(store, tmp_path):
+    path = write_json(tmp_path / "locomo.json", two_conversations())
+    first = ingest("locomo", path)
+    before = snapshot()
+
+    second = ingest("locomo", path)
+
+    assert first.units == 2 and first.messages == 10
+    assert (second.units, second.units_skipped, second.messages, second.blocks_sealed) == (0, 2, 0, 0)
+    assert second.namespaces == ["conv-a", "conv-b"]
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("user_turns", "blocks", "open_turns"),
+    [
+        (30, 2, 6),   # sealed at the 13th and 25th user turn; 6 turns stay open
+        (24, 2, 0),   # the end of the conversation closes the second full block
+        (12, 1, 0),
+        (11, 0, 11),
+        (13, 1, 1),
+    ],
+)
+def test_locomo_block_sealing(store, tmp_path, user_turns, blocks, open_turns):
+    # split over two sessions so sealing has to run across a session boundary
+    first = min(user_turns, 7)
+    sessions = {1: (DATE_1, alternating(1, first))}
+    if user_turns > first:
+        sessions[2] = (DATE_2, alternating(2, user_turns - first))
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("c", sessions)])
+
+    report = ingest("locomo", path)
+
+    assert report.messages == 2 * user_turns
+    assert report.blocks_sealed == blocks
+    s = stats("c")
+    assert (s.blocks_pending, s.open_tail_turns, s.open_tail_messages) == (blocks, open_turns, 2 * open_turns)
+    rows = sorted(list_blocks("c"), key=lambda b: b.start_turn)
+    assert [(b.start_turn, b.end_turn, b.message_count) for b in rows] == [
+        (1 + 12 * i, 12 * (i + 1), 24) for i in range(blocks)
+    ]
+    # each block holds 12 user turns and the reply that follows each of them
+    messages = thread_messages("c", "c")
+    for i, block in enumerate(rows):
+        members = [m for m in messages if m.block_id == block.id]
+        assert [m.position for m in members] == list(range(24 * i + 1, 24 * (i + 1) + 1))
+        assert members[-1].role == "assistant"
+    assert all(m.block_id is None for m in messages[24 * blocks:])
+
+
+def test_locomo_block_sealing_is_not_repeated_on_reingest(store, tmp_path):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("c", {1: (DATE_1, alternating(1, 30))})])
+    ingest("locomo", path)
+
+    again = ingest("locomo", path)
+
+    assert (again.messages, again.blocks_sealed, again.units_skipped) == (0, 0, 1)
+    assert Block.select().count() == 2
+    assert stats("c").open_tail_turns == 6
+
+
+def test_locomo_limit_takes_the_first_conversations(store, tmp_path):
+    path = write_json(tmp_path / "locomo.json", two_conversations())
+
+    report = ingest("locomo", path, limit=1)
+
+    assert report.namespaces == ["conv-a"] and report.messages == 7
+    assert [n.name for n in list_namespaces()] == ["conv-a"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needles"),
+    [
+        (lambda data: data[1]["conversation"]["session_1"][1].pop("dia_id"), ["item 1 (conv-b)", "session_1[1]", "'dia_id'"]),
+        (lambda data: data[1]["conversation"]["session_1"][0].update(text=5), ["item 1 (conv-b)", "session_1[0]", "'text'", "int"]),
+        (lambda data: data[1]["conversation"]["session_1"][2].update(blip_caption=["x"]), ["item 1 (conv-b)", "session_1[2]", "'blip_caption'"]),
+        (lambda data: data[1]["conversation"].update(session_1_date_time="last Tuesday"), ["item 1 (conv-b)", "session_1_date_time", "'last Tuesday'"]),
+        (lambda data: data[1]["conversation"].update(session_1_date_time="1:56 pm on 31 February, 2023"), ["item 1 (conv-b)", "session_1_date_time"]),
+        (lambda data: data[1]["conversation"].pop("session_1_date_time"), ["item 1 (conv-b)", "'session_1_date_time'"]),
+        (lambda data: data[1]["conversation"].pop("speaker_a"), ["item 1 (conv-b)", "'speaker_a'"]),
+        (lambda data: data[1].pop("sample_id"), ["item 1", "'sample_id'"]),
+        (lambda data: data[1]["conversation"].update(session_1="oops"), ["item 1 (conv-b)", "'session_1'", "list"]),
+    ],
+    ids=["no-dia_id", "text-int", "caption-list", "date-words", "date-impossible", "no-date", "no-speaker_a",
+         "no-sample_id", "session-not-list"],
+)
+def test_locomo_invalid_unit_is_located_and_nothing_is_written(seeded, tmp_path, mutate, needles):
+    data = two_conversations()
+    data.insert(2, locomo_sample("conv-c", {1: (DATE_1, alternating(1, 3))}))
+    mutate(data)  # data[1] is conv-b: valid conversations on both sides of it
+    path = write_json(tmp_path / "locomo.json", data)
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("locomo", path)
+
+    message = str(info.value)
+    assert message.startswith(str(path))
+    for needle in needles:
+        assert needle in message
+    assert snapshot() == before
+    assert [n.name for n in list_namespaces()] == ["existing"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needles"),
+    [
+        (lambda data: data[1]["conversation"]["session_1"][1].update(text=""),
+         ["item 1 (conv-b)", "session_1[1]", "content"]),
+        (lambda data: data[1]["conversation"]["session_1"][1].update(text="  \n "),
+         ["item 1 (conv-b)", "session_1[1]", "content"]),
+        (lambda data: data[1].update(sample_id="   "), ["item 1", "sample_id"]),
+    ],
+    ids=["empty-text", "blank-text", "blank-sample_id"],
+)
+def test_locomo_unit_the_capture_rules_reject_writes_nothing(seeded, tmp_path, mutate, needles):
+    """Values the parser's type checks accept but capture would refuse are caught before writing."""
+    data = two_conversations()
+    mutate(data)
+    path = write_json(tmp_path / "locomo.json", data)
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("locomo", path)
+
+    assert str(info.value).startswith(str(path))
+    for needle in needles:
+        assert needle in str(info.value)
+    assert snapshot() == before
+
+
+def test_locomo_overlong_sample_id_writes_nothing(seeded, tmp_path):
+    data = two_conversations()
+    data[1]["sample_id"] = "x" * 300
+    path = write_json(tmp_path / "locomo.json", data)
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("locomo", path)
+
+    assert snapshot() == before
+    assert str(info.value).startswith(str(path)) and "item 1" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"sample_id": "x"}, "expected a JSON list"),
+        ([locomo_sample("empty", {1: (DATE_1, [])})], "no turns"),
+        (["not an object"], "item 0: expected an object"),
+    ],
+)
+def test_locomo_rejects_wrong_shapes(store, tmp_path, data, needle):
+    path = write_json(tmp_path / "locomo.json", data)
+
+    with pytest.raises(InvalidInputError, match=needle):
+        parse("locomo", path)
+
+
+def test_truncated_json_names_the_line(store, tmp_path):
+    text = json.dumps(two_conversations(), indent=2)
+    cut = text[: len(text) // 2]
+    path = tmp_path / "locomo.json"
+    path.write_text(cut, encoding="utf-8")
+
+    with pytest.raises(InvalidInputError) as info:
+        parse("locomo", path)
+
+    assert str(info.value).startswith(f"{path}:{cut.count(chr(10)) + 1}:")
+    assert "not valid JSON" in str(info.value)
+
+
+# --------------------------------------------------------------------------- LongMemEval
+
+
+def lme_item(qid: str, sessions: list[tuple[str, str, list[dict]]]) -> dict:
+    return {
+        "question_id": qid,
+        "question_type": "single-session-user",
+        "question": "What?",
+        "answer": "That.",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": [s[0] for s in sessions],
+        "haystack_dates": [s[1] for s in sessions],
+        "haystack_sessions": [s[2] for s in sessions],
+        "answer_session_ids": [sessions[0][0]],
+    }
+
+
+def lme_turns(*pairs: str) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": text} for i, text in enumerate(pairs)]
+
+
+def lme_data() -> list[dict]:
+    return [
+        lme_item("q-1", [
+            ("sess_a", "2023/05/30 (Tue) 23:40", lme_turns("I adopted a cat.", "Congratulations!", "Her name is Mia.")),
+            ("sess_b", "2023/06/02 (Fri) 08:05", lme_turns("Any tips for sleep?", "Keep a schedule.")),
+        ]),
+        lme_item("q-2", [
+            ("sess_a", "2022/01/09 (Sun) 7:15", lme_turns("Different question, same session id.", "Ok.")),
+        ]),
+        lme_item("q-3", [("sess_z", "2021/12/31 (Fri) 00:00", lme_turns("Last one.", "Yes."))]),
+    ]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["json", "gz"])
+def test_longmemeval_namespace_per_question_thread_per_session(store, tmp_path, gz):
+    name = "lme.json.gz" if gz else "lme.json"
+    path = write_json(tmp_path / name, lme_data(), gz=gz)
+
+    report = ingest("longmemeval", path)
+
+    assert report.namespaces == ["q-1", "q-2", "q-3"]
+    assert (report.units, report.messages) == (3, 9)
+    infos = {n.name: n for n in list_namespaces()}
+    assert {k: (v.threads, v.messages) for k, v in infos.items()} == {"q-1": (2, 5), "q-2": (1, 2), "q-3": (1, 2)}
+
+    a = thread_messages("q-1", "sess_a")
+    assert [(m.role, m.content, m.external_id) for m in a] == [
+        ("user", "I adopted a cat.", "sess_a:0"),
+        ("assistant", "Congratulations!", "sess_a:1"),
+        ("user", "Her name is Mia.", "sess_a:2"),
+    ]
+    assert {m.created_at for m in a} == {"2023-05-30T23:40:00+00:00"}
+    b = thread_messages("q-1", "sess_b")
+    assert [m.external_id for m in b] == ["sess_b:0", "sess_b:1"]
+    assert {m.created_at for m in b} == {"2023-06-02T08:05:00+00:00"}
+    q2 = thread_messages("q-2", "sess_a")
+    assert [m.content for m in q2] == ["Different question, same session id.", "Ok."]
+    assert q2[0].created_at == "2022-01-09T07:15:00+00:00"
+
+
+def test_longmemeval_tz_and_limit(store, tmp_path):
+    path = write_json(tmp_path / "lme.json", lme_data())
+
+    report = ingest("longmemeval", path, limit=2, tz=timezone(timedelta(hours=9)))
+
+    assert report.namespaces == ["q-1", "q-2"] and report.messages == 7
+    assert [n.name for n in list_namespaces()] == ["q-1", "q-2"]
+    assert thread_messages("q-1", "sess_a")[0].created_at == "2023-05-30T23:40:00+09:00"
+
+
+def test_longmemeval_namespace_override_prefixes_threads(store, tmp_path):
+    path = write_json(tmp_path / "lme.json", lme_data())
+
+    ingest("longmemeval", path, namespace="lme")
+
+    [info] = list_namespaces()
+    assert (info.name, info.threads, info.messages) == ("lme", 4, 9)
+    assert [m.content for m in thread_messages("lme", "q-2/sess_a")] == ["Different question, same session id.", "Ok."]
+
+
+def test_longmemeval_reingest_adds_nothing(store, tmp_path):
+    path = write_json(tmp_path / "lme.json.gz", lme_data(), gz=True)
+    ingest("longmemeval", path)
+    before = snapshot()
+
+    again = ingest("longmemeval", path)
+
+    assert (again.units, again.units_skipped, again.messages) == (0, 3, 0)
+    assert snapshot() == before
+
+
+def test_longmemeval_empty_turns_are_skipped_and_ids_keep_the_turn_index(store, tmp_path):
+    data = [lme_item("q-1", [("s", "2023/05/30 (Tue) 23:40", lme_turns("hello", "", "still here"))])]
+    path = write_json(tmp_path / "lme.json", data)
+
+    report = ingest("longmemeval", path)
+
+    assert report.messages == 2
+    assert [(m.content, m.external_id) for m in thread_messages("q-1", "s")] == [("hello", "s:0"), ("still here", "s:2")]
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d[1].update(question_id="  "),
+        lambda d: d[1]["haystack_session_ids"].__setitem__(0, ""),
+    ],
+    ids=["blank-question_id", "blank-session-id"],
+)
+def test_longmemeval_blank_names_write_nothing(seeded, tmp_path, mutate):
+    data = lme_data()
+    mutate(data)
+    path = write_json(tmp_path / "lme.json", data)
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("longmemeval", path)
+
+    assert snapshot() == before
+    assert str(info.value).startswith(str(path)) and "item 1 (" in str(info.value)
+
+
+def test_longmemeval_question_without_turns_is_not_reported_as_already_stored(store, tmp_path):
+    data = lme_data()
+    data[1]["haystack_sessions"][0] = [{"role": "user", "content": ""}]
+    path = write_json(tmp_path / "lme.json", data)
+
+    report = ingest("longmemeval", path)
+
+    assert report.units_skipped == 0
+    assert report.namespaces == [n.name for n in list_namespaces()]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needles"),
+    [
+        (lambda d: d[1]["haystack_dates"].append("2023/05/30 (Tue) 23:40"),
+         ["item 1 (q-2)", "haystack_dates", "differ in length", "(1, 2, 1)"]),
+        (lambda d: d[1]["haystack_sessions"].append([]), ["item 1 (q-2)", "differ in length", "(1, 1, 2)"]),
+        (lambda d: d[1]["haystack_dates"].__setitem__(0, "30 May 2023"), ["item 1 (q-2)", "session 0", "haystack_dates", "'30 May 2023'"]),
+        (lambda d: d[1]["haystack_sessions"][0][1].update(role="system"), ["item 1 (q-2)", "session 0 turn 1", "'role'"]),
+        (lambda d: d[1]["haystack_sessions"][0][0].update(content=None), ["item 1 (q-2)", "session 0 turn 0", "'content'"]),
+        (lambda d: d[1].pop("haystack_session_ids"), ["item 1 (q-2)", "'haystack_session_ids'"]),
+    ],
+    ids=["dates-longer", "sessions-longer", "bad-date", "bad-role", "content-null", "no-ids"],
+)
+def test_longmemeval_invalid_item_is_located_and_nothing_is_written(seeded, tmp_path, mutate, needles):
+    data = lme_data()
+    mutate(data)
+    path = write_json(tmp_path / "lme.json", data)
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("longmemeval", path)
+
+    assert str(info.value).startswith(str(path))
+    for needle in needles:
+        assert needle in str(info.value)
+    assert snapshot() == before
+
+
+# --------------------------------------------------------------------------- JSON Lines
+
+
+def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
+    lines = [row if isinstance(row, str) else json.dumps(row) for row in rows]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def jl(thread: str, role: str, content, created_at: str = "2024-03-01T09:00:00", **extra) -> dict:
+    return {"thread": thread, "role": role, "content": content, "created_at": created_at, **extra}
+
+
+INTERLEAVED = [
+    jl("alpha", "user", "a1", "2024-03-01T09:00:00", id="a-1", speaker="Dana"),
+    jl("beta", "user", "b1", "2024-03-01T09:00:30+05:30", id="b-1"),
+    jl("alpha", "assistant", "a2", "2024-03-01T09:01:00", id="a-2",
+       tool_calls=[{"name": "search", "arguments": {"q": "cats"}, "result": {"hits": [1, 2]}}]),
+    jl("beta", "assistant", "b2", "2024-03-01T09:01:30Z", id="b-2"),
+    jl("alpha", "user", "a3", "2024-03-01T09:02:00", id="a-3"),
+    jl("beta", "user", "b3", "2024-03-01T09:02:30", id="b-3"),
+]
+
+
+def test_jsonl_interleaved_threads_keep_their_order_and_fields(store, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", INTERLEAVED)
+
+    report = ingest("jsonl", path)
+
+    assert (report.units, report.messages, report.namespaces) == (1, 6, ["default"])
+    [info] = list_namespaces()
+    assert (info.name, info.threads, info.messages) == ("default", 2, 6)
+    alpha = thread_messages("default", "alpha")
+    beta = thread_messages("default", "beta")
+    assert [(m.position, m.role, m.content, m.external_id) for m in alpha] == [
+        (1, "user", "a1", "a-1"), (2, "assistant", "a2", "a-2"), (3, "user", "a3", "a-3"),
+    ]
+    assert [m.content for m in beta] == ["b1", "b2", "b3"]
+    assert alpha[0].speaker == "Dana" and alpha[1].speaker is None
+    assert alpha[1].tool_calls == (ToolTrace("search", {"q": "cats"}, {"hits": [1, 2]}),)
+    assert alpha[0].tool_calls == ()
+    # naive timestamps get the default offset (UTC), explicit ones are kept
+    assert alpha[0].created_at == "2024-03-01T09:00:00+00:00"
+    assert beta[0].created_at == "2024-03-01T09:00:30+05:30"
+    assert beta[1].created_at == "2024-03-01T09:01:30+00:00"
+
+
+def test_jsonl_namespace_tz_and_limit(store, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", INTERLEAVED)
+
+    report = ingest("jsonl", path, namespace="mine", limit=4, tz=timezone(timedelta(hours=-3)))
+
+    assert report.messages == 4 and report.namespaces == ["mine"]
+    assert [m.content for m in thread_messages("mine", "alpha")] == ["a1", "a2"]
+    assert [m.content for m in thread_messages("mine", "beta")] == ["b1", "b2"]
+    assert thread_messages("mine", "alpha")[0].created_at == "2024-03-01T09:00:00-03:00"
+    assert thread_messages("mine", "beta")[0].created_at == "2024-03-01T09:00:30+05:30"
+
+
+def test_jsonl_lines_without_id_are_idempotent_too(store, tmp_path):
+    rows = [jl("t", "user", f"msg {i}", f"2024-03-01T09:0{i}:00") for i in range(4)]
+    path = write_jsonl(tmp_path / "noid.jsonl", rows)
+    ingest("jsonl", path)
+    before = snapshot()
+
+    again = ingest("jsonl", path)
+
+    assert (again.messages, again.units, again.units_skipped) == (0, 0, 1)
+    assert snapshot() == before
+    assert Message.select().count() == 4
+
+
+def test_jsonl_reingest_adds_nothing_and_appended_lines_add_only_new(store, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", INTERLEAVED)
+    ingest("jsonl", path)
+    before = snapshot()
+
+    again = ingest("jsonl", path)
+
+    assert (again.messages, again.units, again.units_skipped) == (0, 0, 1)
+    assert snapshot() == before
+
+    more = INTERLEAVED + [
+        jl("beta", "assistant", "b4", "2024-03-01T09:03:00", id="b-4"),
+        jl("gamma", "user", "g1", "2024-03-01T09:04:00"),
+    ]
+    write_jsonl(path, more)
+
+    grown = ingest("jsonl", path)
+
+    assert (grown.messages, grown.units, grown.units_skipped) == (2, 1, 0)
+    assert stats().messages == 8
+    assert [m.content for m in thread_messages("default", "beta")] == ["b1", "b2", "b3", "b4"]
+    assert [m.content for m in thread_messages("default", "gamma")] == ["g1"]
+    assert [m.content for m in thread_messages("default", "alpha")] == ["a1", "a2", "a3"]
+
+
+def test_jsonl_same_id_with_changed_content_is_a_conflict_and_writes_nothing(store, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", INTERLEAVED)
+    ingest("jsonl", path)
+    before = snapshot()
+    # a new line before the conflicting one and one after it: neither may be stored
+    changed = [jl("delta", "user", "new thread, written before the conflict", id="d-1")]
+    changed += [dict(row, content="a3 edited") if row["id"] == "a-3" else row for row in INTERLEAVED]
+    changed.append(jl("beta", "assistant", "b4", "2024-03-01T09:03:00", id="b-4"))
+    write_jsonl(path, changed)
+
+    with pytest.raises(ReceiptConflictError, match="a-3"):
+        ingest("jsonl", path)
+
+    assert snapshot() == before
+    assert [m.content for m in thread_messages("default", "alpha")] == ["a1", "a2", "a3"]
+    assert thread_messages("default", "delta") == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "needles"),
+    [
+        (jl("t", "user", 5), [":2: content", "expected a string", "int"]),
+        (jl("t", 3, "hi"), [":2: role", "got 3"]),
+        (jl("t", "robot", "hi"), [":2: role", "'robot'"]),
+        (jl("t", "user", "   "), [":2: content", "no content"]),
+        (jl("t", "user", "hi", "not a date"), [":2: created_at", "'not a date'"]),
+        (jl("t", "user", "hi", 20240301), [":2: created_at", "int"]),
+        (jl("", "user", "hi"), [":2: thread"]),
+        ({"thread": "t", "role": "user", "content": "hi"}, [":2: missing field 'created_at'"]),
+        (jl("t", "user", "hi", speaker=7), [":2: speaker"]),
+        (jl("t", "user", "hi", tool_calls={"name": "x"}), [":2: tool_calls", "list"]),
+        (jl("t", "user", "hi", tool_calls=[{"arguments": {}}]), [":2: tool_calls[0].name"]),
+        ('{"thread": "t", "role": "user", "content": "hi"', [":2: not valid JSON"]),
+        ("[1, 2]", [":2: expected a JSON object", "list"]),
+    ],
+    ids=["content-int", "role-int", "role-unknown", "content-blank", "date-words", "date-int", "thread-empty",
+         "no-created_at", "speaker-int", "tool_calls-dict", "tool_call-nameless", "broken-json", "not-object"],
+)
+def test_jsonl_invalid_line_is_located_and_nothing_is_written(seeded, tmp_path, bad, needles):
+    path = write_jsonl(tmp_path / "bad.jsonl", [jl("t", "user", "fine"), bad, jl("t", "assistant", "also fine")])
+    before = snapshot()
+
+    with pytest.raises(InvalidInputError) as info:
+        ingest("jsonl", path)
+
+    message = str(info.value)
+    assert message.startswith(f"{path}:2:")
+    for needle in needles:
+        assert needle in message
+    assert snapshot() == before
+
+
+def test_jsonl_blank_lines_are_skipped_but_line_numbers_stay_true(store, tmp_path):
+    path = tmp_path / "gaps.jsonl"
+    path.write_text("\n" + json.dumps(jl("t", "user", "one")) + "\n\n" + json.dumps(jl("t", "user", 5)) + "\n")
+
+    with pytest.raises(InvalidInputError, match=r":4: content"):
+        parse("jsonl", path)
+
+
+def test_jsonl_empty_file_is_rejected(store, tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n")
+
+    with pytest.raises(InvalidInputError, match="no messages"):
+        parse("jsonl", path)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def test_unknown_format_and_missing_file(store, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", INTERLEAVED)
+
+    with pytest.raises(InvalidInputError, match="unknown ingest format 'csv'") as info:
+        parse("csv", path)
+    for fmt in FORMATS:
+        assert fmt in str(info.value)
+    with pytest.raises(InvalidInputError, match="no such file") as info:
+        parse("jsonl", tmp_path / "absent.jsonl")
+    assert str(tmp_path / "absent.jsonl") in str(info.value)
+    with pytest.raises(InvalidInputError, match="--limit"):
+        parse("jsonl", path, limit=0)
+    assert stats().messages == 0
+
+
+def test_report_is_a_plain_dataclass():
+    report = IngestReport(format="jsonl", path="x")
+    assert dataclasses.asdict(report) == {
+        "format": "jsonl", "path": "x", "units": 0, "units_skipped": 0, "units_empty": 0, "messages": 0,
+        "blocks_sealed": 0, "namespaces": [],
+    }

@@ -1,0 +1,180 @@
+"""Derivation jobs: retries with backoff, terminal failure, recovery, manual retry."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.db import db
+from core.errors import InvalidInputError
+from core.models import Block, Job, Message
+from core.providers.base import BlockSummary, Extraction
+from core.providers.offline import OfflineProvider
+from core.services import jobs as jobsvc
+from core.services.blocks import get_block_context
+from core.services.capture import append_turn
+from core.services.derive import run_pending
+from core.services.spaces import configure_namespace
+from core.store import open_store
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(jobsvc, "wall", c)
+    monkeypatch.setattr("core.services.derive.wall", c)
+    return c
+
+
+class BrokenSummarizer(OfflineProvider):
+    """Fails the first ``failures`` summary calls, then behaves."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def summarize_block(self, messages):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise TimeoutError("model did not answer")
+        return super().summarize_block(messages)
+
+
+def _one_block(size: int = 1) -> int:
+    configure_namespace("ns", block_turn_size=size)
+    append_turn("ns", "t", "We will migrate the billing service to Postgres in May.", "Noted, May migration.")
+    return Block.get().id
+
+
+def _summary_job() -> Job:
+    return Job.get(Job.kind == "summary")
+
+
+def test_failed_summary_retries_after_one_then_two_seconds_then_stops(store, clock):
+    block_id = _one_block()
+    provider = BrokenSummarizer(failures=10)
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    job = _summary_job()
+    assert (job.status, job.attempts, job.next_retry_at) == ("failed", 1, clock.now + 1.0)
+    assert "model did not answer" in job.last_error
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    assert provider.calls == 1  # not due yet
+    clock.now += 1.0
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    job = _summary_job()
+    assert (job.attempts, job.next_retry_at) == (2, clock.now + 2.0)
+    clock.now += 2.0
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    job = _summary_job()
+    assert (job.status, job.attempts, job.next_retry_at) == ("failed", 3, None)
+    clock.now += 100
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    assert provider.calls == 3
+    block = Block.get_by_id(block_id)
+    assert block.status == "pending" and block.l1_summary is None
+    assert get_block_context("ns") == []
+    assert Message.select().where(Message.block == block_id).count() == 2  # raw turns kept
+
+
+def test_failed_jobs_do_not_block_later_sealing(store, clock):
+    _one_block()
+    run_pending("ns", provider=BrokenSummarizer(failures=10), wait_for_retries=False)
+    append_turn("ns", "t", "Second decision: keep weekly demos on Friday.", "ok")
+    assert Block.select().count() == 2
+
+
+def test_manual_retry_resets_attempts(store, clock):
+    block_id = _one_block()
+    provider = BrokenSummarizer(failures=3)
+    for step in (0, 1.0, 2.0):
+        clock.now += step
+        run_pending("ns", provider=provider, wait_for_retries=False)
+    job = _summary_job()
+    assert (job.status, job.attempts) == ("failed", 3)
+    row = jobsvc.retry(job.id)
+    assert (row.status, row.attempts, row.next_retry_at) == ("pending", 0, None)
+    run_pending("ns", provider=provider, wait_for_retries=False)
+    assert Block.get_by_id(block_id).status == "ready"
+    assert _summary_job().status == "succeeded"
+    with pytest.raises(InvalidInputError):
+        jobsvc.retry(job.id)  # succeeded jobs are not retried
+
+
+def test_run_pending_waits_out_short_backoffs(store):
+    block_id = _one_block()
+    report = run_pending("ns", provider=BrokenSummarizer(failures=1))
+    assert report.failed == 1 and Block.get_by_id(block_id).status == "ready"
+
+
+def test_running_jobs_found_at_open_become_retryable(db_url, store, clock):
+    block_id = _one_block()
+    claimed = jobsvc.claim_next()
+    assert claimed.status == "running" and claimed.attempts == 1
+    db.close()
+    open_store(db_url)  # as after a killed process
+    job = _summary_job()
+    assert job.status == "failed" and job.next_retry_at is not None and "interrupted" in job.last_error
+    run_pending("ns", wait_for_retries=False)
+    assert Block.get_by_id(block_id).status == "ready"
+
+
+def test_a_stale_result_is_discarded_after_recovery(store, clock):
+    _one_block()
+    job = jobsvc.claim_next()
+    jobsvc.recover_interrupted()  # someone else decided the job was abandoned
+    jobsvc.fail(job, "late failure from the old worker")
+    assert _summary_job().last_error.startswith("interrupted")
+
+
+def test_summary_then_extraction_then_ready(store):
+    block_id = _one_block()
+    report = run_pending("ns")
+    kinds = {j.kind: j.status for j in Job.select()}
+    assert kinds["summary"] == "succeeded" and kinds["extraction"] in ("succeeded", "skipped")
+    block = Block.get_by_id(block_id)
+    assert block.status == "ready" and block.l0_title and block.l1_summary
+    assert (block.pointer_current_level, block.pointer_anchor_level, block.ready_position) == (5, 5, 1)
+    assert report.blocks_ready == 1
+
+
+class EmptyButClaimsEvents(OfflineProvider):
+    def extract_events(self, context):
+        return Extraction(should_extract=True, reason="there should be events", events=())
+
+
+def test_should_extract_with_zero_events_fails_the_job(store, clock):
+    block_id = _one_block()
+    run_pending("ns", provider=EmptyButClaimsEvents(), wait_for_retries=False)
+    job = Job.get(Job.kind == "extraction")
+    assert job.status == "failed" and "no events" in job.last_error
+    assert Block.get_by_id(block_id).status == "pending"
+
+
+class InvalidSummary(OfflineProvider):
+    def summarize_block(self, messages):
+        return {"title": "", "summary": "x", "tags": [], "keypoints": [], "should_extract": True}
+
+
+def test_invalid_summary_output_fails_the_job_not_the_store(store, clock):
+    block_id = _one_block()
+    run_pending("ns", provider=InvalidSummary(), wait_for_retries=False)
+    assert "invalid L0-L2" in _summary_job().last_error
+    assert Block.get_by_id(block_id).l0_title is None
+
+
+def test_summary_validation_clamps():
+    summary = BlockSummary.validated({
+        "title": "t" * 300, "summary": "s" * 5000, "tags": [f"tag{i}" for i in range(30)],
+        "keypoints": [f"p{i}" for i in range(40)], "should_extract": False,
+    })
+    assert len(summary.title) == 120 and len(summary.summary) == 2000
+    assert len(summary.tags) == 12 and len(summary.keypoints) == 20
+    with pytest.raises(Exception):
+        BlockSummary.validated({"title": "t", "summary": "s", "tags": [], "keypoints": [], "should_extract": "yes"})

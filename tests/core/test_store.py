@@ -1,0 +1,92 @@
+"""Opening databases: URLs, schema versions, WAL, two writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.db import db, resolve_url, sqlite_path
+from core.errors import InvalidInputError, SchemaTooNewError
+from core.migrations import SCHEMA_VERSION, database_version
+from core.models import Message, SchemaVersion
+from core.services.stats import stats
+from core.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_fresh_database_gets_current_schema_and_wal(store):
+    assert database_version(db) == SCHEMA_VERSION
+    assert db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == 5000
+
+
+def test_newer_schema_is_refused(db_url, store):
+    SchemaVersion.create(version=SCHEMA_VERSION + 1, applied_at="2030-01-01T00:00:00+00:00")
+    db.close()
+    with pytest.raises(SchemaTooNewError, match="newer"):
+        open_store(db_url)
+
+
+def test_reopening_keeps_data_and_version(db_url, store):
+    from core.services.capture import append_turn
+
+    append_turn("ns", "t", "u", "a")
+    db.close()
+    reopened = open_store(db_url)
+    assert reopened.schema_version == SCHEMA_VERSION and stats("ns").messages == 2
+
+
+def test_url_resolution(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATA_DB", f"sqlite:///{tmp_path}/env.db")
+    assert resolve_url(None).endswith("env.db")
+    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
+    monkeypatch.delenv("STRATA_DB")
+    assert resolve_url(None).startswith("sqlite:///") and resolve_url(None).endswith("strata.db")
+    assert sqlite_path("sqlite:////abs/file.db") == Path("/abs/file.db")
+    assert sqlite_path("postgresql://u@h/db") is None
+    with pytest.raises(InvalidInputError):
+        open_store("mysql://nope")
+    with pytest.raises(InvalidInputError):
+        open_store("sqlite:///:memory:")
+
+
+WRITER = """
+import sys
+from core.store import open_store
+from core.services.capture import append_turn
+open_store(sys.argv[1])
+for i in range(40):
+    append_turn("ns", sys.argv[2], f"u{i}", f"a{i}", receipt_id=f"{sys.argv[2]}-{i}")
+"""
+
+
+def test_two_writer_processes_lose_nothing(db_url, store):
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, db_url, name], cwd=ROOT)
+        for name in ("alpha", "beta")
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert Message.select().count() == 160
+    from core.models import Thread
+
+    for name in ("alpha", "beta"):
+        thread = Thread.get(Thread.name == name)
+        positions = [m.position for m in Message.select().where(Message.thread == thread).order_by(Message.position)]
+        assert positions == list(range(1, 81))
+        assert thread.turn_count == 40
+    assert stats("ns").threads == 2 and stats("ns").blocks_pending == 6
+
+
+def test_core_imports_without_textual_or_rich():
+    code = (
+        "import sys, core, core.store, core.services.capture, core.services.blocks, core.services.derive, "
+        "core.services.stats, core.ingest, core.ingest.locomo, core.ingest.longmemeval, core.ingest.jsonl, core.demo;"
+        "print(sorted(m for m in ('textual', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,81 @@
+"""The headless CLI commands, run in-process against a temporary database."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_json(capsys, *argv: str):
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+@pytest.fixture
+def demo_db(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--no-ui", "--db", url]) == 0
+    capsys.readouterr()
+    return url
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip().startswith("strata 0.")
+
+
+def test_demo_builds_a_derived_store(demo_db, capsys):
+    stats = run_json(capsys, "stats", "--db", demo_db)
+    assert stats["messages"] == 272 and stats["threads"] == 4
+    assert stats["blocks_ready"] >= 8 and stats["blocks_pending"] == 0
+    assert stats["jobs"]["failed"] == 0 and stats["jobs"]["pending"] == 0
+    names = [n["name"] for n in run_json(capsys, "namespaces", "--db", demo_db)]
+    assert names == ["demo"]
+
+
+def test_blocks_block_and_expand(demo_db, capsys):
+    blocks = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--thread", "work-planning")
+    assert [b["thread"] for b in blocks] == ["work-planning"] * len(blocks)
+    oldest = blocks[0]
+    assert oldest["status"] == "ready" and oldest["current_level"] < 5
+    assert set(oldest["tokens"]) == {"0", "1", "2", "3", "4", "5"}
+    view = run_json(capsys, "block", str(oldest["id"]), "--db", demo_db, "--level", "5")
+    assert view["level"] == 5 and "Maya" in view["content"]
+    lifted = run_json(capsys, "expand-block", str(oldest["id"]), "--db", demo_db, "--level", "next")
+    assert lifted["level"] == oldest["current_level"] + 1
+    again = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--thread", "work-planning")
+    assert again[0]["last_lifted_by"] == "user" and again[0]["current_level"] == lifted["level"]
+
+
+def test_derive_reports_nothing_left(demo_db, capsys):
+    report = run_json(capsys, "derive", "--db", demo_db)
+    assert report["processed"] == 0 and report["failed"] == 0
+
+
+def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):
+    assert main(["block", "99999", "--db", demo_db]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "block 99999" in err
+    assert main(["stats", "--db", demo_db, "--namespace", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_python_dash_m_workbench_runs():
+    out = subprocess.run([sys.executable, "-m", "workbench", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.startswith("strata ")
+
+
+def test_cli_import_does_not_load_textual():
+    code = "import sys, workbench.cli, workbench.cli.memory; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,318 @@
+"""`strata ingest` end to end, in-process through workbench.cli.main.
+
+Bad input must exit non-zero with exactly one error line that says where the problem
+is, and leave an existing database exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCOMO_REAL = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+
+DATE_1 = "1:56 pm on 8 May, 2023"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch):
+    monkeypatch.delenv("STRATA_DB", raising=False)
+    yield
+    from core.db import db
+
+    if db.obj is not None and not db.is_closed():
+        db.close()
+
+
+@pytest.fixture
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'strata.db'}"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv: str):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def snapshot(capsys, db_url: str) -> tuple:
+    """`strata stats --json` plus `strata namespaces --json` (whose revisions move on any write)."""
+    return run_json(capsys, "stats", "--db", db_url), run_json(capsys, "namespaces", "--db", db_url)
+
+
+def locomo_sample(sample_id: str, user_turns: int, *, date: str = DATE_1) -> dict:
+    turns = []
+    for i in range(user_turns):
+        turns.append({"speaker": "Ann", "dia_id": f"D1:{2 * i + 1}", "text": f"question {i}"})
+        turns.append({"speaker": "Bob", "dia_id": f"D1:{2 * i + 2}", "text": f"answer {i}",
+                      **({"blip_caption": "a dog on a beach"} if i == 0 else {})})
+    return {
+        "sample_id": sample_id,
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": date, "session_1": turns},
+        "qa": [],
+    }
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def jl(thread: str, role, content, created_at="2024-03-01T09:00:00", **extra) -> dict:
+    return {"thread": thread, "role": role, "content": content, "created_at": created_at, **extra}
+
+
+@pytest.fixture
+def seeded(tmp_path, db_url, capsys) -> str:
+    """A database that already holds a LoCoMo conversation and a JSONL thread."""
+    seed = write_json(tmp_path / "seed-locomo.json", [locomo_sample("seed-conv", 14)])
+    assert run_json(capsys, "ingest", "locomo", str(seed), "--db", db_url)["messages"] == 28
+    lines = write_jsonl(tmp_path / "seed.jsonl", [jl("notes", "user", "remember milk", id="n1")])
+    assert run_json(capsys, "ingest", "jsonl", str(lines), "--db", db_url)["messages"] == 1
+    return db_url
+
+
+# --------------------------------------------------------------------------- happy paths
+
+
+def test_cli_ingest_locomo_reports_and_is_idempotent(tmp_path, db_url, capsys):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("c-1", 30), locomo_sample("c-2", 24)])
+
+    report = run_json(capsys, "ingest", "locomo", str(path), "--db", db_url)
+
+    assert report == {
+        "format": "locomo", "path": str(path), "units": 2, "units_skipped": 0, "units_empty": 0,
+        "messages": 108, "blocks_sealed": 4, "namespaces": ["c-1", "c-2"],
+    }
+    stats = run_json(capsys, "stats", "--db", db_url)
+    assert (stats["namespaces"], stats["threads"], stats["messages"]) == (2, 2, 108)
+    assert (stats["blocks_pending"], stats["open_tail_turns"], stats["open_tail_messages"]) == (4, 6, 12)
+    c1 = run_json(capsys, "stats", "--namespace", "c-1", "--db", db_url)
+    assert (c1["messages"], c1["blocks_pending"], c1["open_tail_turns"]) == (60, 2, 6)
+
+    again = run_json(capsys, "ingest", "locomo", str(path), "--db", db_url)
+
+    assert (again["units"], again["units_skipped"], again["messages"], again["blocks_sealed"]) == (0, 2, 0, 0)
+    assert run_json(capsys, "stats", "--db", db_url) == stats
+
+
+def test_cli_ingest_plain_output_and_options(tmp_path, db_url, capsys):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("c-1", 2), locomo_sample("c-2", 2)])
+
+    code, out, err = run(capsys, "ingest", "locomo", str(path), "--db", db_url,
+                         "--namespace", "bench", "--limit", "1", "--tz", "+02:00")
+
+    assert code == 0, err
+    text = " ".join(out.split())  # rich wraps plain output at the console width
+    assert text == "ingested 4 messages in 1 unit(s) (0 already stored), sealed 0 blocks into 1 namespace(s)"
+    from core.services.capture import thread_messages
+
+    messages = thread_messages("bench", "c-1")
+    assert [m.created_at for m in messages] == ["2023-05-08T13:56:00+02:00"] * 4
+    assert [m.external_id for m in messages] == ["D1:1", "D1:2", "D1:3", "D1:4"]
+    assert messages[1].content == "answer 0 [image: a dog on a beach]"
+    names = [n["name"] for n in run_json(capsys, "namespaces", "--db", db_url)]
+    assert names == ["bench"]
+
+
+def test_cli_ingest_jsonl_appended_lines(tmp_path, db_url, capsys):
+    rows = [jl("t", "user", "one", id="1"), jl("u", "user", "other", id="2"), jl("t", "assistant", "two", id="3")]
+    path = write_jsonl(tmp_path / "chat.jsonl", rows)
+    assert run_json(capsys, "ingest", "jsonl", str(path), "--db", db_url)["messages"] == 3
+    write_jsonl(path, rows + [jl("t", "user", "three", id="4")])
+
+    report = run_json(capsys, "ingest", "jsonl", str(path), "--db", db_url)
+
+    assert (report["messages"], report["units"], report["units_skipped"]) == (1, 1, 0)
+    assert run_json(capsys, "stats", "--db", db_url)["messages"] == 4
+
+
+def test_cli_ingest_longmemeval_gz(tmp_path, db_url, capsys):
+    import gzip
+
+    item = {
+        "question_id": "q-9", "haystack_session_ids": ["s1", "s2"],
+        "haystack_dates": ["2023/05/30 (Tue) 23:40", "2023/05/31 (Wed) 06:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+            [{"role": "user", "content": "again"}],
+        ],
+    }
+    path = tmp_path / "lme.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump([item], handle)
+
+    report = run_json(capsys, "ingest", "longmemeval", str(path), "--db", db_url)
+
+    assert (report["messages"], report["namespaces"]) == (3, ["q-9"])
+    stats = run_json(capsys, "stats", "--namespace", "q-9", "--db", db_url)
+    assert (stats["threads"], stats["messages"]) == (2, 3)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _truncated_locomo(tmp_path: Path):
+    text = json.dumps([locomo_sample("a", 3), locomo_sample("b", 3)], indent=2)
+    cut = text[: len(text) * 2 // 3]
+    path = tmp_path / "truncated.json"
+    path.write_text(cut, encoding="utf-8")
+    return "locomo", path, [rf"{re.escape(str(path))}:{cut.count(chr(10)) + 1}:\d+: not valid JSON"]
+
+
+def _locomo_bad_middle(tmp_path: Path):
+    data = [locomo_sample("a", 3), locomo_sample("b", 3), locomo_sample("c", 3)]
+    data[1]["conversation"]["session_1"][3]["speaker"] = 42
+    path = write_json(tmp_path / "middle.json", data)
+    return "locomo", path, [re.escape(str(path)), r"item 1 \(b\)", r"session_1\[3\]", r"'speaker'", "int"]
+
+
+def _locomo_bad_date(tmp_path: Path):
+    data = [locomo_sample("a", 3), locomo_sample("b", 3, date="the day after")]
+    path = write_json(tmp_path / "date.json", data)
+    return "locomo", path, [re.escape(str(path)), r"item 1 \(b\)", "session_1_date_time", "'the day after'"]
+
+
+def _jsonl(name: str, bad, lineno: int = 3):
+    def build(tmp_path: Path):
+        rows = [jl("t", "user", "fine"), jl("t", "assistant", "fine too")]
+        rows.insert(lineno - 1, bad)
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        return "jsonl", path, [rf"{re.escape(str(path))}:{lineno}: "] + NEEDLES[name]
+    return build
+
+
+NEEDLES = {
+    "content-int": ["content", "expected a string, got int"],
+    "role-int": ["role", "got 3"],
+    "content-empty": ["content", "no content"],
+    "date-words": ["created_at", "'next friday'", "ISO-8601"],
+    "missing-thread": ["missing field 'thread'"],
+}
+
+
+def _lme_mismatch(tmp_path: Path):
+    item = {"question_id": "q-1", "haystack_session_ids": ["s1", "s2"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+            "haystack_sessions": [[{"role": "user", "content": "x"}], []]}
+    path = write_json(tmp_path / "lme.json", [item])
+    return "longmemeval", path, [re.escape(str(path)), r"item 0 \(q-1\)", "haystack_dates", "differ in length"]
+
+
+def _lme_bad_date(tmp_path: Path):
+    item = {"question_id": "q-1", "haystack_session_ids": ["s1"], "haystack_dates": ["yesterday"],
+            "haystack_sessions": [[{"role": "user", "content": "x"}]]}
+    path = write_json(tmp_path / "lme.json", [item])
+    return "longmemeval", path, [re.escape(str(path)), r"item 0 \(q-1\)", "session 0", "haystack_dates", "'yesterday'"]
+
+
+def _missing_file(tmp_path: Path):
+    path = tmp_path / "nowhere" / "absent.json"
+    return "locomo", path, [re.escape(str(path)), "no such file"]
+
+
+def _unknown_format(tmp_path: Path):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("a", 1)])
+    return "csv", path, ["unknown ingest format 'csv'", "locomo, longmemeval, jsonl"]
+
+
+BAD_INPUTS = {
+    "locomo-truncated": _truncated_locomo,
+    "locomo-bad-middle-unit": _locomo_bad_middle,
+    "locomo-date-not-a-date": _locomo_bad_date,
+    "jsonl-content-int": _jsonl("content-int", jl("t", "user", 5)),
+    "jsonl-role-int": _jsonl("role-int", jl("t", 3, "hello"), lineno=2),
+    "jsonl-content-empty": _jsonl("content-empty", jl("t", "user", "")),
+    "jsonl-created_at-not-a-date": _jsonl("date-words", jl("t", "user", "hi", "next friday"), lineno=1),
+    "jsonl-missing-thread": _jsonl("missing-thread", {"role": "user", "content": "x", "created_at": "2024-01-01"}),
+    "longmemeval-length-mismatch": _lme_mismatch,
+    "longmemeval-date-not-a-date": _lme_bad_date,
+    "missing-file": _missing_file,
+    "unknown-format": _unknown_format,
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_cli_bad_input_one_error_line_and_nothing_written(tmp_path, seeded, capsys, case):
+    fmt, path, patterns = BAD_INPUTS[case](tmp_path)
+    before = snapshot(capsys, seeded)
+
+    code, out, err = run(capsys, "ingest", fmt, str(path), "--db", seeded)
+
+    assert code != 0
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("strata: error: ")
+    for pattern in patterns:
+        assert re.search(pattern, lines[0]), (pattern, lines[0])
+    assert snapshot(capsys, seeded) == before
+
+
+def test_cli_receipt_conflict_exits_non_zero_and_writes_nothing(tmp_path, seeded, capsys):
+    rows = [jl("t", "user", "first", id="m1"), jl("t", "assistant", "second", id="m2")]
+    path = write_jsonl(tmp_path / "chat.jsonl", rows)
+    assert run_json(capsys, "ingest", "jsonl", str(path), "--db", seeded)["messages"] == 2
+    write_jsonl(path, [jl("t", "user", "new before", id="m0"), jl("t", "user", "first, edited", id="m1"),
+                       rows[1], jl("t", "user", "new after", id="m3")])
+    before = snapshot(capsys, seeded)
+
+    code, out, err = run(capsys, "ingest", "jsonl", str(path), "--db", seeded)
+
+    assert code != 0
+    assert len(err.splitlines()) == 1 and "'jsonl:t:m1'" in err and "different payload" in err
+    assert snapshot(capsys, seeded) == before
+
+
+def test_cli_unknown_timezone_is_an_error(tmp_path, seeded, capsys):
+    path = write_json(tmp_path / "locomo.json", [locomo_sample("a", 1)])
+    before = snapshot(capsys, seeded)
+
+    code, _, err = run(capsys, "ingest", "locomo", str(path), "--db", seeded, "--tz", "Mars/Olympus")
+
+    assert code != 0 and len(err.splitlines()) == 1 and "'Mars/Olympus'" in err
+    assert snapshot(capsys, seeded) == before
+
+
+# --------------------------------------------------------------------------- the real dataset (opt-in)
+
+
+@pytest.mark.skipif(not LOCOMO_REAL.is_file(), reason=f"real LoCoMo data not found at {LOCOMO_REAL}")
+def test_cli_ingest_real_locomo10(tmp_path, db_url, capsys):
+    report = run_json(capsys, "ingest", "locomo", str(LOCOMO_REAL), "--db", db_url)
+
+    assert report["units"] == 10 and report["messages"] == 5882
+    assert len(report["namespaces"]) == 10
+    stats = run_json(capsys, "stats", "--db", db_url)
+    assert (stats["namespaces"], stats["threads"], stats["messages"]) == (10, 10, 5882)
+    from core.models import Message
+
+    ids = [row[0] for row in Message.select(Message.external_id).tuples()]
+    assert len(ids) == 5882
+    bad = [i for i in ids if not isinstance(i, str) or not re.fullmatch(r"D\d+:\d+", i)]
+    assert bad == []
+
+    again = run_json(capsys, "ingest", "locomo", str(LOCOMO_REAL), "--db", db_url)
+
+    assert (again["messages"], again["units"], again["units_skipped"]) == (0, 0, 10)
+    assert run_json(capsys, "stats", "--db", db_url) == stats

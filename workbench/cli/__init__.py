@@ -1,0 +1,67 @@
+"""The `strata` command: the TUI when run bare, subcommands for everything else.
+
+Only `strata` / `strata ui` / `strata demo` import Textual, and only when they open
+the UI, so headless commands start fast and run where no terminal UI is possible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from core import __version__
+from core.errors import StrataError
+
+
+def _common(json_flag: bool = True) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
+                        help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB or the data dir")
+    if json_flag:
+        parent.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from workbench.cli import memory
+
+    parser = argparse.ArgumentParser(
+        prog="strata", description="Strata: local-first long-term memory for AI agents."
+    )
+    parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
+    parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
+    parser.add_argument("--namespace", default=None, help="namespace to open in the workbench")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common()
+    memory.register(sub, common, _common(json_flag=False))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        print(f"strata {__version__}")
+        return 0
+    from rich.markup import escape
+
+    from workbench.cli.output import err_console
+
+    handler = getattr(args, "handler", None)
+    try:
+        if handler is None:
+            from workbench.cli.memory import run_ui
+
+            return run_ui(args)
+        return int(handler(args) or 0)
+    except StrataError as exc:
+        err_console.print(f"[bold red]strata: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("strata: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Capture, block and derivation commands: ingest, stats, blocks, block, expand-block,
+derive, namespaces, demo and ui."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workbench.cli.output import console, err_console, print_json, progress_bar, table
+
+
+def _open(args: argparse.Namespace):
+    from core.store import open_store
+
+    return open_store(getattr(args, "db", None))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from core.ingest import IngestReport, parse, write_units
+    from core.timeutil import parse_tz
+
+    tz = parse_tz(args.tz) if args.tz else None
+    # Validate the whole file before opening the store: a bad file changes nothing.
+    units = parse(args.format, args.path, namespace=args.namespace, limit=args.limit, tz=tz)
+    _open(args)
+    report = IngestReport(format=args.format, path=str(args.path))
+    with progress_bar(f"ingest {args.format}", enabled=not args.json and len(units) > 1) as update:
+        write_units(units, report, update)
+    if args.json:
+        print_json(report)
+    else:
+        console.print(
+            f"ingested {report.messages} messages in {report.units} unit(s) "
+            f"({report.units_skipped} already stored), sealed {report.blocks_sealed} blocks "
+            f"into {len(report.namespaces)} namespace(s)"
+        )
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from core.services.stats import stats
+
+    _open(args)
+    result = stats(args.namespace)
+    if args.json:
+        print_json(result)
+        return 0
+    rows = [
+        ["namespaces", result.namespaces], ["threads", result.threads], ["messages", result.messages],
+        ["blocks pending", result.blocks_pending], ["blocks ready", result.blocks_ready],
+        ["open-tail turns", result.open_tail_turns],
+    ] + [[f"jobs {status}", n] for status, n in result.jobs.items()]
+    table(f"Strata stats ({args.namespace or 'all namespaces'})", ["what", "count"], rows)
+    return 0
+
+
+def _level_tokens(tokens: dict[int, int]) -> str:
+    l5 = tokens.get(5) or 1
+    return " ".join(f"L{lvl}:{n}({100 * n // l5}%)" for lvl, n in tokens.items())
+
+
+def cmd_blocks(args: argparse.Namespace) -> int:
+    from core.services.blocks import list_blocks
+
+    _open(args)
+    rows = list_blocks(args.namespace, args.thread, status=args.status, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return 0
+    table(
+        "Blocks",
+        ["id", "namespace", "thread", "turns", "status", "level", "title", "tokens per level"],
+        [
+            [b.id, b.namespace, b.thread, f"{b.start_turn}-{b.end_turn}", b.status,
+             "-" if b.current_level is None else f"L{b.current_level}", b.title or "", _level_tokens(b.tokens)]
+            for b in rows
+        ],
+    )
+    return 0
+
+
+def _print_view(view, as_json: bool) -> None:
+    if as_json:
+        print_json(view)
+        return
+    age = "" if view.age is None else f", age {view.age}"
+    console.rule(f"block {view.id} · {view.thread} · turns {view.start_turn}-{view.end_turn} · "
+                 f"{view.label} ({view.status}{age})")
+    console.print(view.content, markup=False, highlight=False)
+
+
+def cmd_block(args: argparse.Namespace) -> int:
+    from core.services.blocks import render_block
+
+    _open(args)
+    _print_view(render_block(args.id, args.level), args.json)
+    return 0
+
+
+def cmd_expand_block(args: argparse.Namespace) -> int:
+    from core.services.blocks import expand_block
+
+    _open(args)
+    _print_view(expand_block(args.id, args.level, by="user"), args.json)
+    return 0
+
+
+def cmd_derive(args: argparse.Namespace) -> int:
+    from core.services.derive import run_pending
+
+    _open(args)
+    with progress_bar("derive", enabled=not args.json) as update:
+        report = run_pending(args.namespace, provider=args.provider, progress=update)
+    if args.json:
+        print_json(report)
+    else:
+        console.print(
+            f"ran {report.processed} jobs: {report.succeeded} succeeded, {report.skipped} skipped, "
+            f"{report.failed} failed; {report.blocks_ready} blocks ready in {report.seconds:.1f}s"
+        )
+        for error in report.errors[:20]:
+            err_console.print(f"  {error}", markup=False)
+    return 0
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    from core.services.spaces import list_namespaces
+
+    _open(args)
+    rows = list_namespaces()
+    if args.json:
+        print_json(rows)
+        return 0
+    table("Namespaces", ["name", "threads", "messages", "turns", "block size", "λ", "revision"],
+          [[n.name, n.threads, n.messages, n.current_turn, n.block_turn_size, n.block_decay_lambda, n.revision]
+           for n in rows])
+    return 0
+
+
+def demo_db_path() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("strata", appauthor=False)) / "demo.db"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from core.demo import build_demo
+
+    url = getattr(args, "db", None) or f"sqlite:///{demo_db_path()}"
+    with progress_bar("demo", enabled=True) as update:
+        result = build_demo(url, progress=update)
+    console.print(
+        f"demo database: {result.path}\n"
+        f"  {result.messages} messages in {result.threads} threads, {result.blocks_ready} blocks ready, "
+        f"{result.blocks_pending} pending, {result.open_tail_turns} open-tail turns",
+        markup=False, highlight=False,
+    )
+    if args.no_ui:
+        return 0
+    args.db = url
+    args.namespace = result.namespace
+    return run_ui(args)
+
+
+def run_ui(args: argparse.Namespace) -> int:
+    from workbench.app import run_app
+
+    return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None))
+
+
+def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
+    from core.ingest import FORMATS
+
+    p = sub.add_parser("ingest", parents=[common], help="store a conversation file (locomo, longmemeval, jsonl)",
+                       description="Store a conversation file. The whole file is validated first; "
+                                   "a second run of the same file adds nothing.")
+    p.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(FORMATS)}")
+    p.add_argument("path", type=Path, metavar="PATH")
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to store into (default: per conversation/question, or 'default')")
+    p.add_argument("--limit", type=int, help="only the first N conversations/questions/lines")
+    p.add_argument("--tz", help="offset for timestamps that have none (UTC, +02:00, Europe/Paris); default UTC")
+    p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("stats", parents=[common], help="counts of messages, blocks, turns and jobs")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_stats)
+
+    p = sub.add_parser("blocks", parents=[common], help="list blocks with their level and size per level")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--thread")
+    p.add_argument("--status", choices=["pending", "ready"])
+    p.add_argument("--limit", type=int)
+    p.set_defaults(handler=cmd_blocks)
+
+    p = sub.add_parser("block", parents=[common], help="show one block rendered at a level")
+    p.add_argument("id", type=int)
+    p.add_argument("--level", type=int, choices=range(6), help="0..5 (default: its current decayed level)")
+    p.set_defaults(handler=cmd_block)
+
+    p = sub.add_parser("expand-block", parents=[common], help="lift a ready block to a deeper level (as a user)")
+    p.add_argument("id", type=int)
+    p.add_argument("--level", required=True, help="0..5, L0..L5, next or raw")
+    p.set_defaults(handler=cmd_expand_block)
+
+    p = sub.add_parser("derive", parents=[common], help="run pending derivation jobs with progress")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--provider", default="offline", help="model provider (default: offline)")
+    p.set_defaults(handler=cmd_derive)
+
+    p = sub.add_parser("namespaces", parents=[common], help="list namespaces")
+    p.set_defaults(handler=cmd_namespaces)
+
+    p = sub.add_parser("demo", parents=[common_no_json], help="build the demo database and open the workbench")
+    p.add_argument("--no-ui", action="store_true", help="only build the demo database")
+    p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("ui", parents=[common_no_json], help="open the workbench (same as bare `strata`)")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.set_defaults(handler=run_ui)

@@ -1,0 +1,63 @@
+"""Printing for the CLI: JSON for machines, rich tables and progress for people."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses (and containers of them) as JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_plain(value), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+
+
+def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    out = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        out.add_column(column, overflow="fold")
+    for row in rows:
+        out.add_row(*["" if v is None else str(v) for v in row])
+    console.print(out)
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
+    """A rich progress bar on stderr; yields a ``(done, total, label)`` callback."""
+    if not enabled:
+        yield lambda done, total, label: None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[label]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=None, label="")
+
+        def update(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, label=label)
+
+        yield update
