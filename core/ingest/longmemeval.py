@@ -45,6 +45,7 @@ def parse_longmemeval(path: Path, *, namespace: str | None, limit: int | None, t
                 f"({len(ids)}, {len(dates)}, {len(sessions)})"
             )
         batches = []
+        seen: dict[str, int] = {}
         for s_index, (session_id, date, turns) in enumerate(zip(ids, dates, sessions)):
             s_where = f"{where}: session {s_index}"
             if not isinstance(session_id, str):
@@ -67,7 +68,11 @@ def parse_longmemeval(path: Path, *, namespace: str | None, limit: int | None, t
                     "external_id": f"{session_id}:{t_index}",
                 })
             if messages:
-                thread = session_id if namespace is None else f"{qid}/{session_id}"
+                # A few haystacks show the same session twice (on different dates); each
+                # showing gets its own thread, the external ids still name the session.
+                seen[session_id] = seen.get(session_id, 0) + 1
+                name = session_id if seen[session_id] == 1 else f"{session_id} (repeat {seen[session_id]})"
+                thread = name if namespace is None else f"{qid}/{name}"
                 batches.append(ThreadBatch(thread=thread, messages=tuple(messages)))
         units.append(Unit(
             namespace=namespace or qid,

@@ -713,3 +713,20 @@ def test_report_is_a_plain_dataclass():
         "format": "jsonl", "path": "x", "units": 0, "units_skipped": 0, "units_empty": 0, "messages": 0,
         "blocks_sealed": 0, "namespaces": [],
     }
+
+
+def test_longmemeval_session_shown_twice_gets_two_threads(store, tmp_path):
+    turns = lme_turns("I moved to Denver.", "Nice city!")
+    data = [lme_item("q-dup", [
+        ("sess_a", "2023/05/01 (Mon) 10:00", turns),
+        ("sess_b", "2023/05/02 (Tue) 10:00", lme_turns("Other talk.", "Sure.")),
+        ("sess_a", "2023/05/09 (Tue) 10:00", turns),
+    ])]
+    path = write_json(tmp_path / "lme.json", data)
+    report = ingest("longmemeval", path)
+    assert report.messages == 6
+    first = thread_messages("q-dup", "sess_a")
+    again = thread_messages("q-dup", "sess_a (repeat 2)")
+    assert [m.external_id for m in again] == [m.external_id for m in first] == ["sess_a:0", "sess_a:1"]
+    assert again[0].created_at.startswith("2023-05-09") and first[0].created_at.startswith("2023-05-01")
+    assert ingest("longmemeval", path).messages == 0
