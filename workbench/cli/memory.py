@@ -55,8 +55,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _level_tokens(tokens: dict[int, int]) -> str:
-    l5 = tokens.get(5) or 1
-    return " ".join(f"L{lvl}:{n}({100 * n // l5}%)" for lvl, n in tokens.items())
+    """Tokens per level as "L0/L1/L2/L3/L4/L5"; '-' for a level not derived yet."""
+    return "/".join(str(tokens.get(level, "-")) for level in range(6))
 
 
 def cmd_blocks(args: argparse.Namespace) -> int:
@@ -69,10 +69,12 @@ def cmd_blocks(args: argparse.Namespace) -> int:
         return 0
     table(
         "Blocks",
-        ["id", "namespace", "thread", "turns", "status", "level", "title", "tokens per level"],
+        ["id", "namespace", "thread", "turns", "status", "level", "% of L5", "tokens L0/L1/L2/L3/L4/L5", "title"],
         [
             [b.id, b.namespace, b.thread, f"{b.start_turn}-{b.end_turn}", b.status,
-             "-" if b.current_level is None else f"L{b.current_level}", b.title or "", _level_tokens(b.tokens)]
+             "-" if b.current_level is None else f"L{b.current_level}",
+             "-" if b.current_level is None else f"{100 * b.tokens.get(b.current_level, 0) // max(1, b.tokens[5])}%",
+             _level_tokens(b.tokens), b.title or ""]
             for b in rows
         ],
     )
