@@ -16,10 +16,18 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _v2_events_and_graph(database: Database) -> None:
+    """Version 2: event cards, their sources and links, and the knowledge graph."""
+    from core.models import V2_MODELS
+
+    database.create_tables(V2_MODELS)
+
 
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
-MIGRATIONS: dict[int, Callable[[Database], None]] = {}
+MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph}
 
 
 def database_version(database: Database) -> int:

@@ -176,6 +176,151 @@ class Job(BaseModel):
         )
 
 
+class Event(BaseModel):
+    """An event card: one atomic fact, decision, plan, outcome or change, citing its sources.
+
+    Time is split: ``mentioned_*`` is when the conversation said it, ``happened_*`` when it
+    occurred (strings at their own precision, plus epoch bounds for range filters).
+    ``formed_turn`` and ``last_adopted_turn`` use the namespace-wide turn clock.
+    """
+
+    namespace = ForeignKeyField(Namespace, backref="events", on_delete="CASCADE")
+    block = ForeignKeyField(Block, backref="events", null=True, on_delete="CASCADE")
+    thread = ForeignKeyField(Thread, null=True, on_delete="SET NULL")
+    title = TextField()
+    summary = TextField()
+    tags = JSONTextField(default=list)
+    quotes = JSONTextField(default=list)
+    participants = JSONTextField(default=list)
+    participant_node_ids = JSONTextField(default=list)
+    event_type = CharField(max_length=32, default="other", index=True)
+    scope = CharField(max_length=16, default="project")
+    criticality = CharField(max_length=16, default="routine")
+    status = CharField(max_length=16, default="active", index=True)
+    superseded_by = IntegerField(null=True)
+    mentioned_at = CharField(null=True)
+    mentioned_ts = FloatField(null=True)
+    happened_start = CharField(null=True)
+    happened_end = CharField(null=True)
+    happened_start_ts = FloatField(null=True, index=True)
+    happened_end_ts = FloatField(null=True)
+    original_text = TextField(null=True)
+    precision = CharField(max_length=16, default="unknown")
+    basis = CharField(max_length=16, default="unknown")
+    time_status = CharField(max_length=16, default="unknown")
+    formed_turn = IntegerField(default=0)
+    mention_count = IntegerField(default=1)
+    last_adopted_turn = IntegerField(default=0)
+    last_retrieved_at = CharField(null=True)
+    pinned = BooleanField(default=False)
+    floor_weight = FloatField(default=0.0)
+    forced_cap = FloatField(null=True)
+    origin = CharField(max_length=16, default="extraction")
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "status"), False),)
+
+
+class EventSource(BaseModel):
+    """A message an event cites (always inside its source block, unless the event has none)."""
+
+    event = ForeignKeyField(Event, backref="sources", on_delete="CASCADE")
+    message = ForeignKeyField(Message, backref="cited_by", on_delete="CASCADE")
+    position = IntegerField(default=0)
+
+    class Meta:
+        indexes = ((("event", "message"), True), (("message",), False))
+
+
+class EventParticipant(BaseModel):
+    """Normalised participant names, so participant filters use an index."""
+
+    event = ForeignKeyField(Event, backref="participant_rows", on_delete="CASCADE")
+    name = CharField(max_length=255)
+    name_norm = CharField(max_length=255, index=True)
+
+    class Meta:
+        indexes = ((("event", "name_norm"), True),)
+
+
+class EventLink(BaseModel):
+    """A typed relation from one event to another (supersedes, conflicts, same_event, …)."""
+
+    event = ForeignKeyField(Event, backref="links", on_delete="CASCADE")
+    kind = CharField(max_length=16)
+    target = ForeignKeyField(Event, backref="linked_from", on_delete="CASCADE")
+
+    class Meta:
+        indexes = ((("event", "kind", "target"), True), (("target", "kind"), False))
+
+
+class GraphNode(BaseModel):
+    """A person, project, organisation, tool or place; every record cites events."""
+
+    namespace = ForeignKeyField(Namespace, backref="graph_nodes", on_delete="CASCADE")
+    name = CharField(max_length=255)
+    name_norm = CharField(max_length=255, index=True)
+    type = CharField(max_length=16, index=True)
+    aliases = JSONTextField(default=list)
+    tags = JSONTextField(default=list)
+    provenance = JSONTextField(default=dict)
+    status = CharField(max_length=16, default="active")
+    confidence = FloatField(default=0.8)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "type", "name_norm"), False),)
+
+
+class GraphFact(BaseModel):
+    """A keyed fact on a node; functional keys keep one current value, others accumulate."""
+
+    node = ForeignKeyField(GraphNode, backref="facts", on_delete="CASCADE")
+    key = CharField(max_length=160)
+    value = JSONTextField()
+    status = CharField(max_length=16, default="active")
+    valid_from = CharField(null=True)
+    valid_to = CharField(null=True)
+    confidence = FloatField(default=0.8)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("node", "key"), False),)
+
+
+class GraphEdge(BaseModel):
+    """A relation between two nodes."""
+
+    namespace = ForeignKeyField(Namespace, backref="graph_edges", on_delete="CASCADE")
+    from_node = ForeignKeyField(GraphNode, backref="edges_out", on_delete="CASCADE")
+    to_node = ForeignKeyField(GraphNode, backref="edges_in", on_delete="CASCADE")
+    relation = CharField(max_length=100)
+    status = CharField(max_length=16, default="active")
+    valid_from = CharField(null=True)
+    valid_to = CharField(null=True)
+    confidence = FloatField(default=0.8)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("from_node", "relation"), False), (("to_node",), False))
+
+
+class GraphSource(BaseModel):
+    """Which events a graph record (node, fact or edge) cites."""
+
+    kind = CharField(max_length=8)
+    record_id = IntegerField()
+    event = ForeignKeyField(Event, backref="graph_sources", on_delete="CASCADE")
+
+    class Meta:
+        indexes = ((("kind", "record_id", "event"), True), (("event",), False))
+
+
 ALL_MODELS: list[type[BaseModel]] = [
     SchemaVersion,
     Namespace,
@@ -184,4 +329,17 @@ ALL_MODELS: list[type[BaseModel]] = [
     Message,
     IngestionReceipt,
     Job,
+    Event,
+    EventSource,
+    EventParticipant,
+    EventLink,
+    GraphNode,
+    GraphFact,
+    GraphEdge,
+    GraphSource,
+]
+
+# Tables added by schema version 2 (the derivation work).
+V2_MODELS: list[type[BaseModel]] = [
+    Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
 ]

@@ -82,3 +82,28 @@ def monotonic() -> float:
 def wall() -> float:
     """Wall-clock epoch seconds; separate so tests can patch it."""
     return time.time()
+
+
+def period_bounds(value: str | None, tz: tzinfo) -> tuple[float, float] | None:
+    """Epoch bounds of a date at its own precision: "2023" is the whole year, "2023-05" the
+    month, "2023-05-07" the day, a full ISO instant just that instant. None if unparseable."""
+    if not value or not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        if re.fullmatch(r"\d{4}", text):
+            start = datetime(int(text), 1, 1, tzinfo=tz)
+            end = datetime(int(text) + 1, 1, 1, tzinfo=tz)
+        elif re.fullmatch(r"\d{4}-\d{2}", text):
+            year, month = int(text[:4]), int(text[5:7])
+            start = datetime(year, month, 1, tzinfo=tz)
+            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+        elif re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            start = datetime.fromisoformat(text).replace(tzinfo=tz)
+            end = start + timedelta(days=1)
+        else:
+            instant = parse_timestamp(text, tz)
+            return instant.timestamp(), instant.timestamp()
+    except (ValueError, InvalidInputError):
+        return None
+    return start.timestamp(), end.timestamp() - 1e-3

@@ -19,11 +19,13 @@ ProgressFn = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class ThreadBatch:
-    """Validated messages for one thread; ``close_turn`` seals a final full block."""
+    """Validated messages for one thread; ``close_turn`` seals a final full block and
+    ``close_thread`` also seals a shorter final block (the conversation is finished)."""
 
     thread: str
     messages: tuple[dict, ...]
     close_turn: bool = True
+    close_thread: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
                     result = append_messages(
                         unit.namespace, batch.thread, batch.messages,
                         receipt_id=f"{unit.receipt_id}#{batch.thread}", close_turn=batch.close_turn,
+                        close_thread=batch.close_thread,
                     )
                     duplicate &= result.duplicate
                     if not result.duplicate:

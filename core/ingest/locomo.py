@@ -94,7 +94,7 @@ def parse_locomo(path: Path, *, namespace: str | None, limit: int | None, tz: tz
         units.append(Unit(
             namespace=namespace or sample_id,
             receipt_id=f"locomo:{sample_id}",
-            threads=(ThreadBatch(thread=sample_id, messages=tuple(messages)),),
+            threads=(ThreadBatch(thread=sample_id, messages=tuple(messages), close_thread=True),),
             label=sample_id,
             where=f"item {index} ({sample_id})",
         ))

@@ -73,7 +73,7 @@ def parse_longmemeval(path: Path, *, namespace: str | None, limit: int | None, t
                 seen[session_id] = seen.get(session_id, 0) + 1
                 name = session_id if seen[session_id] == 1 else f"{session_id} (repeat {seen[session_id]})"
                 thread = name if namespace is None else f"{qid}/{name}"
-                batches.append(ThreadBatch(thread=thread, messages=tuple(messages)))
+                batches.append(ThreadBatch(thread=thread, messages=tuple(messages), close_thread=True))
         units.append(Unit(
             namespace=namespace or qid,
             receipt_id=f"longmemeval:{qid}",

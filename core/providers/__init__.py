@@ -5,7 +5,8 @@ from __future__ import annotations
 from core.errors import InvalidInputError
 from core.providers.base import BlockSummary, Extraction, Provider
 
-PROVIDERS = ("offline",)
+# Names get_provider accepts ("deepseek" is an alias of "openai", whose defaults are DeepSeek's).
+PROVIDERS = ("offline", "openai", "deepseek")
 
 
 def get_provider(name: str | None = None) -> Provider:
@@ -15,6 +16,10 @@ def get_provider(name: str | None = None) -> Provider:
         from core.providers.offline import OfflineProvider
 
         return OfflineProvider()
+    if name in ("openai", "deepseek"):
+        from core.providers.openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider()
     raise InvalidInputError(f"unknown provider {name!r}; available: {', '.join(PROVIDERS)}")
 
 

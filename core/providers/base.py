@@ -60,6 +60,26 @@ class Extraction:
     reason: str = ""
     events: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
+    @classmethod
+    def validated(cls, raw: Any) -> "Extraction":
+        """Check the envelope; each event is validated against its block by the service."""
+        if isinstance(raw, Extraction):
+            return raw
+        if not isinstance(raw, dict):
+            raise ProviderOutputError("extraction result is not an object")
+        should = raw.get("should_extract")
+        if not isinstance(should, bool):
+            raise ProviderOutputError("extraction: should_extract must be a boolean")
+        events = raw.get("events", [])
+        if not isinstance(events, list):
+            raise ProviderOutputError("extraction: events must be a list")
+        reason = raw.get("reason", "")
+        return cls(
+            should_extract=should,
+            reason=reason if isinstance(reason, str) else "",
+            events=tuple(e for e in events if isinstance(e, dict)),
+        )
+
 
 class Provider(Protocol):
     """Structured derivation tasks. Implementations must not touch the database."""
@@ -67,6 +87,8 @@ class Provider(Protocol):
     name: str
     model: str | None
 
-    def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary: ...
+    def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary | dict[str, Any]: ...
 
-    def extract_events(self, context: dict[str, Any]) -> Extraction: ...
+    def extract_events(self, context: dict[str, Any]) -> Extraction | dict[str, Any]: ...
+
+    def project_graph(self, context: dict[str, Any]) -> dict[str, Any]: ...

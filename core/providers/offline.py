@@ -82,6 +82,11 @@ class OfflineProvider:
         )
 
     def extract_events(self, context: dict[str, Any]) -> Extraction:
-        # Event extraction arrives with the derivation issue; until then a block is
-        # finished by a valid empty result, which the job records as "skipped".
-        return Extraction(should_extract=False, reason="offline extractor has no event rules yet")
+        from core.providers.offline_events import extract_events_offline
+
+        return Extraction.validated(extract_events_offline(context))
+
+    def project_graph(self, context: dict[str, Any]) -> dict[str, Any]:
+        from core.providers.offline_graph import project_graph_offline
+
+        return project_graph_offline(context)

@@ -196,6 +196,7 @@ def append_messages(
     *,
     receipt_id: str | None = None,
     close_turn: bool = False,
+    close_thread: bool = False,
     default_tz: tzinfo | None = None,
     block_turn_size: int | None = None,
 ) -> AppendResult:
@@ -205,7 +206,8 @@ def append_messages(
     ``block_turn_size`` turns is sealed now. ``receipt_id`` makes the call idempotent:
     replaying the same payload returns the first result; a different payload under the
     same id raises ReceiptConflictError. ``block_turn_size`` only applies when the
-    namespace is created by this call.
+    namespace is created by this call. ``close_thread`` says the conversation is over
+    (a finished session): whatever is left in the tail is sealed as a shorter block.
     """
     items = [coerce_message(m, f"message[{i}]") for i, m in enumerate(messages)]
     if not items:
@@ -270,6 +272,9 @@ def append_messages(
             block = _seal(ns, th, tail[:cut])
             sealed.append(block.id)
             tail = tail[cut:]
+        if close_thread and tail:
+            sealed.append(_seal(ns, th, tail).id)
+            tail = []
         now = now_iso()
         th.updated_at = now
         th.save()
@@ -358,3 +363,26 @@ def block_messages(block_id: int) -> list[RawMessage]:
         .order_by(Message.position)
     )
     return [_row_to_raw(r, r.thread.name) for r in rows]
+
+
+def close_thread(namespace: str, thread: str) -> tuple[int, ...]:
+    """Seal a finished conversation's open tail as a (shorter) block; returns the new block id(s).
+
+    For harnesses at the end of a session: without it, a tail shorter than the block
+    size would wait for turns that never come and never be derived.
+    """
+    from core.services.spaces import get_namespace
+
+    with write_transaction():
+        ns = get_namespace(namespace)
+        th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
+        if th is None:
+            return ()
+        tail = _open_tail(th)
+        if not tail:
+            return ()
+        block = _seal(ns, th, tail)
+        th.save()
+        ns.revision += 1
+        ns.save()
+    return (block.id,)

@@ -6,6 +6,7 @@ model never holds the write lock and a failure never touches stored memory.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -13,11 +14,15 @@ from typing import Callable
 from core.db import write_transaction
 from core.errors import StrataError
 from core.layers import derivation_view
-from core.models import Block, Job, Namespace, Thread
+from peewee import fn
+
+from core.models import Block, Job, Message, Namespace, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
+from core.services.graph import run_graph_job
+from core.services.events import extraction_timeline, queue_graph_projection, validate_extracted, write_event
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, wall
 
@@ -34,6 +39,7 @@ class DeriveReport:
     failed: int = 0
     skipped: int = 0
     blocks_ready: int = 0
+    events: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -83,40 +89,81 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
     report.succeeded += 1
 
 
-def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
-    block = Block.get_by_id(job.block_id)
-    context = {
+def _neighbor(block: Block, direction: int) -> dict | None:
+    """The nearest earlier/later block of the same thread that already has key points."""
+    query = Block.select().where(
+        (Block.thread == block.thread_id) & Block.l2_keypoints.is_null(False)
+        & ((Block.sequence < block.sequence) if direction < 0 else (Block.sequence > block.sequence))
+    )
+    other = query.order_by(Block.sequence.desc() if direction < 0 else Block.sequence).first()
+    if other is None:
+        return None
+    return {"block_id": other.id, "sequence": other.sequence, "turns": [other.start_turn, other.end_turn],
+            "keypoints": list(other.l2_keypoints or [])}
+
+
+def extraction_context(block: Block) -> dict:
+    """What the extractor sees: the target's messages, neighbour key points and a bounded timeline."""
+    messages = block_messages(block.id)
+    query = " ".join([block.l0_title or "", block.l1_summary or "", " ".join(block.l2_keypoints or [])])
+    thread = Thread.get_by_id(block.thread_id)
+    speakers = [m.speaker for m in messages if m.speaker]
+    return {
         "target": {
             "id": block.id,
             "sequence": block.sequence,
+            "thread": thread.name,
             "turns": [block.start_turn, block.end_turn],
             "created_at": block.created_at,
-            "messages": derivation_view(block_messages(block.id)),
+            "messages": derivation_view(messages),
         },
-        "allowed_source_message_ids": [m.id for m in block_messages(block.id)],
+        "neighbors": {"previous": _neighbor(block, -1), "next": _neighbor(block, 1)},
+        "allowed_source_message_ids": [m.id for m in messages],
+        "speakers": list(dict.fromkeys(speakers)),
+        "timeline": extraction_timeline(block.namespace_id, query, exclude_block=block.id),
     }
-    result = provider.extract_events(context)
-    if not isinstance(result, Extraction):
-        raise ProviderOutputError("extraction result is not an Extraction")
-    if result.should_extract and not result.events:
-        raise ProviderOutputError("extractor said shouldExtract but returned no events")
+
+
+def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
+    block = Block.get_by_id(job.block_id)
+    context = extraction_context(block)
+    result = Extraction.validated(provider.extract_events(copy.deepcopy(context)))
+    drafts, warnings = validate_extracted(
+        result.events,
+        allowed_message_ids=context["allowed_source_message_ids"],
+        timeline_ids=[item["id"] for item in context["timeline"]],
+    )
+    if result.should_extract and not drafts:
+        detail = f" ({'; '.join(warnings[:3])})" if warnings else ""
+        raise ProviderOutputError(f"extractor said shouldExtract but returned no valid events{detail}")
+    created_at = {m["id"]: m.get("created_at") for m in context["target"]["messages"]}
+    formed_turn = Message.select(fn.MAX(Message.ns_turn)).where(Message.block == block.id).scalar() or 0
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
-        status = "succeeded" if result.events else "skipped"
-        Job.update(status=status, last_error=None, next_retry_at=None, updated_at=now_iso()).where(
-            Job.id == job.id
-        ).execute()
+        event_ids = []
+        for draft in drafts:
+            latest = max((created_at.get(i) or "" for i in draft["source_message_ids"]), default=None)
+            event = write_event(block.namespace_id, draft, block=block, formed_turn=formed_turn,
+                                mentioned_fallback=latest or block.created_at)
+            event_ids.append(event.id)
+        status = "succeeded" if event_ids else "skipped"
+        payload = {"events": len(event_ids), "warnings": warnings[:20]} if warnings or event_ids else None
+        Job.update(status=status, last_error=None, next_retry_at=None, payload=payload,
+                   updated_at=now_iso()).where(Job.id == job.id).execute()
+        if event_ids:
+            queue_graph_projection(block.namespace_id, event_ids, priority=1000)
         mark_ready(Block.get_by_id(block.id))
         _bump(block.namespace_id)
     report.blocks_ready += 1
+    report.events += len(event_ids)
     if status == "skipped":
         report.skipped += 1
     else:
         report.succeeded += 1
 
 
-HANDLERS = {"summary": _run_summary, "extraction": _run_extraction}
+HANDLERS = {"summary": _run_summary, "extraction": _run_extraction, "graph": run_graph_job}
 
 
 def run_pending(
@@ -148,7 +195,8 @@ def run_pending(
             message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, StrataError) else str(exc)
             jobsvc.fail(job, message)
             report.failed += 1
-            report.errors.append(f"job {job.id} ({job.kind}, block {job.block_id}): {message}")
+            where = f", block {job.block_id}" if job.block_id else ""
+            report.errors.append(f"job {job.id} ({job.kind}{where}): {message}")
         report.processed += 1
         if report.processed >= total:
             # Summaries queue extraction jobs as they go; recount only when the estimate runs out.

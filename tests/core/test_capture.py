@@ -186,3 +186,17 @@ def test_sealed_block_layers_respect_token_order(store):
     block = Block.get()
     assert block.tokens_l3 <= block.tokens_l4 <= block.tokens_l5
     assert "[repeated paste omitted" in block.l3_text
+
+
+def test_close_thread_seals_a_short_finished_tail(store):
+    from core.services.capture import close_thread
+
+    configure_namespace("ns", block_turn_size=12)
+    _turns("ns", "t", 3)
+    assert Block.select().count() == 0
+    (block_id,) = close_thread("ns", "t")
+    block = Block.get_by_id(block_id)
+    assert (block.start_turn, block.end_turn, block.message_count) == (1, 3, 6)
+    assert close_thread("ns", "t") == () and close_thread("ns", "missing") == ()
+    _turns("ns", "t", 1, start=4)
+    assert thread_messages("ns", "t", open_tail_only=True)[0].turn == 4  # numbering continues

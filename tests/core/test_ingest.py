@@ -204,16 +204,16 @@ def test_locomo_reingest_adds_nothing(store, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("user_turns", "blocks", "open_turns"),
+    ("user_turns", "blocks"),
     [
-        (30, 2, 6),   # sealed at the 13th and 25th user turn; 6 turns stay open
-        (24, 2, 0),   # the end of the conversation closes the second full block
-        (12, 1, 0),
-        (11, 0, 11),
-        (13, 1, 1),
+        (30, 3),   # sealed at the 13th and 25th user turn; the finished conversation seals the last 6
+        (24, 2),
+        (12, 1),
+        (11, 1),   # a short finished conversation is still one block
+        (13, 2),
     ],
 )
-def test_locomo_block_sealing(store, tmp_path, user_turns, blocks, open_turns):
+def test_locomo_block_sealing(store, tmp_path, user_turns, blocks):
     # split over two sessions so sealing has to run across a session boundary
     first = min(user_turns, 7)
     sessions = {1: (DATE_1, alternating(1, first))}
@@ -226,18 +226,18 @@ def test_locomo_block_sealing(store, tmp_path, user_turns, blocks, open_turns):
     assert report.messages == 2 * user_turns
     assert report.blocks_sealed == blocks
     s = stats("c")
-    assert (s.blocks_pending, s.open_tail_turns, s.open_tail_messages) == (blocks, open_turns, 2 * open_turns)
+    assert (s.blocks_pending, s.open_tail_turns, s.open_tail_messages) == (blocks, 0, 0)
     rows = sorted(list_blocks("c"), key=lambda b: b.start_turn)
+    spans = [(1 + 12 * i, min(12 * (i + 1), user_turns)) for i in range(blocks)]
     assert [(b.start_turn, b.end_turn, b.message_count) for b in rows] == [
-        (1 + 12 * i, 12 * (i + 1), 24) for i in range(blocks)
+        (start, end, 2 * (end - start + 1)) for start, end in spans
     ]
-    # each block holds 12 user turns and the reply that follows each of them
+    # each block holds its user turns and the reply that follows each of them
     messages = thread_messages("c", "c")
-    for i, block in enumerate(rows):
+    for block, (start, end) in zip(rows, spans):
         members = [m for m in messages if m.block_id == block.id]
-        assert [m.position for m in members] == list(range(24 * i + 1, 24 * (i + 1) + 1))
+        assert [m.position for m in members] == list(range(2 * start - 1, 2 * end + 1))
         assert members[-1].role == "assistant"
-    assert all(m.block_id is None for m in messages[24 * blocks:])
 
 
 def test_locomo_block_sealing_is_not_repeated_on_reingest(store, tmp_path):
@@ -247,8 +247,8 @@ def test_locomo_block_sealing_is_not_repeated_on_reingest(store, tmp_path):
     again = ingest("locomo", path)
 
     assert (again.messages, again.blocks_sealed, again.units_skipped) == (0, 0, 1)
-    assert Block.select().count() == 2
-    assert stats("c").open_tail_turns == 6
+    assert Block.select().count() == 3
+    assert stats("c").open_tail_turns == 0
 
 
 def test_locomo_limit_takes_the_first_conversations(store, tmp_path):

@@ -153,7 +153,7 @@ def test_should_extract_with_zero_events_fails_the_job(store, clock):
     block_id = _one_block()
     run_pending("ns", provider=EmptyButClaimsEvents(), wait_for_retries=False)
     job = Job.get(Job.kind == "extraction")
-    assert job.status == "failed" and "no events" in job.last_error
+    assert job.status == "failed" and "no valid events" in job.last_error
     assert Block.get_by_id(block_id).status == "pending"
 
 

@@ -103,13 +103,13 @@ def test_cli_ingest_locomo_reports_and_is_idempotent(tmp_path, db_url, capsys):
 
     assert report == {
         "format": "locomo", "path": str(path), "units": 2, "units_skipped": 0, "units_empty": 0,
-        "messages": 108, "blocks_sealed": 4, "namespaces": ["c-1", "c-2"],
+        "messages": 108, "blocks_sealed": 5, "namespaces": ["c-1", "c-2"],
     }
     stats = run_json(capsys, "stats", "--db", db_url)
     assert (stats["namespaces"], stats["threads"], stats["messages"]) == (2, 2, 108)
-    assert (stats["blocks_pending"], stats["open_tail_turns"], stats["open_tail_messages"]) == (4, 6, 12)
+    assert (stats["blocks_pending"], stats["open_tail_turns"], stats["open_tail_messages"]) == (5, 0, 0)
     c1 = run_json(capsys, "stats", "--namespace", "c-1", "--db", db_url)
-    assert (c1["messages"], c1["blocks_pending"], c1["open_tail_turns"]) == (60, 2, 6)
+    assert (c1["messages"], c1["blocks_pending"], c1["open_tail_turns"]) == (60, 3, 0)
 
     again = run_json(capsys, "ingest", "locomo", str(path), "--db", db_url)
 
@@ -125,7 +125,7 @@ def test_cli_ingest_plain_output_and_options(tmp_path, db_url, capsys):
 
     assert code == 0, err
     text = " ".join(out.split())  # rich wraps plain output at the console width
-    assert text == "ingested 4 messages in 1 unit(s) (0 already stored), sealed 0 blocks into 1 namespace(s)"
+    assert text == "ingested 4 messages in 1 unit(s) (0 already stored), sealed 1 blocks into 1 namespace(s)"
     from core.services.capture import thread_messages
 
     messages = thread_messages("bench", "c-1")

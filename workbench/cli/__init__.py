@@ -24,7 +24,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import memory
+    from workbench.cli import bench, events, graph, memory
 
     parser = argparse.ArgumentParser(
         prog="strata", description="Strata: local-first long-term memory for AI agents."
@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()
     memory.register(sub, common, _common(json_flag=False))
+    events.register(sub, common)
+    events.register_verify(sub, common)
+    graph.register(sub, common)
+    bench.register(sub, common)
     return parser
 
 

@@ -1,0 +1,343 @@
+"""Rule-based event extraction for the offline provider.
+
+One event per informative statement (a message's informative sentences form one card;
+a message that dates two things separately gives two). Each card cites the message it
+came from — plus the question it answers when the answer alone would not make sense —
+names its participants, guesses its type and criticality from cue words, and resolves
+its time against the message's own timestamp. Corrections of an earlier event by the
+same person are linked as supersessions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import date, datetime, timedelta
+from typing import Any, Sequence
+
+from core.providers.schemas import EVENT_TYPES
+from core.text import STOPWORDS, clip, normalize, sentences, words
+from core.timeparse import find_time_mentions
+from core.timeutil import parse_timestamp, to_iso
+
+_GREETING = re.compile(
+    r"^(hey|hi|hello|hiya|yo|bye|goodbye|see you|see ya|take care|good (morning|night|evening|afternoon)|"
+    r"thanks|thank you|thx|wow|whoa|awesome|cool|nice|great|congrats|congratulations|omg|haha|lol|"
+    r"that'?s (so |really )?(great|awesome|amazing|cool|nice|wonderful|fantastic|sweet|lovely|good)|"
+    r"sounds (great|good|fun|amazing|awesome|like)|good to (see|hear)|glad to hear|how are you|"
+    r"how have you been|how'?s it going|long time no)\b",
+    re.IGNORECASE,
+)
+_FILLER = frozenset(
+    "ok okay got it thanks thank you yes yeah yep no nope correct sure sure thing will do 好 好的 嗯 嗯嗯 明白 收到 "
+    "谢谢 感谢 辛苦了 是 是的 对 对的 没错 可以 行 同意 就这样".split(" ")
+)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d")
+_WEEKDAY_REF = re.compile(r"^(on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)$", re.IGNORECASE)
+_JUST = re.compile(r"\b(just|this morning|earlier today)\b", re.IGNORECASE)
+
+_TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("cancellation", r"\b(cancel(l?ed|s|ling)?|called off|call(ed)? it off|scrapped|no longer (going|happening))\b|取消"),
+        ("migration", r"\b(migrat\w*|moved (from|over) \w+ to|port(ed|ing) (it )?to)\b|迁移"),
+        ("change", r"\b(switch(ed|ing)? to|changed?|no longer|not anymore|instead of|moved (the|it|our|my)\b|"
+                   r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为"),
+        ("decision", r"\b(decid(ed|e|ing)|chose|choose|going with|settled on|opted|made up my mind|picked)\b|决定"),
+        ("plan", r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
+                 r"tomorrow|upcoming|schedul\w*|thinking (of|about))\b|计划|打算"),
+        ("release", r"\b(releas(ed|ing)|launch(ed|ing)|publish(ed|ing)|shipped|went live)\b|发布"),
+        ("task_completed", r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
+                           r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成"),
+        ("meeting", r"\b(met|meet(ing)?|call with|catch(ing)? up|visit(ed|ing)?|party|conference|session with|"
+                    r"went to|hang(ing)? out|dinner with|lunch with)\b|会议|见面"),
+        ("collaboration", r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作"),
+        ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure)|"
+                     r"outage|bug|error|emergency|hurt)\b|故障|事故"),
+    )
+)
+_PREFERENCE = re.compile(
+    r"\b(love|loves|loved|like|likes|prefer|prefers|favou?rite|hate|hates|enjoy|enjoys|fan of|into|can't stand|"
+    r"passionate about)\b|喜欢|讨厌|偏好", re.IGNORECASE)
+_IDENTITY = re.compile(
+    r"\b(i am|i'm|my name|call me|i work as|work as|my job|born|years old|my (wife|husband|partner|son|daughter|"
+    r"mom|mum|dad|mother|father|sister|brother|kids|children)|i live in|identify as|my pronouns|transgender|"
+    r"married|single|divorced)\b|我是|我叫", re.IGNORECASE)
+_SAFETY = re.compile(r"\b(allerg\w*|epipen|medication|diabet\w*|asthma|seizure|emergency contact|never give|do not give)\b|过敏",
+                     re.IGNORECASE)
+_PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon)\b",
+                      re.IGNORECASE)
+_ONGOING = re.compile(r"\b(currently|these days|nowadays|still|right now|at the moment|been \w+ing|am \w+ing|i'm \w+ing)\b",
+                      re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(\w+ed|went|got|had|was|were|did|made|took|saw|met|bought|wrote|ran|won|began|found|gave|came|left|"
+    r"became|felt|told|heard|built|sold|paid|brought|thought|caught|taught|drove|flew|ate|drank|spent|lost)\b",
+    re.IGNORECASE)
+# Only explicit correction language may supersede an earlier event; "moved" or "changed"
+# alone are too common in ordinary stories.
+_CHANGE_CUE = re.compile(
+    r"\b(no longer|not anymore|any ?more|switched (to|from)|instead of|changed my mind|now (use|prefer|live|work)s?|"
+    r"resched\w*|postpon\w*|moved (it|the \w+|our \w+|my \w+) to|cancel\w*|correction|turns out)\b|"
+    r"改成|改为|不再|取消", re.IGNORECASE)
+_GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\b")
+_NOT_NAMES = frozenset(
+    "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
+    "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Just Also What Why How "
+    "Where Who Which Did Do Does Have Has Had Was Were Is Are Am Can Could Would Should Will Let Lets Sounds Good "
+    "Congrats Congratulations Haha Lol Omg Love Really Maybe Definitely Totally Absolutely Exactly Same Monday Tuesday "
+    "Wednesday Thursday Friday Saturday Sunday January February March April May June July August September October "
+    "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
+    "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split()
+)
+_REPLACEMENTS = (
+    (re.compile(r"\bI'm\b"), "{s} is"),
+    (re.compile(r"\bI've\b"), "{s} has"),
+    (re.compile(r"\bI'll\b"), "{s} will"),
+    (re.compile(r"\bI'd\b"), "{s} would"),
+    (re.compile(r"\bI am\b"), "{s} is"),
+    (re.compile(r"\bI was\b"), "{s} was"),
+    (re.compile(r"\bI have\b"), "{s} has"),
+    (re.compile(r"\bI\b"), "{s}"),
+    (re.compile(r"\b[Mm]y\b"), "{s}'s"),
+    (re.compile(r"\b[Mm]ine\b"), "{s}'s"),
+    (re.compile(r"\b[Mm]yself\b"), "{s}"),
+    (re.compile(r"(?<=\s)me\b"), "{s}"),
+)
+
+
+def _is_filler(sentence: str) -> bool:
+    return normalize(sentence).strip(" .!?~。！？，、,～") in _FILLER
+
+
+def _content_words(text: str) -> list[str]:
+    return [w.casefold() for w in words(text) if len(w) > 2 and w.casefold() not in STOPWORDS]
+
+
+def informative(sentence: str) -> bool:
+    """Worth remembering: says something about someone, not just greets or asks."""
+    text = sentence.strip()
+    if not text or _is_filler(text):
+        return False
+    n_words = len(words(text))
+    if _GREETING.match(text) and n_words < 9:
+        return False
+    if text.endswith("?") and n_words < 12 and not _FIRST_PERSON.search(text):
+        return False
+    if n_words < 3:
+        return bool(_NUMBER.search(text))
+    signals = bool(_FIRST_PERSON.search(text)) + bool(_NUMBER.search(text)) + bool(_names(text)) + \
+        bool(_TYPE_RULES and any(rx.search(text) for _, rx in _TYPE_RULES))
+    if signals:
+        return n_words >= 4
+    return n_words >= 10 and not _SECOND_PERSON.search(text)
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n)\s*$")
+
+
+def _names(text: str, lower_vocab: frozenset[str] = frozenset()) -> list[str]:
+    """Capitalised words that look like names: not at a sentence start, not a common word
+    (``lower_vocab`` holds words the surrounding text also uses in lower case)."""
+    found = []
+    for match in _NAME.finditer(text):
+        first = match.group(0).split()[0]
+        if first in _NOT_NAMES or first.casefold() in STOPWORDS or first.casefold() in lower_vocab:
+            continue
+        if _SENTENCE_START.search(text[: match.start()]):
+            continue
+        found.append(match.group(0))
+    return found
+
+
+def _canonical(name: str, speakers: Sequence[str]) -> str:
+    """A nickname that starts a speaker's name ("Mel" for "Melanie") means that speaker."""
+    for speaker in speakers:
+        if speaker and speaker != name and len(name) >= 3 and speaker.startswith(name):
+            return speaker
+    return name
+
+
+def third_person(sentence: str, speaker: str) -> str:
+    """Rewrite a first-person sentence so the card names who it is about."""
+    out = sentence
+    for pattern, replacement in _REPLACEMENTS:
+        out = pattern.sub(replacement.format(s=speaker), out)
+    return out
+
+
+def classify(text: str) -> str:
+    for kind, pattern in _TYPE_RULES:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def criticality(text: str) -> str:
+    if _SAFETY.search(text):
+        return "safety"
+    if _IDENTITY.search(text):
+        return "identity"
+    if _PREFERENCE.search(text):
+        return "preference"
+    return "routine"
+
+
+def _tense_status(text: str, tense: str | None) -> str:
+    if re.search(r"\b(cancel\w*|called off)\b|取消", text, re.IGNORECASE):
+        return "cancelled"
+    if tense == "future" or (tense in (None, "unknown") and _PLANNED.search(text)):
+        return "planned"
+    if tense == "present" or _ONGOING.search(text):
+        return "ongoing"
+    if tense == "past" or _PAST.search(text):
+        return "occurred"
+    return "unknown"
+
+
+def _time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
+    """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
+    if anchor is None:
+        return {}
+    for mention in find_time_mentions(text, anchor):
+        if mention.start is None and mention.end is None:
+            continue
+        if mention.precision == "instant" and mention.original_text.strip().lower() in ("now", "right now", "现在"):
+            continue  # "now" describes a state, not when something happened
+        start, end, tense = mention.start, mention.end, mention.tense
+        if _WEEKDAY_REF.match(mention.original_text) and start and start > anchor.date().isoformat() \
+                and _PAST.search(text) and not _PLANNED.search(text):
+            # "We went camping on Friday", said on a Tuesday: the Friday before, not the next one.
+            start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
+            tense = "past"
+        return {
+            "happened_start": start,
+            "happened_end": end,
+            "original_text": mention.original_text,
+            "precision": mention.precision,
+            "basis": mention.basis,
+            "_tense": tense,
+        }
+    just = _JUST.search(text)
+    if just and _PAST.search(text):
+        day = anchor.date().isoformat()
+        return {"happened_start": day, "happened_end": day, "original_text": just.group(0),
+                "precision": "day", "basis": "relative", "_tense": "past"}
+    return {}
+
+
+def _other_speaker(speaker: str, speakers: Sequence[str]) -> str | None:
+    others = [s for s in speakers if s and s != speaker]
+    return others[0] if len(others) == 1 else None
+
+
+def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]]) -> list[int]:
+    """The newest timeline event of the same person this statement corrects (≥ 2 shared content words)."""
+    best: tuple[int, int] | None = None
+    for item in timeline:
+        if participant not in (item.get("participants") or []):
+            continue
+        shared = event_words & set(_content_words(f"{item.get('title', '')} {item.get('summary', '')}"))
+        shared -= {participant.casefold()} | _GENERIC
+        if len(shared) >= 2 and (best is None or (len(shared), item["id"]) > best):
+            best = (len(shared), item["id"])
+    return [best[1]] if best else []
+
+
+def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Sequence[str],
+          sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
+          lower_vocab: frozenset[str] = frozenset()) -> dict[str, Any]:
+    joined = " ".join(parts)
+    rewritten = [third_person(p, speaker) for p in parts]
+    anchor = None
+    if message.get("created_at"):
+        try:
+            anchor = parse_timestamp(message["created_at"])
+        except Exception:
+            anchor = None
+    time = _time_for(joined, anchor)
+    tense = time.pop("_tense", None)
+    participants = [speaker]
+    other = _other_speaker(speaker, speakers)
+    if other and (_SECOND_PERSON.search(joined) or (question and other in (question or ""))):
+        participants.append(other)
+    for name in _names(joined, lower_vocab):
+        name = _canonical(name, speakers)
+        if name not in participants:
+            participants.append(name)
+    kind = classify(joined)
+    summary = " ".join(rewritten)
+    if question:
+        summary = f"Asked “{clip(question, 160)}”, {speaker} said: {summary}"
+    temporal: dict[str, Any] = {
+        "mentioned_at": message.get("created_at"),
+        "status": _tense_status(joined, tense),
+        "event_type": kind if kind in EVENT_TYPES else "other",
+        "participants": participants[:24],
+        "precision": "unknown",
+        "basis": "unknown",
+    }
+    temporal.update({k: v for k, v in time.items() if v is not None})
+    if _CHANGE_CUE.search(joined):
+        superseded = _supersedes(set(_content_words(joined)), speaker, timeline)
+        if superseded:
+            temporal["supersedes_event_ids"] = superseded
+    tags = [w for w, _ in Counter(_content_words(joined)).most_common(5)]
+    return {
+        "title": clip(rewritten[0], 120),
+        "summary": clip(summary, 600),
+        "tags": tags,
+        "quotes": [clip(p, 500) for p in parts[:4]],
+        "source_message_ids": sources,
+        "temporal": temporal,
+        "scope": "user",
+        "criticality": criticality(joined),
+    }
+
+
+def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
+    target = context.get("target", {})
+    messages = [m for m in target.get("messages", []) if m.get("role") != "system"]
+    speakers = context.get("speakers") or list(dict.fromkeys(m.get("speaker") for m in messages if m.get("speaker")))
+    timeline = context.get("timeline", [])
+    lower_vocab = frozenset(w for m in messages for w in words(m.get("text") or "") if w.islower())
+    events: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for message in messages:
+        if message.get("role") == "tool":
+            previous = message
+            continue
+        text = message.get("text") or ""
+        speaker = message.get("speaker") or ("User" if message.get("role") == "user" else "Assistant")
+        parts = [s for s in sentences(text) if informative(s)]
+        if parts:
+            sources = [message["id"]]
+            question = None
+            asked = previous and (previous.get("text") or "").rstrip().endswith("?")
+            if asked and previous.get("speaker") != message.get("speaker") and len(words(" ".join(parts))) < 12:
+                # A short answer needs its question to make sense on its own.
+                sources.insert(0, previous["id"])
+                question = previous.get("text")
+            anchor_parts = [p for p in parts if _time_for(p, _anchor(message))]
+            if len(anchor_parts) >= 2:
+                rest = [p for p in parts if p not in anchor_parts]
+                for i, part in enumerate(anchor_parts):
+                    group = [part] + (rest if i == 0 else [])
+                    events.append(_card(group, message, speaker, speakers, sources, question, timeline, lower_vocab))
+            else:
+                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab))
+        previous = message
+    return {
+        "should_extract": bool(events),
+        "reason": f"{len(events)} informative statements" if events else "no informative statements",
+        "events": events,
+    }
+
+
+def _anchor(message: dict[str, Any]) -> datetime | None:
+    try:
+        return parse_timestamp(message["created_at"]) if message.get("created_at") else None
+    except Exception:
+        return None

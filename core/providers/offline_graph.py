@@ -1,0 +1,744 @@
+"""Deterministic graph projection: a GRAPH_SCHEMA proposal from event text, no model.
+
+Precision over recall. People come from event participants; places, organisations,
+projects and tools only from patterns that rarely misfire (a verb such as "moved to" or
+"works at" before a capitalised name, a company suffix, "Project X", or a short list of
+well-known cities and software). Facts and edges attach to the sentence's named
+participant, else to the event's first participant. Every record cites the event it
+came from, and every name cites its events as provenance.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+MAX_NODES = 24
+MAX_EDGES = 32
+
+# Participants that are not people we can name.
+_PRONOUNS = frozenset(
+    """i me my mine myself you your yours yourself he him his she her hers we us our ours they them their theirs
+    it its user assistant system someone somebody everyone everybody anyone nobody speaker narrator unknown
+    我 你 您 他 她 它 我们 你们 他们 她们 用户 助手 系统""".split()
+)
+
+# Capitalised words that never start or end an entity name.
+_NOT_NAMES = frozenset(
+    """I I'm I've I'd I'll The A An This That These Those My Our Your His Her Their Its We You He She They It
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July
+    August September October November December Today Tomorrow Yesterday Tonight Christmas Easter Halloween Valentine
+    Thanksgiving New Year Mr Mrs Ms Dr And Or But So Then When While If Also Just Mom Dad
+    English Chinese Spanish French German Japanese Korean Italian Portuguese Russian Arabic Hindi""".split()
+)
+
+_KNOWN_PLACES = (
+    "New York City", "New York", "Los Angeles", "San Francisco", "San Diego", "Las Vegas", "Hong Kong",
+    "Buenos Aires", "Rio de Janeiro", "Mexico City", "Cape Town", "Tel Aviv", "Kuala Lumpur",
+    "United States", "United Kingdom", "South Korea", "South Africa", "New Zealand", "Costa Rica",
+    "London", "Paris", "Berlin", "Munich", "Hamburg", "Madrid", "Barcelona", "Lisbon", "Rome", "Milan",
+    "Amsterdam", "Brussels", "Vienna", "Prague", "Warsaw", "Stockholm", "Oslo", "Copenhagen", "Helsinki",
+    "Dublin", "Edinburgh", "Zurich", "Geneva", "Athens", "Istanbul", "Moscow", "Dubai", "Cairo", "Nairobi",
+    "Lagos", "Mumbai", "Delhi", "Bangalore", "Beijing", "Shanghai", "Shenzhen", "Guangzhou", "Taipei",
+    "Tokyo", "Osaka", "Kyoto", "Seoul", "Singapore", "Bangkok", "Jakarta", "Manila", "Hanoi", "Sydney",
+    "Melbourne", "Toronto", "Vancouver", "Montreal", "Chicago", "Boston", "Seattle", "Denver",
+    "Miami", "Portland", "Atlanta", "Dallas", "Houston", "Philadelphia",
+    "Sweden", "Norway", "Denmark", "Finland", "Germany", "France", "Spain", "Portugal", "Italy", "Greece",
+    "Ireland", "Scotland", "England", "Netherlands", "Belgium", "Switzerland", "Austria", "Poland",
+    "Canada", "Mexico", "Brazil", "Argentina", "Chile", "Peru", "Colombia", "China", "Japan", "Korea",
+    "India", "Thailand", "Vietnam", "Indonesia", "Australia", "Egypt", "Kenya", "Nigeria", "Morocco",
+    "Turkey", "Israel", "Russia", "Ukraine", "Iceland", "California", "Texas", "Florida", "Hawaii",
+    "Alaska", "Oregon", "Colorado", "Bali", "Europe", "Asia", "Africa",
+)
+
+# Software and services: matched when capitalised as here; the second list also in any case.
+_KNOWN_TOOLS = (
+    "PostgreSQL", "Postgres", "SQLite", "MySQL", "MongoDB", "Redis", "Elasticsearch", "Kafka", "Docker",
+    "Kubernetes", "Terraform", "Ansible", "Jenkins", "GitHub", "GitLab", "Bitbucket", "Git", "Jira",
+    "Confluence", "Slack", "Notion", "Obsidian", "Trello", "Asana", "Figma", "Photoshop",
+    "Illustrator", "Excel", "Zoom", "Discord", "ChatGPT", "Copilot", "VS Code", "VSCode", "Vim",
+    "Neovim", "Emacs", "PyCharm", "IntelliJ", "Xcode", "Python", "JavaScript", "TypeScript", "Rust",
+    "Kotlin", "Django", "Flask", "FastAPI", "React", "Vue", "Angular", "Svelte", "Node.js", "Airflow",
+    "Spark", "Snowflake", "BigQuery", "Tableau", "Grafana", "Prometheus", "Sentry", "Datadog", "AWS",
+    "Azure", "Heroku", "Vercel", "Supabase", "Firebase", "Stripe", "Salesforce", "HubSpot", "Shopify",
+    "WordPress", "Canva", "Lightroom", "Blender", "Duolingo", "Strava", "Dagster", "dbt", "Markdown", "Looker",
+    "Metabase", "Superset", "Jupyter", "Pandas", "NumPy", "Polars", "DuckDB", "ClickHouse",
+)
+_ANY_CASE_TOOLS = frozenset(
+    t.casefold() for t in (
+        "PostgreSQL", "Postgres", "SQLite", "MySQL", "MongoDB", "Elasticsearch", "Kubernetes", "Terraform",
+        "GitHub", "GitLab", "ChatGPT", "VSCode", "Neovim", "PyCharm", "IntelliJ", "JavaScript", "TypeScript",
+        "FastAPI", "BigQuery", "Duolingo", "Dagster", "DuckDB", "ClickHouse", "Jupyter",
+    )
+)
+
+_ROLE_NOUNS = frozenset(
+    """engineer developer programmer designer architect scientist researcher analyst manager director
+    teacher professor lecturer tutor student nurse doctor physician surgeon dentist pharmacist therapist
+    counselor counsellor psychologist lawyer attorney accountant consultant writer author
+    journalist editor artist painter photographer musician singer chef cook baker farmer pilot driver
+    mechanic electrician plumber carpenter firefighter officer soldier veteran entrepreneur founder ceo cto
+    intern librarian volunteer coach trainer instructor administrator admin technician assistant
+    secretary clerk cashier waiter waitress bartender barista salesperson recruiter marketer strategist
+    producer actor actress dancer athlete economist statistician biologist chemist physicist
+    mathematician veterinarian vet paramedic caregiver translator interpreter""".split()
+)
+_ROLE_SKIP = frozenset("fan lot bit little huge big former ex retired aspiring wannabe".split())
+# Two-word roles whose head noun is too vague on its own.
+_ROLE_PHRASES = frozenset({"social worker", "care worker", "case worker", "youth worker", "health worker"})
+
+_DOG_BREEDS = ("beagle", "labrador", "poodle", "terrier", "retriever", "spaniel", "dachshund", "corgi", "husky",
+               "bulldog", "pug", "collie", "shepherd")
+_PETS = {
+    **{breed: "dog" for breed in _DOG_BREEDS},
+    "dog": "dog", "dogs": "dog", "puppy": "dog", "cat": "cat", "cats": "cat", "kitten": "cat",
+    "parrot": "parrot", "hamster": "hamster", "rabbit": "rabbit", "bunny": "rabbit", "turtle": "turtle",
+    "tortoise": "tortoise", "horse": "horse", "guinea pig": "guinea pig", "goldfish": "goldfish",
+    "snake": "snake", "lizard": "lizard", "ferret": "ferret",
+}
+
+_NAME = r"[A-Z][\w&'’]*(?:-[\w&'’]+)*"
+_CAPS = rf"{_NAME}(?:\s+{_NAME}){{0,3}}"
+_TECH_WORDS = re.compile(
+    r"\b(?:service|database|db|app|stack|framework|library|tool|code|repo|backend|frontend|server|api|"
+    r"deploy\w*|pipeline|editor|platform|cloud|cluster|schema|queue|stack)\b",
+    re.IGNORECASE,
+)
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
+_KNOWN_PLACE_RE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(p) for p in sorted(_KNOWN_PLACES, key=len, reverse=True)) + r")(?![\w-])"
+)
+_KNOWN_TOOL_RE = re.compile(
+    r"(?<![\w.-])(" + "|".join(re.escape(t) for t in sorted(_KNOWN_TOOLS, key=len, reverse=True)) + r")(?![\w-])",
+)
+_ANY_CASE_TOOL_RE = re.compile(
+    r"(?<![\w.-])(" + "|".join(re.escape(t) for t in sorted(_ANY_CASE_TOOLS, key=len, reverse=True)) + r")(?![\w-])",
+    re.IGNORECASE,
+)
+_TOOL_CANON = {t.casefold(): t for t in _KNOWN_TOOLS}
+_PLACE_CANON = {p.casefold(): p for p in _KNOWN_PLACES}
+
+_LIVE_RE = re.compile(rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})")
+_LIVED_RE = re.compile(rf"\blived\s+in\s+({_CAPS})")
+_MOVE_RE = re.compile(rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})")
+_VISIT_RE = re.compile(
+    rf"\b(?:visit|visits|visited|visiting|toured|trip\s+to|travel(?:l?ed|l?ing|s)?\s+to|flew\s+to|fly\s+to|"
+    rf"vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
+)
+# Verbs after which an unknown capitalised name is still a place ("visited" may be a person).
+_STRICT_VISIT = re.compile(r"^(?:trip|travel|flew|fly|vacation|holiday)", re.I)
+_FROM_RE = re.compile(
+    rf"(?:\bI'm|\bI\s+am|\boriginally|\bhails)\s+from\s+({_CAPS})|\b(?:grew\s+up|born|raised)\s+in\s+({_CAPS})"
+)
+# "is from X" / "came from X" name a place only when X is a known one ("the gift came from Sarah").
+_FROM_WEAK_RE = re.compile(rf"\b(?:is|are|comes?|came)\s+from\s+({_CAPS})")
+_CITY_STATE_RE = re.compile(rf"\b(?:in|near|from|to|at)\s+({_NAME}(?:\s+{_NAME})?),\s+({_NAME}(?:\s+{_NAME})?)")
+
+_PLACE_NOUNS = (
+    "Palace", "Park", "Street", "Station", "Airport", "Museum", "Beach", "Lake", "River", "Bridge", "Square",
+    "Market", "Castle", "Tower", "Cathedral", "Church", "Gardens", "Garden", "Island", "Islands", "Mountain",
+    "Mountains", "Valley", "Bay", "Avenue", "Road", "Harbour", "Harbor", "Canal", "Forest", "Hill", "Hills",
+)
+_PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS)}))\b")
+# "Quinta da Regaleira", "Chafariz do Dentro": one name with a lower-case particle inside.
+_PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le)"
+_PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
+_PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
+# Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht".
+_NOT_BEFORE_PERSON = re.compile(
+    r"\b(?:the|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
+    r"into|across)\s+$",
+    re.IGNORECASE,
+)
+_ORG_SUFFIX_RE = re.compile(
+    rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+(Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|"
+    rf"Logistics|Labs|Institute|Foundation)\b\.?"
+)
+_UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
+_LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
+_WORK_AT_RE = re.compile(
+    rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
+    rf"(?:at|for|by)\s+(?:the\s+)?(?P<org>{_CAPS})"
+    rf"|\b(?P<joined>joined|joins|joining)\s+(?P<org2>{_CAPS})"
+)
+_PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|retired\s+from)\b", re.IGNORECASE)
+
+_PROJECT_RE = re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b")
+_WORKS_ON_VERB = re.compile(
+    r"\b(?:work(?:s|ed|ing)?\s+on|lead(?:s|ing)?|led|manag(?:e|es|ed|ing)|run(?:s|ning)?|own(?:s|ing)?|"
+    r"build(?:s|ing)?|built|start(?:s|ed|ing)?|join(?:s|ed|ing)?|launch(?:es|ed|ing)?|ship(?:s|ped|ping)?|"
+    r"develop(?:s|ed|ing)?|contribut(?:e|es|ed|ing)\s+to)\b",
+    re.IGNORECASE,
+)
+
+_USE_RE = re.compile(
+    rf"\b(?P<verb>use|uses|using|used|switched\s+to|switching\s+to|switch\s+to|migrated\s+to|migrating\s+to|"
+    rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using)\s+"
+    rf"(?P<tool>{_CAPS})"
+)
+_USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b",
+                       re.IGNORECASE)
+
+_ROLE_FIRST_RE = re.compile(
+    r"\b(?:I'm|I\s+am|I\s+work\s+as|I\s+worked\s+as|I\s+became|my\s+job\s+is|I'm\s+working\s+as)\s+(?:a|an)\s+"
+    r"(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
+)
+_ROLE_NAMED_RE = re.compile(
+    rf"(?P<who>{_NAME})\s+(?:is|became|works\s+as|is\s+working\s+as)\s+(?:a|an)\s+"
+    r"(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
+)
+
+_ROLE_APPOSITIVE_RE = re.compile(
+    rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
+)
+_ROLE_AT_RE = re.compile(
+    r"\b(?:" + "|".join(sorted(_ROLE_NOUNS)) + rf")\s+(?:at|for|with)\s+(?P<org>{_CAPS})"
+)
+_IN_NAME_RE = re.compile(
+    rf"\b(?:in|at|near|via|around|through|outside|inside|into|across)\s+({_NAME}(?:\s+{_NAME})?)(?!['’]s)"
+)
+
+_LIKE_RE = re.compile(
+    r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
+    r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
+    r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
+    r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+(?P<obj>[^.;:!?()\"“”]+)"
+)
+_OBJ_STOP = re.compile(
+    r",\s+(?:and\s+|but\s+)?[A-Z].*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
+    r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",
+    re.IGNORECASE,
+)
+_OBJ_SKIP = frozenset(
+    """it that this them you him her me us those these what how when something anything everything
+    on in at for from with of about up out by into onto""".split()
+)
+
+_PET_RE = re.compile(
+    r"\b(?:my|our|has\s+a|have\s+a|got\s+a|adopted\s+an?|bought\s+a|rescued\s+a|owns?\s+a)\s+"
+    r"(?:(?:new|little|pet|rescue|young|old|sweet|adorable)\s+)*"
+    r"(?P<pet>guinea\s+pig|dogs?|puppy|cats?|kitten|parrot|hamster|rabbit|bunny|turtle|tortoise|horse|goldfish|"
+    r"snake|lizard|ferret|" + "|".join(_DOG_BREEDS) + r")\b(?:(?:\s*,?\s*(?:named|called))?\s+(?P<pname>(?-i:[A-Z][\w'’-]+)))?",
+    re.IGNORECASE,
+)
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+# "Biscuit, our beagle": a pet named first, then described.
+_PET_APPOSITIVE_RE = re.compile(
+    rf"(?P<pname>{_NAME}),\s+(?:my|our)\s+(?:(?:new|little|old|young|rescue)\s+)?(?P<pet>"
+    + "|".join(sorted(_PETS, key=len, reverse=True)) + r")\b"
+)
+_TRAVEL_PLACE_RE = re.compile(
+    rf"\b(?:fly|flying|flew|leave|leaves|leaving|arrive|arrives|arriving|land|lands|landing|depart\w*)\s+"
+    rf"(?:from\s+|at\s+|in\s+|into\s+)?({_NAME}(?:\s+{_NAME})?)"
+)
+
+
+@lru_cache(maxsize=4096)
+def _key(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if not ch.isspace() and ch not in "_-")
+
+
+def _clean_name(text: str) -> str:
+    """Trim possessives and leading/trailing words that are not part of a name."""
+    words = re.sub(r"['’]s\b", "", text).strip(" .,'’-").split()
+    while words and words[0] in _NOT_NAMES:
+        words.pop(0)
+    while words and words[-1] in _NOT_NAMES:
+        words.pop()
+    name = " ".join(words)
+    return name if len(name) >= 2 else ""
+
+
+class _Builder:
+    """Accumulates nodes, facts and edges across events, each with its citing event ids."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.edges: dict[tuple[str, str, str], list[int]] = {}
+
+    def node(self, node_type: str, name: str, event_id: int, alias: str | None = None) -> str | None:
+        name = " ".join(name.split())
+        if not name:
+            return None
+        ref = f"{node_type}:{_key(name)}"
+        node = self.nodes.get(ref)
+        if node is None:
+            node = self.nodes[ref] = {"name": name, "type": node_type, "ids": [], "aliases": {}, "facts": {}}
+        if event_id not in node["ids"]:
+            node["ids"].append(event_id)
+        if alias and _key(alias) != _key(name):
+            ids = node["aliases"].setdefault(alias, [])
+            if event_id not in ids:
+                ids.append(event_id)
+        return ref
+
+    def fact(self, ref: str | None, key: str, value: str, event_id: int) -> None:
+        if ref is None or not value:
+            return
+        facts = self.nodes[ref]["facts"]
+        entry = facts.setdefault((key, value.casefold()), {"key": key, "value": value, "ids": []})
+        if event_id not in entry["ids"]:
+            entry["ids"].append(event_id)
+
+    def edge(self, source: str | None, target: str | None, relation: str, event_id: int) -> None:
+        if source is None or target is None or source == target:
+            return
+        ids = self.edges.setdefault((source, target, relation), [])
+        if event_id not in ids:
+            ids.append(event_id)
+
+    def proposal(self, events: int) -> dict[str, Any]:
+        refs = list(self.nodes)[:MAX_NODES]
+        kept = set(refs)
+        nodes = []
+        for ref in refs:
+            node = self.nodes[ref]
+            ids = list(node["ids"])
+            nodes.append({
+                "ref": ref,
+                "name": node["name"],
+                "type": node["type"],
+                "aliases": list(node["aliases"]),
+                "tags": [],
+                "provenance": {
+                    "name": ids,
+                    "aliases": [{"value": a, "source_event_ids": list(a_ids)} for a, a_ids in node["aliases"].items()],
+                    "tags": [],
+                },
+                "facts": [
+                    {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"])}
+                    for f in node["facts"].values()
+                ],
+                "source_event_ids": ids,
+            })
+        edges = [
+            {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids)}
+            for (s, t, rel), ids in self.edges.items() if s in kept and t in kept
+        ][:MAX_EDGES]
+        return {
+            "reason": f"offline rules: {len(nodes)} nodes and {len(edges)} edges from {events} events",
+            "nodes": nodes,
+            "edges": edges,
+        }
+
+
+class _EventReader:
+    """Applies the rules to one event."""
+
+    def __init__(self, builder: _Builder, event: dict[str, Any], texts: list[str], people: list[str],
+                 full_names: dict[str, str]) -> None:
+        self.b = builder
+        self.id = event["id"]
+        self.texts = texts
+        self.planned = (event.get("temporal") or {}).get("status") == "planned"
+        self.people: list[tuple[str, str]] = []  # (name as given, ref)
+        self.person_keys: dict[str, str] = {}
+        for name in people:
+            display, alias = name, None
+            first = _key(name.split()[0])
+            if " " not in name and first in full_names:
+                display, alias = full_names[first], name  # "Jonas" is the batch's only "Jonas Weber"
+            elif " " in name and full_names.get(first) == name:
+                alias = next((p for p in people if " " not in p and _key(p) == first), None)
+            ref = self.b.node("person", display, self.id, alias)
+            if ref is None:
+                continue
+            if all(ref != r for _, r in self.people):
+                self.people.append((name, ref))
+            self.person_keys[_key(name)] = ref
+            self.person_keys[_key(display)] = ref
+        for name, ref in self.people:
+            if " " in name:
+                self.person_keys.setdefault(_key(name.split()[0]), ref)
+
+    # -- subjects -----------------------------------------------------------------
+
+    def subject(self, sentence: str, before: int) -> str | None:
+        """The first participant named before the match in this sentence, else the event's first."""
+        for match in re.finditer(_NAME, sentence[:before]):
+            ref = self.person_keys.get(_key(re.sub(r"['’]s$", "", match.group(0))))
+            if ref:
+                return ref
+        return self.people[0][1] if self.people else None
+
+    def is_person(self, name: str) -> bool:
+        return _key(name) in self.person_keys or _key(name.split()[0]) in self.person_keys
+
+    # -- entities -----------------------------------------------------------------
+
+    def place(self, name: str) -> str | None:
+        if _POSSESSIVE.search(name):
+            return None  # "moved to Sarah's place" names no place
+        name = _clean_name(name)
+        if not name or self.is_person(name) or name.casefold() in _TOOL_CANON:
+            return None
+        return self.b.node("place", _PLACE_CANON.get(name.casefold(), name), self.id)
+
+    def org(self, name: str, alias: str | None = None) -> str | None:
+        if _POSSESSIVE.search(name):
+            return None
+        name = _clean_name(name)
+        if not name or self.is_person(name) or name.casefold() in _PLACE_CANON:
+            return None
+        return self.b.node("organization", name, self.id, alias)
+
+    def tool(self, name: str) -> str | None:
+        if _POSSESSIVE.search(name):
+            return None
+        name = _clean_name(name)
+        if not name or self.is_person(name) or name.casefold() in _PLACE_CANON:
+            return None
+        return self.b.node("tool", _TOOL_CANON.get(name.casefold(), name), self.id)
+
+    # -- rules --------------------------------------------------------------------
+
+    def read(self) -> None:
+        # Titles and quotes often repeat the summary: read each distinct sentence once.
+        sentences = (part.strip() for text in self.texts for part in _SENTENCE_SPLIT.split(text))
+        for sentence in dict.fromkeys(sentences):
+            if sentence:
+                self.sentence(sentence)
+        refs = sorted(r for _, r in self.people)
+        for i, first in enumerate(refs):
+            for second in refs[i + 1 :]:
+                self.b.edge(first, second, "knows", self.id)
+
+    def sentence(self, s: str) -> None:
+        projects = self._projects(s)
+        self._orgs(s, projects)
+        self._places(s)
+        self._tools(s, projects)
+        self._roles(s)
+        self._likes(s)
+        self._pets(s)
+
+    def _projects(self, s: str) -> set[str]:
+        names = set()
+        for m in _PROJECT_RE.finditer(s):
+            name = _clean_name(m.group("name") or m.group("name2") or "")
+            if not name or self.is_person(name):
+                continue
+            names.add(name.casefold())
+            if m.group("surface"):
+                names.add(" ".join(m.group("surface").split()).casefold())
+            ref = self.b.node("project", name, self.id, m.group("surface"))
+            verb = _WORKS_ON_VERB.search(s[max(0, m.start() - 40) : m.start()])
+            if verb:
+                self.b.edge(self.subject(s, m.start()), ref, "works_on", self.id)
+        return names
+
+    def _orgs(self, s: str, projects: set[str]) -> None:
+        for m in _ORG_SUFFIX_RE.finditer(s):
+            base, suffix = m.group(1), m.group(2)
+            if suffix in _LEGAL_SUFFIXES:
+                self.org(base, f"{_clean_name(base)} {suffix}")
+            else:
+                self.org(f"{_clean_name(base)} {suffix}")
+        for m in _UNIVERSITY_OF_RE.finditer(s):
+            place = _clean_name(m.group(1))
+            if place:
+                self.org(f"University of {place}")
+        matches = [(m, m.group("org") or m.group("org2"), m.group("verb")) for m in _WORK_AT_RE.finditer(s)]
+        matches += [(m, m.group("org"), "works") for m in _ROLE_AT_RE.finditer(s)]
+        for m, raw, verb in matches:
+            suffix = _ORG_SUFFIX_RE.match(raw + " ")  # "Acme Inc" names the company "Acme"
+            name = _clean_name(raw)
+            if suffix and suffix.group(2) in _LEGAL_SUFFIXES:
+                name = _clean_name(suffix.group(1))
+            if not name or name.casefold() in projects or name.casefold() in _TOOL_CANON:
+                continue
+            ref = self.org(name)
+            if ref is None:
+                continue
+            subject = self.subject(s, m.start())
+            past = verb == "worked" or _PAST_WORK.search(s[: m.start()])
+            if past:
+                self.b.edge(subject, ref, "worked_at", self.id)
+            else:
+                self.b.fact(subject, "works_at", self.b.nodes[ref]["name"], self.id)
+                self.b.edge(subject, ref, "works_at", self.id)
+
+    def _places(self, s: str) -> None:
+        for pattern, relation in ((_LIVE_RE, "lives_in"), (_MOVE_RE, "lives_in"), (_LIVED_RE, "lived_in")):
+            for m in pattern.finditer(s):
+                name = m.group(1)
+                if relation == "lives_in" and pattern is _MOVE_RE:
+                    if name.casefold() in _TOOL_CANON or (
+                        name.casefold() not in _PLACE_CANON and _TECH_WORDS.search(s)
+                    ):
+                        continue  # "moved the service to Postgres": a tool, handled below
+                ref = self.place(name)
+                if ref is None:
+                    continue
+                subject = self.subject(s, m.start())
+                if relation == "lives_in":
+                    self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
+                self.b.edge(subject, ref, relation, self.id)
+        for m in _VISIT_RE.finditer(s):
+            name = _clean_name(m.group(1))
+            strict = _STRICT_VISIT.match(m.group(0))
+            if not name or (not strict and name.casefold() not in _PLACE_CANON):
+                continue  # "went to Pride" or "visited Sarah" is not a place; "went to Paris" is
+            ref = self.place(name)
+            if ref is not None:
+                self.b.edge(self.subject(s, m.start()), ref, "plans_to_visit" if self.planned else "visited", self.id)
+        origins = [(m.start(), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
+        origins += [(m.start(), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
+                    if _clean_name(m.group(1)).casefold() in _PLACE_CANON]
+        for at, name in origins:
+            ref = self.place(name)
+            if ref is not None:
+                subject = self.subject(s, at)
+                self.b.fact(subject, "hometown", self.b.nodes[ref]["name"], self.id)
+                self.b.edge(subject, ref, "hometown", self.id)
+        for m in _CITY_STATE_RE.finditer(s):
+            if m.group(2) in _PLACE_CANON.values() or m.group(2).casefold() in _PLACE_CANON:
+                self.place(m.group(1))
+                self.place(m.group(2))
+        for m in _KNOWN_PLACE_RE.finditer(s):
+            self.place(m.group(1))
+        for m in _PLACE_NOUN_RE.finditer(s):
+            self.place(m.group(1))
+
+    def _tools(self, s: str, projects: set[str]) -> None:
+        seen: set[str] = set()
+        for m in _USE_RE.finditer(s):
+            raw = m.group("tool")
+            name = _clean_name(raw)
+            known = name.casefold() in _TOOL_CANON
+            if not name or name.casefold() in projects or name.casefold() in _PLACE_CANON:
+                continue
+            if m.group("verb").startswith(("mov",)) and not known and not _TECH_WORDS.search(s):
+                continue  # "moved to Denver" is a place (handled above)
+            ref = self.tool(name)
+            if ref is not None:
+                seen.add(ref)
+                self._use(s, m.start(), ref)
+        for pattern in (_KNOWN_TOOL_RE, _ANY_CASE_TOOL_RE):
+            for m in pattern.finditer(s):
+                ref = self.tool(m.group(1))
+                if ref is None or ref in seen:
+                    continue
+                seen.add(ref)
+                before = s[: m.start()]
+                if _USE_VERB.search(before) and not re.search(r"\bfrom\s+$", before):
+                    self._use(s, m.start(), ref)
+
+    def _use(self, s: str, at: int, ref: str) -> None:
+        subject = self.subject(s, at)
+        self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id)
+        self.b.edge(subject, ref, "uses", self.id)
+
+    def _roles(self, s: str) -> None:
+        found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]
+        for pattern in (_ROLE_NAMED_RE, _ROLE_APPOSITIVE_RE):
+            for m in pattern.finditer(s):
+                ref = self.person_keys.get(_key(m.group("who")))
+                if ref:
+                    found.append((m, ref))
+        for m, subject in found:
+            words = m.group("role").split()
+            # Keep the phrase up to its role noun: "software engineer at Acme" -> "software engineer".
+            end = next((i for i, w in enumerate(words) if w in _ROLE_NOUNS
+                        or " ".join(words[max(0, i - 1) : i + 1]) in _ROLE_PHRASES), None)
+            if end is None or subject is None:
+                continue
+            words = words[: end + 1]
+            if not any(w in _ROLE_SKIP for w in words):
+                self.b.fact(subject, "role", " ".join(words), self.id)
+
+    def _likes(self, s: str) -> None:
+        for m in _LIKE_RE.finditer(s):
+            if m.group("neg"):
+                continue
+            verb = m.group("verb").casefold()
+            key = "prefers" if "prefer" in verb else "likes"
+            obj = _OBJ_STOP.sub("", m.group("obj").strip())
+            subject = self.subject(s, m.start())
+            for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj):
+                words = item.strip().split()
+                while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
+                    words.pop(0)
+                if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP:
+                    continue
+                self.b.fact(subject, key, " ".join(words), self.id)
+
+    def _pets(self, s: str) -> None:
+        for m in _PET_APPOSITIVE_RE.finditer(s):
+            name = _clean_name(m.group("pname"))
+            if name and not self.is_person(name):
+                self.b.fact(self.subject(s, 0), "has_pet", f"{_PETS[m.group('pet')]} {name}", self.id)
+        for m in _PET_RE.finditer(s):
+            pet = _PETS.get(" ".join(m.group("pet").casefold().split()))
+            if pet is None:
+                continue
+            pet_name = _clean_name(m.group("pname") or "")
+            value = f"{pet} {pet_name}" if pet_name and not self.is_person(pet_name) else pet
+            self.b.fact(self.subject(s, m.start()), "has_pet", value, self.id)
+
+
+def _texts(event: dict[str, Any]) -> list[str]:
+    texts = [event.get("title"), event.get("summary"), *(event.get("quotes") or [])]
+    out = []
+    for text in texts:
+        if isinstance(text, str) and text.strip():
+            text = text.strip()
+            if text.endswith(("…", "...")):
+                # A clipped text ends mid-sentence: keep only its complete sentences.
+                cut = max(text.rfind(". "), text.rfind("! "), text.rfind("? "), text.rfind("。"))
+                text = text[: cut + 1] if cut > 0 else ""
+            if text:
+                out.append(text)
+    return out
+
+
+def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
+    """Keys of names that are places, organisations, projects, tools or pets in this batch.
+
+    Extractors put any capitalised name into ``participants``; these never become people.
+    """
+    keys: set[str] = set()
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") not in (None, "person"):
+            for name in [node.get("name"), *(node.get("aliases") or [])]:
+                if isinstance(name, str):
+                    keys.add(_key(name))
+        for fact in node.get("facts") or []:
+            if isinstance(fact, dict) and fact.get("key") == "has_pet" and isinstance(fact.get("value"), str):
+                words = fact["value"].split()
+                if len(words) > 1:
+                    keys.add(_key(" ".join(words[1:])))  # "dog Biscuit": Biscuit is a pet
+    sentences = dict.fromkeys(part.strip() for event in events for text in _texts(event)
+                              for part in _SENTENCE_SPLIT.split(text))
+    single = ((_KNOWN_TOOL_RE, 1), (_ANY_CASE_TOOL_RE, 1), (_KNOWN_PLACE_RE, 1), (_IN_NAME_RE, 1), (_LIVE_RE, 1),
+              (_MOVE_RE, 1), (_WORK_AT_RE, "org"), (_WORK_AT_RE, "org2"), (_ROLE_AT_RE, "org"),
+              (_UNIVERSITY_OF_RE, 1), (_PET_RE, "pname"), (_PLACE_NOUN_RE, 1), (_PARTICLE_BEFORE_RE, 1),
+              (_PARTICLE_AFTER_RE, 1), (_TRAVEL_PLACE_RE, 1), (_PET_APPOSITIVE_RE, 1))
+    for text in sentences:
+        for m in _PROJECT_RE.finditer(text):
+            if m.group("surface"):
+                keys.add(_key(m.group("surface")))
+            keys.add(_key(_clean_name(m.group("name") or m.group("name2") or "")))
+        for m in _ORG_SUFFIX_RE.finditer(text):
+            keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
+        for pattern, group in single:
+            for m in pattern.finditer(text):
+                if m.group(group):
+                    keys.add(_key(_clean_name(m.group(group))))
+        for m in _VISIT_RE.finditer(text):
+            if _STRICT_VISIT.match(m.group(0)):
+                keys.add(_key(_clean_name(m.group(1))))
+    keys.discard("")
+    return keys
+
+
+# Words that follow a person who starts a sentence ("Ann is", "Ann moved", "Ann's").
+_SUBJECT_NEXT = frozenset(
+    """is was has had will would can could should must may might did does do said says told asked also just
+    never always really recently still often usually finally then already now wants wanted loves loved likes
+    liked thinks thought feels felt plans planned went got gets made makes took takes decided lives lived works
+    worked moved uses used started joined left prefer like love want need have keep think feel live work use go
+    plan hope booked""".split()
+)
+_VERBISH = re.compile(r"^[a-z]+(?:ed|[^s]s)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;)\]\d\"“”\n-]\s*)$")
+
+
+def _looks_like_person(name: str, text: str, not_people: set[str], first: bool = True) -> bool:
+    """A participant is a person unless it is a pronoun or role, a known non-person name, or a
+    capitalised common word (it appears only at sentence starts, or also in lower case)."""
+    if not name or name.casefold() in _PRONOUNS or not any(ch.isalpha() for ch in name):
+        return False
+    key = _key(name)
+    words = name.split()
+    if key in not_people or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
+        return False
+    if words[0] == "Project" or words[-1].rstrip(".") in _LEGAL_SUFFIXES | {
+        "University", "College", "Company", "Bank", "Logistics", "Labs", "Institute", "Foundation",
+    }:
+        return False
+    if not words[0][0].isupper():
+        return not words[0][0].islower()  # lower-case Latin is no name; scripts without case pass
+    if len(words) > 1:
+        if words[-1] in _PLACE_NOUNS:
+            return False
+        return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ("Dr", "Mr", "Mrs", "Ms"))
+    word = words[0]
+    if word in _NOT_NAMES or (word.endswith("s") and word[:-1] in _NOT_NAMES):
+        return False
+    if re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text):
+        return False  # "team" in lower case: a common word, not a name
+    spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text)]
+    if not spots:
+        return first  # not in the text: the first participant is the speaker
+    for at in spots:
+        if _NOT_BEFORE_PERSON.search(text[:at]):
+            continue
+        if not _SENTENCE_START.search(text[:at]):
+            return True  # capitalised in mid-sentence: a name
+        after = re.match(r"(?:['’]s\b|\s+([a-z]+)\b)", text[at + len(word) :])
+        if after and (after.group(1) is None or after.group(1) in _SUBJECT_NEXT or _VERBISH.match(after.group(1))):
+            return True  # "Ann moved …", "Ann's …": the subject of its sentence
+    return False
+
+
+def _candidates(event: dict[str, Any]) -> list[str]:
+    names = event.get("participants")
+    if not isinstance(names, list):
+        names = (event.get("temporal") or {}).get("participants") or []
+    out = [" ".join(n.split())[:120] for n in names if isinstance(n, str)]
+    return [n for n in out if n and n.casefold() not in _PRONOUNS]
+
+
+def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known: set[str]) -> list[str]:
+    """The event's participants that are people. A name absent from the text counts when it is
+    listed first (the speaker), the list is short (a conversation), or it is a known person."""
+    joined = "\n".join(texts)
+    candidates = _candidates(event)
+    people: list[str] = []
+    for index, name in enumerate(candidates):
+        absent_ok = index == 0 or len(candidates) <= 3 or _key(name) in known
+        if _key(name) in {_key(p) for p in people}:
+            continue
+        if _key(name) in known and _key(name) not in not_people or _looks_like_person(name, joined, not_people, absent_ok):
+            people.append(name)
+    return people
+
+
+def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
+    """A GRAPH_SCHEMA proposal from the context's events, by deterministic rules."""
+    builder = _Builder()
+    events = [e for e in context.get("events", []) if isinstance(e, dict) and isinstance(e.get("id"), int)]
+    nodes = context.get("nodes") if isinstance(context.get("nodes"), list) else []
+    speakers = {_key(n) for n in context.get("speakers") or [] if isinstance(n, str)}
+    not_people = _not_people(events, nodes) - speakers  # whoever speaks is a person
+    texts = {e["id"]: _texts(e) for e in events}
+    context_people = [
+        name for n in nodes if isinstance(n, dict) and n.get("type") == "person"
+        for name in [n.get("name"), *(n.get("aliases") or [])] if isinstance(name, str)
+    ]
+    known = {_key(n) for n in context_people} | speakers
+    first_pass = [p for e in events for p in _people(e, texts[e["id"]], not_people, known)]
+    known |= {_key(p) for p in first_pass}
+    people = {e["id"]: _people(e, texts[e["id"]], not_people, known) for e in events}
+    by_first: dict[str, set[str]] = {}
+    for name in context_people + [p for names in people.values() for p in names]:
+        if " " in name:
+            by_first.setdefault(_key(name.split()[0]), set()).add(name)
+    full_names = {k: next(iter(v)) for k, v in by_first.items() if len({_key(n) for n in v}) == 1}
+    for event in events:
+        _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names).read()
+    return builder.proposal(len(events))
+
+
+__all__ = ["project_graph_offline"]

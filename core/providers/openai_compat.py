@@ -1,0 +1,399 @@
+"""A provider for any OpenAI-compatible chat-completions endpoint (DeepSeek by default).
+
+Each derivation task is one POST to ``{base_url}/chat/completions`` that forces a single
+call of the task's tool, whose parameters are the task's JSON schema. The client is the
+standard library only (urllib), so the ``[llm]`` extra has no dependencies.
+
+The API key is held in a wrapper whose repr hides it, is only ever placed in the request
+headers, and is scrubbed from every error message and stored response.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from core.errors import InvalidInputError
+from core.providers.base import BlockSummary, Extraction, ProviderOutputError
+from core.providers.jsonrecover import extract_json_object
+from core.providers.schemas import (
+    EXTRACTION_INSTRUCTIONS,
+    EXTRACTION_SCHEMA,
+    GRAPH_INSTRUCTIONS,
+    GRAPH_SCHEMA,
+    SUMMARY_INSTRUCTIONS,
+    SUMMARY_SCHEMA,
+)
+
+DEFAULT_BASE_URL = "https://api.deepseek.com"
+DEFAULT_MODEL = "deepseek-chat"
+BASE_URL_ENV = "STRATA_LLM_BASE_URL"
+MODEL_ENV = "STRATA_LLM_MODEL"
+KEY_ENVS = ("STRATA_LLM_API_KEY", "DEEPSEEK_API_KEY")
+
+BODY_EXCERPT = 300  # characters of a response body quoted in an error message
+MAX_BODY_BYTES = 16 * 1024 * 1024  # refuse to buffer more than this from one response
+RECENT_RESPONSES = 5
+
+CORRECTIVE_MESSAGE = (
+    "Your previous reply did not contain exactly one valid call of the tool {tool}. "
+    "Call the tool {tool} exactly once, with arguments that follow its JSON schema, and "
+    "do not answer in plain text."
+)
+
+
+class ProviderCallError(ProviderOutputError):
+    """The HTTP exchange itself failed: an error status, a timeout or a connection problem."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class _Secret:
+    """Holds the API key; its repr and str never show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One structured derivation task: its tool, its schema and how its answer is checked."""
+
+    key: str
+    tool: str
+    description: str
+    instructions: str
+    schema: dict[str, Any]
+    required: tuple[str, ...]  # keys a recovered object must carry to count as an answer
+    retry_truncated: bool
+
+
+SUMMARY_TASK = _Task(
+    key="summarize_block",
+    tool="strata_summarize_block",
+    description="Record the title, tags, summary and key points of one conversation block.",
+    instructions=SUMMARY_INSTRUCTIONS,
+    schema=SUMMARY_SCHEMA,
+    required=("title", "summary", "should_extract"),
+    retry_truncated=True,
+)
+EXTRACTION_TASK = _Task(
+    key="extract_events",
+    tool="strata_extract_events",
+    description="Record the event cards found in the target messages of one conversation block.",
+    instructions=EXTRACTION_INSTRUCTIONS,
+    schema=EXTRACTION_SCHEMA,
+    required=("should_extract", "events"),
+    retry_truncated=True,
+)
+GRAPH_TASK = _Task(
+    key="project_graph",
+    tool="strata_project_graph",
+    description="Record the knowledge-graph nodes and edges supported by the supplied events.",
+    instructions=GRAPH_INSTRUCTIONS,
+    schema=GRAPH_SCHEMA,
+    required=("nodes", "edges"),
+    retry_truncated=False,
+)
+
+
+class _BadAnswer(Exception):
+    """An attempt whose answer was unusable (internal: decides whether to retry)."""
+
+    def __init__(self, reason: str, *, truncated: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.truncated = truncated
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _endpoint(base_url: str) -> str:
+    """``{base_url}/chat/completions``; a base with or without /v1 is used as given."""
+    base = base_url.strip().rstrip("/")
+    if base.endswith("/chat/completions"):
+        base = base[: -len("/chat/completions")]
+    if not base.startswith(("http://", "https://")) or len(base.split("://", 1)[1]) == 0:
+        raise InvalidInputError(f"LLM base URL must start with http:// or https://, got {base_url!r}")
+    return base + "/chat/completions"
+
+
+class OpenAICompatProvider:
+    """Structured derivation through forced tool calls on a chat-completions API."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 45.0,
+        max_output_tokens: int = 2048,
+        attempts: int = 2,
+        *,
+        retry_delay: float = 1.0,
+    ):
+        key = (api_key or "").strip() or next((v for v in map(_env, KEY_ENVS) if v), None)
+        if not key:
+            raise InvalidInputError(
+                "the openai provider needs an API key: set "
+                + " or ".join(KEY_ENVS)
+                + f" (optionally {BASE_URL_ENV} and {MODEL_ENV}; default {DEFAULT_BASE_URL}, {DEFAULT_MODEL})"
+            )
+        if timeout <= 0:
+            raise InvalidInputError(f"timeout must be positive, got {timeout!r}")
+        if max_output_tokens < 1:
+            raise InvalidInputError(f"max_output_tokens must be at least 1, got {max_output_tokens!r}")
+        if attempts < 1:
+            raise InvalidInputError(f"attempts must be at least 1, got {attempts!r}")
+        self._key = _Secret(key)
+        self.base_url = (base_url or _env(BASE_URL_ENV) or DEFAULT_BASE_URL).strip().rstrip("/")
+        self.endpoint = _endpoint(self.base_url)
+        self.model: str | None = (model or "").strip() or _env(MODEL_ENV) or DEFAULT_MODEL
+        self.timeout = float(timeout)
+        self.max_output_tokens = int(max_output_tokens)
+        self.attempts = int(attempts)
+        self.retry_delay = max(0.0, float(retry_delay))
+        self.recent_responses: deque[str] = deque(maxlen=RECENT_RESPONSES)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatProvider(base_url={self.base_url!r}, model={self.model!r}, "
+            f"timeout={self.timeout}, max_output_tokens={self.max_output_tokens}, attempts={self.attempts})"
+        )
+
+    # -- the three tasks ------------------------------------------------------------
+
+    def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary:
+        return self._run(SUMMARY_TASK, {"messages": list(messages)}, BlockSummary.validated)
+
+    def extract_events(self, context: dict[str, Any]) -> Extraction:
+        return self._run(EXTRACTION_TASK, context, Extraction.validated)
+
+    def project_graph(self, context: dict[str, Any]) -> dict[str, Any]:
+        return self._run(GRAPH_TASK, context, _graph_envelope)
+
+    # -- mechanics ------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        key = self._key.reveal()
+        return text.replace(key, "***") if key else text
+
+    def _fail(self, message: str, cls: type[ProviderOutputError] = ProviderOutputError, **kw: Any):
+        text = self._scrub(f"{self.name} provider ({self.model}): {message}")
+        return cls(text, **kw) if kw else cls(text)
+
+    def _request_body(self, task: _Task, payload: Any, corrective: bool) -> bytes:
+        messages: list[dict[str, str]] = [
+            {"role": "system", "content": task.instructions},
+            {"role": "user", "content": json.dumps(payload, ensure_ascii=False, default=str)},
+        ]
+        if corrective:
+            messages.append({"role": "user", "content": CORRECTIVE_MESSAGE.format(tool=task.tool)})
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {"name": task.tool, "description": task.description, "parameters": task.schema},
+                }
+            ],
+            "tool_choice": {"type": "function", "function": {"name": task.tool}},
+            "max_tokens": self.max_output_tokens,
+            "temperature": 0,
+            "stream": False,
+        }
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    def _build_request(self, data: bytes) -> urllib.request.Request:
+        # The key only exists inside this short-lived frame and the request's headers.
+        return urllib.request.Request(
+            self.endpoint,
+            data=data,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "User-Agent": "strata-memory",
+                "Authorization": "Bearer " + self._key.reveal(),
+            },
+        )
+
+    def _post(self, data: bytes) -> str:
+        """One HTTP exchange; the decoded body of a 2xx answer or a ProviderCallError."""
+        request = self._build_request(data)
+        deadline = time.monotonic() + self.timeout
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = _read_bounded(response, deadline)
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            try:
+                detail = _read_bounded(exc, time.monotonic() + min(self.timeout, 5.0))
+            except Exception:  # the error body is only decoration
+                detail = b""
+            excerpt = _excerpt(detail.decode("utf-8", errors="replace"))
+            retryable = status == 429 or status >= 500
+            raise self._fail(
+                f"HTTP {status} from {self.endpoint}" + (f": {excerpt}" if excerpt else ""),
+                ProviderCallError,
+                status=status,
+                retryable=retryable,
+            ) from None
+        except (TimeoutError, socket.timeout):
+            raise self._fail(
+                f"no answer from {self.endpoint} within {self.timeout:g} s", ProviderCallError, retryable=True
+            ) from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                message = f"no answer from {self.endpoint} within {self.timeout:g} s"
+            else:
+                message = f"cannot reach {self.endpoint}: {_excerpt(str(reason))}"
+            raise self._fail(message, ProviderCallError, retryable=True) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise self._fail(
+                f"connection to {self.endpoint} failed: {_excerpt(str(exc))}", ProviderCallError, retryable=True
+            ) from None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _BadAnswer("response body is not UTF-8") from None
+
+    def _answer(self, task: _Task, text: str) -> dict[str, Any]:
+        """The tool arguments from one chat-completions body, or _BadAnswer."""
+        try:
+            body = json.loads(text)
+        except ValueError:
+            raise _BadAnswer(f"response body is not JSON: {_excerpt(text)}") from None
+        if not isinstance(body, dict):
+            raise _BadAnswer("response body is not a JSON object")
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            error = body.get("error")
+            hint = f": {_excerpt(json.dumps(error, ensure_ascii=False))}" if error else ""
+            raise _BadAnswer("response has no choices" + hint)
+        choice = choices[0]
+        if choice.get("finish_reason") == "length":
+            raise _BadAnswer(
+                f"response truncated at max_tokens={self.max_output_tokens}", truncated=True
+            )
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise _BadAnswer("response choice has no message")
+        calls = [c for c in (message.get("tool_calls") or []) if isinstance(c, dict)]
+        if calls:
+            named = [c for c in calls if (c.get("function") or {}).get("name") == task.tool]
+            function = (named or calls)[0].get("function") or {}
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):
+                args = arguments
+            elif isinstance(arguments, str):
+                try:
+                    args = extract_json_object(arguments, task.required)
+                except ProviderOutputError as exc:
+                    raise _BadAnswer(f"tool call arguments unusable: {exc}") from None
+            else:
+                raise _BadAnswer("tool call has no arguments")
+        else:
+            content = message.get("content")
+            if not isinstance(content, str) or not content.strip():
+                raise _BadAnswer(f"response has neither a {task.tool} call nor text")
+            try:
+                args = extract_json_object(content, task.required)
+            except ProviderOutputError as exc:
+                raise _BadAnswer(f"no {task.tool} call and {exc}") from None
+        missing = [k for k in task.required if k not in args]
+        if missing:
+            raise _BadAnswer("tool call arguments lack " + ", ".join(missing))
+        return args
+
+    def _run(self, task: _Task, payload: Any, validate: Callable[[Any], Any]) -> Any:
+        data = self._request_body(task, payload, corrective=False)
+        corrected: bytes | None = None
+        problem = "no attempt made"
+        for attempt in range(1, self.attempts + 1):
+            try:
+                text = self._post(data)
+                result = validate(self._answer(task, text))
+            except ProviderCallError as exc:
+                if not exc.retryable or attempt == self.attempts:
+                    raise
+                problem = str(exc)
+                if self.retry_delay:
+                    time.sleep(self.retry_delay)
+                continue
+            except _BadAnswer as exc:
+                if exc.truncated and not task.retry_truncated:
+                    raise self._fail(f"{task.tool}: {exc.reason}; not retried") from None
+                problem = exc.reason
+            except ProviderOutputError as exc:  # the answer parsed but failed validation
+                problem = str(exc)
+            else:
+                self.recent_responses.append(self._scrub(text))
+                return result
+            # An unusable answer: ask again, saying what went wrong.
+            if corrected is None:
+                corrected = self._request_body(task, payload, corrective=True)
+            data = corrected
+        raise self._fail(f"{task.tool} failed after {self.attempts} attempt(s): {problem}")
+
+
+def _graph_envelope(args: Any) -> dict[str, Any]:
+    """Light check of a graph answer; the graph service validates nodes and edges in full."""
+    if not isinstance(args, dict):
+        raise ProviderOutputError("graph projection result is not an object")
+    for key in ("nodes", "edges"):
+        if not isinstance(args.get(key), list):
+            raise ProviderOutputError(f"graph projection: {key} must be a list")
+    return args
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= BODY_EXCERPT else flat[: BODY_EXCERPT - 1] + "…"
+
+
+def _read_bounded(response: Any, deadline: float) -> bytes:
+    """Read a response body in chunks, stopping at the size cap or the overall deadline."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("read deadline passed")
+        chunk = response.read(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _BadAnswer(f"response body larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+
+
+__all__ = ["OpenAICompatProvider", "ProviderCallError", "CORRECTIVE_MESSAGE"]

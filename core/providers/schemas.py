@@ -1,0 +1,169 @@
+"""JSON schemas and instructions for the structured derivation tasks.
+
+Every provider returns data of these shapes; model-backed providers send the schema as
+a forced tool call. Validation of the returned data lives in the services, not here,
+so an offline rule and a model answer go through the same checks.
+"""
+
+from __future__ import annotations
+
+EVENT_TYPES = (
+    "decision", "release", "task_completed", "plan", "change", "cancellation",
+    "incident", "meeting", "collaboration", "migration", "other",
+)
+PRECISIONS = ("instant", "day", "month", "year", "range", "unknown")
+BASES = ("explicit", "relative", "inferred", "unknown")
+TIME_STATUSES = ("occurred", "planned", "cancelled", "ongoing", "unknown")
+SCOPES = ("user", "project", "session")
+CRITICALITIES = ("routine", "preference", "identity", "safety")
+NODE_TYPES = ("person", "project", "organization", "tool", "place")
+RECORD_STATUSES = ("active", "superseded", "disputed", "archived")
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+_ID_LIST = {"type": "array", "items": {"type": "integer"}}
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["title", "tags", "summary", "keypoints", "should_extract"],
+    "properties": {
+        "title": {"type": "string", "description": "short subject phrase, at most 60 characters"},
+        "tags": {**_STR_LIST, "description": "2-5 distinctive topical labels"},
+        "summary": {"type": "string", "description": "1-3 sentences: what happened, results, state changes, open work"},
+        "keypoints": {**_STR_LIST, "description": "3-8 atomic, self-contained points"},
+        "should_extract": {"type": "boolean", "description": "false only for greetings, confirmations or noise"},
+    },
+}
+
+TEMPORAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mentioned_at": {"type": "string"},
+        "happened_start": {"type": "string", "description": "YYYY, YYYY-MM, YYYY-MM-DD or an ISO instant with offset"},
+        "happened_end": {"type": "string"},
+        "original_text": {"type": "string", "description": "the time expression exactly as written"},
+        "precision": {"type": "string", "enum": list(PRECISIONS)},
+        "basis": {"type": "string", "enum": list(BASES)},
+        "status": {"type": "string", "enum": list(TIME_STATUSES)},
+        "event_type": {"type": "string", "enum": list(EVENT_TYPES)},
+        "participants": _STR_LIST,
+        "supersedes_event_ids": _ID_LIST,
+        "conflicts_with_event_ids": _ID_LIST,
+        "same_event_id": {"type": "integer"},
+        "before_event_ids": _ID_LIST,
+        "after_event_ids": _ID_LIST,
+        "related_event_ids": _ID_LIST,
+    },
+}
+
+EVENT_SCHEMA = {
+    "type": "object",
+    "required": ["title", "summary", "source_message_ids", "temporal"],
+    "properties": {
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+        "tags": _STR_LIST,
+        "quotes": _STR_LIST,
+        "source_message_ids": {**_ID_LIST, "description": "the smallest set of target message ids that support it"},
+        "temporal": TEMPORAL_SCHEMA,
+        "scope": {"type": "string", "enum": list(SCOPES)},
+        "criticality": {"type": "string", "enum": list(CRITICALITIES)},
+    },
+}
+
+EXTRACTION_SCHEMA = {
+    "type": "object",
+    "required": ["should_extract", "reason", "events"],
+    "properties": {
+        "should_extract": {"type": "boolean"},
+        "reason": {"type": "string"},
+        "events": {"type": "array", "items": EVENT_SCHEMA},
+    },
+}
+
+GRAPH_SCHEMA = {
+    "type": "object",
+    "required": ["reason", "nodes", "edges"],
+    "properties": {
+        "reason": {"type": "string"},
+        "nodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["ref", "name", "type", "source_event_ids", "provenance"],
+                "properties": {
+                    "ref": {"type": "string"},
+                    "name": {"type": "string"},
+                    "type": {"type": "string", "enum": list(NODE_TYPES)},
+                    "aliases": _STR_LIST,
+                    "tags": _STR_LIST,
+                    "provenance": {
+                        "type": "object",
+                        "properties": {
+                            "name": _ID_LIST,
+                            "aliases": {"type": "array", "items": {"type": "object", "properties": {
+                                "value": {"type": "string"}, "source_event_ids": _ID_LIST}}},
+                            "tags": {"type": "array", "items": {"type": "object", "properties": {
+                                "value": {"type": "string"}, "source_event_ids": _ID_LIST}}},
+                        },
+                    },
+                    "facts": {"type": "array", "items": {"type": "object", "required": ["key", "value", "source_event_ids"],
+                              "properties": {"key": {"type": "string"},
+                                             "value": {"anyOf": [{"type": "string"}, _STR_LIST]},
+                                             "source_event_ids": _ID_LIST}}},
+                    "status": {"type": "string", "enum": list(RECORD_STATUSES)},
+                    "valid_from": {"type": "string"},
+                    "valid_to": {"type": "string"},
+                    "confidence": {"type": "number"},
+                    "source_event_ids": _ID_LIST,
+                },
+            },
+        },
+        "edges": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["from_ref", "to_ref", "relation", "source_event_ids"],
+                "properties": {
+                    "from_ref": {"type": "string"},
+                    "to_ref": {"type": "string"},
+                    "relation": {"type": "string"},
+                    "status": {"type": "string", "enum": list(RECORD_STATUSES)},
+                    "valid_from": {"type": "string"},
+                    "valid_to": {"type": "string"},
+                    "confidence": {"type": "number"},
+                    "source_event_ids": _ID_LIST,
+                },
+            },
+        },
+    },
+}
+
+SUMMARY_INSTRUCTIONS = (
+    "You summarise one block of a conversation for a long-term memory. Return a short title, 2-5 "
+    "distinctive tags, a 1-3 sentence summary and 3-8 self-contained key points. Keep who said what "
+    "straight: a user's decision, an assistant's suggestion and a tool's observation are different "
+    "things. Do not invent facts or promote guesses to facts. Set should_extract to false only when "
+    "the block holds nothing but greetings, confirmations or noise; when unsure, set it to true."
+)
+
+EXTRACTION_INSTRUCTIONS = (
+    "You turn one block of a conversation into event cards for a long-term memory. One card per "
+    "atomic fact, decision, plan, outcome or change of state. Names must be self-contained (no 'this "
+    "project'). Only the target messages may supply facts, quotes and source_message_ids; neighbour "
+    "summaries and the timeline are only for relations (supersedes, conflicts, same event, before, "
+    "after, related), and relation ids must come from the timeline. event_type is one of: "
+    + ", ".join(EVENT_TYPES) + ". Keep when it was mentioned (the message time) apart from when it "
+    "happened; resolve a relative time only when it is unambiguous against the message time and keep "
+    "the original words in original_text; never make a date more precise than the text; if the "
+    "happened time is unknown, omit it and set precision and basis to unknown. A plan is not evidence "
+    "that something happened."
+)
+
+GRAPH_INSTRUCTIONS = (
+    "You project event cards into a knowledge graph of people, projects, organisations, tools and "
+    "places. Events are the only source of truth: every node, fact and edge must cite the ids of the "
+    "supplied events that support it, and a node must say which events give its name. Put "
+    "relationships in edges, not in fact strings. Touch only the nodes and edges these events are "
+    "about: at most 24 nodes and 32 edges."
+)

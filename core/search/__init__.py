@@ -1,0 +1,1 @@
+"""Deterministic lexical ranking: tokenizer, BM25 and reciprocal-rank fusion."""

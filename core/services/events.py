@@ -1,0 +1,500 @@
+"""Event cards: validation of extracted events, writing them with their sources and
+links, the lifecycle (supersede, conflict, forget, restore) and reading them back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Any, Iterable, Sequence
+
+from peewee import JOIN
+
+from core.db import write_transaction
+from core.dto import RawMessage
+from core.errors import InvalidInputError, NotFoundError
+from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
+from core.models import Block, Event, EventLink, EventParticipant, EventSource, Message, Namespace, Thread
+from core.search.bm25 import bm25_scores, ranked
+from core.search.tokenize import normalize as norm_text
+from core.search.tokenize import tokenize
+from core.services.capture import _row_to_raw
+from core.services.jobs import create_job
+from core.services.spaces import get_namespace
+from core.timeutil import now_iso, parse_timestamp, period_bounds, to_epoch
+from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
+
+LINK_KINDS = ("supersedes", "conflicts", "same_event", "before", "after", "related")
+LIVE = ("active", "superseded")
+GRAPH_BATCH = 8
+_RELATION_FIELDS = {
+    "supersedes_event_ids": "supersedes",
+    "conflicts_with_event_ids": "conflicts",
+    "before_event_ids": "before",
+    "after_event_ids": "after",
+    "related_event_ids": "related",
+}
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: int
+    namespace: str
+    title: str
+    summary: str
+    event_type: str
+    status: str
+    participants: tuple[str, ...]
+    tags: tuple[str, ...]
+    mentioned_at: str | None
+    happened_start: str | None
+    happened_end: str | None
+    precision: str
+    basis: str
+    time_status: str
+    original_text: str | None
+    criticality: str
+    scope: str
+    block_id: int | None
+    thread: str | None
+    weight: float
+
+
+@dataclass(frozen=True)
+class LinkedEvent:
+    id: int
+    title: str
+    status: str
+
+
+@dataclass(frozen=True)
+class EventCard:
+    event: EventRow
+    quotes: tuple[str, ...]
+    sources: tuple[RawMessage, ...]
+    links: dict[str, tuple[LinkedEvent, ...]]
+    linked_from: dict[str, tuple[LinkedEvent, ...]]
+    superseded_by: int | None
+    formed_turn: int
+    mention_count: int
+    last_adopted_turn: int
+    last_retrieved_at: str | None
+    pinned: bool
+    floor_weight: float
+    forced_cap: float | None
+    participant_node_ids: tuple[int, ...]
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _clean_strings(value: Any, limit: int, each: int = 500) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    out = [v.strip()[:each] for v in value if isinstance(v, str) and v.strip()]
+    return list(dict.fromkeys(out))[:limit]
+
+
+def validate_extracted(
+    raw_events: Iterable[dict[str, Any]],
+    *,
+    allowed_message_ids: Sequence[int],
+    timeline_ids: Iterable[int] = (),
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Keep the events that pass every rule; return (drafts, warnings).
+
+    An event is dropped when its title or summary is empty, it cites no message, or it
+    cites any message outside the target block. Relation ids survive only when they are
+    timeline ids (the service re-checks their status at commit).
+    """
+    allowed = set(allowed_message_ids)
+    timeline = set(timeline_ids)
+    drafts: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for index, raw in enumerate(raw_events):
+        title = raw.get("title") if isinstance(raw.get("title"), str) else ""
+        summary = raw.get("summary") if isinstance(raw.get("summary"), str) else ""
+        if not title.strip() or not summary.strip():
+            warnings.append(f"event {index}: dropped, empty title or summary")
+            continue
+        sources = raw.get("source_message_ids")
+        if not isinstance(sources, list) or not sources:
+            warnings.append(f"event {index}: dropped, no source messages")
+            continue
+        ids = [s for s in sources if isinstance(s, int) and not isinstance(s, bool)]
+        if len(ids) != len(sources) or any(s not in allowed for s in ids):
+            warnings.append(f"event {index}: dropped, cites a message outside its block")
+            continue
+        temporal = normalize_temporal(raw.get("temporal"))
+        relations = {}
+        for field, kind in _RELATION_FIELDS.items():
+            kept = [i for i in temporal.pop(field, []) if i in timeline]
+            if kept:
+                relations[kind] = kept
+        same = temporal.pop("same_event_id", None)
+        if same in timeline:
+            relations["same_event"] = [same]
+        drafts.append({
+            "title": title.strip()[:200],
+            "summary": summary.strip()[:1000],
+            "tags": _clean_strings(raw.get("tags"), 12, 80),
+            "quotes": _clean_strings(raw.get("quotes"), 12, 500),
+            "source_message_ids": list(dict.fromkeys(ids)),
+            "temporal": temporal,
+            "relations": relations,
+            "scope": normalize_scope(raw.get("scope")),
+            "criticality": normalize_criticality(raw.get("criticality")),
+        })
+    return drafts, warnings
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _time_fields(temporal: dict[str, Any], fallback_mentioned: str | None) -> dict[str, Any]:
+    mentioned = temporal.get("mentioned_at") or fallback_mentioned or now_iso()
+    tz = timezone.utc
+    mentioned_ts = None
+    if mentioned:
+        try:
+            stamp = parse_timestamp(mentioned)
+            tz = stamp.tzinfo or timezone.utc
+            mentioned_ts = to_epoch(stamp)
+        except InvalidInputError:
+            mentioned, mentioned_ts = fallback_mentioned, None
+    start, end = temporal.get("happened_start"), temporal.get("happened_end")
+    start_b = period_bounds(start or end, tz)
+    end_b = period_bounds(end or start, tz)
+    if (start or end) and (start_b is None or end_b is None):
+        start = end = None  # unparseable dates are dropped, not guessed
+        start_b = end_b = None
+    return {
+        "mentioned_at": mentioned,
+        "mentioned_ts": mentioned_ts,
+        "happened_start": start,
+        "happened_end": end,
+        "happened_start_ts": start_b[0] if start_b else None,
+        "happened_end_ts": end_b[1] if end_b else None,
+        "original_text": temporal.get("original_text"),
+        "precision": temporal.get("precision", "unknown") if (start or end) else "unknown",
+        "basis": temporal.get("basis", "unknown") if (start or end) else "unknown",
+        "time_status": temporal.get("status", "unknown"),
+    }
+
+
+def _add_participants(event_id: int, names: Sequence[str]) -> None:
+    rows: dict[str, dict] = {}
+    for name in names:
+        key = norm_text(name)
+        if key and key not in rows:
+            rows[key] = {"event": event_id, "name": name, "name_norm": key}
+    if rows:
+        EventParticipant.insert_many(list(rows.values())).execute()
+
+
+def _link(event_id: int, kind: str, target_id: int) -> None:
+    EventLink.insert(event=event_id, kind=kind, target=target_id).on_conflict_ignore().execute()
+
+
+def write_event(
+    namespace: Namespace | int,
+    draft: dict[str, Any],
+    *,
+    block: Block | None,
+    formed_turn: int,
+    origin: str = "extraction",
+    mentioned_fallback: str | None = None,
+) -> Event:
+    """Insert one validated event with its sources, participants and links.
+
+    Must run inside the caller's write transaction. Superseded targets get status
+    ``superseded``, ``superseded_by`` and the weight cap; conflicts are linked both ways.
+    Relation targets that are no longer active or superseded are dropped here.
+    """
+    temporal = draft.get("temporal", {})
+    now = now_iso()
+    criticality = draft.get("criticality", "routine")
+    participants = temporal.get("participants", [])
+    event = Event.create(
+        namespace=namespace,
+        block=block,
+        thread=block.thread_id if block is not None else None,
+        title=draft["title"],
+        summary=draft["summary"],
+        tags=draft.get("tags", []),
+        quotes=draft.get("quotes", []),
+        participants=participants,
+        event_type=normalize_event_type(temporal.get("event_type")),
+        scope=draft.get("scope", "project"),
+        criticality=criticality,
+        formed_turn=formed_turn,
+        last_adopted_turn=formed_turn,
+        floor_weight=floor_for(criticality),
+        origin=origin,
+        created_at=now,
+        updated_at=now,
+        **_time_fields(temporal, mentioned_fallback),
+    )
+    sources = draft.get("source_message_ids", [])
+    if sources:
+        EventSource.insert_many(
+            [{"event": event.id, "message": m, "position": i} for i, m in enumerate(sources)]
+        ).execute()
+    _add_participants(event.id, participants)
+    relations = draft.get("relations", {})
+    targets = {i for ids in relations.values() for i in ids}
+    live = {
+        e.id: e for e in Event.select().where(
+            (Event.id.in_(list(targets))) & (Event.status.in_(LIVE)) & (Event.namespace == event.namespace_id)
+        )
+    } if targets else {}
+    for kind, ids in relations.items():
+        for target_id in ids:
+            if target_id not in live or target_id == event.id:
+                continue
+            _link(event.id, kind, target_id)
+            if kind == "conflicts":
+                _link(target_id, "conflicts", event.id)
+            if kind == "supersedes":
+                Event.update(
+                    status="superseded", superseded_by=event.id, forced_cap=SUPERSEDED_CAP, updated_at=now
+                ).where(Event.id == target_id).execute()
+    return event
+
+
+def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority: int) -> None:
+    """Graph work for new events, in batches of at most eight."""
+    ids = list(event_ids)
+    for start in range(0, len(ids), GRAPH_BATCH):
+        create_job(namespace_id, "graph", None, priority=priority, payload={"event_ids": ids[start : start + GRAPH_BATCH]})
+
+
+# ----------------------------------------------------------------------------- lifecycle
+
+
+def forget_event(event_id: int) -> EventRow:
+    """Hide an event from search and context; reversible, provenance kept."""
+    with write_transaction():
+        event = _get(event_id)
+        if event.status != "forgotten":
+            event.status = "forgotten"
+            event.updated_at = now_iso()
+            event.save()
+    return get_event(event_id).event
+
+
+def restore_event(event_id: int) -> EventRow:
+    """Undo a forget. An event that a still-visible event supersedes comes back as
+    superseded, not active (the reference revived it as current)."""
+    with write_transaction():
+        event = _get(event_id)
+        if event.status != "forgotten":
+            raise InvalidInputError(f"event {event_id} is {event.status}; only forgotten events can be restored")
+        successor = Event.get_or_none(Event.id == event.superseded_by) if event.superseded_by else None
+        event.status = "superseded" if successor is not None and successor.status in LIVE else "active"
+        event.updated_at = now_iso()
+        event.save()
+    return get_event(event_id).event
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _get(event_id: int) -> Event:
+    event = Event.get_or_none(Event.id == event_id)
+    if event is None:
+        raise NotFoundError(f"event {event_id} does not exist (see `strata events`)")
+    return event
+
+
+def event_weight(event: Event, current_turn: int) -> float:
+    return memory_weight(
+        status=event.status,
+        current_turn=current_turn,
+        last_adopted_turn=event.last_adopted_turn,
+        mention_count=event.mention_count,
+        floor_weight=event.floor_weight,
+        forced_cap=event.forced_cap,
+        pinned=event.pinned,
+    )
+
+
+def _row(event: Event, ns: Namespace, thread_name: str | None) -> EventRow:
+    return EventRow(
+        id=event.id,
+        namespace=ns.name,
+        title=event.title,
+        summary=event.summary,
+        event_type=event.event_type,
+        status=event.status,
+        participants=tuple(event.participants or ()),
+        tags=tuple(event.tags or ()),
+        mentioned_at=event.mentioned_at,
+        happened_start=event.happened_start,
+        happened_end=event.happened_end,
+        precision=event.precision,
+        basis=event.basis,
+        time_status=event.time_status,
+        original_text=event.original_text,
+        criticality=event.criticality,
+        scope=event.scope,
+        block_id=event.block_id,
+        thread=thread_name,
+        weight=round(event_weight(event, ns.current_turn), 6),
+    )
+
+
+def list_events(
+    namespace: str | None = None,
+    *,
+    event_type: str | None = None,
+    participant: str | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    status: str | None = None,
+    text: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[EventRow]:
+    """Events in chronological order (happened time, else mention time), filtered.
+
+    A time filter keeps events whose happened range overlaps [from, to]; events with no
+    known happened time never match one.
+    """
+    query = (
+        Event.select(Event, Namespace, Thread.name)
+        .join(Namespace)
+        .switch(Event)
+        .join(Thread, JOIN.LEFT_OUTER)
+    )
+    if namespace is not None:
+        query = query.where(Event.namespace == get_namespace(namespace))
+    if event_type:
+        query = query.where(Event.event_type == normalize_event_type(event_type))
+    if status:
+        query = query.where(Event.status == status)
+    if participant:
+        key = norm_text(participant)
+        sub = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.contains(key))
+        query = query.where(Event.id.in_(sub))
+    if date_from or date_to:
+        low = period_bounds(date_from, timezone.utc) if date_from else None
+        high = period_bounds(date_to, timezone.utc) if date_to else None
+        if (date_from and low is None) or (date_to and high is None):
+            raise InvalidInputError("--from/--to must be dates like 2023, 2023-05 or 2023-05-07")
+        query = query.where(Event.happened_start_ts.is_null(False))
+        if low:
+            query = query.where(Event.happened_end_ts >= low[0])
+        if high:
+            query = query.where(Event.happened_start_ts <= high[1])
+    if text:
+        for word in text.split():
+            query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
+    from peewee import fn
+
+    chronology = fn.COALESCE(Event.happened_start_ts, Event.mentioned_ts, 0)
+    query = query.order_by(chronology, Event.id).limit(max(1, min(limit, 10_000))).offset(max(0, offset))
+    return [_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
+
+
+def _linked(rows: Iterable[tuple[str, Event]]) -> dict[str, tuple[LinkedEvent, ...]]:
+    out: dict[str, list[LinkedEvent]] = {}
+    for kind, other in rows:
+        out.setdefault(kind, []).append(LinkedEvent(other.id, other.title, other.status))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def get_event(event_id: int) -> EventCard:
+    event = _get(event_id)
+    ns = Namespace.get_by_id(event.namespace_id)
+    thread = Thread.get_by_id(event.thread_id).name if event.thread_id else None
+    sources = (
+        Message.select(Message, Thread.name)
+        .join(EventSource, on=(EventSource.message == Message.id))
+        .switch(Message)
+        .join(Thread)
+        .where(EventSource.event == event)
+        .order_by(EventSource.position)
+    )
+    out_links = [
+        (link.kind, link.target) for link in EventLink.select(EventLink, Event)
+        .join(Event, on=(EventLink.target == Event.id)).where(EventLink.event == event)
+    ]
+    in_links = [
+        (link.kind, link.event) for link in EventLink.select(EventLink, Event)
+        .join(Event, on=(EventLink.event == Event.id)).where(EventLink.target == event)
+    ]
+    return EventCard(
+        event=_row(event, ns, thread),
+        quotes=tuple(event.quotes or ()),
+        sources=tuple(_row_to_raw(m, m.thread.name) for m in sources),
+        links=_linked(out_links),
+        linked_from=_linked(in_links),
+        superseded_by=event.superseded_by,
+        formed_turn=event.formed_turn,
+        mention_count=event.mention_count,
+        last_adopted_turn=event.last_adopted_turn,
+        last_retrieved_at=event.last_retrieved_at,
+        pinned=event.pinned,
+        floor_weight=event.floor_weight,
+        forced_cap=event.forced_cap,
+        participant_node_ids=tuple(event.participant_node_ids or ()),
+    )
+
+
+# ----------------------------------------------------------------------------- timeline
+
+RELEVANT_LIMIT = 8
+RECENT_LIMIT = 4
+# The extractor's relevance search looks at this many of the newest live events, so the
+# cost of building a timeline stays bounded as a namespace grows.
+RELEVANCE_WINDOW = 1000
+
+
+_TOKEN_CACHE: dict[int, tuple[str, list[str]]] = {}
+_TOKEN_CACHE_MAX = 50_000
+
+
+def _event_tokens(row: dict[str, Any]) -> list[str]:
+    """Tokens of an event's searchable text; cached because titles and summaries never change."""
+    key = f"{row['created_at']}|{row['title']}"  # ids repeat across databases in one process
+    cached = _TOKEN_CACHE.get(row["id"])
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if len(_TOKEN_CACHE) >= _TOKEN_CACHE_MAX:
+        _TOKEN_CACHE.clear()
+    tokens = tokenize(" ".join([row["title"], row["summary"], " ".join(row["tags"] or []),
+                                " ".join(row["participants"] or [])]))
+    _TOKEN_CACHE[row["id"]] = (key, tokens)
+    return tokens
+
+
+def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
+    """Up to 8 relevant plus 4 most recent live events, relevant first, no duplicates.
+
+    Recency is by source block order, not creation time. Forgotten and archived events
+    never appear; superseded ones do (history matters for relations).
+    """
+    from peewee import fn
+
+    columns = (Event.id, Event.title, Event.summary, Event.tags, Event.participants, Event.event_type,
+               Event.status, Event.happened_start, Event.mentioned_at, Event.created_at)
+    base = Event.select(*columns).join(Block, JOIN.LEFT_OUTER).where(
+        (Event.namespace == namespace_id) & (Event.status.in_(LIVE))
+    )
+    if exclude_block is not None:
+        base = base.where((Event.block.is_null()) | (Event.block != exclude_block))
+    order = (fn.COALESCE(Block.sequence, 0).desc(), Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc())
+    window = list(base.order_by(*order).limit(RELEVANCE_WINDOW).dicts())
+    docs = {row["id"]: _event_tokens(row) for row in window}
+    relevant_ids = ranked(bm25_scores(tokenize(query), docs))[:RELEVANT_LIMIT]
+    by_id = {row["id"]: row for row in window}
+    chosen = [by_id[i] for i in relevant_ids]
+    chosen += [row for row in window[:RECENT_LIMIT] if row["id"] not in relevant_ids]
+    return [
+        {
+            "id": row["id"], "title": row["title"], "summary": row["summary"],
+            "participants": list(row["participants"] or ()), "event_type": row["event_type"],
+            "status": row["status"], "happened_start": row["happened_start"], "mentioned_at": row["mentioned_at"],
+        }
+        for row in chosen
+    ]

@@ -1,0 +1,1129 @@
+"""Graph projection: events become nodes, facts and edges that cite them.
+
+A graph job hands a batch of events (plus the nodes and edges they most likely touch) to
+the provider, then validates and applies the proposal in one write transaction. Events
+stay the only truth: every record cites the events behind it, and the effective view
+shows a record only while at least one of those events is still visible.
+
+Deliberate deviation from the reference: only *functional* keys and relations (one
+value at a time, such as ``lives_in`` or ``works_at``) supersede the previous value. A
+person who uses two tools keeps both ``uses`` facts and edges current.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import timezone
+from typing import Any, Iterable, Iterator, Sequence
+
+from core.db import write_transaction
+from core.errors import InvalidInputError, NotFoundError
+from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Namespace
+from core.providers.base import ProviderOutputError
+from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
+from core.search.tokenize import normalize as norm_text
+from core.services import jobs as jobsvc
+from core.services.spaces import get_namespace
+from core.timeutil import now_iso, parse_timestamp, period_bounds
+
+PROJECTOR_VERSION = 1
+LIVE = ("active", "superseded")
+CURRENT = ("active", "disputed")
+
+MAX_NODES = 24
+MAX_EDGES = 32
+MAX_SOURCES = 64
+MAX_ALIASES = 20
+MAX_TAGS = 12
+MAX_FACT_KEY = 160
+MAX_FACT_CHARS = 1200
+MAX_FACT_ITEMS = 40
+MAX_RELATION = 100
+MAX_REASON = 500
+DEFAULT_CONFIDENCE = 0.8
+GRAPH_PROVENANCE_LIMIT = 6
+
+# Context limits for the projector (§4.4).
+CONTEXT_NODES = 32
+CONTEXT_EDGES = 60
+CONTEXT_LIST = 12
+CONTEXT_STATE_CHARS = 600
+CONTEXT_FACTS = 12
+CONTEXT_VALUE_CHARS = 400
+CONTEXT_VALUE_ITEMS = 12
+CONTEXT_ITEM_CHARS = 160
+CONTEXT_SOURCES = 16
+
+# Keys and relations that hold one value at a time: a new value supersedes the old one.
+# Everything else (likes, uses, hobby, has_pet, knows, visited, …) accumulates.
+FUNCTIONAL_RELATIONS = frozenset({
+    "lives_in", "lives_at", "residence", "current_city", "location", "located_in",
+    "works_at", "works_for", "employer", "role", "job_title", "title", "current_job", "occupation",
+    "age", "birthday", "born_in", "birthplace", "hometown", "nationality",
+    "status", "state", "relationship_status", "marital_status", "spouse", "married_to",
+    "reports_to", "current_project",
+    "位于", "属于", "住在", "居住地", "所在地", "工作于", "职位", "年龄", "状态", "生日", "出生地",
+})
+
+_CHUNK = 500
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+def entity_key(text: str) -> str:
+    """The form names are compared in: NFKC, case-folded, whitespace, ``_`` and ``-`` removed."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if not ch.isspace() and ch not in "_-")
+
+
+def relation_key(text: str) -> str:
+    """The stored form of a fact key or relation: case-folded, spaces and ``-`` become ``_``."""
+    folded = unicodedata.normalize("NFKC", text).casefold().strip()
+    return re.sub(r"[\s\-_]+", "_", folded).strip("_")
+
+
+def is_functional(key: str) -> bool:
+    """True when ``key`` (a fact key or edge relation) holds one value at a time."""
+    return relation_key(key) in FUNCTIONAL_RELATIONS
+
+
+def _value_key(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(sorted(norm_text(v) for v in value))
+    return norm_text(str(value))
+
+
+def render_value(value: Any) -> str:
+    return "、".join(value) if isinstance(value, list) else str(value)
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _as_id(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def _event_statuses(ids: Iterable[int]) -> dict[int, str]:
+    ids = list(dict.fromkeys(ids))
+    out: dict[int, str] = {}
+    for part in _chunks(ids):
+        for event_id, status in Event.select(Event.id, Event.status).where(Event.id.in_(list(part))).tuples():
+            out[event_id] = status
+    return out
+
+
+def _chronology(event: Event) -> tuple[float, str] | None:
+    """(epoch, text) of happened start, else happened end, else mentioned, else created."""
+    for text in (event.happened_start, event.happened_end):
+        bounds = period_bounds(text, timezone.utc) if text else None
+        if bounds:
+            return bounds[0], text
+    if event.mentioned_at:
+        if event.mentioned_ts is not None:
+            return event.mentioned_ts, event.mentioned_at
+        bounds = period_bounds(event.mentioned_at, timezone.utc)
+        if bounds:
+            return bounds[0], event.mentioned_at
+    try:
+        return parse_timestamp(event.created_at).timestamp(), event.created_at
+    except Exception:  # a malformed legacy timestamp only loses its ordering
+        return None
+
+
+def _epoch(text: str | None) -> float | None:
+    bounds = period_bounds(text, timezone.utc) if text else None
+    return bounds[0] if bounds else None
+
+
+# ----------------------------------------------------------------------------- applying
+
+
+@dataclass
+class ApplyResult:
+    node_ids: list[int] = field(default_factory=list)
+    edge_ids: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _NodePlan:
+    index: int
+    raw: dict[str, Any]
+    ref: str
+    name: str
+    type: str
+    sources: list[int]
+    name_sources: list[int]
+
+
+def _metadata_provenance(entries: Any, sources_of) -> dict[str, list[int]]:
+    """Provenance entries {value, source_event_ids} as normalised value -> valid sources."""
+    out: dict[str, list[int]] = {}
+    if not isinstance(entries, list):
+        return out
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), str):
+            continue
+        key = entity_key(entry["value"])
+        ids = sources_of(entry.get("source_event_ids"))
+        if key and ids:
+            out[key] = list(dict.fromkeys(out.get(key, []) + ids))
+    return out
+
+
+def _merge_ids(*lists: Iterable[int]) -> list[int]:
+    return list(dict.fromkeys(i for ids in lists for i in ids))
+
+
+class _Applier:
+    """Applies one validated proposal; must run inside a write transaction."""
+
+    def __init__(self, namespace_id: int, batch_event_ids: Sequence[int]) -> None:
+        self.namespace_id = namespace_id
+        batch = [i for i in (_as_id(v) for v in batch_event_ids) if i is not None]
+        self.events: dict[int, Event] = {}
+        for part in _chunks(list(dict.fromkeys(batch))):
+            for event in Event.select().where((Event.id.in_(list(part))) & (Event.namespace == namespace_id)):
+                self.events[event.id] = event
+        self.live = {i for i, e in self.events.items() if e.status in LIVE}
+        self.active = {i for i, e in self.events.items() if e.status == "active"}
+        self.now = now_iso()
+        self.result = ApplyResult()
+        self._by_type: dict[str, list[GraphNode]] = {}
+        self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
+
+    def warn(self, text: str) -> None:
+        self.result.warnings.append(text)
+
+    def sources(self, cited: Any) -> list[int]:
+        """All cited ids (deduplicated, at most 64) must be batch events that are still live."""
+        if not isinstance(cited, list):
+            return []
+        ids: list[int] = []
+        for value in cited:
+            event_id = _as_id(value)
+            if event_id is None:
+                return []
+            ids.append(event_id)
+        ids = list(dict.fromkeys(ids))[:MAX_SOURCES]
+        if not ids or any(i not in self.live for i in ids):
+            return []
+        return ids
+
+    def valid_from(self, given: Any, sources: Sequence[int]) -> str:
+        if isinstance(given, str) and given.strip():
+            return given.strip()[:64]
+        keys = [k for k in (_chronology(self.events[i]) for i in sources if i in self.events) if k]
+        return max(keys)[1] if keys else self.now
+
+    # -- pre-pass -----------------------------------------------------------------
+
+    def plan_nodes(self, raw_nodes: list[Any]) -> list[_NodePlan]:
+        if len(raw_nodes) > MAX_NODES:
+            self.warn(f"kept the first {MAX_NODES} of {len(raw_nodes)} nodes")
+        plans: list[_NodePlan] = []
+        seen_refs: set[str] = set()
+        for index, raw in enumerate(raw_nodes[:MAX_NODES]):
+            if not isinstance(raw, dict):
+                self.warn(f"node {index} dropped: not an object")
+                continue
+            ref = raw.get("ref").strip() if isinstance(raw.get("ref"), str) else ""
+            name = " ".join(raw.get("name").split())[:255] if isinstance(raw.get("name"), str) else ""
+            node_type = raw.get("type").strip().lower() if isinstance(raw.get("type"), str) else ""
+            if not ref or not name or node_type not in NODE_TYPES:
+                self.warn(f"node {index} dropped: needs ref, name and a type among {', '.join(NODE_TYPES)}")
+                continue
+            if ref in seen_refs:
+                self.warn(f"node {ref!r} dropped: duplicate ref")
+                continue
+            sources = self.sources(raw.get("source_event_ids"))
+            if not sources:
+                raise ProviderOutputError(
+                    f"graph projection: node {ref!r} ({name}) has no valid source events; its provenance "
+                    "must cite only events of this batch that are still active or superseded"
+                )
+            provenance = raw.get("provenance") if isinstance(raw.get("provenance"), dict) else {}
+            name_sources = self.sources(provenance.get("name"))
+            if not name_sources:
+                raise ProviderOutputError(
+                    f"graph projection: node {ref!r} ({name}) has no valid provenance.name; the events "
+                    "giving its name must be live events of this batch"
+                )
+            seen_refs.add(ref)
+            plans.append(_NodePlan(index, raw, ref, name, node_type, sources, name_sources))
+        return plans
+
+    # -- nodes --------------------------------------------------------------------
+
+    def _clean_values(self, values: Any, limit: int, each: int, exclude: set[str]) -> list[str]:
+        if not isinstance(values, list):
+            return []
+        out: dict[str, str] = {}
+        for value in values:
+            if not isinstance(value, str) or not value.strip():
+                continue
+            text = " ".join(value.split())[:each]
+            key = entity_key(text)
+            if key and key not in exclude and key not in out:
+                out[key] = text
+        return list(out.values())[:limit]
+
+    def _proven(self, kind: str, ref: str, values: list[str], provenance: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
+        kept = []
+        for value in values:
+            ids = provenance.get(entity_key(value))
+            if ids:
+                kept.append((value, ids))
+            else:
+                self.warn(f"Dropped metadata value {kind} {value!r} of node {ref!r}: no provenance with valid sources")
+        return kept
+
+    def _candidates(self, node_type: str) -> list[GraphNode]:
+        if node_type not in self._by_type:
+            self._by_type[node_type] = list(
+                GraphNode.select().where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type))
+                .order_by(GraphNode.id)
+            )
+        return self._by_type[node_type]
+
+    def _exposed_keys(self, node: GraphNode, statuses: dict[int, str]) -> tuple[set[str], set[str]]:
+        """(name keys, alias keys) that resolution may match: those citing a visible event.
+
+        A legacy node (no field provenance) keeps its name while any source is visible, and
+        its aliases only while all of them are."""
+        prov = node.provenance if isinstance(node.provenance, dict) else {}
+        if not prov:
+            # Legacy node without field provenance: metadata counts only if every source is exposed.
+            ids = [s for (s,) in GraphSource.select(GraphSource.event).where(
+                (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).tuples()]
+            known = _event_statuses(ids)
+            names = {entity_key(node.name)} if any(known.get(i) in LIVE for i in ids) else set()
+            if not ids or not all(known.get(i) in LIVE for i in ids):
+                return names, set()
+            return names, {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
+        names = {entity_key(node.name)} if any(statuses.get(i) in LIVE for i in prov.get("name", [])) else set()
+        aliases = {
+            entity_key(entry.get("value", "")) for entry in prov.get("aliases", [])
+            if isinstance(entry, dict) and any(statuses.get(i) in LIVE for i in entry.get("source_event_ids", []))
+        }
+        return names, aliases
+
+    def resolve(self, node_type: str, keys: list[str]) -> GraphNode | None:
+        """An existing node of the same type whose visible name or alias equals one of ``keys``."""
+        wanted = set(keys)
+        raw_hits = []
+        for node in self._candidates(node_type):
+            if node.status not in CURRENT:
+                continue
+            own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
+            if own & wanted:
+                raw_hits.append(node)
+        if not raw_hits:
+            return None
+        ids = []
+        for node in raw_hits:
+            prov = node.provenance if isinstance(node.provenance, dict) else {}
+            ids.extend(prov.get("name", []))
+            for entry in prov.get("aliases", []):
+                if isinstance(entry, dict):
+                    ids.extend(entry.get("source_event_ids", []))
+        statuses = _event_statuses(i for i in ids if isinstance(i, int))
+        by_name, by_alias = None, None
+        for node in raw_hits:
+            names, aliases = self._exposed_keys(node, statuses)
+            if names & wanted and by_name is None:
+                by_name = node
+            elif aliases & wanted and by_alias is None:
+                by_alias = node
+        return by_name or by_alias
+
+    def apply_node(self, plan: _NodePlan) -> GraphNode:
+        raw = plan.raw
+        provenance = raw.get("provenance") if isinstance(raw.get("provenance"), dict) else {}
+        name_key = entity_key(plan.name)
+        aliases = self._clean_values(raw.get("aliases"), MAX_ALIASES, 255, {name_key})
+        tags = self._clean_values(raw.get("tags"), MAX_TAGS, 80, set())
+        kept_aliases = self._proven("alias", plan.ref, aliases, _metadata_provenance(provenance.get("aliases"), self.sources))
+        kept_tags = self._proven("tag", plan.ref, tags, _metadata_provenance(provenance.get("tags"), self.sources))
+        confidence = raw.get("confidence")
+        if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
+            confidence = DEFAULT_CONFIDENCE
+
+        node = self.resolve(plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases])
+        if node is None:
+            node = GraphNode.create(
+                namespace=self.namespace_id,
+                name=plan.name,
+                name_norm=name_key[:255],
+                type=plan.type,
+                aliases=[],
+                tags=[],
+                provenance={"name": list(plan.name_sources), "aliases": [], "tags": []},
+                status="active",
+                confidence=float(confidence),
+                created_at=self.now,
+                updated_at=self.now,
+            )
+            self._candidates(plan.type).append(node)
+        else:
+            prov = node.provenance if isinstance(node.provenance, dict) and node.provenance else None
+            if prov is None:
+                prov = self._seed_provenance(node)
+            prov.setdefault("name", [])
+            prov.setdefault("aliases", [])
+            prov.setdefault("tags", [])
+            node.provenance = prov
+            if entity_key(node.name) == name_key:
+                prov["name"] = _merge_ids(prov["name"], plan.name_sources)
+            else:
+                # A differing proposal name becomes an alias proven by the name's provenance.
+                kept_aliases.insert(0, (plan.name, list(plan.name_sources)))
+        self._add_metadata(node, plan.ref, kept_aliases, kept_tags)
+        node.updated_at = self.now
+        node.save()
+
+        cited = _merge_ids(plan.sources, plan.name_sources, *(ids for _, ids in kept_aliases),
+                           *(ids for _, ids in kept_tags))
+        self._cite("node", node.id, cited)
+        for event_id in cited:
+            self._cites.setdefault(event_id, set()).add(node.id)
+        if node.id not in self.result.node_ids:
+            self.result.node_ids.append(node.id)
+        return node
+
+    @staticmethod
+    def _seed_provenance(node: GraphNode) -> dict[str, Any]:
+        """Field provenance for a legacy node: every metadata value cites the node's sources."""
+        ids = [i for (i,) in GraphSource.select(GraphSource.event).where(
+            (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).order_by(GraphSource.event).tuples()]
+        return {
+            "name": list(ids),
+            "aliases": [{"value": a, "source_event_ids": list(ids)} for a in node.aliases or [] if isinstance(a, str)],
+            "tags": [{"value": t, "source_event_ids": list(ids)} for t in node.tags or [] if isinstance(t, str)],
+        }
+
+    def _add_metadata(self, node: GraphNode, ref: str, aliases: list[tuple[str, list[int]]],
+                      tags: list[tuple[str, list[int]]]) -> None:
+        prov = node.provenance
+        name_key = entity_key(node.name)
+        current_aliases = list(node.aliases or [])
+        for value, ids in aliases:
+            key = entity_key(value)
+            if key == name_key:
+                prov["name"] = _merge_ids(prov["name"], ids)
+                continue
+            entry = next((e for e in prov["aliases"] if entity_key(e.get("value", "")) == key), None)
+            if entry is None and any(entity_key(a) == key for a in current_aliases):
+                entry = {"value": value, "source_event_ids": []}
+                prov["aliases"].append(entry)
+            if entry is None:
+                if len(current_aliases) >= MAX_ALIASES:
+                    self.warn(f"Dropped metadata value alias {value!r} of node {ref!r}: the node has {MAX_ALIASES} aliases")
+                    continue
+                prov["aliases"].append({"value": value, "source_event_ids": list(ids)})
+                current_aliases.append(value)
+            else:
+                entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
+        current_tags = list(node.tags or [])
+        for value, ids in tags:
+            key = entity_key(value)
+            entry = next((e for e in prov["tags"] if entity_key(e.get("value", "")) == key), None)
+            if entry is None and any(entity_key(t) == key for t in current_tags):
+                entry = {"value": value, "source_event_ids": []}
+                prov["tags"].append(entry)
+            if entry is None:
+                if len(current_tags) >= MAX_TAGS:
+                    self.warn(f"Dropped metadata value tag {value!r} of node {ref!r}: the node has {MAX_TAGS} tags")
+                    continue
+                prov["tags"].append({"value": value, "source_event_ids": list(ids)})
+                current_tags.append(value)
+            else:
+                entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
+        node.aliases = current_aliases
+        node.tags = current_tags
+        node.provenance = dict(prov)
+
+    def _cite(self, kind: str, record_id: int, event_ids: Iterable[int]) -> None:
+        rows = [{"kind": kind, "record_id": record_id, "event": i} for i in dict.fromkeys(event_ids)]
+        if rows:
+            GraphSource.insert_many(rows).on_conflict_ignore().execute()
+
+    # -- facts --------------------------------------------------------------------
+
+    def _clean_fact_value(self, value: Any) -> str | list[str] | None:
+        if isinstance(value, str):
+            text = value.strip()
+            return _clip(text, MAX_FACT_CHARS) if text else None
+        if isinstance(value, list):
+            items = [_clip(v.strip(), MAX_FACT_CHARS) for v in value if isinstance(v, str) and v.strip()]
+            items = list(dict.fromkeys(items))[:MAX_FACT_ITEMS]
+            return items or None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return None
+
+    def apply_facts(self, plan: _NodePlan, node: GraphNode) -> None:
+        raw = plan.raw
+        facts = list(raw.get("facts")) if isinstance(raw.get("facts"), list) else []
+        if isinstance(raw.get("state"), str) and raw["state"].strip():
+            facts.insert(0, {"key": "state", "value": raw["state"], "source_event_ids": plan.sources})
+        for index, fact in enumerate(facts):
+            where = f"fact {index} of node {plan.ref!r}"
+            if not isinstance(fact, dict) or not isinstance(fact.get("key"), str):
+                self.warn(f"{where} dropped: needs a key")
+                continue
+            key = relation_key(fact["key"])[:MAX_FACT_KEY]
+            value = self._clean_fact_value(fact.get("value"))
+            if not key or value is None:
+                self.warn(f"{where} dropped: empty key or value")
+                continue
+            sources = self.sources(fact.get("source_event_ids"))
+            if not sources:
+                self.warn(f"{where} ({key}) dropped: no valid source events")
+                continue
+            if node.status in CURRENT and not any(i in self.active for i in sources):
+                self.warn(f"{where} ({key}) dropped: a current fact needs an active source event")
+                continue
+            self._write_fact(node, key, value, sources, self.valid_from(raw.get("valid_from"), sources))
+
+    def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str) -> None:
+        status = node.status if node.status in RECORD_STATUSES else "active"
+        valid_to = None
+        current = list(GraphFact.select().where(
+            (GraphFact.node == node) & (GraphFact.key == key) & (GraphFact.status.in_(CURRENT))
+        ).order_by(GraphFact.id))
+        wanted = _value_key(value)
+        rivals = [f for f in current if _value_key(f.value) != wanted] if is_functional(key) else []
+        if rivals and status in CURRENT:
+            valid_to = self._older_than(valid_from, [f.valid_from for f in rivals])
+            if valid_to is not None:
+                status, rivals = "superseded", []
+        same = GraphFact.select().where(
+            (GraphFact.node == node) & (GraphFact.key == key) & (GraphFact.status == status)
+        ).order_by(GraphFact.id)
+        fact = next((f for f in same if _value_key(f.value) == wanted), None)
+        if fact is None:
+            fact = GraphFact.create(
+                node=node, key=key, value=value, status=status, valid_from=valid_from, valid_to=valid_to,
+                confidence=node.confidence, created_at=self.now, updated_at=self.now,
+            )
+        else:
+            fact.updated_at = self.now
+            fact.save()
+        for rival in rivals:
+            rival.status = "superseded"
+            rival.valid_to = valid_from
+            rival.updated_at = self.now
+            rival.save()
+        self._cite("fact", fact.id, sources)
+
+    @staticmethod
+    def _older_than(valid_from: str, rival_froms: list[str | None]) -> str | None:
+        """When a new value is strictly older than every current one it is history, not news:
+        return the valid_to it gets (the earliest rival start); else None."""
+        mine = _epoch(valid_from)
+        theirs = [(_epoch(t), t) for t in rival_froms]
+        if mine is None or not theirs or any(e is None for e, _ in theirs):
+            return None
+        earliest = min(theirs)
+        return earliest[1] if mine < earliest[0] else None
+
+    # -- edges --------------------------------------------------------------------
+
+    def apply_edges(self, raw_edges: list[Any], refs: dict[str, GraphNode]) -> None:
+        if len(raw_edges) > MAX_EDGES:
+            self.warn(f"kept the first {MAX_EDGES} of {len(raw_edges)} edges")
+        for index, raw in enumerate(raw_edges[:MAX_EDGES]):
+            where = f"edge {index}"
+            if not isinstance(raw, dict):
+                self.warn(f"{where} dropped: not an object")
+                continue
+            source, target = refs.get(raw.get("from_ref")), refs.get(raw.get("to_ref"))
+            if source is None or target is None:
+                self.warn(f"{where} dropped: from_ref and to_ref must be nodes of this projection")
+                continue
+            if source.id == target.id:
+                self.warn(f"{where} dropped: self-loop on node {source.id}")
+                continue
+            relation = relation_key(raw["relation"])[:MAX_RELATION] if isinstance(raw.get("relation"), str) else ""
+            if not relation:
+                self.warn(f"{where} dropped: empty relation")
+                continue
+            sources = self.sources(raw.get("source_event_ids"))
+            if not sources:
+                self.warn(f"{where} ({relation}) dropped: no valid source events")
+                continue
+            status = raw.get("status") if raw.get("status") in RECORD_STATUSES else "active"
+            if status in CURRENT and not any(i in self.active for i in sources):
+                self.warn(f"{where} ({relation}) dropped: a current edge needs an active source event")
+                continue
+            confidence = raw.get("confidence")
+            if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
+                confidence = DEFAULT_CONFIDENCE
+            valid_to = raw.get("valid_to").strip()[:64] if isinstance(raw.get("valid_to"), str) and raw["valid_to"].strip() else None
+            edge = self._write_edge(source, target, relation, status, sources,
+                                    self.valid_from(raw.get("valid_from"), sources), valid_to, float(confidence))
+            if edge.id not in self.result.edge_ids:
+                self.result.edge_ids.append(edge.id)
+
+    def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
+                    valid_from: str, valid_to: str | None, confidence: float) -> GraphEdge:
+        rivals: list[GraphEdge] = []
+        if status in CURRENT and is_functional(relation):
+            rivals = list(GraphEdge.select().where(
+                (GraphEdge.from_node == source) & (GraphEdge.relation == relation)
+                & (GraphEdge.status.in_(CURRENT)) & (GraphEdge.to_node != target)
+            ).order_by(GraphEdge.id))
+            older = self._older_than(valid_from, [e.valid_from for e in rivals]) if rivals else None
+            if older is not None:
+                status, valid_to, rivals = "superseded", older, []
+        edge = GraphEdge.get_or_none(
+            (GraphEdge.from_node == source) & (GraphEdge.to_node == target)
+            & (GraphEdge.relation == relation) & (GraphEdge.status == status)
+        )
+        if edge is None:
+            edge = GraphEdge.create(
+                namespace=self.namespace_id, from_node=source, to_node=target, relation=relation, status=status,
+                valid_from=valid_from, valid_to=valid_to, confidence=confidence,
+                created_at=self.now, updated_at=self.now,
+            )
+        else:
+            edge.updated_at = self.now
+            edge.save()
+        for rival in rivals:
+            rival.status = "superseded"
+            rival.valid_to = valid_from
+            rival.updated_at = self.now
+            rival.save()
+        self._cite("edge", edge.id, sources)
+        return edge
+
+    # -- events -------------------------------------------------------------------
+
+    def link_participants(self) -> None:
+        for event_id, node_ids in self._cites.items():
+            event = self.events.get(event_id)
+            if event is None:
+                continue
+            current = list(event.participant_node_ids or [])
+            merged = current + sorted(n for n in node_ids if n not in current)
+            if merged != current:
+                Event.update(participant_node_ids=merged).where(Event.id == event_id).execute()
+                event.participant_node_ids = merged
+
+
+def apply_projection(namespace_id: int, batch_event_ids: Sequence[int], proposal: Any) -> ApplyResult:
+    """Validate a projector proposal against its batch and write it (§6.2).
+
+    Raises ProviderOutputError, with nothing written, when the proposal is malformed or a
+    node lacks valid sources or name provenance; smaller defects are dropped with a
+    warning in the result.
+    """
+    if not isinstance(proposal, dict):
+        raise ProviderOutputError("graph projection result is not an object")
+    raw_nodes = proposal.get("nodes", [])
+    raw_edges = proposal.get("edges", [])
+    if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
+        raise ProviderOutputError("graph projection: nodes and edges must be lists")
+    with write_transaction():
+        applier = _Applier(namespace_id, batch_event_ids)
+        plans = applier.plan_nodes(raw_nodes)  # raises before any write
+        refs: dict[str, GraphNode] = {}
+        for plan in plans:
+            node = applier.apply_node(plan)
+            refs[plan.ref] = node
+            applier.apply_facts(plan, node)
+        applier.apply_edges(raw_edges, refs)
+        applier.link_participants()
+    return applier.result
+
+
+# ----------------------------------------------------------------------------- the job
+
+
+def _event_item(event: Event) -> dict[str, Any]:
+    temporal = {
+        key: value for key, value in (
+            ("mentioned_at", event.mentioned_at),
+            ("happened_start", event.happened_start),
+            ("happened_end", event.happened_end),
+            ("original_text", event.original_text),
+            ("precision", event.precision),
+            ("basis", event.basis),
+            ("status", event.time_status),
+            ("event_type", event.event_type),
+            ("participants", list(event.participants or [])),
+        ) if value not in (None, "")
+    }
+    return {
+        "id": event.id,
+        "title": event.title,
+        "summary": event.summary,
+        "tags": list(event.tags or []),
+        "quotes": list(event.quotes or []),
+        "temporal": temporal,
+        "participants": list(event.participants or []),
+        "event_type": event.event_type,
+        "scope": event.scope,
+        "criticality": event.criticality,
+        "status": event.status,
+    }
+
+
+def _mentioned(name: str, text: str) -> bool:
+    needle = norm_text(name)
+    if len(needle) < 2:
+        return False
+    if re.search(r"[\u3400-\u9fff]", needle):
+        return needle in text
+    return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
+
+
+def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode]:
+    """Existing nodes most related to the events: participant matches, then text mentions."""
+    participants = {entity_key(p) for e in events for p in (e.participants or []) if isinstance(p, str)}
+    text = norm_text(" ".join(
+        " ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events
+    ))
+    scored = []
+    for node in GraphNode.select().where(
+        (GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))
+    ):
+        names = [node.name] + [a for a in node.aliases or [] if isinstance(a, str)]
+        keys = {entity_key(n) for n in names}
+        if node.type == "person":
+            keys |= {entity_key(n.split()[0]) for n in names if len(n.split()) > 1}  # "Priya" for "Priya Raman"
+        if keys & participants:
+            scored.append((2, node.id, node))
+        elif any(_mentioned(n, text) for n in names):
+            scored.append((1, node.id, node))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    return [node for _, _, node in scored[: CONTEXT_NODES + CONTEXT_NODES // 2]]
+
+
+def _context_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_clip(v, CONTEXT_ITEM_CHARS) for v in value[:CONTEXT_VALUE_ITEMS]]
+    return _clip(str(value), CONTEXT_VALUE_CHARS)
+
+
+def projection_context(job_id: int | None, namespace_id: int, events: Sequence[Event]) -> dict[str, Any]:
+    """What the projector sees: the events and the visible nodes and edges they likely touch."""
+    candidates = _related_nodes(namespace_id, events)
+    views = _compute_views(candidates)
+    chosen = [views[n.id] for n in candidates if n.id in views and views[n.id].visible][:CONTEXT_NODES]
+    chosen_ids = {v.node.id for v in chosen}
+    nodes = []
+    edges: dict[int, dict[str, Any]] = {}
+    for view in chosen:
+        facts = view.current_facts[-CONTEXT_FACTS:]
+        nodes.append({
+            "id": view.node.id,
+            "name": view.node.name,
+            "type": view.node.type,
+            "aliases": view.aliases[:CONTEXT_LIST],
+            "tags": view.tags[:CONTEXT_LIST],
+            "current_state": _clip(_render_state(view.current_facts), CONTEXT_STATE_CHARS),
+            "facts": [{"key": f.key, "value": _context_value(f.value), "status": f.status} for f, _ in facts],
+            "source_event_ids": view.all_sources()[:CONTEXT_SOURCES],
+        })
+        for edge, _ in view.current_edges:
+            if edge.from_node_id in chosen_ids and edge.to_node_id in chosen_ids and len(edges) < CONTEXT_EDGES:
+                edges.setdefault(edge.id, {
+                    "id": edge.id,
+                    "from_node_id": edge.from_node_id,
+                    "to_node_id": edge.to_node_id,
+                    "relation": edge.relation,
+                    "status": edge.status,
+                })
+    return {
+        "job_id": job_id,
+        "projector_version": PROJECTOR_VERSION,
+        "events": [_event_item(e) for e in events],
+        "nodes": nodes,
+        "edges": list(edges.values()),
+        "speakers": _speakers(events),
+    }
+
+
+def _speakers(events: Sequence[Event]) -> list[str]:
+    """Named speakers of the messages these events cite: people by definition."""
+    from core.models import EventSource, Message
+
+    if not events:
+        return []
+    rows = (
+        Message.select(Message.speaker).distinct()
+        .join(EventSource, on=(EventSource.message == Message.id))
+        .where(EventSource.event.in_([e.id for e in events]) & Message.speaker.is_null(False)
+               & Message.role.in_(["user", "assistant"]))
+        .tuples()
+    )
+    return sorted(name for (name,) in rows if name and name.casefold() not in ("assistant", "user"))
+
+
+def _reason(warnings: Sequence[str], model_reason: Any) -> str:
+    parts = []
+    if warnings:
+        parts.append("Validation: " + "; ".join(warnings))
+    if isinstance(model_reason, str) and model_reason.strip():
+        parts.append(model_reason.strip())
+    return _clip(" | ".join(parts), MAX_REASON)
+
+
+def run_graph_job(job: Job, provider: Any, report: Any) -> None:
+    """Derive handler for ``kind == "graph"``: project one batch of events.
+
+    The provider call runs outside any transaction; the proposal is applied in one write
+    transaction, only while the job is still ours. Any failure raises, so the derive loop
+    records it with backoff and the store stays untouched.
+    """
+    payload = dict(job.payload or {})
+    batch = [i for i in (_as_id(v) for v in payload.get("event_ids", []) or []) if i is not None]
+    events = []
+    for part in _chunks(batch):
+        events.extend(Event.select().where(
+            (Event.id.in_(list(part))) & (Event.namespace == job.namespace_id) & (Event.status.in_(LIVE))
+        ).order_by(Event.id))
+    proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
+    if events:
+        proposal = provider.project_graph(projection_context(job.id, job.namespace_id, events))
+        if not isinstance(proposal, dict):
+            raise ProviderOutputError("graph projection result is not an object")
+    with write_transaction():
+        if not jobsvc.still_claimed(job):
+            return
+        result = apply_projection(job.namespace_id, batch, proposal)
+        payload.update({
+            "projector_version": PROJECTOR_VERSION,
+            "node_ids": result.node_ids,
+            "edge_ids": result.edge_ids,
+            "reason": _reason(result.warnings, proposal.get("reason")),
+        })
+        now = now_iso()
+        Job.update(status="succeeded", last_error=None, next_retry_at=None, payload=payload, updated_at=now).where(
+            Job.id == job.id
+        ).execute()
+        if result.node_ids or result.edge_ids:
+            Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(
+                Namespace.id == job.namespace_id
+            ).execute()
+    report.succeeded += 1
+
+
+# ----------------------------------------------------------------------------- effective view
+
+
+@dataclass(frozen=True)
+class FactView:
+    id: int
+    key: str
+    value: str | list[str]
+    status: str
+    valid_from: str | None
+    valid_to: str | None
+    confidence: float
+    source_event_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    id: int
+    relation: str
+    status: str
+    current: bool
+    other_id: int
+    other_name: str
+    other_type: str
+    valid_from: str | None
+    valid_to: str | None
+    confidence: float
+    source_event_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EventRef:
+    id: int
+    title: str
+    status: str
+    happened_start: str | None
+
+
+@dataclass(frozen=True)
+class NodeView:
+    id: int
+    namespace: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    tags: tuple[str, ...]
+    status: str
+    confidence: float
+    current_state: str
+    current_facts: tuple[FactView, ...]
+    historical_facts: tuple[FactView, ...]
+    edges_out: tuple[EdgeView, ...]
+    edges_in: tuple[EdgeView, ...]
+    events: tuple[EventRef, ...]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    id: int
+    namespace: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    facts: int
+    edges: int
+    events: int
+
+
+@dataclass
+class _Computed:
+    """The effective view of one node before it is turned into DTOs."""
+
+    node: GraphNode
+    visible: bool = False
+    aliases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    node_sources: list[int] = field(default_factory=list)
+    current_facts: list[tuple[GraphFact, list[int]]] = field(default_factory=list)
+    historical_facts: list[tuple[GraphFact, list[int]]] = field(default_factory=list)
+    current_edges: list[tuple[GraphEdge, list[int]]] = field(default_factory=list)
+    historical_edges: list[tuple[GraphEdge, list[int]]] = field(default_factory=list)
+
+    def all_sources(self) -> list[int]:
+        """Every visible event behind the node, newest first."""
+        ids = set(self.node_sources)
+        for _, srcs in self.current_facts + self.historical_facts + self.current_edges + self.historical_edges:
+            ids.update(srcs)
+        return sorted(ids, reverse=True)
+
+
+def _classify(status: str, sources: list[tuple[int, str]]) -> tuple[str, list[int]] | None:
+    """('current', active ids) or ('historical', live ids) or None when the record is hidden."""
+    if status in CURRENT:
+        active = [i for i, s in sources if s == "active"]
+        return ("current", active) if active else None
+    if status == "superseded":
+        live = [i for i, s in sources if s in LIVE]
+        return ("historical", live) if live else None
+    return None
+
+
+def _sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+    out: dict[int, list[tuple[int, str]]] = {}
+    for part in _chunks(list(record_ids)):
+        query = (
+            GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
+            .join(Event, on=(GraphSource.event == Event.id))
+            .where((GraphSource.kind == kind) & (GraphSource.record_id.in_(list(part))))
+            .order_by(GraphSource.event.desc())
+            .tuples()
+        )
+        for record_id, event_id, status in query:
+            out.setdefault(record_id, []).append((event_id, status))
+    return out
+
+
+def _visible_metadata(node: GraphNode, kind: str, node_sources: list[tuple[int, str]],
+                      statuses: dict[int, str]) -> list[str]:
+    prov = node.provenance if isinstance(node.provenance, dict) else {}
+    values = [v for v in (node.aliases if kind == "aliases" else node.tags) or [] if isinstance(v, str)]
+    if not prov:
+        exposed = bool(node_sources) and all(s in LIVE for _, s in node_sources)
+        return values if exposed else []
+    shown = {
+        entity_key(entry.get("value", "")) for entry in prov.get(kind, [])
+        if isinstance(entry, dict) and any(statuses.get(i) in LIVE for i in entry.get("source_event_ids", []))
+    }
+    return [v for v in values if entity_key(v) in shown]
+
+
+def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
+    """Effective views of ``nodes`` in a handful of queries (chunked, no per-node queries)."""
+    by_id = {n.id: n for n in nodes}
+    ids = list(by_id)
+    if not ids:
+        return {}
+    facts: dict[int, list[GraphFact]] = {}
+    for part in _chunks(ids):
+        for fact in GraphFact.select().where(GraphFact.node.in_(list(part))).order_by(GraphFact.id):
+            facts.setdefault(fact.node_id, []).append(fact)
+    edges: dict[int, GraphEdge] = {}
+    for part in _chunks(ids):
+        for edge in GraphEdge.select().where(
+            (GraphEdge.from_node.in_(list(part))) | (GraphEdge.to_node.in_(list(part)))
+        ).order_by(GraphEdge.id):
+            edges[edge.id] = edge
+    others = {i for e in edges.values() for i in (e.from_node_id, e.to_node_id)} - set(ids)
+    status_of = {n.id: n.status for n in nodes}
+    for part in _chunks(list(others)):
+        for node_id, status in GraphNode.select(GraphNode.id, GraphNode.status).where(
+            GraphNode.id.in_(list(part))
+        ).tuples():
+            status_of[node_id] = status
+    node_sources = _sources_of("node", ids)
+    fact_sources = _sources_of("fact", [f.id for fs in facts.values() for f in fs])
+    edge_sources = _sources_of("edge", list(edges))
+    statuses = {i: s for srcs in node_sources.values() for i, s in srcs}
+    missing = set()
+    for node in nodes:
+        prov = node.provenance if isinstance(node.provenance, dict) else {}
+        for kind in ("aliases", "tags"):
+            for entry in prov.get(kind, []):
+                if isinstance(entry, dict):
+                    missing.update(i for i in entry.get("source_event_ids", []) if isinstance(i, int))
+    statuses.update(_event_statuses(missing - set(statuses)))
+
+    out: dict[int, _Computed] = {}
+    for node in nodes:
+        view = _Computed(node=node)
+        own = node_sources.get(node.id, [])
+        view.node_sources = [i for i, s in own if s in LIVE]
+        view.aliases = _visible_metadata(node, "aliases", own, statuses)
+        view.tags = _visible_metadata(node, "tags", own, statuses)
+        for fact in facts.get(node.id, []):
+            cls = _classify(fact.status, fact_sources.get(fact.id, []))
+            if cls:
+                (view.current_facts if cls[0] == "current" else view.historical_facts).append((fact, cls[1]))
+        out[node.id] = view
+    for edge in edges.values():
+        if status_of.get(edge.from_node_id) not in CURRENT or status_of.get(edge.to_node_id) not in CURRENT:
+            continue
+        cls = _classify(edge.status, edge_sources.get(edge.id, []))
+        if not cls:
+            continue
+        for node_id in (edge.from_node_id, edge.to_node_id):
+            if node_id in out:
+                (out[node_id].current_edges if cls[0] == "current" else out[node_id].historical_edges).append(
+                    (edge, cls[1])
+                )
+    for view in out.values():
+        view.visible = view.node.status in CURRENT and bool(
+            view.node_sources or view.current_facts or view.historical_facts
+            or view.current_edges or view.historical_edges
+        )
+    return out
+
+
+def _render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
+    lines = []
+    for fact, _ in current:
+        suffix = " [disputed]" if fact.status == "disputed" else ""
+        lines.append(f"{fact.key}: {render_value(fact.value)}{suffix}")
+    return "\n".join(lines)
+
+
+def _fact_view(fact: GraphFact, sources: list[int]) -> FactView:
+    return FactView(
+        id=fact.id, key=fact.key, value=fact.value, status=fact.status, valid_from=fact.valid_from,
+        valid_to=fact.valid_to, confidence=fact.confidence,
+        source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+    )
+
+
+def node_view(node_id: int) -> NodeView:
+    """The Event-authoritative view of one node (§6.3); hidden nodes do not exist here."""
+    node = GraphNode.get_or_none(GraphNode.id == node_id)
+    view = _compute_views([node]).get(node_id) if node is not None else None
+    if view is None or not view.visible:
+        raise NotFoundError(f"graph node {node_id} does not exist or has no visible evidence (see `strata graph`)")
+    edges = view.current_edges + view.historical_edges
+    other_ids = {e.to_node_id if e.from_node_id == node_id else e.from_node_id for e, _ in edges}
+    others = {n.id: n for n in GraphNode.select().where(GraphNode.id.in_(list(other_ids)))} if other_ids else {}
+
+    def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
+        other = others[edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id]
+        return EdgeView(
+            id=edge.id, relation=edge.relation, status=edge.status, current=current, other_id=other.id,
+            other_name=other.name, other_type=other.type, valid_from=edge.valid_from, valid_to=edge.valid_to,
+            confidence=edge.confidence, source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+        )
+
+    ordered = [(e, s, True) for e, s in view.current_edges] + [
+        (e, s, False) for e, s in sorted(view.historical_edges, key=lambda p: -p[0].id)
+    ]
+    edges_out = tuple(edge_view(e, s, c) for e, s, c in ordered if e.from_node_id == node_id)
+    edges_in = tuple(edge_view(e, s, c) for e, s, c in ordered if e.to_node_id == node_id)
+    support = view.all_sources()[:GRAPH_PROVENANCE_LIMIT]
+    rows = {e.id: e for e in Event.select(Event.id, Event.title, Event.status, Event.happened_start).where(
+        Event.id.in_(support))} if support else {}
+    events = [EventRef(r.id, r.title, r.status, r.happened_start) for r in (rows.get(i) for i in support)
+              if r is not None and r.status in LIVE]
+    return NodeView(
+        id=node.id,
+        namespace=Namespace.get_by_id(node.namespace_id).name,
+        name=node.name,
+        type=node.type,
+        aliases=tuple(view.aliases),
+        tags=tuple(view.tags),
+        status=node.status,
+        confidence=node.confidence,
+        current_state=_render_state(view.current_facts),
+        current_facts=tuple(_fact_view(f, s) for f, s in view.current_facts),
+        historical_facts=tuple(_fact_view(f, s) for f, s in sorted(view.historical_facts, key=lambda p: -p[0].id)),
+        edges_out=edges_out,
+        edges_in=edges_in,
+        events=tuple(events),
+    )
+
+
+def list_nodes(namespace: str | None = None, type: str | None = None, query: str | None = None,
+               limit: int = 200) -> list[NodeRow]:
+    """Visible nodes, best supported first; ``query`` matches a substring of name or aliases."""
+    if type is not None and type not in NODE_TYPES:
+        raise InvalidInputError(f"node type must be one of {', '.join(NODE_TYPES)}, got {type!r}")
+    select = GraphNode.select().where(GraphNode.status.in_(CURRENT))
+    if namespace is not None:
+        select = select.where(GraphNode.namespace == get_namespace(namespace))
+    if type is not None:
+        select = select.where(GraphNode.type == type)
+    nodes = list(select.order_by(GraphNode.id))
+    names = {n.id: n.name for n in Namespace.select(Namespace.id, Namespace.name)}
+    needle = norm_text(query) if query and query.strip() else None
+    if needle:  # cheap pre-filter on the stored names; visibility of aliases is checked below
+        nodes = [n for n in nodes if any(
+            needle in norm_text(v) for v in [n.name, *(a for a in n.aliases or [] if isinstance(a, str))])]
+    rows = []
+    for view in _compute_views(nodes).values():
+        if not view.visible:
+            continue
+        if needle and not any(needle in norm_text(v) for v in [view.node.name, *view.aliases]):
+            continue
+        rows.append(NodeRow(
+            id=view.node.id,
+            namespace=names.get(view.node.namespace_id, ""),
+            name=view.node.name,
+            type=view.node.type,
+            aliases=tuple(view.aliases),
+            facts=len(view.current_facts),
+            edges=len(view.current_edges) + len(view.historical_edges),
+            events=len(view.all_sources()),
+        ))
+    rows.sort(key=lambda r: (-r.events, -r.facts - r.edges, r.name.casefold(), r.id))
+    return rows[: max(1, min(int(limit), 10_000))]
+
+
+__all__ = [
+    "ApplyResult", "EdgeView", "EventRef", "FactView", "FUNCTIONAL_RELATIONS", "GRAPH_PROVENANCE_LIMIT",
+    "NodeRow", "NodeView", "PROJECTOR_VERSION", "apply_projection", "entity_key", "is_functional",
+    "list_nodes", "node_view", "projection_context", "relation_key", "run_graph_job",
+]

@@ -1,0 +1,664 @@
+"""Graph projection: validation (§6.2), functional vs multi-valued relations, the effective
+view (§6.3), the graph job through the derive loop, and the offline projector."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.db import write_transaction
+from core.errors import InvalidInputError, NotFoundError
+from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Job
+from core.providers.base import BlockSummary, Extraction, ProviderOutputError
+from core.providers.offline_graph import project_graph_offline
+from core.services import derive
+from core.services import jobs as jobsvc
+from core.services.events import forget_event, queue_graph_projection, write_event
+from core.services.graph import (
+    FUNCTIONAL_RELATIONS,
+    GRAPH_PROVENANCE_LIMIT,
+    apply_projection,
+    is_functional,
+    list_nodes,
+    node_view,
+    projection_context,
+    run_graph_job,
+)
+from core.services.spaces import get_or_create_namespace
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _event(title: str = "an event", summary: str = "something happened", *, participants=(), ns: str = "ns",
+           supersedes=(), **temporal) -> int:
+    draft = {
+        "title": title,
+        "summary": summary,
+        "temporal": {"participants": list(participants), **temporal},
+        "relations": {"supersedes": list(supersedes)} if supersedes else {},
+    }
+    with write_transaction():
+        space = get_or_create_namespace(ns)
+        return write_event(space, draft, block=None, formed_turn=0).id
+
+
+def _ns_id(name: str = "ns") -> int:
+    with write_transaction():
+        return get_or_create_namespace(name).id
+
+
+def _node(ref: str, name: str, node_type: str, ids, *, facts=(), aliases=(), tags=(), alias_ids=None,
+          tag_ids=None, name_ids=None, **extra) -> dict:
+    ids = list(ids)
+    return {
+        "ref": ref,
+        "name": name,
+        "type": node_type,
+        "aliases": list(aliases),
+        "tags": list(tags),
+        "provenance": {
+            "name": ids if name_ids is None else list(name_ids),
+            "aliases": [{"value": a, "source_event_ids": list(ids if alias_ids is None else alias_ids)}
+                        for a in aliases] if alias_ids != "none" else [],
+            "tags": [{"value": t, "source_event_ids": list(ids if tag_ids is None else tag_ids)}
+                     for t in tags] if tag_ids != "none" else [],
+        },
+        "facts": [{"key": k, "value": v, "source_event_ids": list(ids if s is None else s)} for k, v, s in facts],
+        "source_event_ids": ids,
+        **extra,
+    }
+
+
+def _edge(source: str, target: str, relation: str, ids, **extra) -> dict:
+    return {"from_ref": source, "to_ref": target, "relation": relation, "source_event_ids": list(ids), **extra}
+
+
+def _apply(batch, nodes, edges=(), reason: str = "ok", ns: str = "ns"):
+    return apply_projection(_ns_id(ns), list(batch), {"reason": reason, "nodes": list(nodes), "edges": list(edges)})
+
+
+def _counts() -> tuple[int, int, int, int]:
+    return GraphNode.select().count(), GraphFact.select().count(), GraphEdge.select().count(), GraphSource.select().count()
+
+
+def _facts(node_id: int, key: str) -> list[tuple[str, object]]:
+    return [(f.status, f.value) for f in GraphFact.select().where(
+        (GraphFact.node == node_id) & (GraphFact.key == key)).order_by(GraphFact.id)]
+
+
+# ----------------------------------------------------------------------------- application
+
+
+def test_projection_writes_nodes_facts_edges_sources_and_participant_ids(store):
+    e1 = _event("Caroline moved to Berlin", participants=["Caroline"])
+    result = _apply([e1], [
+        _node("p", "Caroline", "person", [e1], facts=[("lives_in", "Berlin", None)]),
+        _node("c", "Berlin", "place", [e1]),
+    ], [_edge("p", "c", "lives_in", [e1])])
+    assert result.warnings == []
+    caroline, berlin = (GraphNode.get_by_id(i) for i in result.node_ids)
+    assert (caroline.name, caroline.type, caroline.status, caroline.confidence) == ("Caroline", "person", "active", 0.8)
+    assert caroline.provenance["name"] == [e1]
+    assert _facts(caroline.id, "lives_in") == [("active", "Berlin")]
+    edge = GraphEdge.get_by_id(result.edge_ids[0])
+    assert (edge.from_node_id, edge.to_node_id, edge.relation, edge.status) == (caroline.id, berlin.id, "lives_in", "active")
+    kinds = sorted(s.kind for s in GraphSource.select())
+    assert kinds == ["edge", "fact", "node", "node"]
+    assert all(s.event_id == e1 for s in GraphSource.select())
+    assert Event.get_by_id(e1).participant_node_ids == sorted([caroline.id, berlin.id])
+    view = node_view(caroline.id)
+    assert view.current_state == "lives_in: Berlin"
+    assert [(e.relation, e.other_name, e.current) for e in view.edges_out] == [("lives_in", "Berlin", True)]
+    assert [(e.relation, e.other_name) for e in node_view(berlin.id).edges_in] == [("lives_in", "Caroline")]
+
+
+def test_valid_from_defaults_to_the_latest_cited_event_time(store):
+    early = _event("a", happened_start="2023-01", precision="month", basis="explicit")
+    late = _event("b", happened_start="2023-06-02", precision="day", basis="explicit")
+    _apply([early, late], [_node("p", "Ann", "person", [early, late], facts=[("role", "nurse", None)])])
+    assert GraphFact.get().valid_from == "2023-06-02"
+    _apply([early], [_node("p", "Ann", "person", [early], facts=[("hobby", "chess", None)], valid_from="2022")])
+    assert GraphFact.get(GraphFact.key == "hobby").valid_from == "2022"
+
+
+def test_sources_must_be_events_of_the_batch(store):
+    inside, outside = _event("in"), _event("out")
+    with pytest.raises(ProviderOutputError, match="provenance|source"):
+        _apply([inside], [_node("p", "Ann", "person", [outside])])
+    assert _counts() == (0, 0, 0, 0)
+    result = _apply([inside], [
+        _node("p", "Ann", "person", [inside], facts=[("role", "nurse", [inside, outside]), ("hobby", "chess", [inside])]),
+        _node("q", "Bo", "person", [inside]),
+    ], [_edge("p", "q", "knows", [outside]), _edge("p", "q", "likes", [inside])])
+    assert any("fact 0" in w and "no valid source" in w for w in result.warnings)
+    assert any("edge 0" in w and "no valid source" in w for w in result.warnings)
+    assert [f.key for f in GraphFact.select()] == ["hobby"]
+    assert [e.relation for e in GraphEdge.select()] == ["likes"]
+
+
+def test_missing_name_provenance_fails_the_job_with_nothing_written(store):
+    e1 = _event()
+    ok = _node("a", "Ann", "person", [e1], facts=[("role", "nurse", None)])
+    bad = _node("b", "Bo", "person", [e1], name_ids=[])
+    with pytest.raises(ProviderOutputError, match="provenance"):
+        _apply([e1], [ok, bad], [_edge("a", "b", "knows", [e1])])
+    assert _counts() == (0, 0, 0, 0)
+    assert Event.get_by_id(e1).participant_node_ids == []
+    no_prov = dict(_node("c", "Cy", "person", [e1]))
+    del no_prov["provenance"]
+    with pytest.raises(ProviderOutputError, match="provenance.name"):
+        _apply([e1], [no_prov])
+
+
+def test_malformed_nodes_are_dropped_with_a_warning(store):
+    e1 = _event()
+    result = _apply([e1], [
+        _node("a", "Ann", "animal", [e1]), _node("", "Bo", "person", [e1]), "junk", _node("c", "Cy", "person", [e1]),
+    ])
+    assert len(result.warnings) == 3 and len(result.node_ids) == 1
+    with pytest.raises(ProviderOutputError):
+        apply_projection(_ns_id(), [e1], {"nodes": "nope", "edges": []})
+    with pytest.raises(ProviderOutputError):
+        apply_projection(_ns_id(), [e1], ["not", "an", "object"])
+
+
+def test_unproven_alias_and_tag_are_dropped_with_warnings(store):
+    e1, e2 = _event(), _event()
+    node = _node("p", "Robert", "person", [e1], aliases=["Bob", "Robert"], tags=["engineer"], alias_ids="none")
+    node["aliases"].append("Rob")
+    node["provenance"]["aliases"] = [{"value": "Rob", "source_event_ids": [e1]}, {"value": "Bob", "source_event_ids": [e2]}]
+    node["provenance"]["tags"] = [{"value": "engineer", "source_event_ids": []}]
+    result = _apply([e1], [node])
+    dropped = [w for w in result.warnings if w.startswith("Dropped metadata value")]
+    assert len(dropped) == 2
+    assert any("'Bob'" in w for w in dropped) and any("'engineer'" in w for w in dropped)
+    stored = GraphNode.get()
+    assert stored.aliases == ["Rob"] and stored.tags == []
+    assert node_view(stored.id).aliases == ("Rob",)
+
+
+def test_entity_resolution_by_name_and_proven_alias(store):
+    e1, e2, e3, e4 = (_event() for _ in range(4))
+    first = _apply([e1], [_node("p", "Robert Smith", "person", [e1], aliases=["Bob"])]).node_ids[0]
+    # Same type, name matches after normalisation (case, spaces, _ and -).
+    assert _apply([e2], [_node("p", "robert-smith", "person", [e2])]).node_ids == [first]
+    # A proven proposal alias equal to the stored name merges; the new name becomes an alias.
+    merged = _apply([e3], [_node("p", "Bobby", "person", [e3], aliases=["Robert Smith"])]).node_ids
+    assert merged == [first]
+    node = GraphNode.get_by_id(first)
+    assert node.name == "Robert Smith" and set(node.aliases) == {"Bob", "Bobby"}
+    assert node.provenance["name"] == [e1, e2, e3]
+    bobby = next(a for a in node.provenance["aliases"] if a["value"] == "Bobby")
+    assert bobby["source_event_ids"] == [e3]
+    # An unproven alias never merges: a new node is created.
+    unproven = _node("p", "R. Smith", "person", [e4], aliases=["Robert Smith"], alias_ids="none")
+    assert _apply([e4], [unproven]).node_ids != [first]
+    assert GraphNode.select().count() == 2
+
+
+def test_hidden_alias_does_not_merge(store):
+    e1, e2, e3 = _event(), _event(), _event()
+    node = _node("p", "Robert", "person", [e1], aliases=["Bob"], alias_ids=[e2])
+    node["source_event_ids"] = [e1, e2]
+    first = _apply([e1, e2], [node]).node_ids[0]
+    forget_event(e2)
+    assert node_view(first).aliases == ()
+    assert _apply([e3], [_node("p", "Bob", "person", [e3])]).node_ids != [first]
+
+
+def test_same_name_different_type_gives_two_nodes(store):
+    e1 = _event()
+    result = _apply([e1], [_node("a", "Jordan", "person", [e1]), _node("b", "Jordan", "place", [e1])])
+    assert len(set(result.node_ids)) == 2
+    assert sorted(n.type for n in GraphNode.select()) == ["person", "place"]
+
+
+def test_node_citing_a_now_forgotten_event_fails_and_facts_citing_it_are_rejected(store):
+    keep, gone = _event("kept"), _event("gone")
+    forget_event(gone)
+    with pytest.raises(ProviderOutputError):
+        _apply([keep, gone], [_node("p", "Ann", "person", [gone])])
+    assert _counts() == (0, 0, 0, 0)
+    result = _apply([keep, gone], [_node("p", "Ann", "person", [keep], facts=[("role", "nurse", [keep, gone])])])
+    assert GraphFact.select().count() == 0
+    assert any("no valid source" in w for w in result.warnings)
+
+
+def test_current_facts_and_edges_need_an_active_source(store):
+    old = _event("old")
+    new = _event("new", supersedes=[old])
+    assert Event.get_by_id(old).status == "superseded"
+    result = _apply([old, new], [
+        _node("p", "Ann", "person", [old, new], facts=[("role", "nurse", [old]), ("hobby", "chess", [old, new])]),
+        _node("q", "Bo", "person", [old]),
+    ], [_edge("p", "q", "knows", [old]), _edge("p", "q", "married_to", [old], status="superseded")])
+    assert [f.key for f in GraphFact.select()] == ["hobby"]
+    assert [(e.relation, e.status) for e in GraphEdge.select()] == [("married_to", "superseded")]
+    assert sum("needs an active source" in w for w in result.warnings) == 2
+
+
+def test_caps_state_fact_and_confidence(store):
+    e1 = _event()
+    aliases = [f"Alias {i}" for i in range(25)]
+    node = _node("p", "Ann", "person", [e1], aliases=aliases, tags=[f"t{i}" for i in range(15)],
+                 facts=[("k" * 200, ["x"] * 1 + [f"v{i}" for i in range(50)], None)], confidence=0.55)
+    node["state"] = "on leave"
+    pid = _apply([e1], [node]).node_ids[0]
+    stored = GraphNode.get_by_id(pid)
+    assert len(stored.aliases) == 20 and len(stored.tags) == 12 and stored.confidence == 0.55
+    long_fact = GraphFact.get(GraphFact.key != "state")
+    assert len(long_fact.key) == 160 and len(long_fact.value) == 40 and long_fact.confidence == 0.55
+    assert _facts(pid, "state") == [("active", "on leave")]
+    assert node_view(pid).current_state.startswith("state: on leave")
+
+
+def test_legacy_node_without_provenance_shows_metadata_only_when_all_sources_are_visible(store):
+    e1, e2 = _event(), _event()
+    with write_transaction():
+        node = GraphNode.create(namespace=_ns_id(), name="Old", name_norm="old", type="tool", aliases=["Legacy"],
+                                tags=["db"], provenance={}, created_at="2024-01-01T00:00:00+00:00",
+                                updated_at="2024-01-01T00:00:00+00:00")
+        GraphSource.insert_many([{"kind": "node", "record_id": node.id, "event": e} for e in (e1, e2)]).execute()
+    view = node_view(node.id)
+    assert view.aliases == ("Legacy",) and view.tags == ("db",)
+    forget_event(e2)
+    view = node_view(node.id)
+    assert view.aliases == () and view.tags == ()
+    e3 = _event()
+    assert _apply([e3], [_node("t", "Legacy", "tool", [e3])]).node_ids != [node.id]  # hidden alias: no merge
+    restored = _event()
+    assert _apply([restored], [_node("t", "Old", "tool", [restored])]).node_ids == [node.id]
+    merged = GraphNode.get_by_id(node.id)
+    assert merged.aliases == ["Legacy"] and merged.provenance["name"] == [e1, e2, restored]
+    assert node_view(node.id).aliases == ("Legacy",)  # once seeded, one visible source is enough
+
+
+# ----------------------------------------------------------------------------- functional vs multi-valued
+
+
+def test_functional_relations_set():
+    for key in ("lives_in", "works_at", "role", "job_title", "employer", "age", "status", "located_in",
+                "current_project", "relationship_status", "state", "位于", "属于"):
+        assert key in FUNCTIONAL_RELATIONS
+    assert is_functional("Lives In") and is_functional("works-at")
+    for key in ("likes", "uses", "hobby", "has_pet", "knows", "visited", "使用"):
+        assert not is_functional(key)
+
+
+def test_multi_valued_key_keeps_every_value_current(store):
+    e1, e2, e3 = _event(), _event(), _event()
+    pid = _apply([e1], [_node("p", "Ann", "person", [e1], facts=[("uses", "Vim", None)])]).node_ids[0]
+    _apply([e2], [_node("p", "Ann", "person", [e2], facts=[("uses", "Git", None)])])
+    _apply([e3], [_node("p", "Ann", "person", [e3], facts=[("uses", "vim", None)])])
+    assert _facts(pid, "uses") == [("active", "Vim"), ("active", "Git")]
+    vim = GraphFact.get((GraphFact.key == "uses") & (GraphFact.value == "Vim"))
+    assert sorted(s.event_id for s in GraphSource.select().where(
+        (GraphSource.kind == "fact") & (GraphSource.record_id == vim.id))) == [e1, e3]
+    assert node_view(pid).current_state == "uses: Vim\nuses: Git"
+
+
+def test_functional_key_supersedes_the_previous_value(store):
+    e1, e2 = _event(), _event()
+    pid = _apply([e1], [_node("p", "Ann", "person", [e1], facts=[("lives_in", "Paris", None)])]).node_ids[0]
+    _apply([e2], [_node("p", "Ann", "person", [e2], facts=[("Lives In", "Berlin", None)])])
+    assert _facts(pid, "lives_in") == [("superseded", "Paris"), ("active", "Berlin")]
+    paris, berlin = GraphFact.select().where(GraphFact.key == "lives_in").order_by(GraphFact.id)
+    assert paris.valid_to == berlin.valid_from
+    view = node_view(pid)
+    assert [f.value for f in view.current_facts] == ["Berlin"]
+    assert [(f.value, f.status) for f in view.historical_facts] == [("Paris", "superseded")]
+
+
+def test_an_older_functional_value_arriving_late_becomes_history(store):
+    new = _event(happened_start="2024-03", precision="month", basis="explicit")
+    old = _event(happened_start="2019", precision="year", basis="explicit")
+    pid = _apply([new], [_node("p", "Ann", "person", [new], facts=[("lives_in", "Berlin", None)])]).node_ids[0]
+    _apply([old], [_node("p", "Ann", "person", [old], facts=[("lives_in", "Paris", None)])])
+    assert _facts(pid, "lives_in") == [("active", "Berlin"), ("superseded", "Paris")]
+    assert GraphFact.get(GraphFact.value == "Paris").valid_to == "2024-03"
+
+
+def test_edges_functional_supersede_multi_accumulate_same_merges(store):
+    e1, e2, e3 = _event(), _event(), _event()
+    people = lambda ids: [  # noqa: E731
+        _node("p", "Ann", "person", ids), _node("a", "Acme", "organization", ids), _node("b", "Beta", "organization", ids),
+        _node("v", "Vim", "tool", ids), _node("g", "Git", "tool", ids),
+    ]
+    _apply([e1], people([e1]), [_edge("p", "a", "works_at", [e1]), _edge("p", "v", "uses", [e1])])
+    _apply([e2], people([e2]), [_edge("p", "b", "works at", [e2]), _edge("p", "g", "uses", [e2])])
+    _apply([e3], people([e3]), [_edge("p", "g", "uses", [e3])])
+    rows = {(e.to_node.name, e.relation): e for e in GraphEdge.select()}
+    assert {k: e.status for k, e in rows.items()} == {
+        ("Acme", "works_at"): "superseded", ("Beta", "works_at"): "active",
+        ("Vim", "uses"): "active", ("Git", "uses"): "active",
+    }
+    assert rows[("Acme", "works_at")].valid_to == rows[("Beta", "works_at")].valid_from
+    git = rows[("Git", "uses")]
+    assert sorted(s.event_id for s in GraphSource.select().where(
+        (GraphSource.kind == "edge") & (GraphSource.record_id == git.id))) == [e2, e3]
+    ann = GraphNode.get(GraphNode.name == "Ann")
+    out = node_view(ann.id).edges_out
+    assert [(e.other_name, e.current) for e in out] == [("Vim", True), ("Beta", True), ("Git", True), ("Acme", False)]
+
+
+def test_edges_need_refs_of_this_projection_and_no_self_loop(store):
+    e1 = _event()
+    result = _apply([e1], [
+        _node("a", "Ann", "person", [e1]), _node("a2", "ann", "person", [e1]), _node("b", "Bo", "person", [e1]),
+    ], [
+        _edge("a", "missing", "knows", [e1]), _edge("a", "a", "knows", [e1]), _edge("a", "a2", "knows", [e1]),
+        _edge("a", "b", "  ", [e1]), _edge("a", "b", "knows", [e1]),
+    ])
+    assert GraphEdge.select().count() == 1
+    assert sum("self-loop" in w for w in result.warnings) == 2
+    assert any("from_ref and to_ref" in w for w in result.warnings)
+    assert any("empty relation" in w for w in result.warnings)
+    # A ref of an earlier projection is not a ref of this one.
+    e2 = _event()
+    later = _apply([e2], [_node("c", "Cy", "person", [e2])], [_edge("c", "b", "knows", [e2])])
+    assert later.edge_ids == [] and GraphEdge.select().count() == 1
+
+
+# ----------------------------------------------------------------------------- effective view
+
+
+def test_forgotten_sources_hide_records_and_empty_nodes(store):
+    e1, e2 = _event(), _event()
+    ids = _apply([e1, e2], [
+        _node("p", "Ann", "person", [e1, e2], facts=[("role", "nurse", [e1]), ("hobby", "chess", [e2])]),
+        _node("t", "Tromsø", "place", [e2]),
+    ], [_edge("p", "t", "visited", [e2])]).node_ids
+    ann, place = ids
+    forget_event(e2)
+    view = node_view(ann)
+    assert [f.key for f in view.current_facts] == ["role"]
+    assert view.edges_out == () and [e.id for e in view.events] == [e1]
+    with pytest.raises(NotFoundError, match=str(place)):
+        node_view(place)
+    assert [r.name for r in list_nodes("ns")] == ["Ann"]
+    forget_event(e1)
+    with pytest.raises(NotFoundError):
+        node_view(ann)
+    assert list_nodes("ns") == []
+
+
+def test_archived_and_disputed_records(store):
+    e1 = _event()
+    pid = _apply([e1], [_node("p", "Ann", "person", [e1], facts=[
+        ("role", "nurse", None), ("hobbies", ["chess", "go"], None),
+    ])]).node_ids[0]
+    GraphFact.update(status="disputed").where(GraphFact.key == "role").execute()
+    assert node_view(pid).current_state == "role: nurse [disputed]\nhobbies: chess、go"
+    GraphFact.update(status="archived").where(GraphFact.key == "role").execute()
+    assert [f.key for f in node_view(pid).current_facts] == ["hobbies"]
+    GraphNode.update(status="archived").execute()
+    with pytest.raises(NotFoundError):
+        node_view(pid)
+
+
+def test_superseded_source_keeps_history_but_not_current_records(store):
+    old = _event("old")
+    pid = _apply([old], [_node("p", "Ann", "person", [old], facts=[("hobby", "chess", None)])]).node_ids[0]
+    GraphFact.update(status="superseded").execute()
+    _event("new", supersedes=[old])
+    view = node_view(pid)
+    assert view.current_facts == () and [f.value for f in view.historical_facts] == ["chess"]
+    GraphFact.update(status="active").execute()
+    view = node_view(pid)  # an active fact whose only source is superseded is not current
+    assert view.current_facts == () and view.historical_facts == ()
+    assert [e.status for e in view.events] == ["superseded"]
+
+
+def test_provenance_is_bounded_to_six_events(store):
+    ids = [_event(f"e{i}") for i in range(9)]
+    pid = _apply(ids, [_node("p", "Ann", "person", ids, facts=[("role", "nurse", None)])]).node_ids[0]
+    view = node_view(pid)
+    assert GRAPH_PROVENANCE_LIMIT == 6
+    assert len(view.current_facts[0].source_event_ids) == 6 and len(view.events) == 6
+    assert view.current_facts[0].source_event_ids == tuple(sorted(ids, reverse=True)[:6])
+    assert list_nodes("ns")[0].events == 9
+
+
+def test_list_nodes_filters(store):
+    e1 = _event()
+    _apply([e1], [
+        _node("p", "Robert", "person", [e1], aliases=["Bob"], facts=[("role", "nurse", None)]),
+        _node("c", "Oslo", "place", [e1]), _node("t", "Vim", "tool", [e1]),
+    ], [_edge("p", "t", "uses", [e1])])
+    _event(ns="other")
+    assert [r.name for r in list_nodes("ns", type="place")] == ["Oslo"]
+    assert [r.name for r in list_nodes(query="bo")] == ["Robert"]
+    row = list_nodes("ns", query="ROB")[0]
+    assert (row.facts, row.edges, row.events, row.aliases) == (1, 1, 1, ("Bob",))
+    assert list_nodes("other") == [] and len(list_nodes(limit=1)) == 1
+    with pytest.raises(InvalidInputError):
+        list_nodes(type="animal")
+    with pytest.raises(NotFoundError):
+        list_nodes("missing")
+
+
+# ----------------------------------------------------------------------------- context
+
+
+def test_projection_context_holds_events_and_related_nodes(store):
+    e1 = _event("Caroline started pottery", participants=["Caroline"])
+    _apply([e1], [
+        _node("p", "Caroline", "person", [e1], facts=[("hobby", "pottery", None)]),
+        _node("c", "Oslo", "place", [e1]), _node("x", "Unrelated", "tool", [e1]),
+    ], [_edge("p", "c", "visited", [e1])])
+    e2 = _event("Trip", "Caroline flew to Oslo again", participants=["Caroline"], happened_start="2024-05",
+                precision="month", basis="explicit")
+    context = projection_context(7, _ns_id(), [Event.get_by_id(e2)])
+    assert context["job_id"] == 7 and context["projector_version"] == 1
+    event = context["events"][0]
+    assert event["id"] == e2 and event["participants"] == ["Caroline"] and event["status"] == "active"
+    assert event["temporal"]["happened_start"] == "2024-05"
+    assert [n["name"] for n in context["nodes"]] == ["Caroline", "Oslo"]
+    assert context["nodes"][0]["current_state"] == "hobby: pottery"
+    assert context["nodes"][0]["source_event_ids"] == [e1]
+    assert [e["relation"] for e in context["edges"]] == ["visited"]
+
+
+# ----------------------------------------------------------------------------- the job
+
+
+class GraphStub:
+    """A provider that answers graph projections from a script (or the offline rules)."""
+
+    name = "stub"
+    model = None
+
+    def __init__(self, answers=None):
+        self.answers = list(answers or [])
+        self.contexts = []
+
+    def summarize_block(self, messages):
+        return BlockSummary("t", (), "s", (), False)
+
+    def extract_events(self, context):
+        return Extraction(should_extract=False)
+
+    def project_graph(self, context):
+        self.contexts.append(context)
+        answer = self.answers.pop(0) if self.answers else project_graph_offline
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer(context) if callable(answer) else answer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def graph_jobs(monkeypatch):
+    monkeypatch.setitem(derive.HANDLERS, "graph", run_graph_job)
+    clock = Clock()
+    monkeypatch.setattr(jobsvc, "wall", clock)
+    monkeypatch.setattr(derive, "wall", clock)
+    return clock
+
+
+def _queue(ids) -> Job:
+    with write_transaction():
+        queue_graph_projection(_ns_id(), ids, 1000)
+    return Job.select().where(Job.kind == "graph").order_by(Job.id.desc()).get()
+
+
+def test_graph_job_end_to_end_through_run_pending(store, graph_jobs):
+    e1 = _event("Caroline moved", "Caroline moved to Berlin. She uses Notion and Obsidian.",
+                participants=["Caroline", "Melanie"], event_type="版本发布")
+    job = _queue([e1])
+    report = derive.run_pending("ns", provider=GraphStub(), wait_for_retries=False)
+    assert (report.processed, report.succeeded, report.failed) == (1, 1, 0)
+    job = Job.get_by_id(job.id)
+    assert job.status == "succeeded" and job.last_error is None
+    assert job.payload["event_ids"] == [e1] and job.payload["projector_version"] == 1
+    assert job.payload["node_ids"] and job.payload["edge_ids"]
+    assert job.payload["reason"].startswith("offline rules")
+    assert Event.get_by_id(e1).event_type == "release"
+    assert sorted(Event.get_by_id(e1).participant_node_ids) == sorted(job.payload["node_ids"])
+    caroline = next(r for r in list_nodes("ns") if r.name == "Caroline")
+    view = node_view(caroline.id)
+    assert {(f.key, f.value) for f in view.current_facts} == {("lives_in", "Berlin"), ("uses", "Notion"), ("uses", "Obsidian")}
+    assert {(e.relation, e.other_name) for e in view.edges_out} >= {("lives_in", "Berlin"), ("uses", "Notion"), ("knows", "Melanie")}
+
+
+def test_graph_job_reason_carries_validation_warnings(store, graph_jobs):
+    e1 = _event()
+    proposal = {"reason": "model says hi", "nodes": [_node("p", "Ann", "person", [e1], tags=["x"], tag_ids=[])], "edges": []}
+    job = _queue([e1])
+    derive.run_pending("ns", provider=GraphStub([proposal]), wait_for_retries=False)
+    reason = Job.get_by_id(job.id).payload["reason"]
+    assert reason.startswith("Validation: Dropped metadata value tag 'x'") and reason.endswith("model says hi")
+    assert len(reason) <= 500
+
+
+def test_failed_graph_job_keeps_the_store_and_retries_after_backoff(store, graph_jobs):
+    e1 = _event("Ann", "Ann uses Vim", participants=["Ann"])
+    job = _queue([e1])
+    no_provenance = {"reason": "", "nodes": [_node("p", "Ann", "person", [e1], name_ids=[])], "edges": []}
+    stub = GraphStub([TimeoutError("model did not answer"), no_provenance])
+    before = _counts()
+    report = derive.run_pending("ns", provider=stub, wait_for_retries=False)
+    assert report.failed == 1 and "TimeoutError" in report.errors[0]
+    failed = Job.get_by_id(job.id)
+    assert (failed.status, failed.attempts, failed.next_retry_at) == ("failed", 1, graph_jobs.now + 1.0)
+    assert _counts() == before
+    assert derive.run_pending("ns", provider=stub, wait_for_retries=False).processed == 0  # not due yet
+    graph_jobs.now += 1.0
+    derive.run_pending("ns", provider=stub, wait_for_retries=False)
+    failed = Job.get_by_id(job.id)
+    assert failed.status == "failed" and "provenance" in failed.last_error and _counts() == before
+    assert Event.get_by_id(e1).participant_node_ids == []
+    graph_jobs.now += 2.0
+    report = derive.run_pending("ns", provider=stub, wait_for_retries=False)
+    assert report.succeeded == 1 and Job.get_by_id(job.id).status == "succeeded"
+    assert [r.name for r in list_nodes("ns", type="person")] == ["Ann"]
+
+
+def test_graph_job_with_only_forgotten_events_skips_the_provider(store, graph_jobs):
+    e1 = _event()
+    forget_event(e1)
+    job = _queue([e1])
+    stub = GraphStub()
+    derive.run_pending("ns", provider=stub, wait_for_retries=False)
+    assert stub.contexts == []
+    done = Job.get_by_id(job.id)
+    assert done.status == "succeeded" and done.payload["node_ids"] == [] and "no live events" in done.payload["reason"]
+
+
+def test_event_forgotten_during_the_model_call_rejects_the_projection(store, graph_jobs):
+    e1 = _event("Ann", "Ann lives in Oslo", participants=["Ann"])
+
+    def forget_then_answer(context):
+        forget_event(e1)
+        return project_graph_offline(context)
+
+    job = _queue([e1])
+    derive.run_pending("ns", provider=GraphStub([forget_then_answer]), wait_for_retries=False)
+    assert Job.get_by_id(job.id).status == "failed" and GraphNode.select().count() == 0
+
+
+def test_job_no_longer_claimed_writes_nothing(store, graph_jobs):
+    e1 = _event("Ann", participants=["Ann"])
+    job = _queue([e1])
+
+    def steal(context):
+        Job.update(status="pending", attempts=0).where(Job.id == job.id).execute()
+        return project_graph_offline(context)
+
+    derive.run_pending("ns", provider=GraphStub([steal]), wait_for_retries=False, max_jobs=1)
+    assert GraphNode.select().count() == 0 and Job.get_by_id(job.id).status == "pending"
+
+
+# ----------------------------------------------------------------------------- offline projector
+
+
+def _offline(*events):
+    context = {"events": [
+        {"id": i + 1, "title": "", "summary": s, "quotes": [], "participants": list(p), "temporal": {}}
+        for i, (s, p) in enumerate(events)
+    ]}
+    proposal = project_graph_offline(context)
+    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
+    return proposal, facts, edges
+
+
+def test_offline_people_places_orgs_tools_and_knows():
+    proposal, facts, edges = _offline(
+        ("Caroline moved to Berlin and works at Acme Inc. She uses Notion and switched to Linear.", ["Caroline", "Melanie", "user"]),
+        ("I'm a software engineer. My dog Luna loves walks. I really love hiking and pottery.", ["Caroline"]),
+    )
+    types = {(n["name"], n["type"]) for n in proposal["nodes"]}
+    assert {("Caroline", "person"), ("Melanie", "person"), ("Berlin", "place"), ("Acme", "organization"),
+            ("Notion", "tool"), ("Linear", "tool")} <= types
+    assert not any(n["name"].casefold() == "user" for n in proposal["nodes"])
+    assert {("Caroline", "lives_in", "Berlin"), ("Caroline", "works_at", "Acme"), ("Caroline", "uses", "Notion"),
+            ("Caroline", "uses", "Linear"), ("Caroline", "role", "software engineer"), ("Caroline", "has_pet", "dog Luna"),
+            ("Caroline", "likes", "hiking"), ("Caroline", "likes", "pottery")} <= facts
+    assert {("Caroline", "lives_in", "Berlin"), ("Caroline", "works_at", "Acme"), ("Caroline", "uses", "Notion"),
+            ("Caroline", "knows", "Melanie")} <= edges
+    acme = next(n for n in proposal["nodes"] if n["name"] == "Acme")
+    assert acme["aliases"] == ["Acme Inc"] and acme["provenance"]["aliases"][0]["source_event_ids"] == [1]
+    for node in proposal["nodes"]:
+        assert node["provenance"]["name"] and set(node["source_event_ids"]) <= {1, 2}
+        assert all(f["source_event_ids"] for f in node["facts"])
+    assert not any(f[1] == "mentioned" for f in facts)
+
+
+def test_offline_projects_and_named_subjects():
+    _, facts, edges = _offline(
+        ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),
+    )
+    assert ("Melanie", "works_on", "Atlas") in edges and ("Melanie", "role", "counselor") in facts
+    assert not any(f[0] == "Caroline" and f[1] == "role" for f in facts)
+
+
+def test_offline_is_conservative():
+    _, facts, edges = _offline(
+        ("She went to Pride and visited Sarah. I would love to go. I'm a big fan of it. The gift came from Sarah. "
+         "He moved to Sarah's place. I don't like spiders.", ["Ann"]),
+        ("Nothing named here at all.", []),
+        ("我们 讨论了 计划", ["我", "用户"]),
+    )
+    assert facts == set() and edges == set()
+    proposal, _, _ = _offline(("Nothing here.", ["I", "you", "assistant"]))
+    assert proposal["nodes"] == [] and proposal["edges"] == []
+
+
+def test_offline_proposal_applies_cleanly(store):
+    e1 = _event("Ann", "Ann lives in Oslo. She uses Vim and Git.", participants=["Ann", "Bo"])
+    e2 = _event("Ann moved", "Ann moved to Paris.", participants=["Ann"])
+    context = projection_context(None, _ns_id(), [Event.get_by_id(e1), Event.get_by_id(e2)])
+    result = apply_projection(_ns_id(), [e1, e2], project_graph_offline(context))
+    assert result.warnings == []
+    ann = GraphNode.get(GraphNode.name == "Ann")
+    view = node_view(ann.id)
+    assert {(f.key, f.value) for f in view.current_facts} == {("lives_in", "Paris"), ("uses", "Vim"), ("uses", "Git")}
+    assert [(f.key, f.value) for f in view.historical_facts] == [("lives_in", "Oslo")]

@@ -1,0 +1,118 @@
+"""The offline extractor: which statements become cards, and what each card carries."""
+
+from __future__ import annotations
+
+from core.models import Event, EventSource, Message
+from core.providers.offline_events import classify, criticality, extract_events_offline, informative, third_person
+from core.services.capture import append_messages
+from core.services.derive import run_pending
+from core.services.events import get_event
+from core.services.spaces import configure_namespace
+
+
+def _context(messages, timeline=()):
+    return {
+        "target": {"messages": [
+            {"id": i + 1, "role": role, "speaker": speaker, "created_at": "2023-05-08T13:56:00+02:00", "text": text}
+            for i, (role, speaker, text) in enumerate(messages)
+        ]},
+        "speakers": ["Caroline", "Melanie"],
+        "timeline": list(timeline),
+    }
+
+
+def test_greetings_fillers_and_bare_questions_are_not_events():
+    for text in ("Hey Mel! Good to see you!", "ok", "Thanks!", "How have you been?", "Wow, that's great!", "好的"):
+        assert not informative(text), text
+    for text in ("I went to a LGBTQ support group yesterday.", "My sister Ana lives in Porto.",
+                 "We adopted two cats in 2019."):
+        assert informative(text), text
+
+
+def test_one_card_per_informative_message_citing_it():
+    result = extract_events_offline(_context([
+        ("user", "Caroline", "Hey Mel! Good to see you!"),
+        ("assistant", "Melanie", "Hi! I'm swamped with the kids & work."),
+        ("user", "Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."),
+    ]))
+    events = result["events"]
+    assert result["should_extract"] and [e["source_message_ids"] for e in events] == [[2], [3]]
+    support = events[1]
+    assert support["title"].startswith("Caroline went to a LGBTQ support group")
+    assert support["temporal"]["happened_start"] == "2023-05-07" and support["temporal"]["precision"] == "day"
+    assert support["temporal"]["basis"] == "relative" and support["temporal"]["original_text"] == "yesterday"
+    assert support["temporal"]["status"] == "occurred" and support["temporal"]["participants"][0] == "Caroline"
+    assert support["quotes"] == ["I went to a LGBTQ support group yesterday and it was so powerful."]
+
+
+def test_a_short_answer_cites_its_question():
+    events = extract_events_offline(_context([
+        ("user", "Caroline", "What did you paint last week?"),
+        ("assistant", "Melanie", "A lake sunrise, I painted it twice."),
+    ]))["events"]
+    assert events[0]["source_message_ids"] == [1, 2]
+    assert "What did you paint" in events[0]["summary"]
+
+
+def test_two_dated_statements_in_one_message_make_two_cards():
+    events = extract_events_offline(_context([
+        ("user", "Caroline", "I moved to Utrecht two years ago. Next month I start a new job at Kestrel."),
+    ]))["events"]
+    assert len(events) == 2
+    assert events[0]["temporal"]["happened_start"] == "2021" and events[0]["temporal"]["precision"] == "year"
+    assert events[1]["temporal"]["happened_start"] == "2023-06" and events[1]["temporal"]["status"] == "planned"
+
+
+def test_correction_supersedes_the_same_persons_earlier_event():
+    timeline = [
+        {"id": 41, "title": "Caroline keeps notes in Notion", "summary": "Caroline keeps her notes in Notion.",
+         "participants": ["Caroline"]},
+        {"id": 42, "title": "Melanie keeps notes in Notion", "summary": "Melanie keeps notes in Notion too.",
+         "participants": ["Melanie"]},
+    ]
+    events = extract_events_offline(_context([
+        ("user", "Caroline", "I no longer keep my notes in Notion, I switched to Obsidian."),
+    ], timeline))["events"]
+    assert events[0]["temporal"]["supersedes_event_ids"] == [41]
+    assert events[0]["temporal"]["event_type"] == "change"
+
+
+def test_ordinary_stories_do_not_supersede():
+    timeline = [{"id": 7, "title": "Caroline painted a sunset", "summary": "Caroline painted a sunset.",
+                 "participants": ["Caroline"]}]
+    events = extract_events_offline(_context([("user", "Caroline", "I painted another sunset at the lake.")], timeline))["events"]
+    assert "supersedes_event_ids" not in events[0]["temporal"]
+
+
+def test_classification_and_criticality():
+    assert classify("We decided to go with Airflow") == "decision"
+    assert classify("The offsite was cancelled") == "cancellation"
+    assert classify("I'm planning to visit Lisbon") == "plan"
+    assert classify("We launched the new site") == "release"
+    assert criticality("Ivy is allergic to peanuts") == "safety"
+    assert criticality("I'm a data engineer") == "identity"
+    assert criticality("I love hiking") == "preference"
+    assert criticality("I bought bread") == "routine"
+    assert third_person("I think my cat likes me", "Ana") == "Ana think Ana's cat likes Ana"
+
+
+def test_derivation_end_to_end_cites_messages_inside_the_block(store):
+    configure_namespace("ns", block_turn_size=2)
+    append_messages("ns", "t", [
+        {"role": "user", "speaker": "Maya", "content": "I adopted a beagle called Biscuit last week.",
+         "created_at": "2026-02-03T09:00:00+01:00"},
+        {"role": "assistant", "speaker": "Assistant", "content": "Congratulations!", "created_at": "2026-02-03T09:01:00+01:00"},
+        {"role": "user", "speaker": "Maya", "content": "We decided to take Biscuit to Dr. Visser on Friday.",
+         "created_at": "2026-02-03T09:02:00+01:00"},
+        {"role": "assistant", "speaker": "Assistant", "content": "Good plan.", "created_at": "2026-02-03T09:03:00+01:00"},
+    ], close_turn=True)
+    run_pending("ns")
+    events = list(Event.select())
+    assert len(events) >= 2
+    for event in events:
+        cited = [s.message for s in EventSource.select().where(EventSource.event == event)]
+        assert cited and all(m.block_id == event.block_id for m in cited)
+    beagle = get_event(Event.get(Event.title.contains("beagle")).id)
+    assert beagle.event.happened_start == "2026-01-26" and beagle.event.happened_end == "2026-02-01"
+    assert beagle.event.mentioned_at == "2026-02-03T09:00:00+01:00"
+    assert Message.select().count() == 4

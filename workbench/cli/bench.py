@@ -1,0 +1,138 @@
+"""`strata bench …`: benchmarks that print a table and write a JSON report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from workbench.cli.output import console, err_console, print_json, progress_bar, table
+
+
+def _write(report: dict, args: argparse.Namespace) -> None:
+    if getattr(args, "json_out", None):
+        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        err_console.print(f"report written to {args.json_out}", markup=False)
+    if args.json:
+        print_json(report)
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from core.bench.coverage import run_coverage
+
+    with progress_bar("derive", enabled=not args.json) as update:
+        report = run_coverage(args.data, args.split, db_url=getattr(args, "db", None), provider=args.provider,
+                              progress=update)
+    if not args.json:
+        rows = [
+            [sid, c["gold_messages"], c["extraction_coverage"], c["temporal_resolved"], c["blocks"], c["events"],
+             c["events_per_block"], c["graph_nodes"], c["graph_facts"]]
+            for sid, c in report["per_conversation"].items()
+        ]
+        rows.append(["overall", "", report["extraction_coverage"]["overall"], report["temporal_resolved"]["overall"],
+                     "", "", "", "", ""])
+        table(f"Derivation coverage, LoCoMo {args.split} ({report['provider']})",
+              ["conversation", "gold msgs", "coverage", "temporal resolved", "blocks", "events", "events/block",
+               "nodes", "facts"], rows)
+        t = report["timing"]
+        console.print(f"ingest {t['ingest_s']} s, derivation {t['derive_s']} s for {t['messages']} messages",
+                      markup=False)
+    _write(report, args)
+    return 0
+
+
+def _pair(strata: float | None, bm25: float | None) -> str:
+    """A cell like "0.712 / 0.511": the system first, then the baseline of the same run."""
+    def fmt(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3f}"
+    return f"{fmt(strata)} / {fmt(bm25)}"
+
+
+def _metric_table(title: str, results: dict, level: str, metric: str, groups: list[str], ks: list[str]) -> None:
+    strata, bm25 = results["strata"][level][metric], results["bm25"][level][metric]
+    rows = [[group] + [_pair(strata.get(group, {}).get(k), bm25.get(group, {}).get(k)) for k in ks] for group in groups]
+    table(title, [""] + [f"@{k}" for k in ks], rows)
+
+
+def _timing_line(report: dict) -> str:
+    t = report["timing"]
+    parts = [f"ingest {t['ingest_s']} s", f"derivation {t['derive_s']} s",
+             f"query p50 {t['query_p50_ms']} ms / p95 {t['query_p95_ms']} ms "
+             f"(bm25 p50 {t['bm25_query_p50_ms']} ms / p95 {t['bm25_query_p95_ms']} ms)"]
+    if "total_s" in t:
+        parts.append(f"total {t['total_s']} s")
+    return ", ".join(parts)
+
+
+def cmd_locomo(args: argparse.Namespace) -> int:
+    from core.bench.locomo import KS, run_locomo
+    from core.bench.locomo_data import CATEGORIES
+
+    with progress_bar("locomo", enabled=not args.json) as update:
+        report = run_locomo(args.data, args.split, db_url=getattr(args, "db", None), provider=args.provider,
+                            progress=update)
+    if not args.json:
+        ks = [str(k) for k in KS]
+        groups = ["overall", *CATEGORIES.values()]
+        head = f"LoCoMo {args.split}, {report['questions']} questions, strata ({report['retriever']}) / bm25"
+        for metric in ("recall", "recall_all"):
+            _metric_table(f"{head}: turn {metric}", report["results"], "turn", metric, groups, ks)
+        results = report["results"]
+        rows = [
+            [metric] + [_pair(results["strata"]["session"][metric]["overall"][k],
+                              results["bm25"]["session"][metric]["overall"][k]) for k in ks]
+            for metric in ("recall", "recall_all")
+        ]
+        table(f"{head}: session level, overall", ["session"] + [f"@{k}" for k in ks], rows)
+        tokens = report["context_tokens"]
+        console.print("context tokens, strata / bm25: " + ", ".join(
+            f"@{k} {tokens['strata'][k]} / {tokens['bm25'][k]}" for k in ks), markup=False)
+        console.print(_timing_line(report) + f", {report['ingest']['messages']} messages", markup=False)
+    _write(report, args)
+    return 0
+
+
+def cmd_longmemeval(args: argparse.Namespace) -> int:
+    from core.bench.longmemeval import KS, QUESTION_TYPES, run_longmemeval
+
+    with progress_bar("longmemeval", enabled=not args.json) as update:
+        report = run_longmemeval(args.data, args.split, limit=args.limit, db_url=getattr(args, "db", None),
+                                 provider=args.provider, progress=update)
+    if not args.json:
+        ks = [str(k) for k in KS]
+        groups = ["overall", *QUESTION_TYPES]
+        extra = sorted(set(report["results"]["strata"]["session"]["recall_any"]) - set(groups))
+        head = (f"LongMemEval_S {args.split}, {report['questions']} questions, "
+                f"strata ({report['retriever']}) / bm25")
+        for metric in ("recall_any", "recall_all", "ndcg_any"):
+            _metric_table(f"{head}: session {metric}", report["results"], "session", metric, groups + extra, ks)
+        console.print(_timing_line(report) + f", {report['ingest']['messages']} messages", markup=False)
+    _write(report, args)
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser) -> None:
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage)")
+    kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
+    p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
+    p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
+    p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
+    p.add_argument("--provider", default="offline")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_coverage)
+
+    p = kinds.add_parser("locomo", parents=[common], help="LoCoMo evidence retrieval against a BM25 baseline")
+    p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
+    p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
+    p.add_argument("--provider", default="offline")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_locomo)
+
+    p = kinds.add_parser("longmemeval", parents=[common],
+                         help="LongMemEval_S session retrieval against a BM25 baseline")
+    p.add_argument("--data", required=True, type=Path, help="path to longmemeval_s_cleaned….json(.gz)")
+    p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions of the split")
+    p.add_argument("--provider", default="offline")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_longmemeval)

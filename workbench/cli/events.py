@@ -1,0 +1,176 @@
+"""Event and job commands: events, event, forget, restore, jobs, retry."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.output import console, print_json, table
+
+
+def _open(args: argparse.Namespace) -> None:
+    from core.store import open_store
+
+    open_store(getattr(args, "db", None))
+
+
+def _when(row) -> str:
+    if row.happened_start:
+        end = f"..{row.happened_end}" if row.happened_end and row.happened_end != row.happened_start else ""
+        return f"{row.happened_start}{end} ({row.precision})"
+    return f"mentioned {(row.mentioned_at or '')[:10]}"
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from core.services.events import list_events
+
+    _open(args)
+    rows = list_events(
+        args.namespace, event_type=args.type, participant=args.participant, date_from=args.date_from,
+        date_to=args.date_to, status=args.status, text=args.text, limit=args.limit, offset=args.offset,
+    )
+    if args.json:
+        print_json(rows)
+        return 0
+    table("Events", ["id", "when", "type", "status", "participants", "title", "weight"],
+          [[e.id, _when(e), e.event_type, e.status, ", ".join(e.participants), e.title, f"{e.weight:.2f}"]
+           for e in rows])
+    return 0
+
+
+def _print_card(card) -> None:
+    e = card.event
+    console.rule(f"event {e.id} · {e.event_type} · {e.status}")
+    console.print(f"[bold]{e.title}[/]", highlight=False)
+    console.print(e.summary, markup=False, highlight=False)
+    console.print(
+        f"\nmentioned {e.mentioned_at} · happened {e.happened_start or '?'}"
+        f"{'..' + e.happened_end if e.happened_end and e.happened_end != e.happened_start else ''}"
+        f" · precision {e.precision} · basis {e.basis} · {e.time_status}"
+        + (f" · “{e.original_text}”" if e.original_text else ""),
+        markup=False, highlight=False,
+    )
+    console.print(f"participants: {', '.join(e.participants) or '-'} · criticality {e.criticality} · "
+                  f"weight {e.weight:.3f} (uses {card.mention_count}, formed at turn {card.formed_turn})",
+                  markup=False, highlight=False)
+    for kind, linked in card.links.items():
+        console.print(f"{kind}: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked), markup=False)
+    for kind, linked in card.linked_from.items():
+        console.print(f"{kind} by: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked), markup=False)
+    console.print("\nsources:", markup=False)
+    for m in card.sources:
+        who = m.speaker or m.role
+        console.print(f"  [{m.id} {m.external_id or ''} {m.created_at}] {who}: {m.content}", markup=False,
+                      highlight=False)
+
+
+def cmd_event(args: argparse.Namespace) -> int:
+    from core.services.events import get_event
+
+    _open(args)
+    card = get_event(args.id)
+    if args.json:
+        print_json(card)
+    else:
+        _print_card(card)
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from core.services.events import forget_event
+
+    _open(args)
+    row = forget_event(args.id)
+    print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from core.services.events import restore_event
+
+    _open(args)
+    row = restore_event(args.id)
+    print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from core.services.jobs import list_jobs
+
+    _open(args)
+    rows = list_jobs(args.namespace, args.status, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return 0
+    table("Jobs", ["id", "namespace", "kind", "block", "status", "attempts", "error"],
+          [[j.id, j.namespace, j.kind, j.block_id, j.status, j.attempts, (j.last_error or "")[:120]] for j in rows])
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    from core.services.jobs import retry
+
+    _open(args)
+    row = retry(args.id)
+    print_json(row) if args.json else console.print(f"job {row.id} is {row.status} again (attempts reset)")
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("events", parents=[common], help="list events in time order with filters")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--type", help="event type (decision, plan, change, …)")
+    p.add_argument("--participant", help="participant name (substring, case-insensitive)")
+    p.add_argument("--from", dest="date_from", help="happened on or after (2023, 2023-05, 2023-05-07)")
+    p.add_argument("--to", dest="date_to", help="happened on or before")
+    p.add_argument("--status", choices=["active", "superseded", "forgotten", "archived"])
+    p.add_argument("--text", help="words that must appear in the title or summary")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--offset", type=int, default=0)
+    p.set_defaults(handler=cmd_events)
+
+    p = sub.add_parser("event", parents=[common], help="one event card: time, relations, weight, sources")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_event)
+
+    p = sub.add_parser("forget", parents=[common], help="hide an event (reversible)")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_forget)
+
+    p = sub.add_parser("restore", parents=[common], help="bring back a forgotten event")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_restore)
+
+    p = sub.add_parser("jobs", parents=[common], help="derivation jobs and their errors")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--status", choices=["pending", "running", "succeeded", "failed", "skipped"])
+    p.add_argument("--limit", type=int, default=200)
+    p.set_defaults(handler=cmd_jobs)
+
+    p = sub.add_parser("retry", parents=[common], help="retry a failed job now (attempts reset)")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_retry)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from core.services.verify import verify
+
+    _open(args)
+    report = verify(args.namespace)
+    if args.json:
+        print_json({**report.__dict__, "ok": report.ok})
+    else:
+        console.print(
+            f"{report.blocks} blocks: {report.blocks_ready} ready, {report.blocks_failed} failed, "
+            f"{report.blocks_waiting} waiting for derivation; {report.events} events; "
+            f"{report.graph_records} graph records", markup=False,
+        )
+        for problem in report.problems:
+            console.print(f"  problem: {problem}", markup=False)
+        console.print("ok" if report.ok else f"{len(report.problems)} problem(s)", markup=False)
+    return 0 if report.ok else 1
+
+
+def register_verify(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("verify", parents=[common], help="check the store's invariants (citations, provenance)")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_verify)

@@ -1,0 +1,85 @@
+"""Knowledge-graph commands: graph (list nodes) and node (one node's effective view)."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.output import console, print_json, table
+
+
+def _open(args: argparse.Namespace):
+    from core.store import open_store
+
+    return open_store(getattr(args, "db", None))
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from core.services.graph import list_nodes
+
+    _open(args)
+    rows = list_nodes(getattr(args, "namespace", None), type=args.type, query=args.query, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return 0
+    table(
+        "Graph nodes",
+        ["id", "type", "name", "facts", "edges", "events"],
+        [[n.id, n.type, n.name + (f" ({', '.join(n.aliases)})" if n.aliases else ""), n.facts, n.edges, n.events]
+         for n in rows],
+    )
+    return 0
+
+
+def _value(value) -> str:
+    from core.services.graph import render_value
+
+    return render_value(value)
+
+
+def _ids(ids) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    from core.services.graph import node_view
+
+    _open(args)
+    view = node_view(args.id)
+    if args.json:
+        print_json(view)
+        return 0
+    console.rule(f"node {view.id} · {view.type} · {view.name} ({view.status})")
+    if view.aliases:
+        console.print(f"aliases: {', '.join(view.aliases)}", markup=False, highlight=False)
+    if view.tags:
+        console.print(f"tags: {', '.join(view.tags)}", markup=False, highlight=False)
+    table("Current facts", ["key", "value", "status", "since", "events"],
+          [[f.key, _value(f.value), f.status, f.valid_from, _ids(f.source_event_ids)] for f in view.current_facts])
+    if view.historical_facts:
+        table("Historical facts", ["key", "value", "from", "to", "events"],
+              [[f.key, _value(f.value), f.valid_from, f.valid_to, _ids(f.source_event_ids)]
+               for f in view.historical_facts])
+    edges = [("→", e) for e in view.edges_out] + [("←", e) for e in view.edges_in]
+    table("Edges", ["dir", "relation", "node", "state", "events"],
+          [[arrow, e.relation, f"{e.other_name} ({e.other_type} {e.other_id})",
+            "current" if e.current else f"historical (until {e.valid_to or '?'})", _ids(e.source_event_ids)]
+           for arrow, e in edges])
+    table("Supporting events", ["id", "status", "happened", "title"],
+          [[e.id, e.status, e.happened_start or "", e.title] for e in view.events])
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser) -> None:
+    from core.providers.schemas import NODE_TYPES
+
+    p = sub.add_parser("graph", parents=[common], help="list knowledge-graph nodes with visible evidence",
+                       description="List graph nodes that still cite visible events, best supported first.")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--type", choices=NODE_TYPES, help="only nodes of this type")
+    p.add_argument("--query", help="case-insensitive substring of the name or an alias")
+    p.add_argument("--limit", type=int, default=200, help="at most this many nodes (default 200)")
+    p.set_defaults(handler=cmd_graph)
+
+    p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_node)
