@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -26,8 +26,26 @@ def _v2_events_and_graph(database: Database) -> None:
     database.create_tables(V2_MODELS)
 
 
+def _v3_search_index(database: Database) -> None:
+    """Version 3: the incremental search index, backfilled from what is stored."""
+    from core.models import V3_MODELS
+    from core.search.index import rebuild_index
+
+    database.create_tables(V3_MODELS)
+    rebuild_index()
+
+
+def _v4_gate(database: Database) -> None:
+    """Version 4: retrieval batches, use receipts and retrieval traces."""
+    from core.models import V4_MODELS
+
+    database.create_tables(V4_MODELS)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
-MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph}
+# A migration creates tables from the current models, so a later change to those models
+# needs its own migration that checks whether the column already exists.
+MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate}
 
 
 def database_version(database: Database) -> int:

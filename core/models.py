@@ -321,6 +321,117 @@ class GraphSource(BaseModel):
         indexes = ((("kind", "record_id", "event"), True), (("event",), False))
 
 
+class MessageTerm(BaseModel):
+    """Postings of the raw-message index: one row per (message, term) with its frequency.
+
+    ``length`` is the message's token count, stored here so one query yields everything
+    BM25 needs. Rows go away with their message (cascade)."""
+
+    namespace = IntegerField()
+    thread = IntegerField()
+    message = ForeignKeyField(Message, backref="terms", on_delete="CASCADE")
+    term = CharField(max_length=64)
+    tf = IntegerField()
+    length = IntegerField()
+
+    class Meta:
+        indexes = ((("namespace", "term"), False), (("message",), False))
+
+
+class EventTerm(BaseModel):
+    """Postings of the event index (field-weighted term frequencies)."""
+
+    namespace = IntegerField()
+    event = ForeignKeyField(Event, backref="terms", on_delete="CASCADE")
+    term = CharField(max_length=64)
+    tf = IntegerField()
+    length = IntegerField()
+
+    class Meta:
+        indexes = ((("namespace", "term"), False), (("event",), False))
+
+
+class CorpusStat(BaseModel):
+    """Document count and total length of one index in one namespace (for idf and avgdl)."""
+
+    namespace = IntegerField()
+    kind = CharField(max_length=16)
+    docs = IntegerField(default=0)
+    total_length = IntegerField(default=0)
+
+    class Meta:
+        indexes = ((("namespace", "kind"), True),)
+
+
+class RetrievalBatch(BaseModel):
+    """One retrieval an agent made: its channel, query and evidence refs, then its
+    assessment and use receipt. Persisted, so an unresolved batch survives a restart."""
+
+    namespace = ForeignKeyField(Namespace, backref="batches", on_delete="CASCADE")
+    session = CharField(max_length=255, null=True, index=True)
+    sequence = IntegerField()
+    channel = CharField(max_length=32)
+    query = TextField(default="")
+    params = JSONTextField(null=True)
+    status = CharField(max_length=16, default="unresolved")
+    new_refs = IntegerField(default=0)
+    assessment = JSONTextField(null=True)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "sequence"), True),)
+
+
+class BatchRef(BaseModel):
+    """An evidence ref a batch returned (event:12, graph-node:3, raw:4:88, block:4:level:2)."""
+
+    batch = ForeignKeyField(RetrievalBatch, backref="refs", on_delete="CASCADE")
+    ref = CharField(max_length=255)
+    position = IntegerField()
+    event_ids = JSONTextField(default=list)
+    citation = JSONTextField(null=True)
+
+    class Meta:
+        indexes = ((("batch", "ref"), True),)
+
+
+class UsageReceipt(BaseModel):
+    """A recorded use of evidence: the only thing that reinforces memory weight."""
+
+    namespace = ForeignKeyField(Namespace, backref="usage_receipts", on_delete="CASCADE")
+    receipt_id = CharField(max_length=500)
+    batch = ForeignKeyField(RetrievalBatch, null=True, backref="receipts", on_delete="SET NULL")
+    event_ids = JSONTextField(default=list)
+    audit = JSONTextField(null=True)
+    created_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "receipt_id"), True),)
+
+
+class RetrievalTrace(BaseModel):
+    """Why something was or was not recalled: every search, assessment, use and context build."""
+
+    namespace = ForeignKeyField(Namespace, backref="traces", on_delete="CASCADE")
+    batch = ForeignKeyField(RetrievalBatch, null=True, backref="traces", on_delete="SET NULL")
+    kind = CharField(max_length=16)
+    channel = CharField(max_length=32, null=True)
+    query = TextField(default="")
+    candidates = JSONTextField(default=list)
+    selected = JSONTextField(default=list)
+    verdict = CharField(max_length=16, null=True)
+    detail = JSONTextField(null=True)
+    elapsed_ms = FloatField(default=0.0)
+    created_at = CharField()
+
+
+# Tables added by schema version 2 (the derivation work).
+V2_MODELS: list[type[BaseModel]] = [
+    Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
+]
+
+
 ALL_MODELS: list[type[BaseModel]] = [
     SchemaVersion,
     Namespace,
@@ -337,9 +448,17 @@ ALL_MODELS: list[type[BaseModel]] = [
     GraphFact,
     GraphEdge,
     GraphSource,
+    MessageTerm,
+    EventTerm,
+    CorpusStat,
+    RetrievalBatch,
+    BatchRef,
+    UsageReceipt,
+    RetrievalTrace,
 ]
 
-# Tables added by schema version 2 (the derivation work).
-V2_MODELS: list[type[BaseModel]] = [
-    Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
-]
+# Tables added by schema version 3 (the search index).
+V3_MODELS: list[type[BaseModel]] = [MessageTerm, EventTerm, CorpusStat]
+
+# Tables added by schema version 4 (evidence gate, receipts, traces).
+V4_MODELS: list[type[BaseModel]] = [RetrievalBatch, BatchRef, UsageReceipt, RetrievalTrace]

@@ -18,6 +18,7 @@ from core.dto import ROLES, MessageIn, RawMessage, ToolTrace
 from core.errors import InvalidInputError, ReceiptConflictError
 from core.layers import deterministic_layers
 from core.models import Block, IngestionReceipt, Message, Namespace, Thread
+from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
 from core.services.spaces import get_or_create_namespace, get_or_create_thread
 from core.timeutil import now_iso, now_local, parse_timestamp, to_epoch, to_iso
@@ -243,6 +244,7 @@ def append_messages(
         th = get_or_create_thread(ns, thread)
         tail = _open_tail(th)
         new_ids: list[int] = []
+        indexed: list[tuple[int, int, str]] = []
         for item, iso, epoch in stamped:
             th.message_count += 1
             if item.role == "user":
@@ -263,7 +265,9 @@ def append_messages(
                 tool_calls=[t.to_json() for t in item.tool_calls] or None,
             )
             new_ids.append(row.id)
+            indexed.append((row.id, th.id, message_text(item.speaker, item.content, row.tool_calls)))
             tail.append(_row_to_raw(row, th.name))
+        index_messages(ns.id, indexed)
         sealed: list[int] = []
         while True:
             cut = _cut_index(tail, ns.block_turn_size, close_turn)

@@ -15,6 +15,7 @@ from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
 from core.models import Block, Event, EventLink, EventParticipant, EventSource, Message, Namespace, Thread
 from core.search.bm25 import bm25_scores, ranked
+from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
 from core.search.tokenize import tokenize
 from core.services.capture import _row_to_raw
@@ -240,6 +241,7 @@ def write_event(
             [{"event": event.id, "message": m, "position": i} for i, m in enumerate(sources)]
         ).execute()
     _add_participants(event.id, participants)
+    index_events(event.namespace_id, [event])
     relations = draft.get("relations", {})
     targets = {i for ids in relations.values() for i in ids}
     live = {

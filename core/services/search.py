@@ -1,0 +1,216 @@
+"""Search channels: raw messages, events and the knowledge graph.
+
+Every channel is deterministic: BM25 over the incremental index (§7.2), structured
+rankings fused by RRF (§7.3). Search never changes memory weight; event search only
+records when an event was last retrieved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Sequence
+
+from core.db import write_transaction
+from core.dto import RawMessage
+from core.errors import InvalidInputError
+from core.models import Block, Event, EventParticipant, EventSource, Message, Namespace, Thread
+from core.search.analyze import analyze
+from core.search.bm25 import rrf
+from core.search.index import bm25
+from core.search.tokenize import normalize
+from core.services.capture import _row_to_raw
+from core.services.events import LIVE, EventRow, _row as event_row
+from core.services.spaces import get_namespace
+from core.timeutil import now_iso, period_bounds
+
+
+@dataclass(frozen=True)
+class RawHit:
+    message: RawMessage
+    block_id: int | None
+    turn_range: tuple[int, int] | None
+    score: float
+    nearby: tuple[RawMessage, ...]
+
+
+@dataclass(frozen=True)
+class EventHit:
+    event: EventRow
+    rank_score: float
+    source_message_ids: tuple[int, ...]
+    source_block_id: int | None
+
+
+def clamp(limit: object, low: int, high: int, default: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return default
+    return max(low, min(high, limit))
+
+
+def _thread_id(ns: Namespace, thread: str | None) -> int | None:
+    if thread is None:
+        return None
+    row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
+    if row is None:
+        raise InvalidInputError(f"thread {thread!r} does not exist in namespace {ns.name!r}")
+    return row.id
+
+
+# ----------------------------------------------------------------------------- raw
+
+
+def messages_by_id(ids: Sequence[int]) -> dict[int, RawMessage]:
+    if not ids:
+        return {}
+    rows = Message.select(Message, Thread.name).join(Thread).where(Message.id.in_(list(ids)))
+    return {m.id: _row_to_raw(m, m.thread.name) for m in rows}
+
+
+def _nearby(message: RawMessage, thread_id: int) -> tuple[RawMessage, ...]:
+    rows = (Message.select(Message, Thread.name).join(Thread)
+            .where((Message.thread == thread_id) & Message.position.between(message.position - 1, message.position + 1))
+            .order_by(Message.position))
+    return tuple(_row_to_raw(m, m.thread.name) for m in rows)
+
+
+def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None) -> list[RawHit]:
+    """Raw messages ranked by BM25 — sealed blocks and the open tail alike.
+
+    A query with no searchable token returns nothing (the zero-match rule)."""
+    ns = get_namespace(namespace)
+    limit = clamp(limit, 1, 50, 6)
+    terms = analyze(query)
+    if not terms:
+        return []
+    scores = bm25("message", ns.id, terms, thread_id=_thread_id(ns, thread))
+    if not scores:
+        return []
+    ids = sorted(scores, key=lambda i: (-scores[i], -i))[:limit]
+    rows = {m.id: m for m in Message.select(Message, Thread.name).join(Thread).where(Message.id.in_(ids))}
+    blocks = {b.id: b for b in Block.select().where(Block.id.in_([r.block_id for r in rows.values() if r.block_id]))}
+    hits = []
+    for message_id in ids:
+        row = rows[message_id]
+        raw = _row_to_raw(row, row.thread.name)
+        block = blocks.get(row.block_id)
+        hits.append(RawHit(
+            message=raw, block_id=row.block_id,
+            turn_range=(block.start_turn, block.end_turn) if block else None,
+            score=round(scores[message_id], 6), nearby=_nearby(raw, row.thread_id),
+        ))
+    return hits
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def _fuzzy(a: str, b: str) -> bool:
+    a, b = normalize(a), normalize(b)
+    return bool(a and b) and (a == b or a in b or b in a)
+
+
+def _chronology(event: Event) -> float:
+    for value in (event.happened_start_ts, event.happened_end_ts, event.mentioned_ts):
+        if value is not None:
+            return value
+    return 0.0
+
+
+def search_events(
+    namespace: str,
+    query: str = "",
+    limit: int = 6,
+    *,
+    participants: Sequence[str] | None = None,
+    event_type: str | None = None,
+    happened_from: str | None = None,
+    happened_to: str | None = None,
+    temporal_intent: str | None = None,
+    track: bool = True,
+) -> list[EventHit]:
+    """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF."""
+    from core.eventtypes import normalize_event_type
+    from core.services.events import event_weight
+
+    ns = get_namespace(namespace)
+    limit = clamp(limit, 1, 20, 6)
+    if temporal_intent not in (None, "first", "latest"):
+        raise InvalidInputError(f"temporal_intent must be 'first' or 'latest', got {temporal_intent!r}")
+    terms = analyze(query or "")
+    text_scores = bm25("event", ns.id, terms) if terms else {}
+    filters = bool(participants) or bool(event_type) or bool(happened_from or happened_to)
+    if terms and not text_scores and not filters:
+        return []
+    live = Event.select().where((Event.namespace == ns) & (Event.status.in_(LIVE)))
+    candidates: dict[int, Event]
+    if filters or not terms:
+        candidates = {e.id: e for e in live}
+    else:
+        candidates = {e.id: e for e in live.where(Event.id.in_(list(text_scores)))}
+    text_scores = {i: s for i, s in text_scores.items() if i in candidates}
+
+    def structured(ids: Sequence[int]) -> list[int]:
+        events = [candidates[i] for i in ids]
+        if temporal_intent == "first":
+            events.sort(key=lambda e: (_chronology(e), e.id))
+        elif temporal_intent == "latest":
+            events.sort(key=lambda e: (-_chronology(e), -e.id))
+        else:
+            events.sort(key=lambda e: (-event_weight(e, ns.current_turn), e.updated_at, e.id), reverse=False)
+        return [e.id for e in events]
+
+    lists: list[set[int]] = []
+    if participants:
+        names = {}
+        for row in EventParticipant.select().where(EventParticipant.event.in_(list(candidates))):
+            names.setdefault(row.event_id, []).append(row.name)
+        lists.append({i for i in candidates if all(any(_fuzzy(p, n) for n in names.get(i, [])) for p in participants)})
+    if event_type:
+        wanted = normalize_event_type(event_type)
+        lists.append({i for i, e in candidates.items()
+                      if e.event_type == wanted or _fuzzy(event_type, f"{e.title} {e.summary} {' '.join(e.tags or [])}")})
+    if happened_from or happened_to:
+        low = period_bounds(happened_from, timezone.utc) if happened_from else None
+        high = period_bounds(happened_to, timezone.utc) if happened_to else None
+        if (happened_from and low is None) or (happened_to and high is None):
+            raise InvalidInputError("happened_from/happened_to must be dates like 2023, 2023-05 or 2023-05-07")
+        lists.append({
+            i for i, e in candidates.items() if e.happened_start_ts is not None
+            and (low is None or e.happened_end_ts >= low[0]) and (high is None or e.happened_start_ts <= high[1])
+        })
+    text_rank = sorted(text_scores, key=lambda i: (-text_scores[i], i))
+    rankings: list[list[int]] = []
+    if lists:
+        exact = set.intersection(*lists)
+        if exact:
+            rankings = [[i for i in text_rank if i in exact], structured(sorted(exact))]
+        else:
+            rankings = [text_rank] + [structured(sorted(part)) for part in lists if part]
+    else:
+        rankings = [text_rank]
+        if temporal_intent and text_rank:
+            rankings.append(structured(text_rank))
+    rankings = [r for r in rankings if r]
+    if not rankings:
+        if terms:
+            return []
+        rankings = [structured(list(candidates))]
+    fused = rrf(rankings)[:limit]
+    ids = [i for i, _ in fused]
+    sources: dict[int, list[int]] = {}
+    for row in EventSource.select().where(EventSource.event.in_(ids)).order_by(EventSource.position):
+        sources.setdefault(row.event_id, []).append(row.message_id)
+    if track and ids:
+        with write_transaction():
+            Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(ids)).execute()
+    threads = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
+    return [
+        EventHit(
+            event=event_row(candidates[i], ns, threads.get(candidates[i].thread_id)),
+            rank_score=round(score, 6),
+            source_message_ids=tuple(sources.get(i, ())),
+            source_block_id=candidates[i].block_id,
+        )
+        for i, score in fused
+    ]
