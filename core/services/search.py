@@ -214,3 +214,94 @@ def search_events(
         )
         for i, score in fused
     ]
+
+
+# ----------------------------------------------------------------------------- graph
+
+
+@dataclass(frozen=True)
+class NodeHit:
+    node_id: int
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    current_state: str
+    status: str
+    rank_score: float
+    matched_fields: tuple[str, ...]
+    match_type: str
+    provenance_event_ids: tuple[int, ...]
+
+
+# §7.5 field weights for node search.
+GRAPH_FIELD_WEIGHTS = {
+    "name": 6, "aliases": 5, "tags": 5, "type": 2, "currentFacts": 4, "historicalFacts": 2,
+    "currentEdgeEndpoints": 4, "historicalEdgeEndpoints": 2, "relations": 1,
+}
+
+
+def _fact_text(fact) -> str:
+    value = fact.value if isinstance(fact.value, str) else " ".join(fact.value)
+    return f"{fact.key.replace('_', ' ')} {value}"
+
+
+def _node_fields(view) -> dict[str, str]:
+    edges = view.edges_out + view.edges_in
+    return {
+        "name": view.name,
+        "aliases": " ".join(view.aliases),
+        "tags": " ".join(view.tags),
+        "type": view.type,
+        "currentFacts": " ".join(_fact_text(f) for f in view.current_facts),
+        "historicalFacts": " ".join(_fact_text(f) for f in view.historical_facts),
+        "currentEdgeEndpoints": " ".join(e.other_name for e in edges if e.current),
+        "historicalEdgeEndpoints": " ".join(e.other_name for e in edges if not e.current),
+        "relations": " ".join(e.relation.replace("_", " ") for e in edges),
+    }
+
+
+def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
+    """§7.5: BM25 over the effective node views with field weights.
+
+    Relation labels only rank: a node that matches nothing but a relation word is not a hit.
+    """
+    from core.search.bm25 import bm25_scores
+    from core.services.graph import list_nodes, node_view
+
+    limit = clamp(limit, 1, 20, 8)
+    terms = analyze(query or "")
+    if not terms:
+        return []
+    views = {}
+    for row in list_nodes(namespace, limit=100_000):
+        try:
+            views[row.id] = node_view(row.id)
+        except Exception:  # a node that lost its visible evidence meanwhile
+            continue
+    field_tokens = {nid: {f: analyze(t) for f, t in _node_fields(v).items()} for nid, v in views.items()}
+    docs = {nid: [tok for f, toks in fields.items() for tok in toks * GRAPH_FIELD_WEIGHTS[f]]
+            for nid, fields in field_tokens.items()}
+    scores = bm25_scores(terms, docs)
+    wanted = set(terms)
+    hits = []
+    for nid in sorted(scores, key=lambda i: (-scores[i], i)):
+        matched = tuple(f for f, toks in field_tokens[nid].items() if wanted & set(toks))
+        if not matched or matched == ("relations",):
+            continue
+        view = views[nid]
+        current = any(f in matched for f in ("name", "aliases", "tags", "type", "currentFacts", "currentEdgeEndpoints"))
+        historical = any(f in matched for f in ("historicalFacts", "historicalEdgeEndpoints"))
+        match_type = "both" if current and historical else ("historical" if historical else "current")
+        sources = []
+        for fact in view.current_facts + view.historical_facts:
+            if wanted & set(analyze(_fact_text(fact))):
+                sources.extend(fact.source_event_ids)
+        sources.extend(e.id for e in view.events)
+        hits.append(NodeHit(
+            node_id=nid, name=view.name, type=view.type, aliases=view.aliases, current_state=view.current_state[:500],
+            status=view.status, rank_score=round(scores[nid], 6), matched_fields=matched, match_type=match_type,
+            provenance_event_ids=tuple(dict.fromkeys(sources))[:6],
+        ))
+        if len(hits) >= limit:
+            break
+    return hits
