@@ -32,9 +32,11 @@ class RetrievalParams:
     neighbour_weight: float = 0.7
     speaker_boost: float = 1.0
     time_boost: float = 0.5
-    event_weight: float = 0.6
+    event_weight: float = 0.0
     event_limit: int = 30
     candidate_limit: int = 400
+    second_neighbour_weight: float = 0.2
+    event_boost: float = 0.25
 
 
 DEFAULT_PARAMS = RetrievalParams()
@@ -114,10 +116,18 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     for mid, score in own.items():
         scores[mid] = scores.get(mid, 0.0) + score
         thread, position = layout.info[mid][:2]
-        for offset in (-1, 1):
-            neighbour = layout.at.get((thread, position + offset))
+        for offset, weight in ((-1, params.neighbour_weight), (1, params.neighbour_weight),
+                               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight)):
+            neighbour = layout.at.get((thread, position + offset)) if weight else None
             if neighbour is not None:
-                scores[neighbour] = scores.get(neighbour, 0.0) + params.neighbour_weight * score
+                scores[neighbour] = scores.get(neighbour, 0.0) + weight * score
+    if params.event_boost > 0:
+        boost = event_support(ns, terms)
+        if boost:
+            top_event = max(boost.values())
+            for mid, value in boost.items():
+                if mid in scores:
+                    scores[mid] *= 1 + params.event_boost * value / top_event
     named = {layout.speakers[t] for t in analyze(question, stemming=False) if t in layout.speakers}
     wants_time = bool(_WHEN.search(question))
     top = sorted(scores, key=lambda m: -scores[m])[: params.candidate_limit]
@@ -131,6 +141,21 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
             factor += params.time_boost
         boosted[mid] = scores[mid] * factor
     return boosted
+
+
+def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
+    """For each message, the best BM25 score of a live event that cites it."""
+    from core.models import Event, EventSource
+
+    scores = bm25("event", ns.id, terms)
+    if not scores:
+        return {}
+    support: dict[int, float] = {}
+    rows = (EventSource.select(EventSource.message, EventSource.event).join(Event)
+            .where(EventSource.event.in_(list(scores)) & Event.status.in_(["active", "superseded"])).tuples())
+    for message_id, event_id in rows:
+        support[message_id] = max(support.get(message_id, 0.0), scores[event_id])
+    return support
 
 
 def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:

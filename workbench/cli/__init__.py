@@ -24,7 +24,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import bench, events, graph, memory
+    from workbench.cli import bench, events, graph, memory, search
 
     parser = argparse.ArgumentParser(
         prog="strata", description="Strata: local-first long-term memory for AI agents."
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     events.register(sub, common)
     events.register_verify(sub, common)
     graph.register(sub, common)
+    search.register(sub, common)
     bench.register(sub, common)
     return parser
 

@@ -1,0 +1,938 @@
+"""The agent tool set: nine memory tools, each a JSON schema plus a handler.
+
+Harnesses use it straight from Python; the MCP server (``core.mcp_server``) exposes the
+same tools over stdio. One ``MemoryTools`` object serves one agent: a namespace, and
+optionally the agent's session (which scopes batches, budget and receipts) and its
+conversation thread (what ``scope: "session"`` means for raw search and blocks).
+
+Every retrieval or expansion opens a batch through the evidence gate
+(``core.services.gate``) and returns ``{batch_id, evidence_refs, results, …}``. The
+agent then assesses the batch (``assess``) and closes it (``record_use``); only refs
+adopted by a sufficient assessment and then used reinforce memory (§8, §9.1).
+
+Results are compact (§12.1): titles cut to 240 characters, summaries to 800, raw message
+content to 500. ``rank_score`` orders hits within one result list; it is not a
+confidence. Every problem an agent can cause (bad arguments, a spent budget, a repeated
+empty channel, a refused receipt) raises ``ToolError``, whose message says what to do
+next; ``call_safe`` turns it into an error dict instead.
+"""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+from typing import Any, Callable, Mapping
+
+from core.db import write_transaction
+from core.errors import (
+    BlockNotReadyError,
+    InvalidInputError,
+    NotFoundError,
+    ReceiptConflictError,
+    StrataError,
+)
+
+SCORE_MEANING = (
+    "rank_score only orders the hits of this result list (higher ranks first); "
+    "it is not a confidence or a probability and is not comparable across calls."
+)
+TITLE_LIMIT = 240
+SUMMARY_LIMIT = 800
+CONTENT_LIMIT = 500
+ALIASES_LIMIT = 160
+STATE_LIMIT = 500
+LIVE_STATUSES = ("active", "superseded")
+_DEFAULT_BUDGET = object()  # "use the gate's default round budget"
+
+# Tool-facing strategy names (the tool an agent calls next) and the gate's spelling.
+_STRATEGY_TO_GATE = {"search_raw": "search_raw_memory"}
+_STRATEGY_FROM_GATE = {v: k for k, v in _STRATEGY_TO_GATE.items()}
+TOOL_STRATEGIES = (
+    "answer", "search_events", "expand_event", "search_graph", "expand_graph_node",
+    "search_raw", "expand_block", "get_blocks",
+)
+
+_NEXT_STEP = ("Assess this batch with assess(batch_id, verdict, evidence_refs, fit, missing, next_strategy), "
+              "then close it with record_use(batch_id, evidence_refs) — use [] when nothing was used.")
+
+
+class ToolError(StrataError):
+    """A tool call the agent can fix: the message says what went wrong and what to do next.
+
+    ``code`` is a stable machine-readable reason (invalid_arguments, unknown_tool,
+    not_found, not_ready, budget_exhausted, strategy_repeat, use_refused, batch_closed,
+    receipt_conflict); ``field`` names the offending argument when there is one.
+    """
+
+    def __init__(self, message: str, *, code: str = "invalid_arguments", field: str | None = None,
+                 details: Mapping[str, Any] | None = None, tool: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.field = field
+        self.details = dict(details or {})
+        self.tool = tool
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": str(self)}
+        if self.tool is not None:
+            error["tool"] = self.tool
+        if self.field is not None:
+            error["field"] = self.field
+        error.update(self.details)
+        return {"error": error}
+
+
+# ----------------------------------------------------------------------------- schemas
+
+
+def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_QUERY = {"type": "string", "description": "What to look for, in plain words (names, topics, key terms)."}
+_ID_DOC = "an integer id, or the evidence ref a search returned"
+_BATCH_ID = {
+    "type": ["string", "integer"],
+    "description": "The batch to act on, e.g. 'batch_12' or 12. Omit it to use this session's latest batch.",
+}
+_EVIDENCE_REFS = {
+    "type": "array", "items": {"type": "string"},
+    "description": "Evidence refs exactly as the batch listed them in evidence_refs (e.g. 'event:12').",
+}
+
+TOOL_SPECS: dict[str, dict[str, Any]] = {
+    "search_events": {
+        "description": (
+            "Search long-term memory for event cards (what happened, was decided, planned or changed, with "
+            "participants and time). Start here for history. Opens a retrieval batch: assess it, then close it "
+            "with record_use. Give filters to narrow the search; temporal_intent orders by time."
+        ),
+        "inputSchema": _obj({
+            "query": _QUERY,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 6,
+                      "description": "How many events to return (1-20, default 6)."},
+            "temporal_intent": {"type": "string", "enum": ["first", "latest"],
+                                "description": "Prefer the earliest ('first') or most recent ('latest') events."},
+            "event_type": {"type": "string",
+                           "description": "Event type such as decision, plan, change, release, meeting, incident."},
+            "participants": {"type": "array", "items": {"type": "string"},
+                             "description": "People or agents that must take part in the event."},
+            "happened_from": {"type": "string", "description": "Only events that happened on or after this date "
+                                                               "(YYYY, YYYY-MM or YYYY-MM-DD)."},
+            "happened_to": {"type": "string", "description": "Only events that happened on or before this date "
+                                                             "(YYYY, YYYY-MM or YYYY-MM-DD)."},
+        }, ["query"]),
+    },
+    "search_graph": {
+        "description": (
+            "Search the knowledge graph for entities (people, places, organizations, tools, projects) and their "
+            "current state (facts and relations), with historical values marked. Use it for 'what is X now' "
+            "questions. Opens a retrieval batch: assess it, then close it with record_use."
+        ),
+        "inputSchema": _obj({
+            "query": _QUERY,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 8,
+                      "description": "How many nodes to return (1-20, default 8)."},
+        }, ["query"]),
+    },
+    "search_raw": {
+        "description": (
+            "Search the raw conversation messages word for word: the source evidence behind events. Use it when "
+            "events or the graph miss a detail or you need exact wording. scope 'session' searches only this "
+            "conversation, 'namespace' all of memory. Opens a retrieval batch: assess it, then close it with "
+            "record_use."
+        ),
+        "inputSchema": _obj({
+            "query": _QUERY,
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 6,
+                      "description": "How many messages to return (1-20, default 6)."},
+            "scope": {"type": "string", "enum": ["namespace", "session"],
+                      "description": "'namespace' (default) searches all conversations; 'session' only this one."},
+        }, ["query"]),
+    },
+    "get_blocks": {
+        "description": (
+            "List the sealed conversation blocks at their current (decayed) level of detail: older blocks show "
+            "less. Use expand_block to read one in more detail. Opens a retrieval batch: assess it, then close "
+            "it with record_use."
+        ),
+        "inputSchema": _obj({
+            "scope": {"type": "string", "enum": ["session", "namespace"],
+                      "description": "'session' (default when this agent has a conversation) lists this "
+                                     "conversation's blocks; 'namespace' lists every conversation's blocks."},
+        }, []),
+    },
+    "expand_block": {
+        "description": (
+            "Show one conversation block at a deeper level (L0 title … L5 raw transcript). This also re-anchors "
+            "the block's decay at the new level. target: 'next' (default, one level deeper), 'raw' (L5), "
+            "'L0'-'L5' or a level number 0-5. Opens a retrieval batch: assess it, then close it with record_use."
+        ),
+        "inputSchema": _obj({
+            "id": {"type": ["integer", "string"], "description": f"The block: {_ID_DOC} (e.g. 'block:4:level:2')."},
+            "target": {"type": ["string", "integer"], "default": "next",
+                       "description": "Level to show: 'next', 'raw', 'L0'..'L5' or 0..5."},
+        }, ["id"]),
+    },
+    "expand_event": {
+        "description": (
+            "Show the complete event card: quotes, time, participants, links to related or superseding events, "
+            "source message ids and memory weight. To read the source text, expand its source block to 'raw'. "
+            "Opens a retrieval batch: assess it, then close it with record_use."
+        ),
+        "inputSchema": _obj({
+            "id": {"type": ["integer", "string"], "description": f"The event: {_ID_DOC} (e.g. 'event:12')."},
+        }, ["id"]),
+    },
+    "expand_graph_node": {
+        "description": (
+            "Show one graph node in full: current and historical facts, relations to other nodes and the events "
+            "that support them. Opens a retrieval batch: assess it, then close it with record_use."
+        ),
+        "inputSchema": _obj({
+            "id": {"type": ["integer", "string"], "description": f"The node: {_ID_DOC} (e.g. 'graph-node:3')."},
+        }, ["id"]),
+    },
+    "assess": {
+        "description": (
+            "Judge one retrieval batch before relying on it. verdict 'sufficient' needs at least one evidence "
+            "ref from that batch and next_strategy 'answer'; otherwise say what is missing and which tool to try "
+            "next. Refs not in the batch are rejected (see rejected_evidence_refs). fit and missing are cut to "
+            "160 characters."
+        ),
+        "inputSchema": _obj({
+            "batch_id": _BATCH_ID,
+            "verdict": {"type": "string", "enum": ["sufficient", "partial", "wrong"],
+                        "description": "sufficient: the refs answer the question; partial: related but "
+                                       "incomplete; wrong: off topic."},
+            "evidence_refs": {**_EVIDENCE_REFS, "description": "Up to 8 refs of this batch that support the answer."},
+            "fit": {"type": "string", "description": "One line: how the evidence fits the question."},
+            "missing": {"type": "string", "description": "One line: what is still missing (empty if nothing)."},
+            "next_strategy": {"type": "string", "enum": list(TOOL_STRATEGIES),
+                              "description": "'answer' when sufficient, else the tool to use next."},
+        }, ["verdict", "evidence_refs", "fit", "missing", "next_strategy"]),
+    },
+    "record_use": {
+        "description": (
+            "Close a retrieval batch with a use receipt, naming the refs your answer actually used. Only refs "
+            "adopted by a sufficient assessment of that batch may be used; they strengthen those memories. Pass "
+            "[] to close a batch you did not use. Every batch must be closed before the turn ends."
+        ),
+        "inputSchema": _obj({
+            "batch_id": _BATCH_ID,
+            "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs the answer used (adopted ones), or []."},
+            "receipt_id": {"type": "string",
+                           "description": "Idempotency key; omit it to derive one from the session and batch."},
+        }, ["evidence_refs"]),
+    },
+}
+
+TOOL_NAMES = tuple(TOOL_SPECS)
+
+# Arguments that the gate itself normalizes (§8.1): any string goes through, enum or not,
+# and array items are checked there (a bad item is a rejected ref, not a failed call).
+_LENIENT = {("assess", "verdict"), ("assess", "next_strategy"), ("assess", "evidence_refs"),
+            ("record_use", "evidence_refs")}
+
+
+# ----------------------------------------------------------------------------- argument checking
+
+
+def _type_names(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    kind = spec.get("type", "string")
+    return tuple(kind) if isinstance(kind, (list, tuple)) else (kind,)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _coerce(tool: str, name: str, spec: Mapping[str, Any], value: Any) -> Any:
+    kinds = _type_names(spec)
+    lenient = (tool, name) in _LENIENT
+
+    def fail(expected: str) -> ToolError:
+        return ToolError(f"{tool}: argument '{name}' must be {expected}, got {value!r}", field=name, tool=tool)
+
+    if "array" in kinds:
+        if isinstance(value, str) and lenient:
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise fail("an array of strings")
+        items = list(value)
+        if not lenient:
+            for index, item in enumerate(items):
+                if not isinstance(item, str) or not item.strip():
+                    raise ToolError(f"{tool}: '{name}[{index}]' must be a non-empty string, got {item!r}",
+                                    field=f"{name}[{index}]", tool=tool)
+            items = [item.strip() for item in items]
+        return items
+    if kinds == ("integer",):
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+            value = int(value)
+        if not _is_int(value):
+            raise fail("an integer")
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise fail(f"an integer from {low} to {high}")
+        return value
+    if set(kinds) == {"integer", "string"}:
+        if not (_is_int(value) or isinstance(value, str)):
+            raise fail("an integer or a string")
+        if isinstance(value, str) and not value.strip():
+            raise fail("a non-empty string or an integer")
+        return value.strip() if isinstance(value, str) else value
+    # plain string
+    if not isinstance(value, str):
+        raise fail("a string")
+    enum = spec.get("enum")
+    if enum and not lenient:
+        text = value.strip().lower()
+        if text not in enum:
+            raise ToolError(f"{tool}: argument '{name}' must be one of {', '.join(enum)}, got {value!r}",
+                            field=name, tool=tool)
+        return text
+    return value
+
+
+def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
+    """Validate ``arguments`` against the tool's schema; return them cleaned (absent = omitted)."""
+    if tool not in TOOL_SPECS:
+        raise ToolError(f"unknown tool {tool!r}; the memory tools are: {', '.join(TOOL_NAMES)}",
+                        code="unknown_tool", tool=tool)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise ToolError(f"{tool}: arguments must be a JSON object, got {type(arguments).__name__}", tool=tool)
+    schema = TOOL_SPECS[tool]["inputSchema"]
+    properties = schema["properties"]
+    unknown = [key for key in arguments if key not in properties]
+    if unknown:
+        raise ToolError(f"{tool}: unknown argument '{unknown[0]}'; allowed: {', '.join(properties)}",
+                        field=str(unknown[0]), tool=tool)
+    for name in schema["required"]:
+        if arguments.get(name) is None:
+            raise ToolError(f"{tool}: argument '{name}' is required", field=name, tool=tool)
+    return {name: _coerce(tool, name, properties[name], value)
+            for name, value in arguments.items() if value is not None}
+
+
+def _parse_id(tool: str, value: Any, prefix: str, what: str) -> int:
+    """An id from an integer, a digit string or a ref like ``event:12`` / ``block:4:level:2``."""
+    if _is_int(value):
+        if value > 0:
+            return value
+    elif isinstance(value, str):
+        match = re.fullmatch(rf"\s*(?:{re.escape(prefix)}:)?(\d+)(?::[\w:-]*)?\s*", value)
+        if match:
+            return int(match.group(1))
+    raise ToolError(f"{tool}: argument 'id' must be a {what} id like 12 or '{prefix}:12', got {value!r}",
+                    field="id", tool=tool)
+
+
+# ----------------------------------------------------------------------------- compact rendering
+
+
+def clip(text: str | None, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (an ellipsis marks a cut)."""
+    if not text:
+        return ""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _join_clipped(values: tuple[str, ...] | list[str], limit: int) -> list[str]:
+    """Leading values whose combined length (with ', ') stays within ``limit``."""
+    out, used = [], 0
+    for value in values:
+        cost = len(value) + (2 if out else 0)
+        if used + cost > limit:
+            break
+        out.append(value)
+        used += cost
+    return out
+
+
+def _temporal(event: Any) -> dict[str, Any]:
+    return {
+        "mentioned_at": event.mentioned_at,
+        "happened_start": event.happened_start,
+        "happened_end": event.happened_end,
+        "precision": event.precision,
+        "status": event.time_status,
+        "event_type": event.event_type,
+    }
+
+
+def _event_brief(hit: Any, ref: str) -> dict[str, Any]:
+    event = hit.event
+    return {
+        "ref": ref,
+        "id": event.id,
+        "title": clip(event.title, TITLE_LIMIT),
+        "summary": clip(event.summary, SUMMARY_LIMIT),
+        "source_time": event.happened_start or event.mentioned_at,
+        "temporal": _temporal(event),
+        "participants": list(event.participants),
+        "source_block_id": hit.source_block_id,
+        "status": event.status,
+        "scope": event.scope,
+        "criticality": event.criticality,
+        "rank_score": hit.rank_score,
+    }
+
+
+_FIELD_WORDS = {
+    "name": "name", "aliases": "an alias", "tags": "a tag", "type": "the node type",
+    "currentFacts": "a current fact", "historicalFacts": "a historical fact",
+    "currentEdgeEndpoints": "a current relation", "historicalEdgeEndpoints": "a historical relation",
+    "relations": "a relation label",
+}
+
+
+def _match_reason(hit: Any) -> str:
+    words = [_FIELD_WORDS.get(f, f) for f in hit.matched_fields]
+    reason = "matched " + ", ".join(words) if words else "matched"
+    if hit.match_type == "historical":
+        reason += " (only past values match; check current_state for what holds now)"
+    elif hit.match_type == "both":
+        reason += " (current and past values)"
+    return reason
+
+
+def _node_brief(hit: Any, ref: str) -> dict[str, Any]:
+    return {
+        "ref": ref,
+        "id": hit.node_id,
+        "name": hit.name,
+        "type": hit.type,
+        "aliases": _join_clipped(list(hit.aliases), ALIASES_LIMIT),
+        "current_state": clip(hit.current_state, STATE_LIMIT),
+        "status": hit.status,
+        "rank_score": hit.rank_score,
+        "matched_fields": list(hit.matched_fields),
+        "match_type": hit.match_type,
+        "match_reason": _match_reason(hit),
+        "provenance_event_ids": list(hit.provenance_event_ids),
+    }
+
+
+def _raw_brief(hit: Any, ref: str) -> dict[str, Any]:
+    message = hit.message
+    if hit.block_id is not None:
+        hint = (f"Part of block {hit.block_id} (turns {hit.turn_range[0]}-{hit.turn_range[1]}); "
+                f"expand_block id={hit.block_id} target='raw' reads the whole exchange.")
+    else:
+        hint = "Still in the open (unsealed) part of its conversation; the content shown is the stored message."
+    return {
+        "ref": ref,
+        "id": message.id,
+        "block_id": hit.block_id,
+        "turn_range": list(hit.turn_range) if hit.turn_range else None,
+        "message": {
+            "id": message.id,
+            "role": message.role,
+            "speaker": message.speaker,
+            "content": clip(message.content, CONTENT_LIMIT),
+            "created_at": message.created_at,
+            "thread": message.thread,
+        },
+        "source_time": message.created_at,
+        "rank_score": hit.score,
+        "detail_hint": hint,
+    }
+
+
+def _block_entry(view: Any, ref: str) -> dict[str, Any]:
+    return {
+        "ref": ref,
+        "id": view.id,
+        "thread": view.thread,
+        "turn_range": [view.start_turn, view.end_turn],
+        "status": view.status,
+        "age": view.age,
+        "level": view.level,
+        "label": view.label,
+        "content": view.content,
+    }
+
+
+def _links(links: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {kind: [{"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status} for e in events]
+            for kind, events in links.items()}
+
+
+def _fact(fact: Any) -> dict[str, Any]:
+    return {"key": fact.key, "value": fact.value, "status": fact.status, "valid_from": fact.valid_from,
+            "valid_to": fact.valid_to, "source_event_ids": list(fact.source_event_ids)}
+
+
+def _edge(edge: Any, direction: str) -> dict[str, Any]:
+    return {
+        "direction": direction, "relation": edge.relation, "current": edge.current, "status": edge.status,
+        "other": {"id": edge.other_id, "name": edge.other_name, "type": edge.other_type},
+        "valid_from": edge.valid_from, "valid_to": edge.valid_to, "source_event_ids": list(edge.source_event_ids),
+    }
+
+
+def _batch_number(tool: str, value: Any) -> int:
+    """A batch id from 12, "12" or "batch_12"."""
+    if _is_int(value) and value > 0:
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(?:batch_)?(\d+)\s*", value)
+        if match:
+            return int(match.group(1))
+    raise ToolError(f"{tool}: argument 'batch_id' must be a batch id like 'batch_12' or 12, got {value!r}",
+                    field="batch_id", tool=tool)
+
+
+def _strategy_for_tools(name: str | None) -> str | None:
+    return _STRATEGY_FROM_GATE.get(name, name) if name else name
+
+
+# ----------------------------------------------------------------------------- the tool set
+
+
+class MemoryTools:
+    """The memory tools of one agent over one namespace.
+
+    ``session`` scopes the agent's batches (round budget, strategy switching, "latest
+    batch") and its default receipt ids; ``thread`` is the conversation that
+    ``scope: "session"`` means (default: the session id, which is how conversations
+    are captured). ``budget`` is the number of retrieval batches per round (§8.3;
+    ``None`` disables the cap).
+    """
+
+    def __init__(self, namespace: str, *, session: str | None = None, thread: str | None = None,
+                 budget: int | None | object = _DEFAULT_BUDGET):
+        from core.services import gate
+        from core.services.spaces import validate_name
+
+        self.namespace = validate_name(namespace)
+        self.session = session
+        self.thread = thread if thread is not None else session
+        self.budget = gate.DEFAULT_BUDGET if budget is _DEFAULT_BUDGET else budget
+        self._ready = False
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "search_events": self._search_events,
+            "search_graph": self._search_graph,
+            "search_raw": self._search_raw,
+            "get_blocks": self._get_blocks,
+            "expand_block": self._expand_block,
+            "expand_event": self._expand_event,
+            "expand_graph_node": self._expand_graph_node,
+            "assess": self._assess,
+            "record_use": self._record_use,
+        }
+
+    # -- public API
+
+    @staticmethod
+    def schemas() -> list[dict[str, Any]]:
+        """Every tool as ``{name, description, inputSchema}`` (a JSON Schema object)."""
+        import copy
+
+        return [{"name": name, "description": spec["description"], "inputSchema": copy.deepcopy(spec["inputSchema"])}
+                for name, spec in TOOL_SPECS.items()]
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run one tool; return its JSON-ready result or raise ``ToolError``."""
+        args = check_arguments(name, arguments)
+        try:
+            self._ensure_namespace()
+            return self._handlers[name](args)
+        except ToolError as exc:
+            exc.tool = exc.tool or name
+            raise
+        except StrataError as exc:
+            raise _translate(name, exc) from exc
+
+    def call_safe(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Like ``call``, but a ``ToolError`` comes back as ``{"error": {code, message, …}}``."""
+        try:
+            return self.call(name, arguments)
+        except ToolError as exc:
+            return exc.to_dict()
+
+    # -- plumbing
+
+    def _ensure_namespace(self) -> None:
+        """A fresh memory is an empty namespace, not an error: create it on first use."""
+        if self._ready:
+            return
+        from core.models import Namespace
+        from core.services.spaces import get_or_create_namespace
+
+        if Namespace.get_or_none(Namespace.name == self.namespace) is None:
+            with write_transaction():
+                get_or_create_namespace(self.namespace)
+        self._ready = True
+
+    def _open(self, tool: str, channel: str, query: str, specs: list[Any], params: dict[str, Any],
+              results: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        """Open the batch for a retrieval and wrap its results with the batch id and refs."""
+        from core.services import gate
+
+        batch = gate.open_batch(self.namespace, channel, query, specs, session=self.session,
+                                params=params, budget=self.budget)
+        out: dict[str, Any] = {
+            "tool": tool,
+            "batch_id": batch.label,
+            "evidence_refs": list(batch.available_refs),
+            "results": results,
+            "count": len(results),
+        }
+        out.update(extra)
+        out["next_step"] = _NEXT_STEP
+        return out
+
+    def _thread_exists(self) -> bool:
+        from core.models import Namespace, Thread
+
+        return Thread.select().join(Namespace).where(
+            (Namespace.name == self.namespace) & (Thread.name == self.thread)).exists()
+
+    def _session_scope(self, tool: str, scope: str | None, default: str) -> str:
+        scope = scope or default
+        if scope == "session" and self.thread is None:
+            raise ToolError(f"{tool}: scope 'session' needs a conversation, but this memory tool set was started "
+                            "without a session; use scope 'namespace'", field="scope", tool=tool)
+        return scope
+
+    # -- retrieval
+
+    def _search_events(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.search import search_events
+        from core.timeutil import period_bounds
+        from datetime import timezone
+
+        query = args["query"].strip()
+        participants = args.get("participants") or []
+        for name in ("happened_from", "happened_to"):
+            if name in args and period_bounds(args[name], timezone.utc) is None:
+                raise ToolError(f"search_events: argument '{name}' must be a date like 2023, 2023-05 or 2023-05-07, "
+                                f"got {args[name]!r}", field=name, tool="search_events")
+        filters = bool(participants or args.get("event_type") or args.get("happened_from") or args.get("happened_to"))
+        if not query and not filters:
+            raise ToolError("search_events: argument 'query' is empty; give words to search for, or a filter "
+                            "(participants, event_type, happened_from/happened_to)", field="query",
+                            tool="search_events")
+        limit = args.get("limit", 6)
+        hits = search_events(
+            self.namespace, query, limit, participants=participants or None, event_type=args.get("event_type"),
+            happened_from=args.get("happened_from"), happened_to=args.get("happened_to"),
+            temporal_intent=args.get("temporal_intent"),
+        )
+        specs = gate.refs_for_events(hits)
+        results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
+        params = {k: v for k, v in args.items() if k != "query"}
+        extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
+        if not results:
+            extra["empty_reason"] = ("No event matched. Try other words, fewer filters, search_raw for the exact "
+                                     "wording, or search_graph for current state.")
+        return self._open("search_events", "events", query, specs, params, results, **extra)
+
+    def _search_graph(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.search import search_graph
+
+        query = args["query"].strip()
+        hits = search_graph(self.namespace, query, args.get("limit", 8))
+        # NodeHit names its node ``node_id``; hand the gate plain (id, name, score) records.
+        specs = gate.refs_for_nodes([SimpleNamespace(id=h.node_id, name=h.name, rank_score=h.rank_score) for h in hits])
+        results = [_node_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
+        extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
+        if not results:
+            extra["empty_reason"] = ("No graph node matched (a relation word alone never matches). Try an entity "
+                                     "name, search_events, or search_raw.")
+        return self._open("search_graph", "graph", query, specs, {"limit": args.get("limit", 8)}, results, **extra)
+
+    def _search_raw(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.search import search_raw
+
+        query = args["query"].strip()
+        scope = self._session_scope("search_raw", args.get("scope"), "namespace")
+        limit = args.get("limit", 6)
+        empty_reason = None
+        if scope == "session" and not self._thread_exists():
+            hits = []
+            empty_reason = "This conversation has no stored messages yet; use scope 'namespace'."
+        else:
+            hits = search_raw(self.namespace, query, limit, thread=self.thread if scope == "session" else None)
+        specs = gate.refs_for_raw(hits)
+        results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
+        extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
+        if scope == "session":
+            extra["thread"] = self.thread
+        if not results:
+            extra["empty_reason"] = empty_reason or "No stored message contains these words; try other words."
+        return self._open("search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, **extra)
+
+    def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.blocks import get_block_context, list_blocks
+
+        scope = self._session_scope("get_blocks", args.get("scope"), "session" if self.thread else "namespace")
+        thread = self.thread if scope == "session" else None
+        views = get_block_context(self.namespace, thread)
+        rows = list_blocks(self.namespace, thread)
+        counts = {
+            "blocks": len(rows),
+            "ready": sum(1 for r in rows if r.status == "ready"),
+            "pending": sum(1 for r in rows if r.status == "pending"),
+            "failed": sum(1 for r in rows if r.status not in ("ready", "pending")),
+        }
+        empty_reason = None
+        if not views:
+            if thread is not None and not self._thread_exists():
+                empty_reason = "This conversation has nothing stored yet."
+            elif not rows:
+                empty_reason = "No block is sealed yet: too few turns so far (recent turns stay in the open tail)."
+            else:
+                empty_reason = (f"{len(rows)} block(s) exist but none is ready: their summaries are still being "
+                                "derived. search_raw finds their messages meanwhile.")
+        specs = gate.refs_for_blocks(views)
+        results = [_block_entry(view, spec.ref) for view, spec in zip(views, specs)]
+        extra: dict[str, Any] = {"scope": scope, "namespace": self.namespace, "thread": thread, "counts": counts}
+        if empty_reason:
+            extra["empty_reason"] = empty_reason
+        return self._open("get_blocks", "blocks", "", specs, {"scope": scope}, results, **extra)
+
+    # -- expansion
+
+    def _expand_block(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.decay import normalize_target
+        from core.services import gate
+        from core.services.blocks import expand_block, get_block, render_block
+
+        block_id = _parse_id("expand_block", args["id"], "block", "block")
+        target = args.get("target", "next")
+        row = get_block(block_id)
+        if row.namespace != self.namespace:
+            raise NotFoundError(f"block {block_id} does not exist in namespace {self.namespace!r}")
+        note = None
+        if row.status == "ready":
+            level = normalize_target(target, row.current_level if row.current_level is not None else 5)
+            ref = gate.block_ref(block_id, level)
+            # Expanding writes (it re-anchors decay): ask the gate first so a refused batch changes nothing.
+            gate.check_batch_allowed(self.namespace, "block_detail", [ref], session=self.session, budget=self.budget)
+            view = expand_block(block_id, target, by="agent")
+        else:
+            # A pending block has no summary levels and does not decay: show its transcript as it is.
+            view = render_block(block_id, 5)
+            note = (f"Block {block_id} is {row.status} (not summarized yet), so it is shown raw and its decay "
+                    "anchor is unchanged.")
+        specs = gate.refs_for_blocks([view])
+        entry = _block_entry(view, specs[0].ref)
+        entry["previous_level"] = row.current_level
+        if note:
+            entry["note"] = note
+        return self._open("expand_block", "block_detail", str(block_id), specs,
+                          {"id": block_id, "target": target}, [entry])
+
+    def _expand_event(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.events import get_event
+
+        event_id = _parse_id("expand_event", args["id"], "event", "event")
+        card = get_event(event_id)
+        event = card.event
+        if event.namespace != self.namespace or event.status not in LIVE_STATUSES:
+            raise NotFoundError(f"event {event_id} does not exist in namespace {self.namespace!r} "
+                                "(or it was forgotten)")
+        specs = gate.refs_for_events([card])
+        hint = (f"expand_block id={event.block_id} target='raw' shows the source messages."
+                if event.block_id is not None else "This event has no source block.")
+        result = {
+            "ref": specs[0].ref,
+            "id": event.id,
+            "title": event.title,
+            "summary": event.summary,
+            "event_type": event.event_type,
+            "status": event.status,
+            "participants": list(event.participants),
+            "tags": list(event.tags),
+            "quotes": list(card.quotes),
+            "temporal": {**_temporal(event), "basis": event.basis, "original_text": event.original_text},
+            "source_time": event.happened_start or event.mentioned_at,
+            "source_block_id": event.block_id,
+            "thread": event.thread,
+            "source_message_ids": [m.id for m in card.sources],
+            "links": _links(card.links),
+            "linked_from": _links(card.linked_from),
+            "superseded_by": card.superseded_by,
+            "scope": event.scope,
+            "criticality": event.criticality,
+            "weight": event.weight,
+            "mention_count": card.mention_count,
+            "formed_turn": card.formed_turn,
+            "last_adopted_turn": card.last_adopted_turn,
+            "pinned": card.pinned,
+            "detail_hint": hint,
+        }
+        return self._open("expand_event", "event_detail", str(event_id), specs, {"id": event_id}, [result])
+
+    def _expand_graph_node(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+        from core.services.graph import node_view
+
+        node_id = _parse_id("expand_graph_node", args["id"], "graph-node", "graph node")
+        view = node_view(node_id)
+        if view.namespace != self.namespace:
+            raise NotFoundError(f"graph node {node_id} does not exist in namespace {self.namespace!r}")
+        specs = gate.refs_for_nodes([view], expanded=True)
+        result = {
+            "ref": specs[0].ref,
+            "node": {
+                "id": view.id, "name": view.name, "type": view.type, "aliases": list(view.aliases),
+                "tags": list(view.tags), "status": view.status, "current_state": view.current_state,
+            },
+            "current_facts": [_fact(f) for f in view.current_facts],
+            "historical_facts": [_fact(f) for f in view.historical_facts],
+            "edges": [_edge(e, "out") for e in view.edges_out] + [_edge(e, "in") for e in view.edges_in],
+            "supporting_events": [
+                {"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status, "happened_start": e.happened_start}
+                for e in view.events
+            ],
+            "detail_hint": "expand_event reads a supporting event in full.",
+        }
+        return self._open("expand_graph_node", "graph_detail", str(node_id), specs, {"id": node_id}, [result])
+
+    # -- the gate
+
+    def _assess(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+
+        strategy = args["next_strategy"]
+        if isinstance(strategy, str):
+            strategy = strategy.strip().lower()
+            strategy = _STRATEGY_TO_GATE.get(strategy, strategy)
+        verdict = args["verdict"].strip().lower()
+        batch_id = _batch_number("assess", args["batch_id"]) if "batch_id" in args else None
+        result = gate.assess(self.namespace, batch_id, verdict, args["evidence_refs"],
+                             args["fit"], args["missing"], strategy, session=self.session)
+        out = {
+            "tool": "assess",
+            "batch_id": gate.batch_label(result.batch_id),
+            "batch_status": result.batch_status,
+            "latest_batch_id": gate.batch_label(result.latest_batch_id) if result.latest_batch_id else None,
+            "verdict": result.verdict,
+            "requested_verdict": result.requested_verdict,
+            "evidence_refs": list(result.evidence_refs),
+            "rejected_evidence_refs": [
+                {"input_index": r.input_index, "ref": r.ref, "reason": r.reason, "detail": r.detail}
+                for r in result.rejected_evidence_refs
+            ],
+            "fit": result.fit,
+            "missing": result.missing,
+            "next_strategy": _strategy_for_tools(result.next_strategy),
+            "strategy_rewritten_from": _strategy_for_tools(result.strategy_rewritten_from),
+            "notes": [_tool_words(n) for n in result.notes],
+            "unresolved_batch_ids": [gate.batch_label(i) for i in result.unresolved_batch_ids],
+        }
+        if result.verdict == "sufficient":
+            out["next_step"] = ("Answer now, then close this batch with record_use naming the refs you used "
+                                "(any of evidence_refs).")
+        else:
+            out["next_step"] = (f"Not sufficient yet: follow next_strategy ({out['next_strategy']}). Close this "
+                                "batch with record_use(batch_id, []) when you move on.")
+        return out
+
+    def _latest_batch_id(self) -> int:
+        from core.models import Namespace, RetrievalBatch
+
+        scope = (RetrievalBatch.session.is_null() if self.session is None
+                 else RetrievalBatch.session == self.session)
+        batch_id = (RetrievalBatch.select(RetrievalBatch.id).join(Namespace)
+                    .where((Namespace.name == self.namespace) & scope)
+                    .order_by(RetrievalBatch.sequence.desc()).scalar())
+        if batch_id is None:
+            raise ToolError("record_use: there is no batch to close yet; search first", code="not_found",
+                            field="batch_id", tool="record_use")
+        return batch_id
+
+    def default_receipt_id(self, batch_id: int) -> str:
+        """The receipt id ``record_use`` uses when none is given: stable per session and batch."""
+        return f"strata:{self.session or '-'}:batch:{batch_id}"
+
+    def _record_use(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services import gate
+
+        raw_id = args.get("batch_id")
+        if raw_id is None:
+            batch_id = self._latest_batch_id()
+        else:
+            batch_id = _batch_number("record_use", raw_id)
+        receipt_id = args.get("receipt_id") or self.default_receipt_id(batch_id)
+        try:
+            result = gate.record_use(self.namespace, batch_id, args["evidence_refs"], receipt_id=receipt_id,
+                                     session=self.session)
+        except ReceiptConflictError as exc:
+            if "receipt_id" in args:
+                raise
+            # The derived receipt is per batch: a conflict means this batch was closed with other refs.
+            raise ToolError(f"{gate.batch_label(batch_id)} was already closed by record_use with other refs; a batch "
+                            "is closed once. Search again for a new batch if you need more evidence.",
+                            code="batch_closed", field="batch_id", tool="record_use") from exc
+        return {
+            "tool": "record_use",
+            "batch_id": gate.batch_label(result.batch_id),
+            "batch_status": result.batch_status,
+            "receipt_id": result.receipt_id,
+            "evidence_refs": list(result.evidence_refs),
+            "duplicate_evidence_refs": list(result.duplicate_refs),
+            "event_ids": list(result.event_ids),
+            "incremented": result.incremented,
+            "citations": list(result.citations),
+            "retrieved_memories": list(result.retrieved),
+            "unresolved_batch_ids": [gate.batch_label(i) for i in result.unresolved_batch_ids],
+            "replayed": result.replayed,
+        }
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _tool_words(text: str) -> str:
+    """Gate messages name strategies; speak in tool names instead."""
+    return text.replace("search_raw_memory", "search_raw")
+
+
+def _translate(tool: str, exc: StrataError) -> ToolError:
+    """A core error as a ToolError the agent can act on."""
+    from core.services import gate
+
+    message = _tool_words(str(exc))
+    if isinstance(exc, gate.BudgetExhaustedError):
+        return ToolError(message, code="budget_exhausted", tool=tool, details={
+            "budget": exc.budget, "open_batch_ids": [gate.batch_label(i) for i in exc.open_batch_ids]})
+    if isinstance(exc, gate.StrategyRepeatError):
+        alternatives = [_strategy_for_tools(s) for s in exc.alternatives]
+        return ToolError(message, code="strategy_repeat", tool=tool, details={
+            "previous_batch_id": gate.batch_label(exc.batch_id), "alternatives": alternatives})
+    if isinstance(exc, gate.UseRefusedError):
+        return ToolError(message, code="use_refused", tool=tool, field="evidence_refs", details={
+            "batch_id": gate.batch_label(exc.batch_id),
+            "batch_status": exc.batch_status,
+            "issues": [{"input_index": i.input_index, "ref": i.ref, "reason": i.reason, "detail": i.detail}
+                       for i in exc.issues],
+            "duplicate_evidence_refs": list(exc.duplicate_refs),
+            "available_refs": list(exc.available_refs),
+            "adopted_refs": list(exc.adopted_refs),
+        })
+    if isinstance(exc, gate.BatchClosedError):
+        return ToolError(message, code="batch_closed", tool=tool, field="batch_id")
+    if isinstance(exc, ReceiptConflictError):
+        return ToolError(message, code="receipt_conflict", tool=tool, field="receipt_id")
+    if isinstance(exc, NotFoundError):
+        return ToolError(message, code="not_found", tool=tool)
+    if isinstance(exc, BlockNotReadyError):
+        return ToolError(message, code="not_ready", tool=tool)
+    if isinstance(exc, InvalidInputError):
+        return ToolError(message, code="invalid_arguments", tool=tool)
+    return ToolError(message, code="error", tool=tool)
+
+
+__all__ = ["MemoryTools", "SCORE_MEANING", "TOOL_NAMES", "TOOL_SPECS", "ToolError", "check_arguments", "clip"]

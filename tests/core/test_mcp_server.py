@@ -1,0 +1,182 @@
+"""The MCP server, driven by a real MCP client session over stdio (official SDK)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from core.agent_tools import TOOL_NAMES
+from core.models import Event
+from core.services.capture import append_turn
+from core.services.derive import run_pending
+from core.services.spaces import configure_namespace
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION_TIMEOUT = 15  # seconds for the whole client session (spawn, handshake, five calls)
+
+
+def _seed() -> None:
+    configure_namespace("ns", block_turn_size=2)
+    for user, assistant in [
+        ("We decided to use PostgreSQL for the billing service.", "Noted: PostgreSQL for billing."),
+        ("My sister Ana lives in Porto.", "Good to know."),
+        ("Last week I adopted a cat named Miso.", "Congrats on Miso!"),
+        ("The release of version 2 is planned for March.", "Got it, v2 in March."),
+    ]:
+        append_turn("ns", "chat-1", user, assistant)
+    report = run_pending("ns")
+    assert report.failed == 0 and report.events > 0
+
+
+def _workbench_has_mcp() -> bool:
+    from workbench.cli import build_parser
+
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:  # noqa: SLF001 — argparse keeps subcommands here
+        if "mcp" in getattr(action, "choices", {}):
+            return True
+    return False
+
+
+def _launchers(db_url: str) -> list[list[str]]:
+    options = ["--db", db_url, "--namespace", "ns", "--session", "agent-1"]
+    commands = [[sys.executable, "-m", "core.mcp_server", *options]]
+    if _workbench_has_mcp():  # `strata mcp`, once workbench/cli registers the agent commands
+        commands.append([sys.executable, "-m", "workbench", "mcp", *options])
+    return commands
+
+
+def _payload(result) -> dict:
+    assert result.content and result.content[0].type == "text"
+    data = json.loads(result.content[0].text)
+    if result.structured_content is not None:
+        assert result.structured_content == data
+    return data
+
+
+async def _session_run(command: list[str]) -> dict:
+    env = {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
+    seen: dict = {}
+    with anyio.fail_after(SESSION_TIMEOUT):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=10) as session:
+                init = await session.initialize()
+                seen["server"] = init.server_info.name
+                seen["instructions"] = init.instructions
+                listing = await session.list_tools()
+                seen["tools"] = {t.name: t for t in listing.tools}
+
+                found = await session.call_tool("search_events", {"query": "PostgreSQL billing", "limit": 5})
+                seen["search"] = (found.is_error, _payload(found))
+                search = seen["search"][1]
+                batch, ref = search["batch_id"], search["evidence_refs"][0]
+
+                bad = await session.call_tool("search_events", {"query": "x", "limit": 99})
+                seen["bad"] = (bad.is_error, _payload(bad))
+
+                judged = await session.call_tool("assess", {
+                    "batch_id": batch, "verdict": "sufficient", "evidence_refs": [ref, "event:99999"],
+                    "fit": "states the database decision", "missing": "", "next_strategy": "answer"})
+                seen["assess"] = (judged.is_error, _payload(judged))
+
+                used = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": [ref]})
+                seen["use"] = (used.is_error, _payload(used))
+
+                again = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": ["event:99999"]})
+                seen["refused"] = (again.is_error, _payload(again))
+
+                # The server survived every error: it still answers.
+                alive = await session.call_tool("search_graph", {"query": "PostgreSQL"})
+                seen["alive"] = (alive.is_error, _payload(alive))
+    return seen
+
+
+def test_real_mcp_client_session_over_stdio(store, db_url):
+    _seed()
+    for command in _launchers(db_url):
+        seen = anyio.run(_session_run, command)
+        assert seen["server"] == "strata-memory" and "record_use" in seen["instructions"]
+
+        tools = seen["tools"]
+        assert set(TOOL_NAMES) <= set(tools) and len(TOOL_NAMES) == 9
+        for tool in tools.values():
+            assert tool.input_schema["type"] == "object" and tool.description
+        assert tools["search_events"].input_schema["required"] == ["query"]
+
+        is_error, search = seen["search"]
+        assert not is_error and search["batch_id"].startswith("batch_")
+        top = search["results"][0]
+        assert top["ref"] == search["evidence_refs"][0] and top["ref"].startswith("event:")
+        assert "PostgreSQL" in top["title"] and isinstance(top["rank_score"], float)
+        assert "not a confidence" in search["score_meaning"]
+
+        is_error, bad = seen["bad"]
+        assert is_error and bad["error"]["code"] == "invalid_arguments" and bad["error"]["field"] == "limit"
+
+        is_error, judged = seen["assess"]
+        assert not is_error and judged["verdict"] == "sufficient" and judged["evidence_refs"] == [top["ref"]]
+        assert [r["reason"] for r in judged["rejected_evidence_refs"]] == ["not_in_batch"]
+
+        is_error, used = seen["use"]
+        assert not is_error and used["batch_status"] == "recorded" and used["event_ids"] == [top["id"]]
+        assert used["receipt_id"] == f"strata:agent-1:batch:{int(search['batch_id'].split('_')[1])}"
+
+        is_error, refused = seen["refused"]
+        assert is_error and refused["error"]["code"] in ("batch_closed", "use_refused", "receipt_conflict")
+
+        is_error, alive = seen["alive"]
+        assert not is_error and "batch_id" in alive
+
+        # The use went through the server into this database.
+        event = Event.get_by_id(top["id"])
+        assert event.mention_count >= 2
+
+
+def test_strata_mcp_subcommand_parses_and_hands_over(monkeypatch):
+    from workbench.cli import _common
+    from workbench.cli import agent
+
+    parser = argparse.ArgumentParser(prog="strata")
+    parser.add_argument("--namespace", default=None)
+    sub = parser.add_subparsers(dest="command")
+    agent.register(sub, _common())
+
+    calls = []
+    monkeypatch.setattr("core.mcp_server.run_stdio", lambda db, namespace, session: calls.append(
+        (db, namespace, session)) or 0)
+    args = parser.parse_args(["mcp", "--db", "sqlite:///x.db", "--namespace", "ns", "--session", "s"])
+    assert args.handler(args) == 0
+    args = parser.parse_args(["mcp"])
+    assert args.handler(args) == 0
+    assert calls == [("sqlite:///x.db", "ns", "s"), (None, "default", None)]
+
+
+def test_cli_module_does_not_import_textual():
+    import subprocess
+
+    code = "import sys, workbench.cli.agent, core.mcp_server; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_server_logs_to_stderr_only(db_url, tmp_path):
+    """Before any client speaks, the server writes nothing to stdout (the protocol channel)."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
+        cwd=ROOT, input="", capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert "strata MCP server" in proc.stderr
+

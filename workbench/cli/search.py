@@ -1,0 +1,135 @@
+"""Search commands: `strata search events|graph|raw QUERY` and `strata ask QUESTION`."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.cli.output import console, print_json, table
+
+
+def _open(args: argparse.Namespace) -> None:
+    from core.store import open_store
+
+    open_store(getattr(args, "db", None))
+
+
+def _namespace(args: argparse.Namespace) -> str:
+    from core.errors import InvalidInputError
+    from core.services.spaces import list_namespaces
+
+    if args.namespace:
+        return args.namespace
+    names = [n.name for n in list_namespaces()]
+    if len(names) == 1:
+        return names[0]
+    raise InvalidInputError(f"--namespace is required ({len(names)} namespaces exist; see `strata namespaces`)")
+
+
+def _trace(namespace: str, channel: str, query: str, candidates: list[dict], started: float) -> None:
+    """Searches from the command line are traced like an agent's (kind "search", no batch)."""
+    import time
+
+    try:
+        from core.db import write_transaction
+        from core.services.spaces import get_namespace
+        from core.services.traces import record_trace
+    except ImportError:  # traces arrive with the gate; searching must not depend on them
+        return
+    with write_transaction():
+        record_trace(get_namespace(namespace).id, "search", channel=channel, query=query, candidates=candidates,
+                     elapsed_ms=(time.perf_counter() - started) * 1000)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    import time
+
+    from core.services.search import search_events, search_graph, search_raw
+
+    _open(args)
+    ns = _namespace(args)
+    started = time.perf_counter()
+    if args.channel == "events":
+        hits = search_events(ns, args.query, args.limit, participants=args.participant or None,
+                             event_type=args.type, happened_from=args.date_from, happened_to=args.date_to,
+                             temporal_intent=args.intent)
+        _trace(ns, "events", args.query, [{"ref": f"event:{h.event.id}", "score": h.rank_score} for h in hits], started)
+        if args.json:
+            print_json(hits)
+        else:
+            table(f"Events for “{args.query}”", ["id", "score", "when", "type", "status", "title"],
+                  [[h.event.id, f"{h.rank_score:.4f}", h.event.happened_start or (h.event.mentioned_at or "")[:10],
+                    h.event.event_type, h.event.status, h.event.title] for h in hits])
+    elif args.channel == "graph":
+        hits = search_graph(ns, args.query, args.limit)
+        _trace(ns, "graph", args.query, [{"ref": f"graph-node:{h.node_id}", "score": h.rank_score} for h in hits], started)
+        if args.json:
+            print_json(hits)
+        else:
+            table(f"Graph nodes for “{args.query}”", ["id", "score", "type", "name", "matched", "state"],
+                  [[h.node_id, f"{h.rank_score:.3f}", h.type, h.name, ", ".join(h.matched_fields),
+                    h.current_state[:120]] for h in hits])
+    else:
+        hits = search_raw(ns, args.query, args.limit, thread=args.thread)
+        _trace(ns, "raw", args.query, [{"ref": f"raw:{h.block_id or 0}:{h.message.id}:0", "score": h.score}
+                                       for h in hits], started)
+        if args.json:
+            print_json(hits)
+        else:
+            table(f"Messages for “{args.query}”", ["id", "score", "thread", "when", "who", "text"],
+                  [[h.message.id, f"{h.score:.3f}", h.message.thread, h.message.created_at[:16],
+                    h.message.speaker or h.message.role, h.message.content[:160]] for h in hits])
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """Default retrieval for a question, printed as evidence with its sources."""
+    from core.models import Event, EventSource
+    from core.services.retrieval import default_retrieval
+    from core.services.search import messages_by_id
+
+    _open(args)
+    ns = _namespace(args)
+    found = default_retrieval(ns, args.question, limit=args.limit)
+    messages = messages_by_id([r.message_id for r in found])
+    cited: dict[int, list[tuple[int, str]]] = {}
+    rows = (EventSource.select(EventSource.message, Event.id, Event.title).join(Event)
+            .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(["active", "superseded"]))
+            .tuples())
+    for message_id, event_id, title in rows:
+        cited.setdefault(message_id, []).append((event_id, title))
+    if args.json:
+        print_json([{"rank": i + 1, "retrieved": r, "message": messages[r.message_id],
+                     "events": [{"id": e, "title": t} for e, t in cited.get(r.message_id, [])]}
+                    for i, r in enumerate(found)])
+        return 0
+    console.rule(f"evidence for: {args.question}")
+    for i, r in enumerate(found, 1):
+        m = messages[r.message_id]
+        console.print(f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}]"
+                      f" {m.speaker or m.role}: {m.content}", markup=False, highlight=False)
+        for event_id, title in cited.get(r.message_id, [])[:2]:
+            console.print(f"      event {event_id}: {title}", markup=False, highlight=False)
+    if not found:
+        console.print("nothing found", markup=False)
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("search", parents=[common], help="search one channel: events, graph or raw messages")
+    p.add_argument("channel", choices=["events", "graph", "raw"])
+    p.add_argument("query")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--thread", help="raw: only this thread")
+    p.add_argument("--participant", action="append", help="events: participant (repeatable)")
+    p.add_argument("--type", help="events: event type")
+    p.add_argument("--from", dest="date_from", help="events: happened on or after")
+    p.add_argument("--to", dest="date_to", help="events: happened on or before")
+    p.add_argument("--intent", choices=["first", "latest"], help="events: temporal intent")
+    p.set_defaults(handler=cmd_search)
+
+    p = sub.add_parser("ask", parents=[common], help="default retrieval for a question, with sources")
+    p.add_argument("question")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--limit", type=int, default=10)
+    p.set_defaults(handler=cmd_ask)
