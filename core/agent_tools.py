@@ -793,7 +793,8 @@ class MemoryTools:
             "historical_facts": [_fact(f) for f in view.historical_facts],
             "edges": [_edge(e, "out") for e in view.edges_out] + [_edge(e, "in") for e in view.edges_in],
             "supporting_events": [
-                {"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status, "happened_start": e.happened_start}
+                {"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status,
+                 "happened_start": e.happened_start}
                 for e in view.events
             ],
             "detail_hint": "expand_event reads a supporting event in full.",

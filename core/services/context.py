@@ -101,52 +101,18 @@ def render_context(events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, A
 # ----------------------------------------------------------------------------- graph ranking
 
 
-def _view_tokens(view: NodeView) -> set[str]:
-    parts = [view.name, *view.aliases, *view.tags, view.type]
-    parts += [f"{f.key} {render_value(f.value)}" for f in view.current_facts]
-    return set(analyze(" ".join(parts)))
-
-
 def rank_nodes(namespace_id: int, query: str, limit: int = NODE_HITS) -> list[tuple[NodeView, float]]:
-    """Visible graph nodes matching ``query`` lexically, best first (BM25, §7.5 field weights).
+    """Graph nodes for the context: the graph search channel's hits with their views."""
+    from core.models import Namespace
+    from core.services.search import search_graph
 
-    Stored names, aliases, tags, type and current facts are scored; a candidate is kept
-    only if its Event-authoritative view still shares a query term (hidden aliases or
-    facts whose sources were forgotten do not count).
-    """
-    terms = analyze(query)
-    if not terms:
-        return []
-    nodes = list(GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.tags, GraphNode.type)
-                 .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
-    if not nodes:
-        return []
-    facts: dict[int, list[str]] = {}
-    rows = (GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value).join(GraphNode)
-            .where((GraphNode.namespace == namespace_id) & (GraphFact.status.in_(CURRENT))).tuples())
-    for node_id, key, value in rows:
-        facts.setdefault(node_id, []).append(f"{key} {render_value(value)}")
-    weights = NODE_FIELD_WEIGHTS
-    docs = {}
-    for node in nodes:
-        aliases = " ".join(a for a in node.aliases or [] if isinstance(a, str))
-        tags = " ".join(t for t in node.tags or [] if isinstance(t, str))
-        docs[node.id] = (analyze(node.name) * weights["name"] + analyze(aliases) * weights["aliases"]
-                         + analyze(tags) * weights["tags"] + analyze(node.type) * weights["type"]
-                         + analyze(" ".join(facts.get(node.id, []))) * weights["facts"])
-    scores = bm25_scores(terms, docs)
-    wanted = set(terms)
-    out: list[tuple[NodeView, float]] = []
-    for node_id in ranked(scores)[: limit * 3]:
+    hits = search_graph(Namespace.get_by_id(namespace_id).name, query, limit)
+    out = []
+    for hit in hits:
         try:
-            view = node_view(node_id)
+            out.append((node_view(hit.node_id), hit.rank_score))
         except NotFoundError:
             continue
-        if not wanted & _view_tokens(view):
-            continue
-        out.append((view, scores[node_id]))
-        if len(out) >= limit:
-            break
     return out
 
 

@@ -260,42 +260,84 @@ def _node_fields(view) -> dict[str, str]:
     }
 
 
-def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
-    """§7.5: BM25 over the effective node views with field weights.
+def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
+    """BM25 over what is stored on the nodes (name, aliases, tags, type, current facts,
+    edge endpoints and relations), cheap enough to run over a whole namespace graph.
 
-    Relation labels only rank: a node that matches nothing but a relation word is not a hit.
-    """
+    A node whose own name or alias matches is ranked above nodes that only mention it:
+    a hub person linked from everywhere would otherwise lose to its short neighbours."""
+    from core.models import GraphEdge, GraphFact, GraphNode
     from core.search.bm25 import bm25_scores
-    from core.services.graph import list_nodes, node_view
+    from core.services.graph import CURRENT, render_value
+
+    nodes = list(GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.tags, GraphNode.type)
+                 .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
+    if not nodes:
+        return {}
+    names = {n.id: n.name for n in nodes}
+    facts: dict[int, list[str]] = {}
+    for node_id, key, value in (GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value).join(GraphNode)
+                                .where((GraphNode.namespace == namespace_id) & GraphFact.status.in_(CURRENT)).tuples()):
+        facts.setdefault(node_id, []).append(f"{key.replace('_', ' ')} {render_value(value)}")
+    ends: dict[int, list[str]] = {}
+    relations: dict[int, list[str]] = {}
+    for src, dst, relation in (GraphEdge.select(GraphEdge.from_node, GraphEdge.to_node, GraphEdge.relation)
+                               .where((GraphEdge.namespace == namespace_id) & GraphEdge.status.in_(CURRENT)).tuples()):
+        for a, b in ((src, dst), (dst, src)):
+            ends.setdefault(a, []).append(names.get(b, ""))
+            relations.setdefault(a, []).append(relation.replace("_", " "))
+    w = GRAPH_FIELD_WEIGHTS
+    docs = {}
+    named: set[int] = set()
+    wanted = set(terms)
+    for node in nodes:
+        if wanted & set(analyze(" ".join([node.name, *(a for a in node.aliases or [] if isinstance(a, str))]))):
+            named.add(node.id)
+        docs[node.id] = (
+            analyze(node.name) * w["name"]
+            + analyze(" ".join(a for a in node.aliases or [] if isinstance(a, str))) * w["aliases"]
+            + analyze(" ".join(t for t in node.tags or [] if isinstance(t, str))) * w["tags"]
+            + analyze(node.type) * w["type"]
+            + analyze(" ".join(facts.get(node.id, []))) * w["currentFacts"]
+            + analyze(" ".join(ends.get(node.id, []))) * w["currentEdgeEndpoints"]
+            + analyze(" ".join(relations.get(node.id, []))) * w["relations"]
+        )
+    scores = bm25_scores(terms, docs)
+    top = max(scores.values(), default=0.0)
+    return {nid: score + (top if nid in named else 0.0) for nid, score in scores.items()}
+
+
+def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
+    """§7.5: field-weighted BM25 over the graph, checked against the effective view.
+
+    A node counts only when its Event-authoritative view (forgotten sources hidden) still
+    matches the query in something other than a relation label: a relation-only hit is no hit.
+    """
+    from core.errors import NotFoundError
+    from core.services.graph import node_view
 
     limit = clamp(limit, 1, 20, 8)
     terms = analyze(query or "")
     if not terms:
         return []
-    views = {}
-    for row in list_nodes(namespace, limit=100_000):
-        try:
-            views[row.id] = node_view(row.id)
-        except Exception:  # a node that lost its visible evidence meanwhile
-            continue
-    field_tokens = {nid: {f: analyze(t) for f, t in _node_fields(v).items()} for nid, v in views.items()}
-    docs = {nid: [tok for f, toks in fields.items() for tok in toks * GRAPH_FIELD_WEIGHTS[f]]
-            for nid, fields in field_tokens.items()}
-    scores = bm25_scores(terms, docs)
+    ns = get_namespace(namespace)
+    scores = _prerank_nodes(ns.id, terms)
     wanted = set(terms)
     hits = []
-    for nid in sorted(scores, key=lambda i: (-scores[i], i)):
-        matched = tuple(f for f, toks in field_tokens[nid].items() if wanted & set(toks))
+    for nid in sorted(scores, key=lambda i: (-scores[i], i))[: limit * 3]:
+        try:
+            view = node_view(nid)
+        except NotFoundError:
+            continue
+        field_tokens = {f: set(analyze(t)) for f, t in _node_fields(view).items()}
+        matched = tuple(f for f, toks in field_tokens.items() if wanted & toks)
         if not matched or matched == ("relations",):
             continue
-        view = views[nid]
         current = any(f in matched for f in ("name", "aliases", "tags", "type", "currentFacts", "currentEdgeEndpoints"))
         historical = any(f in matched for f in ("historicalFacts", "historicalEdgeEndpoints"))
         match_type = "both" if current and historical else ("historical" if historical else "current")
-        sources = []
-        for fact in view.current_facts + view.historical_facts:
-            if wanted & set(analyze(_fact_text(fact))):
-                sources.extend(fact.source_event_ids)
+        sources = [i for fact in view.current_facts + view.historical_facts
+                   if wanted & set(analyze(_fact_text(fact))) for i in fact.source_event_ids]
         sources.extend(e.id for e in view.events)
         hits.append(NodeHit(
             node_id=nid, name=view.name, type=view.type, aliases=view.aliases, current_state=view.current_state[:500],

@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from core.agent_tools import CONTENT_LIMIT, SUMMARY_LIMIT, TOOL_NAMES, MemoryTools, ToolError, check_arguments
-from core.models import Block, Event, RetrievalBatch, UsageReceipt
+from core.models import Block, Event, Namespace, RetrievalBatch, Thread, UsageReceipt
 from core.services.blocks import get_block
 from core.services.capture import append_turn
 from core.services.derive import run_pending
@@ -211,8 +211,7 @@ def test_search_raw_scopes_and_clips_content(memory):
 def test_get_blocks_lists_decayed_blocks(memory):
     out = tools().call("get_blocks", {})
     assert out["scope"] == "session" and out["thread"] == "chat-1" and out["namespace"] == "ns"
-    ids = [b.id for b in Block.select().join_from(Block, Block.thread.rel_model)
-           .where(Block.thread.rel_model.name == "chat-1").order_by(Block.sequence)]
+    ids = [b.id for b in Block.select().join(Thread).where(Thread.name == "chat-1").order_by(Block.sequence)]
     assert [r["id"] for r in out["results"]] == ids and out["counts"]["ready"] == len(ids)
     levels = [r["level"] for r in out["results"]]
     assert levels == sorted(levels) and levels[0] < 5  # older blocks have decayed further
@@ -288,8 +287,7 @@ def test_ids_from_another_namespace_are_not_found(memory):
     configure_namespace("other", block_turn_size=1)
     append_turn("other", "t", "We decided to adopt Rust for the parser.", "ok")
     run_pending("other")
-    foreign = Event.select().join_from(Event, Event.namespace.rel_model).where(
-        Event.namespace.rel_model.name == "other").get()
+    foreign = Event.select().join(Namespace).where(Namespace.name == "other").get()
     with pytest.raises(ToolError) as caught:
         tools().call("expand_event", {"id": foreign.id})
     assert caught.value.code == "not_found"

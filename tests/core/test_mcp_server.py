@@ -130,7 +130,7 @@ def test_real_mcp_client_session_over_stdio(store, db_url):
         assert used["receipt_id"] == f"strata:agent-1:batch:{int(search['batch_id'].split('_')[1])}"
 
         is_error, refused = seen["refused"]
-        assert is_error and refused["error"]["code"] in ("batch_closed", "use_refused", "receipt_conflict")
+        assert is_error and refused["error"]["code"] == "batch_closed" and "closed" in refused["error"]["message"]
 
         is_error, alive = seen["alive"]
         assert not is_error and "batch_id" in alive
@@ -180,3 +180,42 @@ def test_server_logs_to_stderr_only(db_url, tmp_path):
     assert proc.stdout == ""
     assert "strata MCP server" in proc.stderr
 
+
+
+def test_in_process_client_sees_errors_as_results_and_the_server_survives(store, monkeypatch):
+    """The SDK's in-process client (modern protocol path): a crashing tool is an isError result."""
+    from mcp import Client
+
+    from core.agent_tools import MemoryTools
+    from core.mcp_server import build_server
+
+    _seed()
+    tools = MemoryTools("ns", session="agent-2")
+
+    def explode(args):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(tools._handlers, "search_graph", explode)  # noqa: SLF001
+
+    async def run() -> dict:
+        seen = {}
+        with anyio.fail_after(SESSION_TIMEOUT):
+            async with Client(build_server(tools)) as client:
+                seen["tools"] = [t.name for t in (await client.list_tools()).tools]
+                crashed = await client.call_tool("search_graph", {"query": "Porto"})
+                seen["crashed"] = (crashed.is_error, _payload(crashed))
+                unknown = await client.call_tool("memory_feedback_prepare", {})
+                seen["unknown"] = (unknown.is_error, _payload(unknown))
+                found = await client.call_tool("search_raw", {"query": "Porto", "scope": "session"})
+                seen["found"] = (found.is_error, _payload(found))
+        return seen
+
+    seen = anyio.run(run)
+    assert seen["tools"] == list(TOOL_NAMES)
+    is_error, crashed = seen["crashed"]
+    assert is_error and crashed["error"]["code"] == "internal_error" and "disk on fire" in crashed["error"]["message"]
+    is_error, unknown = seen["unknown"]
+    assert is_error and unknown["error"]["code"] == "unknown_tool"
+    is_error, found = seen["found"]
+    # Session agent-2 has no conversation of its own yet: an empty, explained result.
+    assert not is_error and found["results"] == [] and found["empty_reason"]

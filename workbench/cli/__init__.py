@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     events.register_verify(sub, common)
     graph.register(sub, common)
     search.register(sub, common)
+    search.register_traces(sub, common)
     bench.register(sub, common)
     return parser
 

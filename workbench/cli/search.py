@@ -133,3 +133,62 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--limit", type=int, default=10)
     p.set_defaults(handler=cmd_ask)
+
+
+def cmd_traces(args: argparse.Namespace) -> int:
+    from core.services.traces import list_traces
+
+    _open(args)
+    rows = list_traces(args.namespace, limit=args.limit, kind=args.kind)
+    if args.json:
+        print_json(rows)
+        return 0
+    table("Retrieval traces (newest first)", ["id", "when", "kind", "channel", "batch", "verdict", "candidates",
+                                              "selected", "ms", "query"],
+          [[t.id, t.created_at[:19], t.kind, t.channel or "", t.batch_id or "", t.verdict or "", t.candidate_count,
+            t.selected_count, f"{t.elapsed_ms:.1f}", (t.query or "")[:60]] for t in rows])
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from core.services.traces import get_trace
+
+    _open(args)
+    detail = get_trace(args.id)
+    if args.json:
+        print_json(detail)
+        return 0
+    t = detail.trace
+    console.rule(f"trace {t.id} · {t.kind} · {t.channel or ''} · {t.created_at}")
+    console.print(f"query: {t.query}", markup=False)
+    table("Candidates", ["ref", "score", "components"],
+          [[c.get("ref"), c.get("score"), ", ".join(f"{k}={v}" for k, v in (c.get("components") or {}).items())]
+           for c in detail.candidates])
+    if detail.selected:
+        console.print(f"selected: {', '.join(map(str, detail.selected))}", markup=False)
+    if detail.batch is not None:
+        b = detail.batch
+        console.print(f"batch {b.label}: {b.status} on {b.channel}, {len(b.refs)} refs, {b.new_refs} new", markup=False)
+        if b.assessment:
+            a = b.assessment
+            console.print(f"assessment: {a.get('verdict')} · refs {a.get('evidence_refs')} · fit “{a.get('fit')}” · "
+                          f"missing “{a.get('missing')}” · next {a.get('next_strategy')}", markup=False)
+            for r in a.get("rejected_evidence_refs") or []:
+                console.print(f"  rejected {r.get('ref')!r}: {r.get('reason')} {r.get('detail') or ''}", markup=False)
+        if b.receipt is not None:
+            console.print(f"use receipt {b.receipt.receipt_id}: events {list(b.receipt.event_ids)}", markup=False)
+    if detail.detail:
+        console.print(f"detail: {detail.detail}", markup=False)
+    return 0
+
+
+def register_traces(sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("traces", parents=[common], help="retrieval traces, newest first")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--kind", choices=["search", "assess", "use", "context"])
+    p.add_argument("--limit", type=int, default=50)
+    p.set_defaults(handler=cmd_traces)
+
+    p = sub.add_parser("trace", parents=[common], help="one trace: candidates with scores, assessment, receipt")
+    p.add_argument("id", type=int)
+    p.set_defaults(handler=cmd_trace)

@@ -1,0 +1,68 @@
+"""`strata search`, `strata ask`, `strata traces` and `strata trace` on the demo memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.db'}"
+    assert main(["demo", "--no-ui", "--db", url]) == 0
+    return url
+
+
+def run_json(capsys, *argv):
+    capsys.readouterr()
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_search_raw_finds_the_obsidian_switch(demo_url, capsys):
+    hits = run_json(capsys, "search", "raw", "Obsidian notes", "--db", demo_url, "--namespace", "demo")
+    assert hits and "Obsidian" in hits[0]["message"]["content"]
+    assert all(set(h) >= {"message", "score", "nearby", "block_id"} for h in hits)
+
+
+def test_search_events_with_a_participant_filter(demo_url, capsys):
+    hits = run_json(capsys, "search", "events", "launch date", "--db", demo_url, "--namespace", "demo",
+                    "--participant", "Maya")
+    assert hits and all("Maya" in h["event"]["participants"] for h in hits)
+
+
+def test_search_graph_returns_visible_nodes(demo_url, capsys):
+    hits = run_json(capsys, "search", "graph", "Maya", "--db", demo_url, "--namespace", "demo")
+    assert hits and hits[0]["name"].startswith("Maya") and "name" in hits[0]["matched_fields"]
+
+
+def test_ask_prints_ranked_evidence_with_sources(demo_url, capsys):
+    rows = run_json(capsys, "ask", "When is the Lisbon trip?", "--db", demo_url, "--namespace", "demo", "--limit", "5")
+    assert len(rows) == 5 and [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert any("Lisbon" in r["message"]["content"] for r in rows)
+
+
+def test_searches_are_traced_newest_first(demo_url, capsys):
+    run_json(capsys, "search", "raw", "beagle vet", "--db", demo_url, "--namespace", "demo")
+    traces = run_json(capsys, "traces", "--db", demo_url, "--namespace", "demo", "--limit", "5")
+    assert traces[0]["query"] == "beagle vet" and traces[0]["kind"] == "search"
+    assert [t["id"] for t in traces] == sorted((t["id"] for t in traces), reverse=True)
+    detail = run_json(capsys, "trace", str(traces[0]["id"]), "--db", demo_url)
+    assert detail["trace"]["channel"] == "raw" and detail["candidates"]
+
+
+def test_search_needs_a_namespace_when_several_exist(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    for ns in ("a", "b"):
+        path = tmp_path / f"{ns}.jsonl"
+        path.write_text(json.dumps({"thread": "t", "role": "user", "content": "hello there",
+                                    "created_at": "2026-01-01T00:00:00+00:00"}) + "\n")
+        assert main(["ingest", "jsonl", str(path), "--namespace", ns, "--db", url]) == 0
+    capsys.readouterr()
+    assert main(["search", "raw", "hello", "--db", url]) == 2
+    assert "--namespace is required" in capsys.readouterr().err
