@@ -20,7 +20,6 @@ next; ``call_safe`` turns it into an error dict instead.
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
 from core.db import write_transaction
@@ -639,8 +638,7 @@ class MemoryTools:
 
         query = args["query"].strip()
         hits = search_graph(self.namespace, query, args.get("limit", 8))
-        # NodeHit names its node ``node_id``; hand the gate plain (id, name, score) records.
-        specs = gate.refs_for_nodes([SimpleNamespace(id=h.node_id, name=h.name, rank_score=h.rank_score) for h in hits])
+        specs = gate.refs_for_nodes(hits)
         results = [_node_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
         if not results:

@@ -93,3 +93,21 @@ def write_transaction() -> Iterator[None]:
     else:
         with db.atomic():
             yield
+
+
+def bulk_insert(model, columns: list[str], rows: list[tuple]) -> None:
+    """Insert many rows with one prepared statement (executemany).
+
+    peewee's insert_many builds SQL value by value, which dominated index writes; this
+    keeps the statement portable by using the engine's own parameter marker.
+    """
+    if not rows:
+        return
+    database = db.obj
+    table = model._meta.table_name
+    marker = database.param
+    left, right = database.quote[0], database.quote[1]
+    quoted = ", ".join(f"{left}{c}{right}" for c in columns)
+    sql = f"INSERT INTO {left}{table}{right} ({quoted}) VALUES ({', '.join([marker] * len(columns))})"
+    cursor = database.cursor()
+    cursor.executemany(sql, rows)

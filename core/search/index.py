@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
+from core.db import bulk_insert
 from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm
 from core.search.analyze import analyze
 
@@ -72,10 +73,8 @@ def index_messages(namespace_id: int, items: Iterable[tuple[int, int, str]]) -> 
         counts, length = _rows(analyze(text))
         docs += 1
         total += length
-        rows.extend({"namespace": namespace_id, "thread": thread_id, "message": message_id, "term": term,
-                     "tf": tf, "length": length} for term, tf in counts.items())
-    for start in range(0, len(rows), 500):
-        MessageTerm.insert_many(rows[start : start + 500]).execute()
+        rows.extend((namespace_id, thread_id, message_id, term, tf, length) for term, tf in counts.items())
+    bulk_insert(MessageTerm, ["namespace", "thread", "message_id", "term", "tf", "length"], rows)
     if docs:
         _bump_stats(namespace_id, "message", docs, total)
 
@@ -86,10 +85,8 @@ def index_events(namespace_id: int, events: Iterable[Event]) -> None:
         counts, length = _rows(event_tokens(event))
         docs += 1
         total += length
-        rows.extend({"namespace": namespace_id, "event": event.id, "term": term, "tf": tf, "length": length}
-                    for term, tf in counts.items())
-    for start in range(0, len(rows), 500):
-        EventTerm.insert_many(rows[start : start + 500]).execute()
+        rows.extend((namespace_id, event.id, term, tf, length) for term, tf in counts.items())
+    bulk_insert(EventTerm, ["namespace", "event_id", "term", "tf", "length"], rows)
     if docs:
         _bump_stats(namespace_id, "event", docs, total)
 

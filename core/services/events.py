@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 from peewee import JOIN
 
-from core.db import write_transaction
+from core.db import bulk_insert, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
@@ -183,13 +183,12 @@ def _time_fields(temporal: dict[str, Any], fallback_mentioned: str | None) -> di
 
 
 def _add_participants(event_id: int, names: Sequence[str]) -> None:
-    rows: dict[str, dict] = {}
+    rows: dict[str, tuple] = {}
     for name in names:
         key = norm_text(name)
         if key and key not in rows:
-            rows[key] = {"event": event_id, "name": name, "name_norm": key}
-    if rows:
-        EventParticipant.insert_many(list(rows.values())).execute()
+            rows[key] = (event_id, name[:255], key[:255])
+    bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], list(rows.values()))
 
 
 def _link(event_id: int, kind: str, target_id: int) -> None:
@@ -236,10 +235,8 @@ def write_event(
         **_time_fields(temporal, mentioned_fallback),
     )
     sources = draft.get("source_message_ids", [])
-    if sources:
-        EventSource.insert_many(
-            [{"event": event.id, "message": m, "position": i} for i, m in enumerate(sources)]
-        ).execute()
+    bulk_insert(EventSource, ["event_id", "message_id", "position"],
+                [(event.id, m, i) for i, m in enumerate(sources)])
     _add_participants(event.id, participants)
     index_events(event.namespace_id, [event])
     relations = draft.get("relations", {})

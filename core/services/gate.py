@@ -324,7 +324,7 @@ def _node_event_ids(node_ids: Sequence[int], expanded: bool) -> dict[int, list[i
 
 
 def refs_for_nodes(items: Iterable[Any], *, expanded: bool = False) -> list[RefSpec]:
-    """Refs for graph nodes (views, rows, search hits with ``.node``, or ids).
+    """Refs for graph nodes (views, rows, search hits with ``.node`` or ``.node_id``, or ids).
 
     A node ref maps to the node's own live source events; an expanded ref also to the
     sources of the node's edges (§7.7)."""
@@ -335,6 +335,8 @@ def refs_for_nodes(items: Iterable[Any], *, expanded: bool = False) -> list[RefS
             item = item.node
         if isinstance(item, int) and not isinstance(item, bool):
             nodes.append((item, None, score))
+        elif hasattr(item, "node_id"):  # a search_graph hit
+            nodes.append((item.node_id, getattr(item, "name", None), score))
         else:
             nodes.append((item.id, getattr(item, "name", None), score))
     missing = [i for i, name, _ in nodes if name is None]

@@ -206,6 +206,7 @@ class _Applier:
         self.now = now_iso()
         self.result = ApplyResult()
         self._by_type: dict[str, list[GraphNode]] = {}
+        self._key_index: dict[str, dict[str, list[GraphNode]]] = {}
         self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
 
     def warn(self, text: str) -> None:
@@ -324,16 +325,37 @@ class _Applier:
         }
         return names, aliases
 
+    def _keyed(self, node_type: str) -> dict[str, list[GraphNode]]:
+        """Current nodes of a type by every name/alias key (built once per projection)."""
+        index = self._key_index.get(node_type)
+        if index is None:
+            index = {}
+            for node in self._candidates(node_type):
+                if node.status not in CURRENT:
+                    continue
+                own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
+                for key in own:
+                    index.setdefault(key, []).append(node)
+            self._key_index[node_type] = index
+        return index
+
+    def _index_node(self, node: GraphNode) -> None:
+        """Add a created or re-aliased node's keys to an index that is already built."""
+        index = self._key_index.get(node.type)
+        if index is None:
+            return
+        own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
+        for key in own:
+            bucket = index.setdefault(key, [])
+            if all(n.id != node.id for n in bucket):
+                bucket.append(node)
+
     def resolve(self, node_type: str, keys: list[str]) -> GraphNode | None:
         """An existing node of the same type whose visible name or alias equals one of ``keys``."""
         wanted = set(keys)
-        raw_hits = []
-        for node in self._candidates(node_type):
-            if node.status not in CURRENT:
-                continue
-            own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
-            if own & wanted:
-                raw_hits.append(node)
+        index = self._keyed(node_type)
+        raw_hits = list({n.id: n for key in wanted for n in index.get(key, [])}.values())
+        raw_hits.sort(key=lambda n: n.id)
         if not raw_hits:
             return None
         ids = []
@@ -381,6 +403,7 @@ class _Applier:
                 updated_at=self.now,
             )
             self._candidates(plan.type).append(node)
+            self._index_node(node)
         else:
             prov = node.provenance if isinstance(node.provenance, dict) and node.provenance else None
             if prov is None:
@@ -456,6 +479,7 @@ class _Applier:
             else:
                 entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
         node.aliases = current_aliases
+        self._index_node(node)
         node.tags = current_tags
         node.provenance = dict(prov)
 
@@ -686,19 +710,28 @@ def _event_item(event: Event) -> dict[str, Any]:
     }
 
 
-def _mentioned(name: str, text: str) -> bool:
-    needle = norm_text(name)
+_NON_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
+
+
+def _padded(text: str) -> str:
+    """Normalised text with punctuation folded to single spaces and a space at both ends,
+    so a whole-word test is a plain substring test (no regex per name)."""
+    return f" {_NON_WORD.sub(' ', norm_text(text)).strip()} "
+
+
+def _mentioned(name: str, padded_text: str) -> bool:
+    needle = _NON_WORD.sub(" ", norm_text(name)).strip()
     if len(needle) < 2:
         return False
     if re.search(r"[\u3400-\u9fff]", needle):
-        return needle in text
-    return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
+        return needle in padded_text
+    return f" {needle} " in padded_text
 
 
 def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode]:
     """Existing nodes most related to the events: participant matches, then text mentions."""
     participants = {entity_key(p) for e in events for p in (e.participants or []) if isinstance(p, str)}
-    text = norm_text(" ".join(
+    text = _padded(" ".join(
         " ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events
     ))
     scored = []

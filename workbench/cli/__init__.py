@@ -24,7 +24,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import bench, events, graph, memory, search
+    from workbench.cli import agent, bench, events, graph, memory, search
 
     parser = argparse.ArgumentParser(
         prog="strata", description="Strata: local-first long-term memory for AI agents."
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.register(sub, common)
     search.register(sub, common)
     search.register_traces(sub, common)
+    agent.register(sub, common)
     bench.register(sub, common)
     return parser
 
