@@ -6,7 +6,7 @@ caller's thread (the workbench renders on its event loop).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("user", "assistant", "system", "tool")

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from core.providers.schemas import EVENT_TYPES
 from core.text import STOPWORDS, clip, normalize, sentences, words
 from core.timeparse import find_time_mentions
-from core.timeutil import parse_timestamp, to_iso
+from core.timeutil import parse_timestamp
 
 _GREETING = re.compile(
     r"^(hey|hi|hello|hiya|yo|bye|goodbye|see you|see ya|take care|good (morning|night|evening|afternoon)|"

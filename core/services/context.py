@@ -19,11 +19,11 @@ from typing import Any, Sequence
 
 from core.db import write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Thread
+from core.models import Event, GraphEdge, GraphFact, GraphSource, Thread
 from core.search.analyze import analyze
-from core.search.bm25 import bm25_scores, ranked, rrf
+from core.search.bm25 import rrf
 from core.services.events import LIVE, event_weight
-from core.services.graph import CURRENT, NodeView, node_view, render_value
+from core.services.graph import NodeView, node_view, render_value
 from core.services.search import search_events
 from core.services.spaces import get_namespace
 from core.services.traces import record_trace

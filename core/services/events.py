@@ -14,10 +14,8 @@ from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
 from core.models import Block, Event, EventLink, EventParticipant, EventSource, Message, Namespace, Thread
-from core.search.bm25 import bm25_scores, ranked
 from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
-from core.search.tokenize import tokenize
 from core.services.capture import _row_to_raw
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace
@@ -444,56 +442,46 @@ def get_event(event_id: int) -> EventCard:
 
 RELEVANT_LIMIT = 8
 RECENT_LIMIT = 4
-# The extractor's relevance search looks at this many of the newest live events, so the
-# cost of building a timeline stays bounded as a namespace grows.
-RELEVANCE_WINDOW = 1000
-
-
-_TOKEN_CACHE: dict[int, tuple[str, list[str]]] = {}
-_TOKEN_CACHE_MAX = 50_000
-
-
-def _event_tokens(row: dict[str, Any]) -> list[str]:
-    """Tokens of an event's searchable text; cached because titles and summaries never change."""
-    key = f"{row['created_at']}|{row['title']}"  # ids repeat across databases in one process
-    cached = _TOKEN_CACHE.get(row["id"])
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    if len(_TOKEN_CACHE) >= _TOKEN_CACHE_MAX:
-        _TOKEN_CACHE.clear()
-    tokens = tokenize(" ".join([row["title"], row["summary"], " ".join(row["tags"] or []),
-                                " ".join(row["participants"] or [])]))
-    _TOKEN_CACHE[row["id"]] = (key, tokens)
-    return tokens
 
 
 def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
     """Up to 8 relevant plus 4 most recent live events, relevant first, no duplicates.
 
-    Recency is by source block order, not creation time. Forgotten and archived events
-    never appear; superseded ones do (history matters for relations).
+    Relevance is BM25 over the event index (no corpus is rebuilt per block); recency is by
+    source block order, not creation time. Forgotten and archived events never appear;
+    superseded ones do (history matters for relations).
     """
     from peewee import fn
 
-    columns = (Event.id, Event.title, Event.summary, Event.tags, Event.participants, Event.event_type,
-               Event.status, Event.happened_start, Event.mentioned_at, Event.created_at)
-    base = Event.select(*columns).join(Block, JOIN.LEFT_OUTER).where(
-        (Event.namespace == namespace_id) & (Event.status.in_(LIVE))
-    )
-    if exclude_block is not None:
-        base = base.where((Event.block.is_null()) | (Event.block != exclude_block))
+    from core.search.analyze import analyze
+    from core.search.index import bm25
+
+    def live(query):
+        query = query.where((Event.namespace == namespace_id) & (Event.status.in_(LIVE)))
+        if exclude_block is not None:
+            query = query.where((Event.block.is_null()) | (Event.block != exclude_block))
+        return query
+
+    scores = bm25("event", namespace_id, analyze(query)) if query.strip() else {}
+    relevant: list[Event] = []
+    if scores:
+        ranked_ids = sorted(scores, key=lambda i: (-scores[i], i))
+        for start in range(0, len(ranked_ids), 200):
+            chunk = ranked_ids[start : start + 200]
+            found = {e.id: e for e in live(Event.select().where(Event.id.in_(chunk)))}
+            relevant.extend(found[i] for i in chunk if i in found)
+            if len(relevant) >= RELEVANT_LIMIT:
+                break
+        relevant = relevant[:RELEVANT_LIMIT]
     order = (fn.COALESCE(Block.sequence, 0).desc(), Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc())
-    window = list(base.order_by(*order).limit(RELEVANCE_WINDOW).dicts())
-    docs = {row["id"]: _event_tokens(row) for row in window}
-    relevant_ids = ranked(bm25_scores(tokenize(query), docs))[:RELEVANT_LIMIT]
-    by_id = {row["id"]: row for row in window}
-    chosen = [by_id[i] for i in relevant_ids]
-    chosen += [row for row in window[:RECENT_LIMIT] if row["id"] not in relevant_ids]
+    recent = list(live(Event.select(Event).join(Block, JOIN.LEFT_OUTER)).order_by(*order).limit(RECENT_LIMIT))
+    chosen_ids = {e.id for e in relevant}
+    chosen = relevant + [e for e in recent if e.id not in chosen_ids]
     return [
         {
-            "id": row["id"], "title": row["title"], "summary": row["summary"],
-            "participants": list(row["participants"] or ()), "event_type": row["event_type"],
-            "status": row["status"], "happened_start": row["happened_start"], "mentioned_at": row["mentioned_at"],
+            "id": e.id, "title": e.title, "summary": e.summary, "participants": list(e.participants or ()),
+            "event_type": e.event_type, "status": e.status, "happened_start": e.happened_start,
+            "mentioned_at": e.mentioned_at,
         }
-        for row in chosen
+        for e in chosen
     ]

@@ -206,7 +206,8 @@ class _Applier:
         self.now = now_iso()
         self.result = ApplyResult()
         self._by_type: dict[str, list[GraphNode]] = {}
-        self._key_index: dict[str, dict[str, list[GraphNode]]] = {}
+        self._key_index: dict[str, dict[str, list[int]]] = {}
+        self._loaded: dict[int, GraphNode] = {}
         self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
 
     def warn(self, text: str) -> None:
@@ -326,16 +327,18 @@ class _Applier:
         return names, aliases
 
     def _keyed(self, node_type: str) -> dict[str, list[GraphNode]]:
-        """Current nodes of a type by every name/alias key (built once per projection)."""
+        """Current nodes of a type by every name/alias key (built once per projection from
+        light tuples; only matching nodes are loaded as models, by ``resolve``)."""
         index = self._key_index.get(node_type)
         if index is None:
             index = {}
-            for node in self._candidates(node_type):
-                if node.status not in CURRENT:
-                    continue
-                own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
-                for key in own:
-                    index.setdefault(key, []).append(node)
+            rows = (GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases)
+                    .where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type)
+                           & GraphNode.status.in_(CURRENT)).tuples())
+            for node_id, name_norm, aliases_json in rows:
+                aliases = aliases_json or []
+                for key in {name_norm} | {entity_key(a) for a in aliases if isinstance(a, str)}:
+                    index.setdefault(key, []).append(node_id)
             self._key_index[node_type] = index
         return index
 
@@ -344,18 +347,23 @@ class _Applier:
         index = self._key_index.get(node.type)
         if index is None:
             return
+        self._loaded[node.id] = node
         own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
         for key in own:
             bucket = index.setdefault(key, [])
-            if all(n.id != node.id for n in bucket):
-                bucket.append(node)
+            if node.id not in bucket:
+                bucket.append(node.id)
 
     def resolve(self, node_type: str, keys: list[str]) -> GraphNode | None:
         """An existing node of the same type whose visible name or alias equals one of ``keys``."""
         wanted = set(keys)
         index = self._keyed(node_type)
-        raw_hits = list({n.id: n for key in wanted for n in index.get(key, [])}.values())
-        raw_hits.sort(key=lambda n: n.id)
+        ids = sorted({i for key in wanted for i in index.get(key, [])})
+        missing = [i for i in ids if i not in self._loaded]
+        if missing:
+            for node in GraphNode.select().where(GraphNode.id.in_(missing)):
+                self._loaded[node.id] = node
+        raw_hits = [self._loaded[i] for i in ids if self._loaded[i].status in CURRENT]
         if not raw_hits:
             return None
         ids = []
@@ -402,7 +410,6 @@ class _Applier:
                 created_at=self.now,
                 updated_at=self.now,
             )
-            self._candidates(plan.type).append(node)
             self._index_node(node)
         else:
             prov = node.provenance if isinstance(node.provenance, dict) and node.provenance else None
@@ -735,19 +742,24 @@ def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode
         " ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events
     ))
     scored = []
-    for node in GraphNode.select().where(
-        (GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))
-    ):
-        names = [node.name] + [a for a in node.aliases or [] if isinstance(a, str)]
+    # Only the columns needed to decide, as tuples: hydrating every node as a model per job
+    # was most of the projection cost in large namespaces.
+    rows = (GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type)
+            .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))).tuples())
+    for node_id, name, aliases_json, node_type in rows:
+        aliases = aliases_json or []
+        names = [name] + [a for a in aliases or [] if isinstance(a, str)]
         keys = {entity_key(n) for n in names}
-        if node.type == "person":
+        if node_type == "person":
             keys |= {entity_key(n.split()[0]) for n in names if len(n.split()) > 1}  # "Priya" for "Priya Raman"
         if keys & participants:
-            scored.append((2, node.id, node))
+            scored.append((2, node_id))
         elif any(_mentioned(n, text) for n in names):
-            scored.append((1, node.id, node))
+            scored.append((1, node_id))
     scored.sort(key=lambda item: (-item[0], -item[1]))
-    return [node for _, _, node in scored[: CONTEXT_NODES + CONTEXT_NODES // 2]]
+    chosen = [node_id for _, node_id in scored[: CONTEXT_NODES + CONTEXT_NODES // 2]]
+    by_id = {n.id: n for n in GraphNode.select().where(GraphNode.id.in_(chosen))} if chosen else {}
+    return [by_id[i] for i in chosen if i in by_id]
 
 
 def _context_value(value: Any) -> Any:

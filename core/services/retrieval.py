@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from core.models import Message, Namespace, Thread
 from core.search.analyze import analyze
