@@ -74,21 +74,81 @@ def _results(per_question: list[dict]) -> dict:
     return results
 
 
-def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None = None,
-                    retriever_factory: RetrieverFactory | None = None, db_url: str | None = None,
-                    provider: str = "offline", progress: ProgressFn | None = None) -> dict:
-    """Ingest, derive and rank each non-abstention question of the split in its own namespace.
-
-    One database serves the whole run (a temporary one unless ``db_url``); namespaces keep
-    the questions apart and nothing is deleted until the temporary database goes.
-    """
-    from core.db import db
-    from core.ingest import IngestReport, parse, write_units
-    from core.ingest.common import load_json
+def _question(item: dict, unit, retriever, provider: str, data: str) -> tuple[dict, dict]:
+    """Ingest, derive and rank one question in its own namespace; (per-question row, costs)."""
+    from core.ingest import IngestReport, write_units
     from core.ingest.longmemeval import parse_lme_date
     from core.services.derive import run_pending
-    from core.store import open_store
     from core.timeutil import to_iso
+
+    qid = item["question_id"]
+    costs = {"ingest_s": 0.0, "derive_s": 0.0, "messages": 0, "jobs": 0, "failed": 0, "events": 0,
+             "latency_ms": 0.0, "baseline_ms": 0.0}
+    started = time.perf_counter()
+    written = write_units([unit], IngestReport(format="longmemeval", path=data))
+    costs["ingest_s"] = time.perf_counter() - started
+    costs["messages"] = written.messages
+    if unit.threads:
+        started = time.perf_counter()
+        derive = run_pending(qid, provider=provider)
+        costs["derive_s"] = time.perf_counter() - started
+        costs.update(jobs=derive.processed, failed=derive.failed, events=derive.events)
+    question = str(item.get("question", ""))
+    asked_at = to_iso(parse_lme_date(item.get("question_date"), timezone.utc, f"{qid}: question_date"))
+    started = time.perf_counter()
+    surfaced = retriever.rank(qid, question, question_time=asked_at, limit=MESSAGE_LIMIT)
+    costs["latency_ms"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    baseline = Bm25Baseline.for_longmemeval(item).rank(question, limit=DEPTH)
+    costs["baseline_ms"] = (time.perf_counter() - started) * 1000
+    row = {
+        "id": qid,
+        "question_type": item.get("question_type", "unknown"),
+        "question": question,
+        "question_date": item.get("question_date"),
+        "gold": dedupe_keep_order(item.get("answer_session_ids", [])),
+        "ranked": {
+            "strata": dedupe_keep_order(session_of(e) for e in surfaced)[:DEPTH],
+            "bm25": baseline,
+        },
+    }
+    return row, costs
+
+
+# State of one worker process: its own database and the units it was handed.
+_WORKER: dict = {}
+
+
+def _worker_init(data: str, wanted: list[str], db_dir: str, provider: str) -> None:
+    import os
+
+    from core.ingest import parse
+    from core.store import open_store
+
+    _WORKER["units"] = {u.namespace: u for u in parse("longmemeval", data) if u.namespace in set(wanted)}
+    _WORKER["data"], _WORKER["provider"] = data, provider
+    open_store(f"sqlite:///{Path(db_dir) / f'worker-{os.getpid()}.db'}")
+    _WORKER["retriever"] = DefaultRetriever()
+
+
+def _worker_run(item: dict) -> tuple[dict, dict]:
+    unit = _WORKER["units"].pop(item["question_id"])
+    return _question(item, unit, _WORKER["retriever"], _WORKER["provider"], _WORKER["data"])
+
+
+def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None = None,
+                    retriever_factory: RetrieverFactory | None = None, db_url: str | None = None,
+                    provider: str = "offline", progress: ProgressFn | None = None, workers: int = 1) -> dict:
+    """Ingest, derive and rank each non-abstention question of the split in its own namespace.
+
+    With ``workers`` > 1 the questions are spread over that many processes, each with its
+    own temporary database (questions are independent, so results are identical; only the
+    wall time changes). One process uses one database (a temporary one unless ``db_url``).
+    """
+    from core.db import db
+    from core.ingest import parse
+    from core.ingest.common import load_json
+    from core.store import open_store
 
     run_started = time.perf_counter()
     items = load_json(Path(data))
@@ -98,85 +158,62 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
     del items
     scored = [item for item in chosen if not is_abstention(item["question_id"])]
     wanted = {item["question_id"] for item in scored}
-    # The whole file is parsed (and so validated) once; only the chosen questions' units stay.
-    units = {unit.namespace: unit for unit in parse("longmemeval", data) if unit.namespace in wanted}
+    if workers > 1 and (retriever_factory is not None or db_url is not None):
+        raise InvalidInputError("--workers > 1 uses the default retriever and temporary databases only")
 
-    workdir = None
-    if db_url is None:
-        workdir = tempfile.TemporaryDirectory(prefix="strata-bench-")
-        db_url = f"sqlite:///{Path(workdir.name) / 'longmemeval.db'}"
+    results: list[tuple[dict, dict]] = []
+    workdir = tempfile.TemporaryDirectory(prefix="strata-bench-") if db_url is None else None
+    retriever = None
     try:
-        open_store(db_url)
-        retriever = (retriever_factory or DefaultRetriever)()
-        ingest_s = derive_s = 0.0
-        messages = jobs = failed = events = 0
-        latency_ms: list[float] = []
-        baseline_ms: list[float] = []
-        per_question: list[dict] = []
-        for done, item in enumerate(scored, 1):
-            qid = item["question_id"]
-            unit = units.pop(qid)
-            started = time.perf_counter()
-            written = write_units([unit], IngestReport(format="longmemeval", path=str(data)))
-            ingest_s += time.perf_counter() - started
-            messages += written.messages
-            if unit.threads:
-                started = time.perf_counter()
-                derive = run_pending(qid, provider=provider)
-                derive_s += time.perf_counter() - started
-                jobs, failed, events = jobs + derive.processed, failed + derive.failed, events + derive.events
+        if workers > 1:
+            import multiprocessing
 
-            question = str(item.get("question", ""))
-            asked_at = to_iso(parse_lme_date(item.get("question_date"), timezone.utc, f"{qid}: question_date"))
-            started = time.perf_counter()
-            surfaced = retriever.rank(qid, question, question_time=asked_at, limit=MESSAGE_LIMIT)
-            latency_ms.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            baseline = Bm25Baseline.for_longmemeval(item).rank(question, limit=DEPTH)
-            baseline_ms.append((time.perf_counter() - started) * 1000)
-
-            per_question.append({
-                "id": qid,
-                "question_type": item.get("question_type", "unknown"),
-                "question": question,
-                "question_date": item.get("question_date"),
-                "gold": dedupe_keep_order(item.get("answer_session_ids", [])),
-                "ranked": {
-                    "strata": dedupe_keep_order(session_of(e) for e in surfaced)[:DEPTH],
-                    "bm25": baseline,
-                },
-            })
-            if progress:
-                progress(done, len(scored), qid)
-
-        report = {
-            "benchmark": "longmemeval",
-            "split": split,
-            "provider": provider,
-            "commit": git_commit(),
-            "retriever": retriever_name(retriever),
-            "questions": len(per_question),
-            "abstention_skipped": len(chosen) - len(scored),
-            "limit": limit,
-            "message_limit": MESSAGE_LIMIT,
-            "results": _results(per_question),
-            "timing": {
-                "ingest_s": round(ingest_s, 2),
-                "derive_s": round(derive_s, 2),
-                "query_p50_ms": round(percentile(latency_ms, 50), 2),
-                "query_p95_ms": round(percentile(latency_ms, 95), 2),
-                "bm25_query_p50_ms": round(percentile(baseline_ms, 50), 2),
-                "bm25_query_p95_ms": round(percentile(baseline_ms, 95), 2),
-                "total_s": 0.0,
-            },
-            "ingest": {"messages": messages},
-            "derive": {"jobs": jobs, "failed": failed, "events": events},
-            "per_question": per_question,
-        }
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider)) as pool:
+                for done, result in enumerate(pool.imap(_worker_run, scored), 1):
+                    results.append(result)
+                    if progress:
+                        progress(done, len(scored), result[0]["id"])
+        else:
+            # The whole file is parsed (and so validated) once; only the chosen questions' units stay.
+            units = {unit.namespace: unit for unit in parse("longmemeval", data) if unit.namespace in wanted}
+            open_store(db_url or f"sqlite:///{Path(workdir.name) / 'longmemeval.db'}")
+            retriever = (retriever_factory or DefaultRetriever)()
+            for done, item in enumerate(scored, 1):
+                results.append(_question(item, units.pop(item["question_id"]), retriever, provider, str(data)))
+                if progress:
+                    progress(done, len(scored), item["question_id"])
     finally:
         if workdir is not None:
             if db.obj is not None and not db.is_closed():
                 db.close()
             workdir.cleanup()
-    report["timing"]["total_s"] = round(time.perf_counter() - run_started, 2)
+    per_question = [row for row, _ in results]
+    costs = [c for _, c in results]
+    total = lambda key: sum(c[key] for c in costs)  # noqa: E731
+    report = {
+        "benchmark": "longmemeval",
+        "split": split,
+        "provider": provider,
+        "commit": git_commit(),
+        "retriever": retriever_name(retriever) if retriever is not None else "default_retrieval",
+        "questions": len(per_question),
+        "abstention_skipped": len(chosen) - len(scored),
+        "limit": limit,
+        "workers": workers,
+        "message_limit": MESSAGE_LIMIT,
+        "results": _results(per_question),
+        "timing": {
+            "ingest_s": round(total("ingest_s"), 2),
+            "derive_s": round(total("derive_s"), 2),
+            "query_p50_ms": round(percentile([c["latency_ms"] for c in costs], 50), 2),
+            "query_p95_ms": round(percentile([c["latency_ms"] for c in costs], 95), 2),
+            "bm25_query_p50_ms": round(percentile([c["baseline_ms"] for c in costs], 50), 2),
+            "bm25_query_p95_ms": round(percentile([c["baseline_ms"] for c in costs], 95), 2),
+            "total_s": round(time.perf_counter() - run_started, 2),
+        },
+        "ingest": {"messages": total("messages")},
+        "derive": {"jobs": total("jobs"), "failed": total("failed"), "events": total("events")},
+        "per_question": per_question,
+    }
     return report

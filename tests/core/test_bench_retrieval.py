@@ -473,3 +473,11 @@ def test_cli_locomo_and_longmemeval(locomo_file, lme_file, tmp_path, capsys, mon
 
     assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["benchmark"] == "longmemeval"
+
+
+def test_longmemeval_workers_give_the_same_rankings(lme_file):
+    serial = run_longmemeval(lme_file, "all", workers=1)
+    parallel = run_longmemeval(lme_file, "all", workers=2)
+    assert parallel["workers"] == 2 and parallel["retriever"] == serial["retriever"] == "default_retrieval"
+    assert [q["ranked"] for q in parallel["per_question"]] == [q["ranked"] for q in serial["per_question"]]
+    assert parallel["results"] == serial["results"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def cmd_longmemeval(args: argparse.Namespace) -> int:
 
     with progress_bar("longmemeval", enabled=not args.json) as update:
         report = run_longmemeval(args.data, args.split, limit=args.limit, db_url=getattr(args, "db", None),
-                                 provider=args.provider, progress=update)
+                                 provider=args.provider, progress=update, workers=args.workers)
     if not args.json:
         ks = [str(k) for k in KS]
         groups = ["overall", *QUESTION_TYPES]
@@ -133,6 +134,8 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, type=Path, help="path to longmemeval_s_cleaned….json(.gz)")
     p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions of the split")
+    p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+                   help="processes, each with its own database (default: the cores, at most 4)")
     p.add_argument("--provider", default="offline")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_longmemeval)
