@@ -39,6 +39,7 @@ class RetrievalParams:
 
 
 DEFAULT_PARAMS = RetrievalParams()
+EVENT_SUPPORT_LIMIT = 60
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
 
@@ -149,9 +150,11 @@ def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     scores = bm25("event", ns.id, terms)
     if not scores:
         return {}
+    # Only the best events can move a message noticeably; joining all matches costs time.
+    top = sorted(scores, key=lambda i: -scores[i])[:EVENT_SUPPORT_LIMIT]
     support: dict[int, float] = {}
     rows = (EventSource.select(EventSource.message, EventSource.event).join(Event)
-            .where(EventSource.event.in_(list(scores)) & Event.status.in_(["active", "superseded"])).tuples())
+            .where(EventSource.event.in_(top) & Event.status.in_(["active", "superseded"])).tuples())
     for message_id, event_id in rows:
         support[message_id] = max(support.get(message_id, 0.0), scores[event_id])
     return support
