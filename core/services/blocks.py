@@ -159,6 +159,10 @@ def render_block(block_id: int, level: int | None = None) -> BlockView:
         level = 5 if lvl is None else lvl
     if not isinstance(level, int) or not 0 <= level <= 5:
         raise InvalidInputError(f"level must be 0..5, got {level!r}")
+    return _view(block, level)
+
+
+def _view(block: Block, level: int) -> BlockView:
     return BlockView(
         id=block.id,
         thread=block.thread.name,
@@ -209,20 +213,7 @@ def get_block_context(namespace: str, thread: str | None = None) -> list[BlockVi
         query = query.where(Thread.name == thread)
     out = []
     for block in query.order_by(Block.sequence):
-        level = current_level(block, block.thread, ns.block_decay_lambda)
-        out.append(
-            BlockView(
-                id=block.id,
-                thread=block.thread.name,
-                start_turn=block.start_turn,
-                end_turn=block.end_turn,
-                status=block.status,
-                age=_age(block, block.thread),
-                level=level,
-                label=LEVEL_LABELS[level],
-                content=_render(block, level),
-            )
-        )
+        out.append(_view(block, current_level(block, block.thread, ns.block_decay_lambda)))
     return out
 
 

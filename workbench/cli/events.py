@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, print_json, table
-
-
-def _open(args: argparse.Namespace) -> None:
-    from core.store import open_store
-
-    open_store(getattr(args, "db", None))
+from workbench.cli.output import console, open_from_args, print_json, table
 
 
 def _when(row) -> str:
@@ -23,7 +17,7 @@ def _when(row) -> str:
 def cmd_events(args: argparse.Namespace) -> int:
     from core.services.events import list_events
 
-    _open(args)
+    open_from_args(args)
     rows = list_events(
         args.namespace, event_type=args.type, participant=args.participant, date_from=args.date_from,
         date_to=args.date_to, status=args.status, text=args.text, limit=args.limit, offset=args.offset,
@@ -66,7 +60,7 @@ def _print_card(card) -> None:
 def cmd_event(args: argparse.Namespace) -> int:
     from core.services.events import get_event
 
-    _open(args)
+    open_from_args(args)
     card = get_event(args.id)
     if args.json:
         print_json(card)
@@ -78,7 +72,7 @@ def cmd_event(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from core.services.events import forget_event
 
-    _open(args)
+    open_from_args(args)
     row = forget_event(args.id)
     print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
     return 0
@@ -87,7 +81,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from core.services.events import restore_event
 
-    _open(args)
+    open_from_args(args)
     row = restore_event(args.id)
     print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
     return 0
@@ -96,7 +90,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_jobs(args: argparse.Namespace) -> int:
     from core.services.jobs import list_jobs
 
-    _open(args)
+    open_from_args(args)
     rows = list_jobs(args.namespace, args.status, limit=args.limit)
     if args.json:
         print_json(rows)
@@ -109,7 +103,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 def cmd_retry(args: argparse.Namespace) -> int:
     from core.services.jobs import retry
 
-    _open(args)
+    open_from_args(args)
     row = retry(args.id)
     print_json(row) if args.json else console.print(f"job {row.id} is {row.status} again (attempts reset)")
     return 0
@@ -154,7 +148,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     from core.services.verify import verify
 
-    _open(args)
+    open_from_args(args)
     report = verify(args.namespace)
     if args.json:
         print_json({**report.__dict__, "ok": report.ok})

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, print_json, table
-
-
-def _open(args: argparse.Namespace):
-    from core.store import open_store
-
-    return open_store(getattr(args, "db", None))
+from workbench.cli.output import console, open_from_args, print_json, table
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
     from core.services.graph import list_nodes
 
-    _open(args)
+    open_from_args(args)
     rows = list_nodes(getattr(args, "namespace", None), type=args.type, query=args.query, limit=args.limit)
     if args.json:
         print_json(rows)
@@ -43,7 +37,7 @@ def _ids(ids) -> str:
 def cmd_node(args: argparse.Namespace) -> int:
     from core.services.graph import node_view
 
-    _open(args)
+    open_from_args(args)
     view = node_view(args.id)
     if args.json:
         print_json(view)

@@ -6,13 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbench.cli.output import console, err_console, print_json, progress_bar, table
-
-
-def _open(args: argparse.Namespace):
-    from core.store import open_store
-
-    return open_store(getattr(args, "db", None))
+from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -22,7 +16,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     tz = parse_tz(args.tz) if args.tz else None
     # Validate the whole file before opening the store: a bad file changes nothing.
     units = parse(args.format, args.path, namespace=args.namespace, limit=args.limit, tz=tz)
-    _open(args)
+    open_from_args(args)
     report = IngestReport(format=args.format, path=str(args.path))
     with progress_bar(f"ingest {args.format}", enabled=not args.json and len(units) > 1) as update:
         write_units(units, report, update)
@@ -40,7 +34,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from core.services.stats import stats
 
-    _open(args)
+    open_from_args(args)
     result = stats(args.namespace)
     if args.json:
         print_json(result)
@@ -62,7 +56,7 @@ def _level_tokens(tokens: dict[int, int]) -> str:
 def cmd_blocks(args: argparse.Namespace) -> int:
     from core.services.blocks import list_blocks
 
-    _open(args)
+    open_from_args(args)
     rows = list_blocks(args.namespace, args.thread, status=args.status, limit=args.limit)
     if args.json:
         print_json(rows)
@@ -94,7 +88,7 @@ def _print_view(view, as_json: bool) -> None:
 def cmd_block(args: argparse.Namespace) -> int:
     from core.services.blocks import render_block
 
-    _open(args)
+    open_from_args(args)
     _print_view(render_block(args.id, args.level), args.json)
     return 0
 
@@ -102,7 +96,7 @@ def cmd_block(args: argparse.Namespace) -> int:
 def cmd_expand_block(args: argparse.Namespace) -> int:
     from core.services.blocks import expand_block
 
-    _open(args)
+    open_from_args(args)
     _print_view(expand_block(args.id, args.level, by="user"), args.json)
     return 0
 
@@ -110,7 +104,7 @@ def cmd_expand_block(args: argparse.Namespace) -> int:
 def cmd_derive(args: argparse.Namespace) -> int:
     from core.services.derive import run_pending
 
-    _open(args)
+    open_from_args(args)
     with progress_bar("derive", enabled=not args.json) as update:
         report = run_pending(args.namespace, provider=args.provider, progress=update)
     if args.json:
@@ -128,7 +122,7 @@ def cmd_derive(args: argparse.Namespace) -> int:
 def cmd_namespaces(args: argparse.Namespace) -> int:
     from core.services.spaces import list_namespaces
 
-    _open(args)
+    open_from_args(args)
     rows = list_namespaces()
     if args.json:
         print_json(rows)

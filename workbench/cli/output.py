@@ -16,6 +16,13 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def open_from_args(args: Any):
+    """Open the store named by ``--db`` (or $STRATA_DB, or the default) for a command."""
+    from core.store import open_store
+
+    return open_store(getattr(args, "db", None))
+
+
 def to_plain(value: Any) -> Any:
     """Dataclasses (and containers of them) as JSON-ready values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

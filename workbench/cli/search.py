@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, print_json, table
-
-
-def _open(args: argparse.Namespace) -> None:
-    from core.store import open_store
-
-    open_store(getattr(args, "db", None))
+from workbench.cli.output import console, open_from_args, print_json, table
 
 
 def _namespace(args: argparse.Namespace) -> str:
@@ -45,7 +39,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     from core.services.search import search_events, search_graph, search_raw
 
-    _open(args)
+    open_from_args(args)
     ns = _namespace(args)
     started = time.perf_counter()
     if args.channel == "events":
@@ -87,7 +81,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from core.services.retrieval import default_retrieval
     from core.services.search import messages_by_id
 
-    _open(args)
+    open_from_args(args)
     ns = _namespace(args)
     found = default_retrieval(ns, args.question, limit=args.limit)
     messages = messages_by_id([r.message_id for r in found])
@@ -138,7 +132,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 def cmd_traces(args: argparse.Namespace) -> int:
     from core.services.traces import list_traces
 
-    _open(args)
+    open_from_args(args)
     rows = list_traces(args.namespace, limit=args.limit, kind=args.kind)
     if args.json:
         print_json(rows)
@@ -153,7 +147,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     from core.services.traces import get_trace
 
-    _open(args)
+    open_from_args(args)
     detail = get_trace(args.id)
     if args.json:
         print_json(detail)
