@@ -1,0 +1,125 @@
+"""Ranking primitives and the search channels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from core.db import write_transaction
+from core.models import Event
+from core.search.analyze import analyze, stem
+from core.search.bm25 import bm25_scores, ranked, rrf
+from core.search.index import bm25 as index_bm25
+from core.search.tokenize import tokenize
+from core.services.capture import append_messages, append_turn
+from core.services.derive import run_pending
+from core.services.events import write_event
+from core.services.retrieval import default_retrieval
+from core.services.search import search_events, search_graph, search_raw
+from core.services.spaces import configure_namespace, get_namespace
+
+
+def test_bm25_matches_a_hand_computation():
+    docs = {1: ["cat", "sat"], 2: ["cat", "cat", "dog", "ran"], 3: ["bird"]}
+    scores = bm25_scores(["cat"], docs)
+    n, df, avgdl = 3, 2, 7 / 3
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    expect1 = idf * 1 * 2.2 / (1 + 1.2 * (1 - 0.75 + 0.75 * 2 / avgdl))
+    expect2 = idf * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 4 / avgdl))
+    assert scores[1] == pytest.approx(expect1) and scores[2] == pytest.approx(expect2)
+    assert 3 not in scores  # only positive scores are returned
+    assert bm25_scores([], docs) == {} and bm25_scores(["zebra"], docs) == {}
+    assert ranked({5: 1.0, 2: 1.0, 9: 3.0}) == [9, 2, 5]  # ties by id
+
+
+def test_rrf_fuses_by_rank_with_deterministic_ties():
+    fused = rrf([["a", "b", "c"], ["b", "a"]])
+    assert [d for d, _ in fused] == ["a", "b", "c"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert dict(rrf([["x"], ["y"]], weights=[1.0, 0.0])) == {"x": pytest.approx(1 / 61)}
+
+
+def test_tokenizer_and_analyzer():
+    assert tokenize("Ｃａｆé  LGBTQ") == ["café", "lgbtq"]
+    assert tokenize("我们去上海") == ["我们", "们去", "去上", "上海"]
+    assert tokenize("去") == ["去"]
+    assert analyze("The cats were painting") == ["cat", "paint"]
+    assert stem("hiking") == stem("hikes") == stem("hike")
+    assert stem("studies") == stem("study")
+
+
+@pytest.fixture
+def ns(store):
+    configure_namespace("ns", block_turn_size=2)
+    return get_namespace("ns")
+
+
+def test_index_scores_equal_bm25_over_the_same_documents(ns):
+    texts = ["Maya adopted a beagle called Biscuit", "The beagle needs a vet visit on Friday",
+             "We moved the launch to March 17", "Biscuit hates the vet"]
+    for text in texts:
+        append_messages("ns", "t", [{"role": "user", "content": text, "speaker": "Maya"}])
+    query = analyze("beagle vet Biscuit")
+    from core.search.index import message_text
+
+    docs = {i + 1: analyze(message_text("Maya", t)) for i, t in enumerate(texts)}
+    expected = bm25_scores(query, docs)
+    got = index_bm25("message", ns.id, query)
+    assert got.keys() == expected.keys()
+    for key in got:
+        assert got[key] == pytest.approx(expected[key])
+
+
+def test_zero_match_rule(ns):
+    append_turn("ns", "t", "I love hiking in the Alps.", "Sounds great.")
+    assert search_raw("ns", "quantum chromodynamics") == []
+    assert search_raw("ns", "   ") == []
+    assert search_events("ns", "quantum chromodynamics") == []
+    assert search_graph("ns", "!!!") == []
+
+
+def test_search_raw_covers_the_open_tail_and_thread_scope(ns):
+    append_turn("ns", "a", "The blue kettle is in the garage.", "Noted.")
+    append_turn("ns", "b", "Where is the blue kettle?", "In the garage, you said.")
+    hits = search_raw("ns", "blue kettle")
+    assert {h.message.thread for h in hits} == {"a", "b"}
+    assert all(h.block_id is None for h in hits)  # nothing sealed yet: the open tail is searched
+    assert {h.message.thread for h in search_raw("ns", "blue kettle", thread="a")} == {"a"}
+
+
+def _event(ns_id, title, **temporal):
+    with write_transaction():
+        return write_event(ns_id, {"title": title, "summary": title, "source_message_ids": [], "temporal": temporal},
+                           block=None, formed_turn=0)
+
+
+def test_search_events_exact_filters_and_soft_fallback(ns):
+    a = _event(ns.id, "Maya booked flights to Lisbon", participants=["Maya"], event_type="plan")
+    b = _event(ns.id, "Tomás booked a hotel in Lisbon", participants=["Tomás"], event_type="plan")
+    hits = search_events("ns", "Lisbon", participants=["Maya"], track=False)
+    assert [h.event.id for h in hits][0] == a.id and b.id not in [h.event.id for h in hits]
+    soft = search_events("ns", "Lisbon", participants=["Nobody"], track=False)
+    assert {h.event.id for h in soft} == {a.id, b.id}  # no exact match: filters only rank
+
+
+def test_search_events_tracks_retrieval_but_not_weight(ns):
+    e = _event(ns.id, "Maya prefers window seats")
+    before = Event.get_by_id(e.id)
+    search_events("ns", "window seats")
+    after = Event.get_by_id(e.id)
+    assert after.last_retrieved_at is not None
+    assert (after.mention_count, after.last_adopted_turn) == (before.mention_count, before.last_adopted_turn)
+
+
+def test_default_retrieval_prefers_the_named_speakers_turn(ns):
+    append_messages("ns", "t", [
+        {"role": "user", "speaker": "Ann", "content": "My favourite painting is the sunflowers one."},
+        {"role": "assistant", "speaker": "Ben", "content": "My favourite painting is the harbour one."},
+    ], close_turn=True)
+    run_pending("ns")
+    top = default_retrieval("ns", "What is Ben's favourite painting?", limit=2)
+    assert top[0].external_id is None and top[0].thread == "t"
+    from core.models import Message
+
+    assert Message.get_by_id(top[0].message_id).speaker == "Ben"
