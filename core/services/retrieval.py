@@ -36,10 +36,12 @@ class RetrievalParams:
     candidate_limit: int = 400
     second_neighbour_weight: float = 0.2
     event_boost: float = 0.25
+    user_boost: float = 0.5
 
 
 DEFAULT_PARAMS = RetrievalParams()
 EVENT_SUPPORT_LIMIT = 60
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
 
@@ -58,15 +60,16 @@ class _Layout:
 
     count: int
     at: dict[tuple[int, int], int]
-    info: dict[int, tuple[int, int, str | None, str | None, str, str]]
+    info: dict[int, tuple[int, int, str | None, str | None, str, str, str]]
     speakers: dict[str, str]
     timed: dict[int, bool] = field(default_factory=dict)
+
 
     def has_time(self, mid: int) -> bool:
         """Whether the message states a resolvable time (computed once per message)."""
         flag = self.timed.get(mid)
         if flag is None:
-            _, _, _, _, created_at, content = self.info[mid]
+            _, _, _, _, created_at, content, _ = self.info[mid]
             flag = self.timed[mid] = _has_time(content, created_at)
         return flag
 
@@ -82,11 +85,11 @@ def _layout(ns: Namespace) -> _Layout:
         return cached
     at, info, speakers = {}, {}, {}
     rows = (Message.select(Message.id, Message.thread, Message.position, Message.speaker, Message.external_id,
-                           Message.created_at, Message.content)
+                           Message.created_at, Message.content, Message.role)
             .where(Message.namespace == ns).tuples())
-    for mid, thread, position, speaker, external_id, created_at, content in rows:
+    for mid, thread, position, speaker, external_id, created_at, content, role in rows:
         at[(thread, position)] = mid
-        info[mid] = (thread, position, speaker, external_id, created_at, content)
+        info[mid] = (thread, position, speaker, external_id, created_at, content, role)
         if speaker:
             for token in analyze(speaker, stemming=False):
                 speakers.setdefault(token, speaker)
@@ -130,13 +133,17 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
                     scores[mid] *= 1 + params.event_boost * value / top_event
     named = {layout.speakers[t] for t in analyze(question, stemming=False) if t in layout.speakers}
     wants_time = bool(_WHEN.search(question))
+    about_user = bool(_FIRST_PERSON.search(question))
     top = sorted(scores, key=lambda m: -scores[m])[: params.candidate_limit]
     boosted = {}
     for mid in top:
-        _, _, speaker, _, created_at, content = layout.info[mid]
+        _, _, speaker, _, created_at, content, role = layout.info[mid]
         factor = 1.0
         if named and speaker in named:
             factor += params.speaker_boost
+        elif about_user and role == "user":
+            # "What did I buy?" asks about what the user said, not the assistant's replies.
+            factor += params.user_boost
         if wants_time and layout.has_time(mid):
             factor += params.time_boost
         boosted[mid] = scores[mid] * factor
@@ -213,7 +220,7 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     threads = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
     out = []
     for mid in order:
-        thread_id, _, _, external_id, _, _ = layout.info[mid]
+        thread_id, _, _, external_id, _, _, _ = layout.info[mid]
         channels = tuple(c for c, hit in (("raw", mid in raw_set), ("events", mid in event_set)) if hit)
         out.append(RetrievedMessage(mid, external_id, threads.get(thread_id, ""), round(score[mid], 6), channels))
     return out

@@ -123,3 +123,14 @@ def test_default_retrieval_prefers_the_named_speakers_turn(ns):
     from core.models import Message
 
     assert Message.get_by_id(top[0].message_id).speaker == "Ben"
+
+
+def test_first_person_questions_prefer_what_the_user_said(ns):
+    append_messages("ns", "t", [
+        {"role": "user", "content": "I bought a green bike for my commute."},
+        {"role": "assistant", "content": "A green bike for a commute is a fine choice; many people buy one."},
+    ], close_turn=True)
+    top = default_retrieval("ns", "What colour of bike did I buy?", limit=1)
+    from core.models import Message
+
+    assert Message.get_by_id(top[0].message_id).role == "user"
