@@ -11,6 +11,7 @@ same person are linked as supersessions.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any, Sequence
@@ -197,11 +198,17 @@ def _tense_status(text: str, tense: str | None) -> str:
     return "unknown"
 
 
+@lru_cache(maxsize=4096)
+def _mentions(text: str, anchor: datetime) -> tuple:
+    """Time mentions of a text, cached: a card's text is usually one of the parts already resolved."""
+    return tuple(find_time_mentions(text, anchor))
+
+
 def _time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
     if anchor is None:
         return {}
-    for mention in find_time_mentions(text, anchor):
+    for mention in _mentions(text, anchor):
         if mention.start is None and mention.end is None:
             continue
         if mention.precision == "instant" and mention.original_text.strip().lower() in ("now", "right now", "现在"):
