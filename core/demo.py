@@ -43,6 +43,13 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
                 candidate.unlink()
     open_store(url)
     ingest("jsonl", demo_source(), namespace=DEMO_NAMESPACE)
+    from core.models import Thread
+    from core.services.capture import close_thread
+    from core.services.spaces import get_namespace
+
+    # The sample conversations are finished: seal their short tails so everything is derived.
+    for thread in Thread.select().where(Thread.namespace == get_namespace(DEMO_NAMESPACE)):
+        close_thread(DEMO_NAMESPACE, thread.name)
     run_pending(DEMO_NAMESPACE, progress=progress)
     result = stats(DEMO_NAMESPACE)
     return DemoResult(
