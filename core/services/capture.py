@@ -160,8 +160,10 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     layers = deterministic_layers(messages)
     l3, l4, l5 = layers[3], layers[4], layers[5]
     namespace.block_count += 1
-    start = thread.sealed_turns + 1
-    end = start + max(users, 1) - 1
+    # Turn numbers come from the messages themselves: a tail of only trailing replies
+    # (sealed when a conversation closes) belongs to the turn it answers.
+    start = min(m.turn for m in messages if m.role == "user") if users else max(1, thread.sealed_turns)
+    end = max(start, max(m.turn for m in messages))
     block = Block.create(
         namespace=namespace,
         thread=thread,
@@ -180,7 +182,7 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     )
     Message.update(block=block).where(Message.id.in_([m.id for m in messages])).execute()
     create_job(namespace, "summary", block)
-    thread.sealed_turns = end
+    thread.sealed_turns = max(thread.sealed_turns, end)
     thread.block_count += 1
     return block
 

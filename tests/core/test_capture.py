@@ -200,3 +200,26 @@ def test_close_thread_seals_a_short_finished_tail(store):
     assert close_thread("ns", "t") == () and close_thread("ns", "missing") == ()
     _turns("ns", "t", 1, start=4)
     assert thread_messages("ns", "t", open_tail_only=True)[0].turn == 4  # numbering continues
+
+
+def test_closing_a_tail_of_only_trailing_replies_keeps_turn_numbers(store):
+    from core.services.capture import close_thread
+
+    configure_namespace("ns", block_turn_size=1)
+    append_turn("ns", "t", "q1", "a1")
+    append_messages("ns", "t", [{"role": "assistant", "content": "one more thought on q1"}])
+    (block_id,) = close_thread("ns", "t")
+    block = Block.get_by_id(block_id)
+    assert (block.start_turn, block.end_turn, block.message_count) == (1, 1, 1)
+    append_turn("ns", "t", "q2", "a2")
+    latest = Block.select().order_by(Block.sequence.desc()).first()
+    assert (latest.start_turn, latest.end_turn) == (2, 2)
+
+
+def test_a_late_reply_after_a_sealed_turn_does_not_shift_turn_ranges(store):
+    configure_namespace("ns", block_turn_size=1)
+    append_turn("ns", "t", "q1", "a1")  # sealed at once: turn 1
+    append_messages("ns", "t", [{"role": "tool", "content": '{"ok": true}'}])  # arrives late
+    append_turn("ns", "t", "q2", "a2")
+    ranges = [(b.start_turn, b.end_turn, b.message_count) for b in Block.select().order_by(Block.sequence)]
+    assert ranges == [(1, 1, 2), (2, 2, 3)]
