@@ -264,7 +264,9 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
             anchor = parse_timestamp(message["created_at"])
         except Exception:
             anchor = None
-    time = _time_for(joined, anchor)
+    # The first statement (in order) that dates itself dates the card; parts are cached, so
+    # this avoids scanning the joined text a second time.
+    time = next((found for part in parts if (found := _time_for(part, anchor))), {})
     tense = time.pop("_tense", None)
     participants = [speaker]
     other = _other_speaker(speaker, speakers)

@@ -3,6 +3,7 @@ links, the lifecycle (supersede, conflict, forget, restore) and reading them bac
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Iterable, Sequence
@@ -442,6 +443,7 @@ def get_event(event_id: int) -> EventCard:
 
 RELEVANT_LIMIT = 8
 RECENT_LIMIT = 4
+TIMELINE_QUERY_TERMS = 24
 
 
 def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
@@ -462,7 +464,10 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
             query = query.where((Event.block.is_null()) | (Event.block != exclude_block))
         return query
 
-    scores = bm25("event", namespace_id, analyze(query)) if query.strip() else {}
+    # The block's own most repeated terms are enough to find related events; a long query
+    # would fetch the postings of every word of a whole summary.
+    terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
+    scores = bm25("event", namespace_id, terms) if terms else {}
     relevant: list[Event] = []
     if scores:
         ranked_ids = sorted(scores, key=lambda i: (-scores[i], i))
