@@ -812,20 +812,14 @@ class MemoryTools:
         batch_id = _batch_number("assess", args["batch_id"]) if "batch_id" in args else None
         result = gate.assess(self.namespace, batch_id, verdict, args["evidence_refs"],
                              args["fit"], args["missing"], strategy, session=self.session)
+        assessment = result.to_json()
+        assessment.pop("assessed_at")  # the tool result never carried the timestamp
         out = {
             "tool": "assess",
             "batch_id": gate.batch_label(result.batch_id),
             "batch_status": result.batch_status,
             "latest_batch_id": gate.batch_label(result.latest_batch_id) if result.latest_batch_id else None,
-            "verdict": result.verdict,
-            "requested_verdict": result.requested_verdict,
-            "evidence_refs": list(result.evidence_refs),
-            "rejected_evidence_refs": [
-                {"input_index": r.input_index, "ref": r.ref, "reason": r.reason, "detail": r.detail}
-                for r in result.rejected_evidence_refs
-            ],
-            "fit": result.fit,
-            "missing": result.missing,
+            **assessment,
             "next_strategy": _strategy_for_tools(result.next_strategy),
             "strategy_rewritten_from": _strategy_for_tools(result.strategy_rewritten_from),
             "notes": [_tool_words(n) for n in result.notes],
