@@ -95,11 +95,13 @@ def write_transaction() -> Iterator[None]:
             yield
 
 
-def bulk_insert(model, columns: list[str], rows: list[tuple]) -> None:
+def bulk_insert(model, columns: list[str], rows: list[tuple], *, ignore_conflicts: bool = False) -> None:
     """Insert many rows with one prepared statement (executemany).
 
     peewee's insert_many builds SQL value by value, which dominated index writes; this
-    keeps the statement portable by using the engine's own parameter marker.
+    keeps the statement portable by using the engine's own parameter marker. With
+    ``ignore_conflicts`` a row that breaks a unique index is skipped (SQLite's OR IGNORE,
+    PostgreSQL's ON CONFLICT DO NOTHING).
     """
     if not rows:
         return
@@ -108,6 +110,37 @@ def bulk_insert(model, columns: list[str], rows: list[tuple]) -> None:
     marker = database.param
     left, right = database.quote[0], database.quote[1]
     quoted = ", ".join(f"{left}{c}{right}" for c in columns)
-    sql = f"INSERT INTO {left}{table}{right} ({quoted}) VALUES ({', '.join([marker] * len(columns))})"
+    sqlite = is_sqlite()
+    verb = "INSERT OR IGNORE" if ignore_conflicts and sqlite else "INSERT"
+    tail = " ON CONFLICT DO NOTHING" if ignore_conflicts and not sqlite else ""
+    sql = f"{verb} INTO {left}{table}{right} ({quoted}) VALUES ({', '.join([marker] * len(columns))}){tail}"
     cursor = database.cursor()
     cursor.executemany(sql, rows)
+
+
+_INSERT_SQL: dict[tuple, str] = {}
+
+
+def insert_one(model, values: dict):
+    """Insert one row and return it as a model instance, like ``model.create`` (field
+    defaults included) but without building the statement anew each time: peewee's SQL
+    generation cost more than SQLite's insert on the derivation hot paths.
+    """
+    meta = model._meta
+    instance = model(**values)
+    data = {name: value for name, value in instance.__data__.items()
+            if not (name == meta.primary_key.name and value is None)}
+    fields = [meta.fields[name] for name in data]
+    database = db.obj
+    key = (meta.table_name, tuple(data), type(database))
+    sql = _INSERT_SQL.get(key)
+    if sql is None:
+        left, right = database.quote[0], database.quote[1]
+        columns = ", ".join(f"{left}{f.column_name}{right}" for f in fields)
+        markers = ", ".join([database.param] * len(fields))
+        returning = "" if is_sqlite() else f" RETURNING {left}{meta.primary_key.column_name}{right}"
+        sql = _INSERT_SQL[key] = f"INSERT INTO {left}{meta.table_name}{right} ({columns}) VALUES ({markers}){returning}"
+    cursor = database.execute_sql(sql, [f.db_value(v) for f, v in zip(fields, data.values())])
+    setattr(instance, meta.primary_key.name, cursor.lastrowid if is_sqlite() else cursor.fetchone()[0])
+    instance._dirty.clear()
+    return instance

@@ -21,6 +21,7 @@ from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
+from core.search.index import index_events
 from core.services.graph import run_graph_job
 from core.services.events import extraction_timeline, queue_graph_projection, validate_extracted, write_event
 from core.services.spaces import get_namespace
@@ -141,18 +142,19 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
-        event_ids = []
+        events = []
         for draft in drafts:
             latest = max((created_at.get(i) or "" for i in draft["source_message_ids"]), default=None)
-            event = write_event(block.namespace_id, draft, block=block, formed_turn=formed_turn,
-                                mentioned_fallback=latest or block.created_at)
-            event_ids.append(event.id)
+            events.append(write_event(block.namespace_id, draft, block=block, formed_turn=formed_turn,
+                                      mentioned_fallback=latest or block.created_at, index=False))
+        index_events(block.namespace_id, events)
+        event_ids = [event.id for event in events]
         status = "succeeded" if event_ids else "skipped"
         payload = {"events": len(event_ids), "warnings": warnings[:20]} if warnings or event_ids else None
         Job.update(status=status, last_error=None, next_retry_at=None, payload=payload,
                    updated_at=now_iso()).where(Job.id == job.id).execute()
         if event_ids:
-            queue_graph_projection(block.namespace_id, event_ids, priority=1000)
+            queue_graph_projection(block.namespace_id, event_ids)
         mark_ready(Block.get_by_id(block.id))
         _bump(block.namespace_id)
     report.blocks_ready += 1

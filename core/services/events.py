@@ -10,11 +10,11 @@ from typing import Any, Iterable, Sequence
 
 from peewee import JOIN
 
-from core.db import bulk_insert, write_transaction
+from core.db import bulk_insert, insert_one, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
-from core.models import Block, Event, EventLink, EventParticipant, EventSource, Message, Namespace, Thread
+from core.models import Block, Event, EventLink, EventParticipant, EventSource, Job, Message, Namespace, Thread
 from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
 from core.services.capture import _row_to_raw
@@ -26,6 +26,9 @@ from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
 LINK_KINDS = ("supersedes", "conflicts", "same_event", "before", "after", "related")
 LIVE = ("active", "superseded")
 GRAPH_BATCH = 8
+# Same as summaries and extractions: claim order is then creation order, so graph jobs
+# wait behind the extractions already queued and fill their batches meanwhile.
+GRAPH_PRIORITY = 0
 _RELATION_FIELDS = {
     "supersedes_event_ids": "supersedes",
     "conflicts_with_event_ids": "conflicts",
@@ -202,18 +205,21 @@ def write_event(
     formed_turn: int,
     origin: str = "extraction",
     mentioned_fallback: str | None = None,
+    index: bool = True,
 ) -> Event:
     """Insert one validated event with its sources, participants and links.
 
     Must run inside the caller's write transaction. Superseded targets get status
     ``superseded``, ``superseded_by`` and the weight cap; conflicts are linked both ways.
-    Relation targets that are no longer active or superseded are dropped here.
+    Relation targets that are no longer active or superseded are dropped here. A caller
+    writing several events may pass ``index=False`` and index them together afterwards
+    with ``index_events`` (one corpus-statistics update instead of one per event).
     """
     temporal = draft.get("temporal", {})
     now = now_iso()
     criticality = draft.get("criticality", "routine")
     participants = temporal.get("participants", [])
-    event = Event.create(
+    event = insert_one(Event, dict(
         namespace=namespace,
         block=block,
         thread=block.thread_id if block is not None else None,
@@ -232,12 +238,13 @@ def write_event(
         created_at=now,
         updated_at=now,
         **_time_fields(temporal, mentioned_fallback),
-    )
+    ))
     sources = draft.get("source_message_ids", [])
     bulk_insert(EventSource, ["event_id", "message_id", "position"],
                 [(event.id, m, i) for i, m in enumerate(sources)])
     _add_participants(event.id, participants)
-    index_events(event.namespace_id, [event])
+    if index:
+        index_events(event.namespace_id, [event])
     relations = draft.get("relations", {})
     targets = {i for ids in relations.values() for i in ids}
     live = {
@@ -259,9 +266,28 @@ def write_event(
     return event
 
 
-def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority: int) -> None:
-    """Graph work for new events, in batches of at most eight."""
-    ids = list(event_ids)
+def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority: int = GRAPH_PRIORITY) -> None:
+    """Graph work for new events, in batches of at most eight.
+
+    New events first top up the namespace's newest graph job that nobody has claimed yet:
+    extraction queues a few events per block, and a projection's fixed cost (reading the
+    related nodes and their views) is paid per job, so full batches cost far less per event.
+    Call inside the write transaction that wrote the events.
+    """
+    ids = list(dict.fromkeys(event_ids))
+    if not ids:
+        return
+    open_job = (Job.select().where((Job.namespace == namespace_id) & (Job.kind == "graph")
+                                   & (Job.status == "pending") & (Job.attempts == 0) & (Job.priority == priority))
+                .order_by(Job.id.desc()).first())
+    if open_job is not None:
+        queued = list((open_job.payload or {}).get("event_ids") or [])
+        room = GRAPH_BATCH - len(queued)
+        if room > 0:
+            payload = dict(open_job.payload or {})
+            payload["event_ids"] = queued + [i for i in ids[:room] if i not in queued]
+            Job.update(payload=payload, updated_at=now_iso()).where(Job.id == open_job.id).execute()
+            ids = ids[room:]
     for start in range(0, len(ids), GRAPH_BATCH):
         create_job(namespace_id, "graph", None, priority=priority, payload={"event_ids": ids[start : start + GRAPH_BATCH]})
 
@@ -471,13 +497,17 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     relevant: list[Event] = []
     if scores:
         ranked_ids = sorted(scores, key=lambda i: (-scores[i], i))
+        chosen_ids: list[int] = []
         for start in range(0, len(ranked_ids), 200):
             chunk = ranked_ids[start : start + 200]
-            found = {e.id: e for e in live(Event.select().where(Event.id.in_(chunk)))}
-            relevant.extend(found[i] for i in chunk if i in found)
-            if len(relevant) >= RELEVANT_LIMIT:
+            # Ids first: hydrating a whole chunk of events to keep eight was most of the cost.
+            found = {i for (i,) in live(Event.select(Event.id).where(Event.id.in_(chunk))).tuples()}
+            chosen_ids.extend(i for i in chunk if i in found)
+            if len(chosen_ids) >= RELEVANT_LIMIT:
                 break
-        relevant = relevant[:RELEVANT_LIMIT]
+        chosen_ids = chosen_ids[:RELEVANT_LIMIT]
+        by_id = {e.id: e for e in Event.select().where(Event.id.in_(chosen_ids))} if chosen_ids else {}
+        relevant = [by_id[i] for i in chosen_ids]
     order = (fn.COALESCE(Block.sequence, 0).desc(), Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc())
     recent = list(live(Event.select(Event).join(Block, JOIN.LEFT_OUTER)).order_by(*order).limit(RECENT_LIMIT))
     chosen_ids = {e.id for e in relevant}

@@ -12,13 +12,14 @@ person who uses two tools keeps both ``uses`` facts and edges current.
 
 from __future__ import annotations
 
+from functools import lru_cache
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Any, Iterable, Iterator, Sequence
 
-from core.db import write_transaction
+from core.db import bulk_insert, db, insert_one, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Namespace
 from core.providers.base import ProviderOutputError
@@ -73,6 +74,7 @@ _CHUNK = 500
 # ----------------------------------------------------------------------------- keys
 
 
+@lru_cache(maxsize=65536)
 def entity_key(text: str) -> str:
     """The form names are compared in: NFKC, case-folded, whitespace, ``_`` and ``-`` removed."""
     folded = unicodedata.normalize("NFKC", text).casefold()
@@ -191,6 +193,10 @@ def _merge_ids(*lists: Iterable[int]) -> list[int]:
     return list(dict.fromkeys(i for ids in lists for i in ids))
 
 
+_NODE_COLUMNS = ("namespace", "name", "name_norm", "type", "aliases", "tags", "provenance", "status", "confidence",
+                 "created_at", "updated_at")
+
+
 class _Applier:
     """Applies one validated proposal; must run inside a write transaction."""
 
@@ -209,6 +215,9 @@ class _Applier:
         self._key_index: dict[str, dict[str, list[int]]] = {}
         self._loaded: dict[int, GraphNode] = {}
         self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
+        self._citations: dict[tuple[str, int, int], None] = {}  # written in one statement by flush()
+        self._touched: dict[type, set[int]] = {GraphFact: set(), GraphEdge: set()}  # re-stated, gets updated_at
+        self._edges: dict[tuple[int, str], list[GraphEdge]] = {}
 
     def warn(self, text: str) -> None:
         self.result.warnings.append(text)
@@ -397,7 +406,8 @@ class _Applier:
 
         node = self.resolve(plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases])
         if node is None:
-            node = GraphNode.create(
+            # Built in memory and inserted once with its metadata.
+            node = GraphNode(
                 namespace=self.namespace_id,
                 name=plan.name,
                 name_norm=name_key[:255],
@@ -410,7 +420,8 @@ class _Applier:
                 created_at=self.now,
                 updated_at=self.now,
             )
-            self._index_node(node)
+            self._add_metadata(node, plan.ref, kept_aliases, kept_tags)
+            node = insert_one(GraphNode, {name: node.__data__[name] for name in _NODE_COLUMNS})
         else:
             prov = node.provenance if isinstance(node.provenance, dict) and node.provenance else None
             if prov is None:
@@ -424,9 +435,10 @@ class _Applier:
             else:
                 # A differing proposal name becomes an alias proven by the name's provenance.
                 kept_aliases.insert(0, (plan.name, list(plan.name_sources)))
-        self._add_metadata(node, plan.ref, kept_aliases, kept_tags)
-        node.updated_at = self.now
-        node.save()
+            self._add_metadata(node, plan.ref, kept_aliases, kept_tags)
+            node.updated_at = self.now
+            node.save()
+        self._index_node(node)
 
         cited = _merge_ids(plan.sources, plan.name_sources, *(ids for _, ids in kept_aliases),
                            *(ids for _, ids in kept_tags))
@@ -486,14 +498,21 @@ class _Applier:
             else:
                 entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
         node.aliases = current_aliases
-        self._index_node(node)
         node.tags = current_tags
         node.provenance = dict(prov)
 
     def _cite(self, kind: str, record_id: int, event_ids: Iterable[int]) -> None:
-        rows = [{"kind": kind, "record_id": record_id, "event": i} for i in dict.fromkeys(event_ids)]
-        if rows:
-            GraphSource.insert_many(rows).on_conflict_ignore().execute()
+        for event_id in event_ids:
+            self._citations[(kind, record_id, event_id)] = None
+
+    def flush(self) -> None:
+        """Write the collected citations and touches (nothing in a projection reads them back)."""
+        bulk_insert(GraphSource, ["kind", "record_id", "event_id"], list(self._citations), ignore_conflicts=True)
+        self._citations.clear()
+        for model, ids in self._touched.items():
+            for part in _chunks(sorted(ids)):
+                model.update(updated_at=self.now).where(model.id.in_(list(part))).execute()
+            ids.clear()
 
     # -- facts --------------------------------------------------------------------
 
@@ -536,27 +555,23 @@ class _Applier:
     def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str) -> None:
         status = node.status if node.status in RECORD_STATUSES else "active"
         valid_to = None
-        current = list(GraphFact.select().where(
-            (GraphFact.node == node) & (GraphFact.key == key) & (GraphFact.status.in_(CURRENT))
-        ).order_by(GraphFact.id))
+        # One read serves both the rivals (current values) and the record to update.
+        known = list(GraphFact.select().where((GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id))
+        current = [f for f in known if f.status in CURRENT]
         wanted = _value_key(value)
         rivals = [f for f in current if _value_key(f.value) != wanted] if is_functional(key) else []
         if rivals and status in CURRENT:
             valid_to = self._older_than(valid_from, [f.valid_from for f in rivals])
             if valid_to is not None:
                 status, rivals = "superseded", []
-        same = GraphFact.select().where(
-            (GraphFact.node == node) & (GraphFact.key == key) & (GraphFact.status == status)
-        ).order_by(GraphFact.id)
-        fact = next((f for f in same if _value_key(f.value) == wanted), None)
+        fact = next((f for f in known if f.status == status and _value_key(f.value) == wanted), None)
         if fact is None:
-            fact = GraphFact.create(
-                node=node, key=key, value=value, status=status, valid_from=valid_from, valid_to=valid_to,
+            fact = insert_one(GraphFact, dict(
+                node=node.id, key=key, value=value, status=status, valid_from=valid_from, valid_to=valid_to,
                 confidence=node.confidence, created_at=self.now, updated_at=self.now,
-            )
+            ))
         else:
-            fact.updated_at = self.now
-            fact.save()
+            self._touched[GraphFact].add(fact.id)
         for rival in rivals:
             rival.status = "superseded"
             rival.valid_to = valid_from
@@ -615,28 +630,28 @@ class _Applier:
 
     def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
                     valid_from: str, valid_to: str | None, confidence: float) -> GraphEdge:
+        # One read per (node, relation) and projection serves both the rivals (other current
+        # targets) and the record to update; the list follows this projection's own writes.
+        known = self._edges.get((source.id, relation))
+        if known is None:
+            known = self._edges[(source.id, relation)] = list(GraphEdge.select().where(
+                (GraphEdge.from_node == source) & (GraphEdge.relation == relation)).order_by(GraphEdge.id))
         rivals: list[GraphEdge] = []
         if status in CURRENT and is_functional(relation):
-            rivals = list(GraphEdge.select().where(
-                (GraphEdge.from_node == source) & (GraphEdge.relation == relation)
-                & (GraphEdge.status.in_(CURRENT)) & (GraphEdge.to_node != target)
-            ).order_by(GraphEdge.id))
+            rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]
             older = self._older_than(valid_from, [e.valid_from for e in rivals]) if rivals else None
             if older is not None:
                 status, valid_to, rivals = "superseded", older, []
-        edge = GraphEdge.get_or_none(
-            (GraphEdge.from_node == source) & (GraphEdge.to_node == target)
-            & (GraphEdge.relation == relation) & (GraphEdge.status == status)
-        )
+        edge = next((e for e in known if e.to_node_id == target.id and e.status == status), None)
         if edge is None:
-            edge = GraphEdge.create(
-                namespace=self.namespace_id, from_node=source, to_node=target, relation=relation, status=status,
-                valid_from=valid_from, valid_to=valid_to, confidence=confidence,
+            edge = insert_one(GraphEdge, dict(
+                namespace=self.namespace_id, from_node=source.id, to_node=target.id, relation=relation,
+                status=status, valid_from=valid_from, valid_to=valid_to, confidence=confidence,
                 created_at=self.now, updated_at=self.now,
-            )
+            ))
+            known.append(edge)
         else:
-            edge.updated_at = self.now
-            edge.save()
+            self._touched[GraphEdge].add(edge.id)
         for rival in rivals:
             rival.status = "superseded"
             rival.valid_to = valid_from
@@ -682,6 +697,7 @@ def apply_projection(namespace_id: int, batch_event_ids: Sequence[int], proposal
             applier.apply_facts(plan, node)
         applier.apply_edges(raw_edges, refs)
         applier.link_participants()
+        applier.flush()
     return applier.result
 
 
@@ -726,13 +742,18 @@ def _padded(text: str) -> str:
     return f" {_NON_WORD.sub(' ', norm_text(text)).strip()} "
 
 
-def _mentioned(name: str, padded_text: str) -> bool:
+@lru_cache(maxsize=65536)
+def _needle(name: str) -> str | None:
+    """What a whole-word search for ``name`` looks for in a ``_padded`` text (None: too short)."""
     needle = _NON_WORD.sub(" ", norm_text(name)).strip()
     if len(needle) < 2:
-        return False
-    if re.search(r"[\u3400-\u9fff]", needle):
-        return needle in padded_text
-    return f" {needle} " in padded_text
+        return None
+    return needle if re.search(r"[\u3400-\u9fff]", needle) else f" {needle} "
+
+
+def _mentioned(name: str, padded_text: str) -> bool:
+    needle = _needle(name)
+    return needle is not None and needle in padded_text
 
 
 def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode]:
@@ -744,10 +765,11 @@ def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode
     scored = []
     # Only the columns needed to decide, as tuples: hydrating every node as a model per job
     # was most of the projection cost in large namespaces.
-    rows = (GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type)
-            .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))).tuples())
-    for node_id, name, aliases_json, node_type in rows:
-        aliases = aliases_json or []
+    query = (GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type)
+             .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
+    # Plain cursor rows: peewee's per-row conversion was the larger part of this scan.
+    for node_id, name, aliases_json, node_type in db.execute(query):
+        aliases = GraphNode.aliases.python_value(aliases_json) or []
         names = [name] + [a for a in aliases or [] if isinstance(a, str)]
         keys = {entity_key(n) for n in names}
         if node_type == "person":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from peewee import Case, fn
 
-from core.db import write_transaction
+from core.db import insert_one, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Block, Job, Namespace
 from core.timeutil import now_iso, wall
@@ -181,5 +181,5 @@ def claimable_count(namespace_id: int | None = None) -> int:
 def create_job(namespace: Namespace | int, kind: str, block: Block | int | None = None, *,
                status: str = "pending", priority: int = 0, payload=None) -> Job:
     now = now_iso()
-    return Job.create(namespace=namespace, kind=kind, block=block, status=status, priority=priority,
-                      payload=payload, created_at=now, updated_at=now)
+    return insert_one(Job, dict(namespace=namespace, kind=kind, block=block, status=status, priority=priority,
+                                payload=payload, created_at=now, updated_at=now))
