@@ -341,11 +341,11 @@ class _Applier:
         index = self._key_index.get(node_type)
         if index is None:
             index = {}
-            rows = (GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases)
-                    .where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type)
-                           & GraphNode.status.in_(CURRENT)).tuples())
-            for node_id, name_norm, aliases_json in rows:
-                aliases = aliases_json or []
+            query = (GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases)
+                     .where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type)
+                            & GraphNode.status.in_(CURRENT)))
+            for node_id, name_norm, aliases_json in db.execute(query):  # plain rows, as in _related_nodes
+                aliases = GraphNode.aliases.python_value(aliases_json) or []
                 for key in {name_norm} | {entity_key(a) for a in aliases if isinstance(a, str)}:
                     index.setdefault(key, []).append(node_id)
             self._key_index[node_type] = index
