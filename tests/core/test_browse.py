@@ -1,0 +1,124 @@
+"""Paged read paths of the workbench (core.services.browse) on the demo memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.db import db
+from core.errors import InvalidInputError
+from core.store import open_store
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory):
+    from core.demo import build_demo
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('browse') / 'demo.db'}"
+    build_demo(url)
+    db.close()
+    return url
+
+
+@pytest.fixture
+def demo(demo_url):
+    open_store(demo_url, recover=False)
+    yield "demo"
+    db.close()
+
+
+def test_event_pages_follow_time_order_without_gaps(demo):
+    from core.services.browse import event_page
+    from core.services.events import list_events
+
+    expected = [e.id for e in list_events(demo, limit=1000)]
+    seen, cursor = [], None
+    while True:
+        page = event_page(demo, after=cursor, limit=37)
+        seen.extend(r.id for r in page.rows)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert seen == expected
+
+
+def test_event_filters_and_lanes(demo):
+    from core.services.browse import EventFilter, event_histogram, event_page
+
+    undated = event_page(demo, EventFilter(lane="undated"), limit=1000).rows
+    dated = event_page(demo, EventFilter(lane="dated"), limit=1000).rows
+    assert undated and dated
+    assert all(r.happened_start is None for r in undated)
+    assert all(r.happened_start is not None for r in dated)
+    hist = event_histogram(demo, buckets=30)
+    assert len(hist.counts) == 30
+    assert hist.total == len(undated) + len(dated)
+    assert hist.undated == len(undated)
+    assert sum(hist.counts) == hist.total  # every demo event has a mention time
+    maya = event_page(demo, EventFilter(participant="maya", text="Atlas"), limit=1000).rows
+    assert maya and all("atlas" in (r.title + r.summary).lower() for r in maya)
+    with pytest.raises(InvalidInputError):
+        event_page(demo, EventFilter(date_from="not a date"))
+    with pytest.raises(InvalidInputError):
+        event_page(demo, EventFilter(lane="sideways"))
+
+
+def test_event_position_opens_a_page_at_the_event(demo):
+    from core.services.browse import event_page, event_position
+
+    rows = event_page(demo, limit=50).rows
+    target = rows[20]
+    page = event_page(demo, after=event_position(demo, target.id), limit=5)
+    assert page.rows[0].id == target.id
+
+
+def test_node_pages_are_sorted_visible_and_searchable(demo):
+    from core.services.browse import node_page, node_type_counts
+    from core.services.graph import list_nodes
+
+    every = {n.id for n in list_nodes(demo, limit=10_000)}
+    seen, cursor = [], None
+    while True:
+        page = node_page(demo, after=cursor, limit=7)
+        seen.extend(page.rows)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    assert {n.id for n in seen} == every
+    assert [n.name.casefold() for n in seen] == sorted(n.name.casefold() for n in seen)
+    assert sum(node_type_counts(demo).values()) >= len(every)
+    people = node_page(demo, type="person", limit=100).rows
+    assert people and all(n.type == "person" for n in people)
+    hits = node_page(demo, query="maya").rows
+    assert any("Maya" in n.name for n in hits)
+
+
+def test_threads_jobs_weight_and_traces(demo):
+    from core.agent_tools import MemoryTools
+    from core.services.blocks import list_blocks
+    from core.services.browse import block_jobs, event_weight_info, job_page, list_threads, namespace_names, trace_page
+
+    assert namespace_names() == ["demo"]
+    threads = list_threads(demo)
+    assert {t.name for t in threads} >= {"work-planning", "trip-to-lisbon"}
+    block = list_blocks(demo, limit=1)[0]
+    assert {j.kind for j in block_jobs(block.id)} >= {"summary"}
+    jobs = job_page(demo, limit=5)
+    assert [j.id for j in jobs] == sorted((j.id for j in jobs), reverse=True)
+    older = job_page(demo, before_id=jobs[-1].id, limit=5)
+    assert all(j.id < jobs[-1].id for j in older)
+
+    tools = MemoryTools(demo, session="s1", budget=None)
+    found = tools.call("search_events", {"query": "Atlas launch date"})
+    ref = found["evidence_refs"][0]
+    tools.call("assess", {"verdict": "sufficient", "evidence_refs": [ref], "fit": "direct", "missing": "",
+                          "next_strategy": "answer"})
+    tools.call("record_use", {"evidence_refs": [ref]})
+    traces = trace_page(demo)
+    assert traces and traces[0].id > traces[-1].id
+    assert trace_page(demo, text=ref)
+    assert trace_page(demo, text="Atlas")
+    assert not trace_page(demo, text="zebra-quartz")
+    event_id = int(ref.split(":")[1])
+    info = event_weight_info(event_id)
+    assert any("used" in step.what for step in info.history)
+    assert info.mention_count >= 2
