@@ -1,84 +1,255 @@
-"""The Strata workbench (Textual). For now: an overview of namespaces and blocks."""
+"""The Strata workbench: review what an agent remembers, one view per mode.
+
+Views (modes): Blocks, Timeline, Graph, Traces, Imports, Jobs and Search, switched with
+the number keys, ``/``, the header tabs or the command palette. Everything the views show
+is read by ``core`` services in thread workers through ``Backend``; the event loop never
+touches the database.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from workbench.backend import Backend
+from workbench.config import Config, load_config, save_config, user_theme_dir
+from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
+from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
+from workbench.widgets.header import VIEWS, AppHeader
+
+HERE = Path(__file__).parent
+
+# Which view shows which kind of item.
+ITEM_VIEWS = {"event": "timeline", "block": "blocks", "message": "blocks", "node": "graph", "trace": "traces",
+              "job": "jobs", "import": "imports"}
 
 
-class OverviewLoaded(Message):
-    """Rows for the overview table, loaded off the event loop."""
+def _modes() -> dict[str, str]:
+    return {
+        "blocks": "workbench.screens.blocks:BlocksScreen",
+        "timeline": "workbench.screens.timeline:TimelineScreen",
+        "graph": "workbench.screens.graph:GraphScreen",
+        "traces": "workbench.screens.traces:TracesScreen",
+        "imports": "workbench.screens.imports:ImportsScreen",
+        "jobs": "workbench.screens.jobs:JobsScreen",
+        "search": "workbench.screens.search:SearchScreen",
+    }
 
-    def __init__(self, rows: list[tuple], note: str) -> None:
-        super().__init__()
-        self.rows = rows
-        self.note = note
+
+def _screen_factory(path: str):
+    def make() -> Screen:
+        import importlib
+
+        module, name = path.split(":")
+        return getattr(importlib.import_module(module), name)()
+
+    return make
 
 
 class Workbench(App):
-    """Review what an agent remembers."""
+    """Review, search and correct what an agent remembers."""
 
-    CSS_PATH = Path(__file__).parent / "app.tcss"
+    CSS_PATH = [HERE / "app.tcss", *sorted((HERE / "styles").glob("*.tcss"))]
     TITLE = "Strata workbench"
+    ENABLE_COMMAND_PALETTE = True
+
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("r", "reload", "Reload", id="app.reload"),
+        *[Binding(key, f"view('{mode}')", label, show=False, id=f"app.view-{mode}",
+                  tooltip=f"Show the {label} view") for mode, label, key in VIEWS],
+        Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key of this view, with its id"),
+        Binding("n", "pick_namespace", "Namespace", show=False, id="app.namespace",
+                tooltip="Switch to another namespace"),
+        Binding("y,c", "copy", "Copy", id="app.copy", tooltip="Copy the selected item to the clipboard"),
+        Binding("ctrl+r,f5", "reload", "Reload", show=False, id="app.reload", tooltip="Reload from the database"),
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Leave the workbench"),
     ]
 
-    def __init__(self, db_url: str | None = None, namespace: str | None = None) -> None:
-        super().__init__()
-        self.db_url = db_url
-        self.namespace = namespace
+    namespaces: reactive[tuple[str, ...]] = reactive((), init=False)
+    """Names of the namespaces in the open store."""
+    namespace: reactive[str | None] = reactive(None, init=False)
+    """The namespace every view shows."""
+    store_ready: reactive[bool] = reactive(False, init=False)
+    """True once the store is open and the namespace is chosen."""
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("Loading…", id="note")
-        yield DataTable(id="overview", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+    def __init__(self, db_url: str | None = None, namespace: str | None = None, *, theme: str | None = None,
+                 config: Config | None = None) -> None:
+        self.config = config if config is not None else load_config()
+        self.DEFAULT_MODE = self.config.start_screen
+        self.MODES = {mode: _screen_factory(path) for mode, path in _modes().items()}
+        super().__init__()
+        from workbench.commands import StrataCommands
+
+        self.COMMANDS = self.COMMANDS | {StrataCommands}
+        self.backend = Backend(db_url)
+        self.requested_namespace = namespace
+        self.requested_theme = theme
+        self.store_url: str | None = None
+
+    # ------------------------------------------------------------------ start-up
 
     def on_mount(self) -> None:
-        table = self.query_one("#overview", DataTable)
-        table.add_columns("namespace", "threads", "messages", "blocks ready", "blocks pending", "open turns")
-        self.action_reload()
+        import threading
+
+        self.backend.loop_thread = threading.get_ident()
+        problems = list(self.config.problems)
+        loaded = load_themes(builtin_theme_dir(), user_theme_dir() if self.config.path else None)
+        problems.extend(loaded.problems)
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        wanted = self.requested_theme or self.config.theme
+        if wanted not in self.available_themes:
+            problems.append(f"theme {wanted!r} is not installed; using {FALLBACK_THEME}")
+            wanted = FALLBACK_THEME
+        self.theme = wanted
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        if self.config.keymap:
+            known = binding_ids()
+            unknown = sorted(set(self.config.keymap) - known)
+            if unknown:
+                problems.append(f"keymap: unknown binding ids {', '.join(unknown)} (see `?` for the ids)")
+            self.set_keymap({k: v for k, v in self.config.keymap.items() if k in known})
+        if problems:
+            self.notify("\n".join(problems), title="Configuration", severity="warning", timeout=10)
+        self.load_namespaces()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return token_defaults(self.current_theme.to_color_system().generate())
+
+    def _theme_changed(self, theme) -> None:
+        if theme.name != self.config.theme:
+            self.config = self.config.with_theme(theme.name)
+            self.save_settings()
+
+    @work(thread=True, exclusive=True, group="app:settings", exit_on_error=False)
+    def save_settings(self) -> None:
+        save_config(self.config)
+
+    @work(thread=True, exclusive=True, group="app:namespaces", exit_on_error=False)
+    def load_namespaces(self) -> None:
+        from core.services.browse import namespace_names
+
+        worker = get_current_worker()
+        with self.backend.session() as info:
+            names = tuple(namespace_names())
+        if not worker.is_cancelled:
+            self.post_message(NamespacesLoaded(names, info.url))
+
+    @on(NamespacesLoaded)
+    def _namespaces_loaded(self, event: NamespacesLoaded) -> None:
+        self.store_url = event.url
+        self.sub_title = event.url
+        self.namespaces = event.names
+        current = self.namespace
+        if current not in event.names:
+            wanted = [self.requested_namespace, self.config.namespace, "demo", "default"]
+            if self.requested_namespace and self.requested_namespace not in event.names and event.names:
+                self.notify(f"namespace {self.requested_namespace!r} does not exist here",
+                            severity="warning", timeout=6)
+            current = next((n for n in wanted if n in event.names), event.names[0] if event.names else None)
+        if current != self.namespace:
+            self.namespace = current
+        if self.store_ready:
+            self.screen_refresh()
+        self.store_ready = True
+
+    def screen_refresh(self) -> None:
+        screen = self.screen
+        if hasattr(screen, "refresh_view"):
+            screen.refresh_view()
+
+    # ------------------------------------------------------------------ navigation
+
+    @on(NamespaceChanged)
+    def _namespace_picked(self, event: NamespaceChanged) -> None:
+        self.set_namespace(event.namespace)
+
+    def set_namespace(self, namespace: str) -> None:
+        if namespace in self.namespaces and namespace != self.namespace:
+            self.namespace = namespace
+
+    @on(OpenItem)
+    async def _open_item(self, event: OpenItem) -> None:
+        mode = ITEM_VIEWS.get(event.kind)
+        if mode is None:
+            return
+        await self.switch_mode(mode)
+        self.screen.focus_item(event.kind, event.item_id, event.level)  # type: ignore[attr-defined]
+
+    def open_item(self, kind: str, item_id: int, level: int | None = None) -> None:
+        self.post_message(OpenItem(kind, item_id, level))
+
+    # ------------------------------------------------------------------ actions
+
+    async def action_view(self, mode: str) -> None:
+        """Switch to a view; pressing search's key again goes back to its query box."""
+        await self.switch_mode(mode)
+        if mode == "search":
+            focus = getattr(self.screen, "action_focus_query", None)
+            if focus is not None:
+                focus()
 
     def action_reload(self) -> None:
-        self.query_one("#overview", DataTable).loading = True
-        self.load_overview()
+        self.load_namespaces()
 
-    @work(thread=True, exclusive=True, group="overview", exit_on_error=False)
-    def load_overview(self) -> None:
-        from core.services.spaces import list_namespaces
-        from core.services.stats import stats
-        from core.store import open_store
+    def action_pick_namespace(self) -> None:
+        header = self.screen.query(AppHeader).first(None) if hasattr(self.screen, "MODE") else None
+        if header is not None:
+            header.open_switcher()
 
-        store = open_store(self.db_url, recover=False)
-        rows = []
-        for info in list_namespaces():
-            s = stats(info.name)
-            rows.append((info.name, s.threads, s.messages, s.blocks_ready, s.blocks_pending, s.open_tail_turns))
-        note = (
-            f"Database: {store.url}"
-            if rows
-            else f"Database: {store.url} is empty. Run `strata demo` for a sample memory, "
-            "or `strata ingest jsonl FILE` to add your own."
-        )
-        self.post_message(OverviewLoaded(rows, note))
+    def action_copy(self) -> None:
+        copy = getattr(self.screen, "copy_text", None)
+        text = copy() if copy else None
+        if not text:
+            self.notify("Nothing selected to copy", severity="warning", timeout=3)
+            return
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied {len(text)} characters (shift+drag selects text natively)", timeout=3)
 
-    @on(OverviewLoaded)
-    def show_overview(self, event: OverviewLoaded) -> None:
-        table = self.query_one("#overview", DataTable)
-        table.clear()
-        for row in event.rows:
-            table.add_row(*[str(v) for v in row])
-        table.loading = False
-        self.query_one("#note", Static).update(event.note)
+    def action_help(self) -> None:
+        from workbench.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+            return
+        self.push_screen(HelpScreen.for_screen(self.screen))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Every key of the current view, with the ids the keymap uses", self.action_help)
 
 
-def run_app(db_url: str | None = None, namespace: str | None = None) -> int:
-    Workbench(db_url=db_url, namespace=namespace).run()
+def binding_ids() -> set[str]:
+    """Every binding id a keymap may remap (the app's, the views' and the widgets')."""
+    import importlib
+
+    from workbench.widgets.table import PagedTable
+
+    classes: list[type] = [Workbench, PagedTable]
+    for path in _modes().values():
+        module, name = path.split(":")
+        try:
+            classes.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    from workbench.screens import help as help_screen
+    from workbench.screens import confirm
+
+    classes += [help_screen.HelpScreen, confirm.ConfirmScreen]
+    ids: set[str] = set()
+    for cls in classes:
+        for binding in getattr(cls, "BINDINGS", []):
+            if isinstance(binding, Binding) and binding.id:
+                ids.add(binding.id)
+    return ids
+
+
+def run_app(db_url: str | None = None, namespace: str | None = None, theme: str | None = None) -> int:
+    Workbench(db_url=db_url, namespace=namespace, theme=theme).run()
     return 0

@@ -1,0 +1,48 @@
+"""Command palette: namespaced commands that depend on what is on screen.
+
+``view: …`` switches views, ``namespace: …`` switches memories, and the active view adds
+its own (``block: Expand one level``, ``jobs: Retry all failed``, ``graph: Back`` …).
+The system commands (Theme, Keys, Quit, Help) stay as they are.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from workbench.widgets.header import VIEWS
+
+
+class StrataCommands(Provider):
+    """Views, namespaces and the active view's commands."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        app = self.app
+        screen = self.screen
+        commands: list[tuple[str, str, Callable[[], Any]]] = []
+        for mode, label, key in VIEWS:
+            commands.append((f"view: {label}", f"Show the {label} view (key {key})", partial(app.switch_mode, mode)))
+        current = getattr(app, "namespace", None)
+        for name in getattr(app, "namespaces", ()):
+            if name != current:
+                commands.append((f"namespace: {name}", f"Show the memory of namespace {name}",
+                                 partial(app.set_namespace, name)))
+        commands.append(("app: Reload", "Read everything again from the database", app.action_reload))
+        commands.append(("copy: Selected item", "Copy the selected item to the clipboard", app.action_copy))
+        palette = getattr(screen, "palette_commands", None)
+        if palette is not None:
+            commands.extend(palette())
+        return commands
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

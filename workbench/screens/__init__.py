@@ -1,0 +1,1 @@
+"""The workbench views (one screen per mode) and its modal dialogs."""

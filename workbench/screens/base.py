@@ -1,0 +1,147 @@
+"""What every view shares: header and footer, loading through thread workers, reloading
+when the namespace changes, copying the selection, and the newcomer's empty state."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+
+from textual import on
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, get_current_worker
+
+from workbench.messages import LoadFailed
+from workbench.widgets.header import AppHeader
+
+if TYPE_CHECKING:
+    from workbench.app import Workbench
+
+log = logging.getLogger("strata.workbench")
+R = TypeVar("R")
+
+EMPTY_STORE = (
+    "This database holds no memory yet.\n\n"
+    "Run [b]strata demo[/b] for a sample memory (it opens here when it is built), or add your own "
+    "conversations with [b]strata ingest jsonl FILE[/b], then press [b]r[/b] to reload.\n\n"
+    "Keys: [b]1[/b]–[b]6[/b] switch views, [b]/[/b] searches, [b]?[/b] lists every key, [b]ctrl+p[/b] "
+    "opens the command palette."
+)
+
+
+class EmptyState(Static):
+    """A friendly message shown in place of a view's content."""
+
+
+class StrataScreen(Screen):
+    """Base class of the workbench views (one per mode)."""
+
+    MODE: ClassVar[str] = ""
+    loaded_namespace: str | None = None
+    _loaded_once = False
+
+    @property
+    def workbench(self) -> "Workbench":
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def namespace(self) -> str | None:
+        return self.workbench.namespace
+
+    def compose_header(self) -> AppHeader:
+        return AppHeader(self.MODE)
+
+    def compose_footer(self) -> Footer:
+        return Footer()
+
+    # ------------------------------------------------------------------ loading
+
+    def fetch(self, group: str, call: Callable[[], R], done: Callable[[R], Message], *,
+              exclusive: bool = True) -> Worker:
+        """Run ``call`` (a service call) in a thread worker and post ``done(result)``.
+
+        Workers of one group are exclusive: a newer request cancels the older one and a
+        cancelled worker posts nothing, so a fast typist never sees stale rows.
+        """
+        backend = self.workbench.backend
+
+        def run() -> None:
+            worker = get_current_worker()
+            try:
+                with backend.session():
+                    result = call()
+            except Exception as exc:  # noqa: BLE001 - shown to the user, never fatal
+                from core.errors import StrataError
+
+                if not isinstance(exc, StrataError):
+                    log.exception("workbench %s/%s failed", self.MODE, group)
+                if not worker.is_cancelled:
+                    self.post_message(LoadFailed(group, str(exc) or type(exc).__name__))
+                return
+            if not worker.is_cancelled:
+                self.post_message(done(result))
+
+        return self.run_worker(run, thread=True, group=f"{self.MODE}:{group}", exclusive=exclusive,
+                               exit_on_error=False, description=f"{self.MODE} {group}")
+
+    @on(LoadFailed)
+    def _load_failed(self, event: LoadFailed) -> None:
+        self.load_failed(event)
+        self.notify(event.error, title=f"{self.MODE}: could not load {event.group}", severity="error", timeout=8)
+
+    def load_failed(self, event: LoadFailed) -> None:
+        """Hook: clear loading indicators after a failed load."""
+        for widget in self.query(".loadable"):
+            widget.loading = False
+
+    # ------------------------------------------------------------------ namespace
+
+    def on_mount(self) -> None:
+        self.watch(self.workbench, "namespace", self._namespace_changed, init=False)
+        self.watch(self.workbench, "store_ready", self._store_ready, init=False)
+        self._refresh_if_stale()
+
+    def _store_ready(self, ready: bool) -> None:
+        if ready and self.is_current:
+            self.refresh_view()
+
+    def _namespace_changed(self, namespace: str | None) -> None:
+        if self.is_current:
+            self.refresh_view()
+
+    def on_screen_resume(self) -> None:
+        self._refresh_if_stale()
+
+    def _refresh_if_stale(self) -> None:
+        if self.workbench.store_ready and (self.loaded_namespace != self.namespace or not self._loaded_once):
+            self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Load (or reload) everything for the current namespace."""
+        self.loaded_namespace = self.namespace
+        self._loaded_once = True
+        self.show_empty(self.namespace is None)
+        if self.namespace is not None:
+            self.reload()
+
+    def show_empty(self, empty: bool, text: str = EMPTY_STORE) -> None:
+        self.set_class(empty, "-empty")
+        for state in self.query(EmptyState):
+            state.update(text)
+
+    def reload(self) -> None:
+        """Hook: start the workers that fill this view for ``self.namespace``."""
+
+    # ------------------------------------------------------------------ actions
+
+    def copy_text(self) -> str | None:
+        """Hook: the text of the selected item, for the clipboard."""
+        return None
+
+    def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
+        """Hook: show one item (called by the app when another view links here)."""
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        """Hook: (title, help, callback) for the command palette while this view is active."""
+        return []

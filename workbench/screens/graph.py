@@ -1,0 +1,305 @@
+"""Graph: nodes by type with search, and one node's facts, edges and supporting events.
+
+The node list pages by name (keyset) and decides visibility per page. A node shows its
+current and historical facts, edges out and in with the node at the other end, and the
+events behind it. ``enter`` on an edge follows it; ``[`` and ``]`` go back and forward
+through the nodes visited; ``enter`` on an event opens it in the timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import DataTable, Input, Label, Select, Static, TabbedContent, TabPane
+
+from workbench.screens.base import EmptyState, StrataScreen
+from workbench.widgets.table import PagedTable
+
+PAGE = 100
+NODE_TYPES = ("person", "project", "organization", "tool", "place")
+
+
+def _value(value) -> str:
+    return value if isinstance(value, str) else ", ".join(str(v) for v in value)
+
+
+def _span(start: str | None, end: str | None) -> str:
+    if not start and not end:
+        return ""
+    return f"{start or '…'} → {end or 'now'}"
+
+
+class GraphScreen(StrataScreen):
+    """Nodes on the left; the selected node's facts, edges and events on the right."""
+
+    MODE = "graph"
+    AUTO_FOCUS = "#nodes"
+    TITLE = "Graph"
+
+    BINDINGS = [
+        Binding("f", "focus_search", "Search", id="graph.search", tooltip="Find nodes by name or alias"),
+        Binding("left_square_bracket,backspace", "back", "Back", id="graph.back", tooltip="The previous node"),
+        Binding("right_square_bracket", "forward", "Forward", id="graph.forward", tooltip="The next node again"),
+        Binding("e", "tab('edges')", "Edges", show=False, id="graph.edges", tooltip="Show the node's edges"),
+        Binding("a", "tab('facts')", "Facts", show=False, id="graph.facts", tooltip="Show the node's facts"),
+        Binding("v", "tab('events')", "Events", show=False, id="graph.events", tooltip="Show supporting events"),
+        Binding("escape", "focus_list", "Nodes", show=False, id="graph.list", tooltip="Back to the node list"),
+    ]
+
+    @dataclass
+    class NodesLoaded(Message):
+        rows: list
+        cursor: object
+        append: bool
+        counts: dict | None = None
+
+    @dataclass
+    class NodeLoaded(Message):
+        view: object
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cursor = None
+        self.view = None
+        self.requested_id: int | None = None
+        self.history: list[int] = []
+        self.position = -1
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_header()
+        with Vertical(classes="view-body"):
+            with Horizontal(classes="filter-bar", id="graph-filters"):
+                yield Select([(t, t) for t in NODE_TYPES], prompt="any type", compact=True, id="g-type")
+                yield Input(placeholder="find a node by name or alias…", id="g-search", compact=True)
+                yield Label("", id="node-summary", classes="summary")
+            with Horizontal(id="graph-panes"):
+                table = PagedTable(id="nodes", classes="loadable")
+                table.add_columns("name", "type", "facts", "edges", "events")
+                yield table
+                with Vertical(id="node-side", classes="detail-pane"):
+                    yield Static("Select a node.", id="node-head")
+                    with TabbedContent(id="node-tabs"):
+                        with TabPane("Facts", id="facts"):
+                            yield DataTable(id="facts-table", cursor_type="row", zebra_stripes=True)
+                        with TabPane("Edges", id="edges"):
+                            yield DataTable(id="edges-table", cursor_type="row", zebra_stripes=True)
+                        with TabPane("Events", id="events"):
+                            yield DataTable(id="events-table", cursor_type="row", zebra_stripes=True)
+                    yield Label("", id="history-line", classes="meta-line")
+        yield EmptyState(id="empty")
+        yield self.compose_footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#facts-table", DataTable).add_columns("key", "value", "when", "status", "events")
+        self.query_one("#edges-table", DataTable).add_columns("dir", "relation", "other node", "type", "when",
+                                                              "status")
+        self.query_one("#events-table", DataTable).add_columns("id", "happened", "status", "title")
+        super().on_mount()
+
+    # ------------------------------------------------------------------ node list
+
+    def reload(self) -> None:
+        self.load_nodes(counts=True)
+
+    def load_nodes(self, *, append: bool = False, counts: bool = False) -> None:
+        ns = self.namespace
+        node_type = self.query_one("#g-type", Select).value
+        node_type = None if node_type is Select.NULL else str(node_type)
+        query = self.query_one("#g-search", Input).value.strip() or None
+        after = self.cursor if append else None
+        table = self.query_one("#nodes", PagedTable)
+        if not append:
+            table.loading = True
+
+        def nodes():
+            from core.services.browse import node_page, node_type_counts
+
+            page = node_page(ns, node_type, query, after=after, limit=PAGE)
+            return page, (node_type_counts(ns) if counts else None)
+
+        self.fetch("nodes", nodes, lambda result: self.NodesLoaded(list(result[0].rows), result[0].cursor, append,
+                                                                   result[1]))
+
+    @on(NodesLoaded)
+    def _nodes_loaded(self, event: NodesLoaded) -> None:
+        table = self.query_one("#nodes", PagedTable)
+        if not event.append:
+            table.reset()
+        self.cursor = event.cursor
+        table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), str(r.events))
+                                       for r in event.rows], event.cursor is not None)
+        table.loading = False
+        if event.counts is not None:
+            select = self.query_one("#g-type", Select)
+            value = select.value
+            with select.prevent(Select.Changed):
+                select.set_options([(f"{t} ({event.counts.get(t, 0)})", t) for t in NODE_TYPES])
+                if value is not Select.NULL:
+                    select.value = value
+        more = "+" if event.cursor is not None else ""
+        self.query_one("#node-summary", Label).update(f"{len(table.items)}{more} nodes")
+        if not event.append:
+            if table.items:
+                table.move_cursor(row=0)
+                if self.requested_id is None:
+                    self.show_node(table.items[0].id, "replace")
+            else:
+                self.query_one("#node-head", Static).update(
+                    "No nodes match." if self.query_one("#g-search", Input).value else
+                    "No graph yet: nodes are projected from events (run `strata derive`).")
+            if self.focused is None:
+                table.focus()
+
+    @on(PagedTable.NeedMore, "#nodes")
+    def _more(self) -> None:
+        if self.cursor is not None:
+            self.load_nodes(append=True)
+
+    @on(PagedTable.RowHighlighted, "#nodes")
+    def _highlighted(self) -> None:
+        row = self.query_one("#nodes", PagedTable).current
+        if row is not None and row.id != self.requested_id:
+            self.show_node(row.id, "replace")
+
+    @on(Select.Changed, "#g-type")
+    def _type_picked(self) -> None:
+        if self.namespace is not None:
+            self.load_nodes()
+
+    @on(Input.Changed, "#g-search")
+    def _typed(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(0.3, self.load_nodes)
+
+    @on(Input.Submitted, "#g-search")
+    def _submitted(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.load_nodes()
+        self.query_one("#nodes", PagedTable).focus()
+
+    # ------------------------------------------------------------------ one node
+
+    def show_node(self, node_id: int, how: str = "push") -> None:
+        """Load a node; ``how`` is push (a new step), replace (browsing the list) or none."""
+        if how == "push":
+            del self.history[self.position + 1:]
+            self.history.append(node_id)
+            self.position = len(self.history) - 1
+        elif how == "replace":
+            if self.position < 0:
+                self.history, self.position = [node_id], 0
+            else:
+                del self.history[self.position + 1:]
+                self.history[self.position] = node_id
+
+        self.requested_id = node_id
+
+        def view():
+            from core.services.graph import node_view
+
+            return node_view(node_id)
+
+        self.fetch("node", view, self.NodeLoaded)
+
+    @on(NodeLoaded)
+    def _node_loaded(self, event: NodeLoaded) -> None:
+        self.view = view = event.view
+        head = [Content.from_markup("[b]$name[/b]  [dim]$type · node $id · confidence $conf[/dim]\n",
+                                    name=view.name, type=view.type, id=str(view.id), conf=f"{view.confidence:.2f}")]
+        if view.aliases:
+            head.append(Content.from_markup("aka $aliases\n", aliases=", ".join(view.aliases)))
+        if view.tags:
+            head.append(Content.from_markup("[dim]tags $tags[/dim]\n", tags=", ".join(view.tags)))
+        if view.current_state:
+            head.append(Content.from_markup("$state", state=view.current_state))
+        self.query_one("#node-head", Static).update(Content("").join(head))
+        facts = self.query_one("#facts-table", DataTable)
+        facts.clear()
+        for fact in view.current_facts:
+            facts.add_row(fact.key, _value(fact.value), _span(fact.valid_from, fact.valid_to), fact.status,
+                          ", ".join(map(str, fact.source_event_ids)), key=f"c{fact.id}")
+        for fact in view.historical_facts:
+            facts.add_row(fact.key, _value(fact.value), _span(fact.valid_from, fact.valid_to),
+                          f"{fact.status} (past)", ", ".join(map(str, fact.source_event_ids)), key=f"h{fact.id}")
+        edges = self.query_one("#edges-table", DataTable)
+        edges.clear()
+        self._edges = [*view.edges_out, *view.edges_in]
+        for direction, items in (("→", view.edges_out), ("←", view.edges_in)):
+            for edge in items:
+                edges.add_row(direction, edge.relation, edge.other_name, edge.other_type,
+                              _span(edge.valid_from, edge.valid_to),
+                              edge.status if edge.current else f"{edge.status} (past)", key=f"{direction}{edge.id}")
+        events = self.query_one("#events-table", DataTable)
+        events.clear()
+        self._events = list(view.events)
+        for ref in view.events:
+            events.add_row(str(ref.id), ref.happened_start or "", ref.status, ref.title, key=str(ref.id))
+        tabs = self.query_one("#node-tabs", TabbedContent)
+        tabs.get_tab("facts").label = f"Facts {len(view.current_facts)}+{len(view.historical_facts)}"
+        tabs.get_tab("edges").label = f"Edges {len(view.edges_out)}→ {len(view.edges_in)}←"
+        tabs.get_tab("events").label = f"Events {len(view.events)}"
+        back = self.position
+        forward = len(self.history) - self.position - 1
+        self.query_one("#history-line", Label).update(
+            f"[ back ({back}) · ] forward ({forward}) · enter on an edge follows it, on an event opens it")
+
+    @on(DataTable.RowSelected, "#edges-table")
+    def _follow(self, event: DataTable.RowSelected) -> None:
+        edge = self._edges[event.cursor_row] if event.cursor_row < len(self._edges) else None
+        if edge is not None:
+            self.show_node(edge.other_id, "push")
+
+    @on(DataTable.RowSelected, "#events-table")
+    def _open_event(self, event: DataTable.RowSelected) -> None:
+        if event.cursor_row < len(self._events):
+            self.workbench.open_item("event", self._events[event.cursor_row].id)
+
+    def action_back(self) -> None:
+        if self.position > 0:
+            self.position -= 1
+            self.show_node(self.history[self.position], "none")
+
+    def action_forward(self) -> None:
+        if self.position < len(self.history) - 1:
+            self.position += 1
+            self.show_node(self.history[self.position], "none")
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#node-tabs", TabbedContent).active = tab
+        self.query_one(f"#{tab}-table", DataTable).focus()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#g-search", Input).focus()
+
+    def action_focus_list(self) -> None:
+        self.query_one("#nodes", PagedTable).focus()
+
+    def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
+        if kind == "node":
+            self.show_node(item_id, "push")
+
+    def copy_text(self) -> str | None:
+        view = self.view
+        if view is None:
+            return None
+        lines = [f"{view.name} ({view.type}, node {view.id})"]
+        lines += [f"- {f.key}: {_value(f.value)}" for f in view.current_facts]
+        lines += [f"- {e.relation} → {e.other_name}" for e in view.edges_out]
+        lines += [f"- {e.other_name} {e.relation} → this" for e in view.edges_in]
+        return "\n".join(lines)
+
+    def palette_commands(self):
+        return [
+            ("graph: Back", "The previous node", self.action_back),
+            ("graph: Forward", "The next node again", self.action_forward),
+        ]

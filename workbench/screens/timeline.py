@@ -1,0 +1,419 @@
+"""Timeline: events in time order with filters, a histogram and a detail pane.
+
+Events are ordered by when they happened, else when they were mentioned; events whose
+happened time is unknown form their own lane (the ``lane`` filter, and ``~`` in the
+list). The list pages by keyset; the histogram is one aggregate by day. The detail
+shows the temporal record, relations, weight with its history and the source messages;
+``b`` opens the source block at L5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
+from textual.widgets.option_list import Option
+
+from workbench.screens.base import EmptyState, StrataScreen
+from workbench.widgets.table import PagedTable
+
+PAGE = 100
+BUCKETS = 96
+EVENT_TYPES = ("decision", "release", "task_completed", "plan", "change", "cancellation", "incident", "meeting",
+               "collaboration", "migration", "other")
+EVENT_STATUSES = ("active", "superseded", "forgotten", "archived")
+LANE_LABELS = (("all times", "all"), ("happened", "dated"), ("unknown time", "undated"))
+
+
+def when(row) -> str:
+    """The time an event sorts by, short: its happened start, else its mention date."""
+    if row.happened_start:
+        if row.happened_end and row.happened_end != row.happened_start:
+            return clip(f"{row.happened_start}…{row.happened_end}", 16)
+        return clip(row.happened_start, 16)
+    return (row.mentioned_at or "")[:10]
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def event_cells(row) -> tuple:
+    lane = " " if row.happened_start else "~"
+    return (when(row), lane, clip(row.title, 46), row.event_type, row.status, f"{row.weight:.2f}",
+            clip(", ".join(row.participants[:3]), 30))
+
+
+def _day(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass
+class EventDetail:
+    card: object
+    weight: object
+
+
+class TimelineScreen(StrataScreen):
+    """Events over time, filtered, with one event's full record beside the list."""
+
+    MODE = "timeline"
+    AUTO_FOCUS = "#events"
+    TITLE = "Timeline"
+
+    BINDINGS = [
+        Binding("f", "focus_filter", "Filter", id="timeline.filter", tooltip="Type to filter events by text"),
+        Binding("b", "source_block", "Source block", id="timeline.source-block",
+                tooltip="Open the block this event came from, at L5"),
+        Binding("x", "clear_filters", "Clear filters", id="timeline.clear", tooltip="Show every event again"),
+        Binding("o", "focus_links", "Links", show=False, id="timeline.links",
+                tooltip="Go to the related events and sources"),
+        Binding("escape", "focus_list", "List", show=False, id="timeline.list", tooltip="Back to the event list"),
+    ]
+
+    @dataclass
+    class PageLoaded(Message):
+        rows: list
+        cursor: object
+        append: bool
+        select_id: int | None = None
+
+    @dataclass
+    class HistogramLoaded(Message):
+        histogram: object
+
+    @dataclass
+    class DetailLoaded(Message):
+        detail: EventDetail
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cursor = None
+        self.detail: EventDetail | None = None
+        self.requested_id: int | None = None
+        self._debounce: Timer | None = None
+        self._applied = None
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_header()
+        with Vertical(classes="view-body"):
+            with Horizontal(classes="filter-bar", id="timeline-filters"):
+                yield Input(placeholder="text…", id="f-text", compact=True)
+                yield Input(placeholder="participant", id="f-who", compact=True)
+                yield Input(placeholder="from 2026-01", id="f-from", compact=True)
+                yield Input(placeholder="to", id="f-to", compact=True)
+                yield Select([(t, t) for t in EVENT_TYPES], prompt="any type", compact=True, id="f-type")
+                yield Select([(s, s) for s in EVENT_STATUSES], prompt="any status", compact=True, id="f-status")
+                yield Select(LANE_LABELS, value="all", allow_blank=False, compact=True, id="f-lane")
+            with Horizontal(id="histogram-row"):
+                yield Label("", id="hist-start", classes="muted")
+                yield Sparkline([], id="histogram")
+                yield Label("", id="hist-end", classes="muted")
+            yield Label("", id="hist-summary", classes="summary")
+            with Horizontal(id="timeline-panes"):
+                table = PagedTable(id="events", classes="loadable")
+                table.add_columns("when", "~", "title", "type", "status", "weight", "who")
+                yield table
+                with Vertical(id="event-side", classes="detail-pane"):
+                    with VerticalScroll(id="event-detail"):
+                        yield Static("Select an event to see its full record.", id="event-text")
+                    yield Label("Go to (o, enter)", classes="pane-title")
+                    yield OptionList(id="event-links")
+        yield EmptyState(id="empty")
+        yield self.compose_footer()
+
+    # ------------------------------------------------------------------ filters
+
+    def current_filter(self):
+        from core.services.browse import EventFilter
+
+        def text(selector: str) -> str:
+            return self.query_one(selector, Input).value.strip()
+
+        def choice(selector: str) -> str:
+            value = self.query_one(selector, Select).value
+            return "" if value is Select.NULL or value is None else str(value)
+
+        return EventFilter(text=text("#f-text"), participant=text("#f-who"), date_from=text("#f-from"),
+                           date_to=text("#f-to"), event_type=choice("#f-type"), status=choice("#f-status"),
+                           lane=choice("#f-lane") or "all")
+
+    @on(Input.Changed, "#timeline-filters Input")
+    def _typed(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(0.35, self.apply_filters)
+
+    @on(Input.Submitted, "#timeline-filters Input")
+    def _submitted(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self.apply_filters()
+        self.query_one("#events", PagedTable).focus()
+
+    @on(Select.Changed, "#timeline-filters Select")
+    def _picked(self) -> None:
+        self.apply_filters()
+
+    def apply_filters(self, *, force: bool = False) -> None:
+        if self.namespace is None:
+            return
+        flt = self.current_filter()
+        if flt == self._applied and not force:
+            return
+        self._applied = flt
+        self.load_page()
+        self.load_histogram()
+
+    def action_clear_filters(self) -> None:
+        for selector in ("#f-text", "#f-who", "#f-from", "#f-to"):
+            field = self.query_one(selector, Input)
+            with field.prevent(Input.Changed):
+                field.value = ""
+        for selector in ("#f-type", "#f-status"):
+            select = self.query_one(selector, Select)
+            with select.prevent(Select.Changed):
+                select.clear()
+        lane = self.query_one("#f-lane", Select)
+        with lane.prevent(Select.Changed):
+            lane.value = "all"
+        self.apply_filters()
+
+    # ------------------------------------------------------------------ loading
+
+    def reload(self) -> None:
+        self.apply_filters(force=True)
+
+    def load_page(self, *, append: bool = False, start_at: int | None = None) -> None:
+        ns, flt = self.namespace, self._applied or self.current_filter()
+        table = self.query_one("#events", PagedTable)
+        after = self.cursor if append else None
+        if not append:
+            table.loading = True
+
+        def page():
+            from core.services.browse import event_page, event_position
+
+            start = after
+            if start_at is not None:
+                start = event_position(ns, start_at, flt)
+            return event_page(ns, flt, after=start, limit=PAGE)
+
+        self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
+
+    def load_histogram(self) -> None:
+        ns, flt = self.namespace, self._applied or self.current_filter()
+
+        def histogram():
+            from core.services.browse import event_histogram
+
+            return event_histogram(ns, flt, buckets=BUCKETS)
+
+        self.fetch("histogram", histogram, self.HistogramLoaded)
+
+    @on(PageLoaded)
+    def _page_loaded(self, event: PageLoaded) -> None:
+        table = self.query_one("#events", PagedTable)
+        if not event.append:
+            table.reset()
+        self.cursor = event.cursor
+        table.append_page(event.rows, [event_cells(r) for r in event.rows], event.cursor is not None)
+        table.loading = False
+        if not event.append:
+            if table.items:
+                table.move_cursor(row=0)
+                self.load_detail(table.items[0].id)
+            else:
+                self.detail = None
+                self.query_one("#event-text", Static).update(
+                    "No events match these filters. Press x to clear them."
+                    if self._applied and self._applied != type(self._applied)() else
+                    "No events yet: events are extracted from sealed blocks (run `strata derive`).")
+                self.query_one("#event-links", OptionList).clear_options()
+            if self.focused is None:
+                table.focus()
+
+    @on(HistogramLoaded)
+    def _histogram_loaded(self, event: HistogramLoaded) -> None:
+        hist = event.histogram
+        self.query_one("#histogram", Sparkline).data = list(hist.counts)
+        self.query_one("#hist-start", Label).update(_day(hist.start_ts))
+        self.query_one("#hist-end", Label).update(_day(hist.end_ts))
+        self.query_one("#hist-summary", Label).update(
+            f"{hist.total} events · {hist.dated} with a happened time · {hist.undated} placed by mention time (~)")
+
+    @on(PagedTable.NeedMore, "#events")
+    def _more(self) -> None:
+        if self.cursor is not None:
+            self.load_page(append=True)
+
+    @on(PagedTable.RowHighlighted, "#events")
+    def _highlighted(self) -> None:
+        row = self.query_one("#events", PagedTable).current
+        if row is not None and row.id != self.requested_id:
+            self.load_detail(row.id)
+
+    def load_detail(self, event_id: int) -> None:
+        self.requested_id = event_id
+
+        def detail():
+            from core.services.browse import event_weight_info
+            from core.services.events import get_event
+
+            return EventDetail(get_event(event_id), event_weight_info(event_id))
+
+        self.fetch("detail", detail, self.DetailLoaded)
+
+    @on(DetailLoaded)
+    def _detail_loaded(self, event: DetailLoaded) -> None:
+        self.detail = event.detail
+        self.query_one("#event-text", Static).update(render_event(event.detail))
+        links = self.query_one("#event-links", OptionList)
+        links.clear_options()
+        card = event.detail.card
+        options = []
+        if card.event.block_id is not None:
+            options.append(Option(f"source block {card.event.block_id} at L5", id=f"block:{card.event.block_id}"))
+        if card.superseded_by:
+            options.append(Option(f"superseded by event {card.superseded_by}", id=f"event:{card.superseded_by}"))
+        for direction, groups in (("", card.links), ("← ", card.linked_from)):
+            for kind, linked in groups.items():
+                for other in linked:
+                    options.append(Option(f"{direction}{kind.replace('_', ' ')}: #{other.id} {other.title[:60]}",
+                                          id=f"event:{other.id}:{kind}:{direction}"))
+        for node_id in card.participant_node_ids[:8]:
+            options.append(Option(f"graph node {node_id}", id=f"node:{node_id}"))
+        links.add_options(options)
+
+    # ------------------------------------------------------------------ navigation
+
+    @on(OptionList.OptionSelected, "#event-links")
+    def _link_picked(self, event: OptionList.OptionSelected) -> None:
+        kind, item, *_ = (event.option.id or "").split(":")
+        if kind == "event":
+            self.focus_item("event", int(item))
+        elif kind == "block":
+            self.workbench.open_item("block", int(item), 5)
+        elif kind == "node":
+            self.workbench.open_item("node", int(item))
+
+    def action_source_block(self) -> None:
+        if self.detail is None:
+            return
+        event = self.detail.card.event
+        if event.block_id is not None:
+            self.workbench.open_item("block", event.block_id, 5)
+        elif self.detail.card.sources:
+            self.workbench.open_item("message", self.detail.card.sources[0].id)
+        else:
+            self.notify("This event cites no source block", severity="warning")
+
+    def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
+        """Open the timeline at an event (clearing filters that would hide it)."""
+        if kind != "event":
+            return
+        table = self.query_one("#events", PagedTable)
+        for index, row in enumerate(table.items):
+            if row.id == item_id:
+                table.move_cursor(row=index)
+                table.focus()
+                return
+        if self._applied is not None and self._applied != type(self._applied)():
+            self.action_clear_filters()
+        self._applied = self.current_filter()
+        self.load_page(start_at=item_id)
+        self.load_detail(item_id)
+        table.focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#f-text", Input).focus()
+
+    def action_focus_links(self) -> None:
+        self.query_one("#event-links", OptionList).focus()
+
+    def action_focus_list(self) -> None:
+        self.query_one("#events", PagedTable).focus()
+
+    def copy_text(self) -> str | None:
+        if self.detail is None:
+            return None
+        return str(render_event(self.detail))
+
+    def palette_commands(self):
+        return [
+            ("timeline: Clear filters", "Show every event again", self.action_clear_filters),
+            ("timeline: Open source block", "The block the selected event came from, at L5",
+             self.action_source_block),
+        ]
+
+
+def render_event(detail: EventDetail) -> Content:
+    """The full record of one event as styled text."""
+    card, weight = detail.card, detail.weight
+    e = card.event
+    parts: list[Content] = []
+
+    def add(markup: str, **values: str) -> None:
+        parts.append(Content.from_markup(markup, **values))
+
+    add("[b]$title[/b]  [dim]#$id[/dim]\n", title=e.title, id=str(e.id))
+    if e.summary != e.title:
+        add("$summary\n", summary=e.summary)
+    add("[dim]$type · $status · $crit · $scope · $where[/dim]\n", type=e.event_type, status=e.status,
+        crit=e.criticality, scope=e.scope,
+        where=f"thread {e.thread} · block {e.block_id}" if e.block_id is not None else "no source block")
+    add("\n[b $primary]Time[/]\n")
+    if e.happened_start:
+        span = e.happened_start if e.happened_end in (None, e.happened_start) else f"{e.happened_start} – {e.happened_end}"
+        add("happened  $span  ($precision, $basis, $status)\n", span=span, precision=e.precision, basis=e.basis,
+            status=e.time_status)
+    else:
+        add("happened  unknown ($status): placed by when it was mentioned\n", status=e.time_status)
+    add("mentioned $at\n", at=e.mentioned_at or "-")
+    if e.original_text:
+        add("said as   “$text”\n", text=e.original_text)
+    if e.participants:
+        add("who       $who\n", who=", ".join(e.participants))
+    relations = []
+    if card.superseded_by:
+        relations.append(("superseded by", f"#{card.superseded_by}"))
+    for kind, linked in card.links.items():
+        for other in linked:
+            relations.append((kind.replace("_", " "), f"#{other.id} {other.title} ({other.status})"))
+    for kind, linked in card.linked_from.items():
+        for other in linked:
+            label = {"supersedes": "superseded by", "before": "after", "after": "before"}.get(kind, kind)
+            relations.append((f"{label} (from)", f"#{other.id} {other.title} ({other.status})"))
+    add("\n[b $primary]Relations[/]\n")
+    if relations:
+        for label, text in relations:
+            add("$label: $text\n", label=label, text=text)
+    else:
+        add("[dim]none recorded[/dim]\n")
+    cap = "-" if weight.cap is None else f"{weight.cap:g}"
+    add("\n[b $primary]Weight $w[/]  [dim]floor $floor · cap $cap · uses $uses · formed turn $formed · "
+        "last adopted $adopted · now turn $now$pinned[/dim]\n", w=f"{weight.weight:.2f}", floor=f"{weight.floor:g}",
+        cap=cap, uses=str(weight.mention_count), formed=str(weight.formed_turn), adopted=str(weight.last_adopted_turn),
+        now=str(weight.current_turn), pinned=" · pinned" if weight.pinned else "")
+    for step in weight.history:
+        add("  $at  $what\n", at=(step.at or "")[:16], what=step.what)
+    add("\n[b $primary]Sources[/]  [dim]($n; b opens the block at L5)[/dim]\n", n=str(len(card.sources)))
+    for message in card.sources:
+        add("[b]$who[/b] [dim]$thread · turn $turn · $at · msg $id[/dim]\n$text\n",
+            who=message.speaker or message.role, thread=message.thread, turn=str(message.turn),
+            at=message.created_at[:16], id=str(message.id), text=message.content)
+    if card.quotes:
+        add("\n[b $primary]Quotes[/]\n")
+        for quote in card.quotes:
+            add("“$q”\n", q=quote)
+    return Content("").join(parts)

@@ -1,0 +1,1 @@
+"""Reusable widgets of the workbench: header, paged table, empty state, detail panes."""

@@ -1,0 +1,72 @@
+"""A DataTable for paged lists: vim keys, and a request for the next page near the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Sequence, TypeVar
+
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+T = TypeVar("T")
+
+
+class PagedTable(DataTable, Generic[T]):
+    """Rows are appended a page at a time; ``items`` keeps the DTO behind each row.
+
+    When the cursor comes within ``PREFETCH`` rows of the end and ``has_more`` is set,
+    the table posts ``NeedMore`` once; the screen loads the next page in a worker and
+    calls ``append_page``.
+    """
+
+    PREFETCH = 10
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False, id="table.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="table.up"),
+        Binding("g", "scroll_top", "First row", show=False, id="table.first"),
+        Binding("G", "scroll_bottom", "Last row", show=False, id="table.last"),
+    ]
+
+    @dataclass
+    class NeedMore(Message):
+        """The cursor is near the last loaded row and more rows exist."""
+
+        table: "PagedTable"
+
+        @property
+        def control(self) -> "PagedTable":
+            return self.table
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self.items: list[T] = []
+        self.has_more = False
+        self._asked = False
+
+    def reset(self) -> None:
+        """Drop every row (keeps the columns)."""
+        self.clear()
+        self.items = []
+        self.has_more = False
+        self._asked = False
+
+    def append_page(self, items: Sequence[T], rows: Sequence[Sequence[Any]], has_more: bool) -> None:
+        for item, row in zip(items, rows):
+            self.add_row(*row, key=str(len(self.items)))
+            self.items.append(item)
+        self.has_more = has_more
+        self._asked = False
+
+    @property
+    def current(self) -> T | None:
+        """The item under the cursor, if any."""
+        if not self.items or self.cursor_row < 0 or self.cursor_row >= len(self.items):
+            return None
+        return self.items[self.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.has_more and not self._asked and event.cursor_row >= len(self.items) - self.PREFETCH:
+            self._asked = True
+            self.post_message(self.NeedMore(self))
