@@ -99,7 +99,7 @@ class Workbench(App):
 
         self.backend.loop_thread = threading.get_ident()
         problems = list(self.config.problems)
-        loaded = load_themes(builtin_theme_dir(), user_theme_dir() if self.config.path else None)
+        loaded = load_themes(builtin_theme_dir(), self.config.path.parent / "themes" if self.config.path else None)
         problems.extend(loaded.problems)
         for theme in loaded.themes:
             self.register_theme(theme)

@@ -329,6 +329,12 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
     return NodePage(tuple(rows), None if exhausted else cursor)
 
 
+def node_position(node_id: int) -> tuple[str, int] | None:
+    """The keyset cursor just before ``node_id`` in the name order (to open a page at it)."""
+    row = GraphNode.select(GraphNode.id, GraphNode.name_norm).where(GraphNode.id == node_id).first()
+    return None if row is None else (row.name_norm, row.id - 1)
+
+
 # ----------------------------------------------------------------------------- traces
 
 _REF = re.compile(r"^[a-z-]+:[\w:.-]+$")
@@ -384,5 +390,5 @@ def block_jobs(block_id: int) -> list[JobRow]:
 __all__ = [
     "EventFilter", "EventPage", "Histogram", "LANES", "NodePage", "ThreadRow", "WeightInfo", "WeightStep",
     "block_jobs", "event_histogram", "event_page", "event_position", "event_weight_info", "job_page",
-    "list_threads", "namespace_names", "node_page", "node_type_counts", "trace_page",
+    "list_threads", "namespace_names", "node_page", "node_position", "node_type_counts", "trace_page",
 ]

@@ -373,6 +373,14 @@ class BlocksScreen(StrataScreen):
             return self.detail.views.get(level)
         return str(self.query_one(f"#{active}-text", Static).content)
 
+    def palette_commands(self):
+        return [
+            ("block: Expand one level", "Lift the selected block one level deeper (a user lift)",
+             lambda: self.action_expand("next")),
+            ("block: Expand to L5", "Lift the selected block to its raw transcript", lambda: self.action_expand("raw")),
+            ("block: Side by side with L5", "Show the raw transcript next to the selected level", self.action_compare),
+        ]
+
     def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
         """Open a block (or the block holding a raw message) at ``level`` (L5 for messages)."""
         ns = self.namespace

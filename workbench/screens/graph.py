@@ -109,7 +109,7 @@ class GraphScreen(StrataScreen):
     def reload(self) -> None:
         self.load_nodes(counts=True)
 
-    def load_nodes(self, *, append: bool = False, counts: bool = False) -> None:
+    def load_nodes(self, *, append: bool = False, counts: bool = False, start_at: int | None = None) -> None:
         ns = self.namespace
         node_type = self.query_one("#g-type", Select).value
         node_type = None if node_type is Select.NULL else str(node_type)
@@ -120,9 +120,10 @@ class GraphScreen(StrataScreen):
             table.loading = True
 
         def nodes():
-            from core.services.browse import node_page, node_type_counts
+            from core.services.browse import node_page, node_position, node_type_counts
 
-            page = node_page(ns, node_type, query, after=after, limit=PAGE)
+            start = node_position(start_at) if start_at is not None else after
+            page = node_page(ns, node_type, query, after=start, limit=PAGE)
             return page, (node_type_counts(ns) if counts else None)
 
         self.fetch("nodes", nodes, lambda result: self.NodesLoaded(list(result[0].rows), result[0].cursor, append,
@@ -285,8 +286,16 @@ class GraphScreen(StrataScreen):
         self.query_one("#nodes", PagedTable).focus()
 
     def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
-        if kind == "node":
-            self.show_node(item_id, "push")
+        """Show a node, with the list opened at it (type filter and search cleared)."""
+        if kind != "node":
+            return
+        self.show_node(item_id, "push")
+        select, search = self.query_one("#g-type", Select), self.query_one("#g-search", Input)
+        with select.prevent(Select.Changed):
+            select.clear()
+        with search.prevent(Input.Changed):
+            search.value = ""
+        self.load_nodes(start_at=item_id, counts=True)
 
     def copy_text(self) -> str | None:
         view = self.view
