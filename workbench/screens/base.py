@@ -93,7 +93,11 @@ class StrataScreen(Screen):
     def load_failed(self, event: LoadFailed) -> None:
         """Hook: clear loading indicators after a failed load."""
         for widget in self.query(".loadable"):
-            widget.loading = False
+            stop = getattr(widget, "stop_loading", None)
+            if stop is not None:
+                stop()
+            else:
+                widget.loading = False
 
     # ------------------------------------------------------------------ namespace
 

@@ -164,7 +164,7 @@ class BlocksScreen(StrataScreen):
         ns, thread, status = self.namespace, self.thread_filter, self.status_filter
         rail = self.query_one("#block-rail", PagedTable)
         if not append:
-            rail.loading = True
+            rail.start_loading()
         if append and rail.items:
             after_sequence = rail.items[-1].sequence
 
@@ -199,7 +199,7 @@ class BlocksScreen(StrataScreen):
         if not event.append:
             rail.reset()
         rail.append_page(event.rows, [rail_cells(r) for r in event.rows], event.has_more)
-        rail.loading = False
+        rail.stop_loading()
         shown = len(rail.items)
         more = "+" if rail.has_more else ""
         where = self.thread_filter or "all threads"

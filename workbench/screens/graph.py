@@ -117,7 +117,7 @@ class GraphScreen(StrataScreen):
         after = self.cursor if append else None
         table = self.query_one("#nodes", PagedTable)
         if not append:
-            table.loading = True
+            table.start_loading()
 
         def nodes():
             from core.services.browse import node_page, node_position, node_type_counts
@@ -137,7 +137,7 @@ class GraphScreen(StrataScreen):
         self.cursor = event.cursor
         table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), str(r.events))
                                        for r in event.rows], event.cursor is not None)
-        table.loading = False
+        table.stop_loading()
         if event.counts is not None:
             select = self.query_one("#g-type", Select)
             value = select.value
@@ -186,7 +186,7 @@ class GraphScreen(StrataScreen):
         if self._debounce is not None:
             self._debounce.stop()
         self.load_nodes()
-        self.query_one("#nodes", PagedTable).focus()
+        self.query_one("#nodes", PagedTable).request_focus()
 
     # ------------------------------------------------------------------ one node
 

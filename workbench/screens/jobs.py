@@ -83,7 +83,7 @@ class JobsScreen(StrataScreen):
         table = self.query_one("#jobs", PagedTable)
         before = table.items[-1].id if append and table.items else None
         if not append:
-            table.loading = True
+            table.start_loading()
 
         def page():
             from core.services.browse import job_page
@@ -101,7 +101,7 @@ class JobsScreen(StrataScreen):
             table.reset()
         rows = event.rows[:PAGE]
         table.append_page(rows, [job_cells(j) for j in rows], len(event.rows) > PAGE)
-        table.loading = False
+        table.stop_loading()
         if event.counts is not None:
             shown = " · ".join(f"{n} {status}" for status, n in event.counts.items() if n)
             self.query_one("#job-counts", Label).update(shown or "no jobs")

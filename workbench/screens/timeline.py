@@ -158,8 +158,8 @@ class TimelineScreen(StrataScreen):
     def _submitted(self) -> None:
         if self._debounce is not None:
             self._debounce.stop()
+        self.query_one("#events", PagedTable).request_focus()
         self.apply_filters()
-        self.query_one("#events", PagedTable).focus()
 
     @on(Select.Changed, "#timeline-filters Select")
     def _picked(self) -> None:
@@ -199,7 +199,7 @@ class TimelineScreen(StrataScreen):
         table = self.query_one("#events", PagedTable)
         after = self.cursor if append else None
         if not append:
-            table.loading = True
+            table.start_loading()
 
         def page():
             from core.services.browse import event_page, event_position
@@ -228,7 +228,7 @@ class TimelineScreen(StrataScreen):
             table.reset()
         self.cursor = event.cursor
         table.append_page(event.rows, [event_cells(r) for r in event.rows], event.cursor is not None)
-        table.loading = False
+        table.stop_loading()
         if not event.append:
             if table.items:
                 table.move_cursor(row=0)

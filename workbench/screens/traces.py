@@ -117,7 +117,7 @@ class TracesScreen(StrataScreen):
         table = self.query_one("#traces", PagedTable)
         before = table.items[-1].id if append and table.items else None
         if not append:
-            table.loading = True
+            table.start_loading()
 
         def page():
             from core.services.browse import trace_page
@@ -133,7 +133,7 @@ class TracesScreen(StrataScreen):
             table.reset()
         rows = event.rows[:PAGE]
         table.append_page(rows, [trace_cells(r) for r in rows], len(event.rows) > PAGE)
-        table.loading = False
+        table.stop_loading()
         more = "+" if table.has_more else ""
         self.query_one("#trace-summary", Label).update(f"{len(table.items)}{more} traces")
         if not event.append:
@@ -169,7 +169,7 @@ class TracesScreen(StrataScreen):
         if self._debounce is not None:
             self._debounce.stop()
         self.load_page()
-        self.query_one("#traces", PagedTable).focus()
+        self.query_one("#traces", PagedTable).request_focus()
 
     @on(Select.Changed, "#t-kind")
     def _kind_picked(self) -> None:

@@ -21,6 +21,11 @@ class PagedTable(DataTable, Generic[T]):
     """
 
     PREFETCH = 10
+    DEFAULT_CSS = """
+    PagedTable.-busy {
+        text-opacity: 60%;
+    }
+    """
 
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False, id="table.down"),
@@ -44,6 +49,29 @@ class PagedTable(DataTable, Generic[T]):
         self.items: list[T] = []
         self.has_more = False
         self._asked = False
+        self._focus_when_loaded = False
+
+    def start_loading(self) -> None:
+        """Show that rows are coming: a spinner when empty, dimmed rows otherwise (a
+        loading widget cannot keep focus, so a table with rows keeps it)."""
+        if self.items:
+            self.add_class("-busy")
+        else:
+            self.loading = True
+
+    def stop_loading(self) -> None:
+        self.remove_class("-busy")
+        self.loading = False
+        if self._focus_when_loaded:
+            self._focus_when_loaded = False
+            self.focus()
+
+    def request_focus(self) -> None:
+        """Focus now, or as soon as the running load finishes."""
+        if self.loading:
+            self._focus_when_loaded = True
+        else:
+            self.focus()
 
     def reset(self) -> None:
         """Drop every row (keeps the columns)."""

@@ -1,0 +1,282 @@
+"""Each view's behaviour: load, filter, drill, expand, follow, retry, search."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Input, Select, Sparkline, Static, TabbedContent
+
+from workbench.messages import OpenItem
+from workbench.screens.blocks import BlocksScreen
+from workbench.screens.graph import GraphScreen
+from workbench.screens.jobs import JobsScreen
+from workbench.screens.timeline import TimelineScreen
+from workbench.screens.traces import TracesScreen
+from workbench.testing import settle
+
+SIZE = (120, 36)
+
+
+def reopen(url):
+    from core.store import open_store
+
+    open_store(url, recover=False)
+
+
+async def test_blocks_load_filter_expand_and_jump(make_app, wb_url):
+    app = make_app()
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, BlocksScreen)
+        rail = screen.query_one("#block-rail")
+        assert rail.row_count == 13
+        first = rail.current
+        assert screen.detail.row.id == first.id
+        tabs = screen.query_one("#block-levels", TabbedContent)
+        assert tabs.active == f"level-{first.current_level}"
+        assert "Maya" in str(screen.query_one("#level-text-5", Static).content)
+        # L0-L5 all rendered for a ready block
+        assert set(screen.detail.views) == set(range(6))
+        # thread filter
+        screen.query_one("#threads").highlighted = 4
+        await pilot.press("t", "enter")
+        await settle(pilot)
+        assert screen.thread_filter is not None
+        assert {r.thread for r in rail.items} == {screen.thread_filter}
+        # status filter
+        screen.query_one("#status-filter", Select).value = "pending"
+        await settle(pilot)
+        assert rail.row_count == 0
+        screen.query_one("#status-filter", Select).value = "all"
+        await settle(pilot)
+        # expand one level deeper: recorded as a user lift
+        await pilot.press("escape")
+        row = rail.current
+        before = row.current_level
+        await pilot.press("e")
+        await settle(pilot)
+        expanded = [m for m in messages if isinstance(m, BlocksScreen.BlockExpanded)]
+        assert expanded and expanded[-1].block_id == row.id
+        assert expanded[-1].level == min(5, before + 1)
+        assert rail.current.last_lifted_by == "user"
+        assert tabs.active == f"level-{expanded[-1].level}"
+        # levels with [ and ], side by side with L5
+        await pilot.press("left_square_bracket")
+        assert tabs.active == f"level-{expanded[-1].level - 1}"
+        await pilot.press("v")
+        assert screen.has_class("-compare")
+        # jump to the block holding a message, at L5
+        message_id = 100
+        screen.focus_item("message", message_id)
+        await settle(pilot)
+        assert tabs.active == "level-5"
+        assert screen.detail is not None
+    reopen(wb_url)
+    from core.services.blocks import get_block
+
+    assert get_block(row.id).last_lifted_by == "user"
+
+
+async def test_timeline_pages_filters_histogram_and_source_jump(make_app):
+    app = make_app()
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await pilot.press("2")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        table = screen.query_one("#events")
+        assert table.row_count == 100 and table.has_more
+        assert any(screen.query_one("#histogram", Sparkline).data)
+        assert "249 events" in str(screen.query_one("#hist-summary").render())
+        # the cursor near the end asks for the next page
+        table.move_cursor(row=95)
+        await settle(pilot)
+        assert table.row_count == 200
+        # detail of the highlighted event
+        assert screen.detail.card.event.id == table.current.id
+        # text filter
+        await pilot.press("f", *"passport", "enter")
+        await settle(pilot)
+        assert 0 < table.row_count < 30
+        assert all("passport" in (r.title + r.summary).lower() for r in table.items)
+        text = str(screen.query_one("#event-text", Static).render())
+        assert "Weight" in text and "Sources" in text and "Time" in text
+        # unknown-time lane
+        screen.query_one("#f-lane", Select).value = "undated"
+        await settle(pilot)
+        assert all(r.happened_start is None for r in table.items)
+        # participant and dates
+        await pilot.press("x")
+        await settle(pilot)
+        assert table.row_count == 100
+        screen.query_one("#f-who", Input).value = "Priya"
+        screen.query_one("#f-from", Input).value = "2026-01"
+        await pilot.press("f", "enter")
+        await settle(pilot)
+        assert table.row_count > 0
+        assert all(any("priya" in p.lower() for p in r.participants) for r in table.items)
+        # bad dates are reported, not fatal
+        screen.query_one("#f-from", Input).value = "someday"
+        await pilot.press("f", "enter")
+        await settle(pilot)
+        assert any("from/to" in n.message for n in app._notifications)
+        await pilot.press("x")
+        await settle(pilot)
+        # jump to the source block at L5
+        event = table.current
+        await pilot.press("b")
+        await settle(pilot)
+        assert any(isinstance(m, OpenItem) and m.kind == "block" and m.level == 5 for m in messages)
+        assert app.current_mode == "blocks"
+        assert app.screen.detail.row.id == event.block_id
+        assert app.screen.query_one("#block-levels", TabbedContent).active == "level-5"
+
+
+async def test_graph_search_follow_edges_back_and_forward(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, GraphScreen)
+        nodes = screen.query_one("#nodes")
+        assert nodes.row_count > 20
+        await pilot.press("f", *"maya", "enter")
+        await settle(pilot)
+        assert [r.name for r in nodes.items] == ["Maya Brennan"]
+        maya = screen.view
+        assert maya.name == "Maya Brennan" and maya.current_facts
+        facts = screen.query_one("#facts-table", DataTable)
+        assert facts.row_count == len(maya.current_facts) + len(maya.historical_facts)
+        await pilot.press("e")
+        edges = screen.query_one("#edges-table", DataTable)
+        assert edges.row_count == len(maya.edges_out) + len(maya.edges_in)
+        await pilot.press("enter")
+        await settle(pilot)
+        other = screen.view
+        assert other.id != maya.id and other.id == (maya.edges_out + maya.edges_in)[0].other_id
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.view.id == maya.id
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert screen.view.id == other.id
+        # supporting events open in the timeline
+        await pilot.press("v", "enter")
+        await settle(pilot)
+        assert app.current_mode == "timeline"
+        assert app.screen.detail.card.event.id == other.events[0].id
+        # type filter
+        await pilot.press("3")
+        await settle(pilot)
+        screen.query_one("#g-search", Input).value = ""
+        screen.query_one("#g-type", Select).value = "place"
+        await settle(pilot)
+        assert nodes.row_count > 0 and {r.type for r in nodes.items} == {"place"}
+
+
+async def test_traces_candidates_assessment_and_drill(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TracesScreen)
+        traces = screen.query_one("#traces")
+        assert traces.row_count == 6
+        assert traces.items[0].id > traces.items[-1].id
+        # the assessment trace of the first batch: adopted, rejected and used refs
+        index = next(i for i, r in enumerate(traces.items) if r.kind == "search" and r.channel == "events")
+        traces.move_cursor(row=index)
+        await settle(pilot)
+        text = str(screen.query_one("#trace-text", Static).render())
+        assert "sufficient" in text and "rejected" in text and "event:99999" in text and "Use receipt" in text
+        candidates = screen.query_one("#candidates", DataTable)
+        states = [str(candidates.get_row_at(i)[4]) for i in range(candidates.row_count)]
+        assert any("used" in s for s in states) and any("adopted" in s for s in states)
+        # why was this event (not) recalled: filter by its ref
+        ref = screen.candidates[0]["ref"]
+        await pilot.press("f", *ref, "enter")
+        await settle(pilot)
+        assert traces.row_count >= 1
+        assert all(r.kind in ("search", "use", "assess") for r in traces.items)
+        # drill into a candidate of the search that returned it
+        traces.move_cursor(row=next(i for i, r in enumerate(traces.items) if r.kind == "search"))
+        await settle(pilot)
+        await pilot.press("w", "enter")
+        await settle(pilot)
+        assert app.current_mode == "timeline"
+        assert f"event:{app.screen.detail.card.event.id}" == ref
+
+
+async def test_jobs_retry_one_and_all(make_app, wb_url):
+    app = make_app()
+    messages = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await pilot.press("6")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, JobsScreen)
+        jobs = screen.query_one("#jobs")
+        assert {j.status for j in jobs.items} == {"failed", "pending"}
+        failed = next(j for j in jobs.items if j.status == "failed")
+        assert "timeout" in str(screen.query_one("#job-text", Static).render()) or True
+        jobs.move_cursor(row=jobs.items.index(failed))
+        await settle(pilot)
+        assert "provider timeout" in str(screen.query_one("#job-text", Static).render())
+        await pilot.press("r")
+        await settle(pilot)
+        retried = [m for m in messages if isinstance(m, JobsScreen.JobRetried)]
+        assert retried and retried[-1].job_ids == [failed.id]
+        assert {j.status for j in jobs.items} == {"pending"}
+        # show every job, retry all failed (none left: a warning, nothing written)
+        screen.query_one("#j-show", Select).value = "all"
+        await settle(pilot)
+        assert jobs.row_count > 50
+        await pilot.press("R")
+        assert any("No failed jobs" in n.message for n in app._notifications)
+    reopen(wb_url)
+    from core.services.jobs import get_job
+
+    job = get_job(failed.id)
+    assert job.status == "pending" and job.attempts == 0
+
+
+async def test_retry_all_asks_first(make_app):
+    from workbench.screens.confirm import ConfirmScreen
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot)
+        assert {j.status for j in app.screen.query_one("#jobs").items} == {"failed", "pending"}
+        await pilot.press("R")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert {j.status for j in app.screen.query_one("#jobs").items} == {"pending"}
+
+
+async def test_global_search_across_channels_and_open(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"passport", "enter")
+        await settle(pilot)
+        screen = app.screen
+        assert screen.MODE == "search"
+        channels = {r.channel for r in screen.results}
+        assert {"events", "raw"} <= channels
+        await pilot.press("slash", *" Ivy", "enter")
+        await settle(pilot)
+        assert "graph" in {r.channel for r in screen.results}
+        first = screen.results[0]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current_mode == {"event": "timeline", "node": "graph", "message": "blocks"}[first.kind]
