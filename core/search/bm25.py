@@ -23,13 +23,26 @@ def bm25_scores(
     b: float = B,
 ) -> dict[Hashable, float]:
     """Scores of every document with a positive score (distinct query terms)."""
-    terms = list(dict.fromkeys(query_tokens))
-    if not terms or not documents:
-        return {}
-    n = len(documents)
-    lengths = {doc_id: len(tokens) for doc_id, tokens in documents.items()}
-    avgdl = (sum(lengths.values()) / n) or 1.0
     counts = {doc_id: Counter(tokens) for doc_id, tokens in documents.items()}
+    lengths = {doc_id: len(tokens) for doc_id, tokens in documents.items()}
+    return bm25_counted(query_tokens, counts, lengths, k1=k1, b=b)
+
+
+def bm25_counted(
+    query_tokens: Iterable[str],
+    counts: Mapping[Hashable, Mapping[str, int]],
+    lengths: Mapping[Hashable, int],
+    *,
+    k1: float = K1,
+    b: float = B,
+) -> dict[Hashable, float]:
+    """``bm25_scores`` over documents already counted (term -> tf, and their lengths), so a
+    corpus that many queries share is counted once."""
+    terms = list(dict.fromkeys(query_tokens))
+    if not terms or not counts:
+        return {}
+    n = len(counts)
+    avgdl = (sum(lengths.values()) / n) or 1.0
     wanted = set(terms)
     df = Counter(term for c in counts.values() for term in wanted if term in c)
     scores: dict[Hashable, float] = {}

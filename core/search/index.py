@@ -133,9 +133,61 @@ def postings(kind: str, namespace_id: int, terms: Sequence[str], *, thread_id: i
     return list(query.tuples())
 
 
+def _thread_size(thread_id: int | None) -> int | None:
+    if thread_id is None:
+        return None
+    from core.models import Thread
+
+    thread = Thread.get_or_none(Thread.id == thread_id)
+    return thread.message_count if thread is not None else None
+
+
+def prepared(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
+             thread_id: int | None = None, term_weights: dict[str, float] | None = None):
+    """The query resolved against the namespace's current segment view (None: nothing matches)."""
+    from core.search import scoring, segment
+
+    if not query_terms:
+        return None
+    view = segment.view(kind, namespace_id)
+    return scoring.prepare(view, query_terms, k1=k1, b=b, thread_id=thread_id, thread_size=_thread_size(thread_id),
+                           term_weights=term_weights, max_term=MAX_TERM)
+
+
 def bm25(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
          thread_id: int | None = None, term_weights: dict[str, float] | None = None) -> dict[int, float]:
-    """BM25 (§7.2 idf) of every document matching a query term, from the postings alone."""
+    """BM25 (§7.2 idf) of every document matching a query term (equal to ``bm25_reference``).
+
+    Prefer ``bm25_top`` when only the best few are needed: it skips what cannot rank."""
+    from core.search import scoring
+
+    query = prepared(kind, namespace_id, query_terms, k1=k1, b=b, thread_id=thread_id, term_weights=term_weights)
+    if query is None:
+        return {}
+    docs, scores = scoring.score_all(query)
+    return dict(zip(query.view.doc_ids[docs].tolist(), scores.tolist()))
+
+
+def bm25_top(kind: str, namespace_id: int, query_terms: Sequence[str], k: int, *, k1: float = 1.2,
+             b: float = 0.75, thread_id: int | None = None, term_weights: dict[str, float] | None = None,
+             ties: str = "asc") -> list[tuple[int, float]]:
+    """The k best (id, score) pairs, best first; equal scores by id (``ties`` "asc" or "desc").
+
+    The same pairs as sorting all of ``bm25`` would give, found with MaxScore pruning."""
+    from core.search import scoring
+
+    query = prepared(kind, namespace_id, query_terms, k1=k1, b=b, thread_id=thread_id, term_weights=term_weights)
+    if query is None or k <= 0:
+        return []
+    ids, scores = scoring.top_k(query, k, ties=ties)
+    return list(zip(ids.tolist(), scores.tolist()))
+
+
+def bm25_reference(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
+         thread_id: int | None = None, term_weights: dict[str, float] | None = None) -> dict[int, float]:
+    """BM25 (§7.2 idf) of every document matching a query term, straight from the SQL postings.
+
+    The reference that the segment scoring (``bm25``, ``bm25_top``) must equal; tests compare them."""
     terms = list(dict.fromkeys(t[:MAX_TERM] for t in query_terms))
     rows = postings(kind, namespace_id, terms, thread_id=thread_id)
     if not rows:

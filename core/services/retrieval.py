@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from core.models import Message, Namespace, Thread
 from core.search.analyze import analyze
@@ -56,48 +59,25 @@ class RetrievedMessage:
 
 @dataclass
 class _Layout:
-    """Where each message of a namespace sits, cached until the namespace grows."""
+    """Where messages sit, read from the namespace's search segment (no message is hydrated
+    until it is a candidate); the time flag of a message is computed once per process."""
 
-    count: int
-    at: dict[tuple[int, int], int]
-    info: dict[int, tuple[int, int, str | None, str | None, str, str, str]]
+    view: Any
     speakers: dict[str, str]
-    timed: dict[int, bool] = field(default_factory=dict)
+
+    def threads_of(self, ids: list[int]) -> dict[int, int]:
+        where = self.view.index_of(ids)
+        return {mid: int(self.view.doc_thread[i]) for mid, i in zip(ids, where.tolist()) if i >= 0}
 
 
-    def has_time(self, mid: int) -> bool:
-        """Whether the message states a resolvable time (computed once per message)."""
-        flag = self.timed.get(mid)
-        if flag is None:
-            _, _, _, _, created_at, content, _ = self.info[mid]
-            flag = self.timed[mid] = _has_time(content, created_at)
-        return flag
-
-
-_LAYOUTS: dict[str, _Layout] = {}
+_TIMED: dict[tuple, bool] = {}
 
 
 def _layout(ns: Namespace) -> _Layout:
-    count = Message.select().where(Message.namespace == ns).count()
-    key = f"{ns.id}:{ns.created_at}"
-    cached = _LAYOUTS.get(key)
-    if cached is not None and cached.count == count:
-        return cached
-    at, info, speakers = {}, {}, {}
-    rows = (Message.select(Message.id, Message.thread, Message.position, Message.speaker, Message.external_id,
-                           Message.created_at, Message.content, Message.role)
-            .where(Message.namespace == ns).tuples())
-    for mid, thread, position, speaker, external_id, created_at, content, role in rows:
-        at[(thread, position)] = mid
-        info[mid] = (thread, position, speaker, external_id, created_at, content, role)
-        if speaker:
-            for token in analyze(speaker, stemming=False):
-                speakers.setdefault(token, speaker)
-    if len(_LAYOUTS) > 64:
-        _LAYOUTS.clear()
-    layout = _Layout(count=count, at=at, info=info, speakers=speakers)
-    _LAYOUTS[key] = layout
-    return layout
+    from core.search.segment import view
+
+    current = view("message", ns.id, ns.created_at)
+    return _Layout(view=current, speakers=current.speakers)
 
 
 def _has_time(content: str, created_at: str) -> bool:
@@ -110,58 +90,114 @@ def _has_time(content: str, created_at: str) -> bool:
     return any(m.start for m in find_time_mentions(content, anchor))
 
 
-def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
-    terms = analyze(question)
-    own = bm25("message", ns.id, terms, k1=params.k1, b=params.b)
-    if not own:
+def _message_info(ids: list[int]) -> dict[int, tuple]:
+    """(speaker, created_at, content, role, external_id) of the given messages."""
+    if not ids:
         return {}
-    scores: dict[int, float] = {}
-    for mid, score in own.items():
-        scores[mid] = scores.get(mid, 0.0) + score
-        thread, position = layout.info[mid][:2]
-        for offset, weight in ((-1, params.neighbour_weight), (1, params.neighbour_weight),
-                               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight)):
-            neighbour = layout.at.get((thread, position + offset)) if weight else None
-            if neighbour is not None:
-                scores[neighbour] = scores.get(neighbour, 0.0) + weight * score
+    rows = (Message.select(Message.id, Message.speaker, Message.created_at, Message.content, Message.role,
+                           Message.external_id).where(Message.id.in_(ids)).tuples())
+    return {row[0]: row[1:] for row in rows}
+
+
+def _spread(layout: _Layout, docs: np.ndarray, own: np.ndarray, params: RetrievalParams
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Each message's own score plus its neighbours' at lower weight: (documents, scores) in the
+    order a dict filled message by message (self, −1, +1, −2, +2) would hold them, summed in
+    that same order, so the floats and the order of ties are the reference's."""
+    view = layout.view
+    offsets = ((0, 1.0), (-1, params.neighbour_weight), (1, params.neighbour_weight),
+               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight))
+    columns, weights = [], []
+    for offset, weight in offsets:
+        if offset and not weight:
+            columns.append(np.full(len(docs), -1, np.int64))
+        else:
+            columns.append(docs if offset == 0 else view.neighbour(offset)[docs])
+        weights.append(own if offset == 0 else weight * own)
+    flat_docs = np.stack(columns, axis=1).ravel()
+    flat_weights = np.stack(weights, axis=1).ravel()
+    keep = flat_docs >= 0
+    flat_docs, flat_weights = flat_docs[keep], flat_weights[keep]
+    totals = np.bincount(flat_docs, weights=flat_weights, minlength=view.size)
+    touched, first = np.unique(flat_docs, return_index=True)
+    order = touched[np.argsort(first, kind="stable")]
+    return order, totals[order]
+
+
+def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
+    from core.search import scoring
+    from core.search.index import prepared
+
+    terms = analyze(question)
+    query = prepared("message", ns.id, terms, k1=params.k1, b=params.b)
+    if query is None:
+        return {}
+    hit, own = scoring.score_all(query, first_seen=True)
+    if not len(hit):
+        return {}
+    view = layout.view
+    docs, scores = _spread(layout, hit, own, params)
+    ids = view.doc_ids[docs]
     if params.event_boost > 0:
         boost = event_support(ns, terms)
         if boost:
             top_event = max(boost.values())
-            for mid, value in boost.items():
-                if mid in scores:
-                    scores[mid] *= 1 + params.event_boost * value / top_event
+            where = view.index_of(list(boost))
+            position = np.full(view.size, -1, np.int64)
+            position[docs] = np.arange(len(docs))
+            for (mid, value), at in zip(boost.items(), where.tolist()):
+                if at >= 0 and position[at] >= 0:
+                    scores[position[at]] *= 1 + params.event_boost * value / top_event
+    # The candidate_limit best by score; equal scores keep their order of appearance.
+    limit = params.candidate_limit
+    if len(scores) > limit:
+        kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        keep = np.flatnonzero(scores >= kth)
+    else:
+        keep = np.arange(len(scores))
+    keep = keep[np.lexsort((keep, -scores[keep]))][:limit]
+    top = ids[keep].tolist()
+    top_scores = scores[keep].tolist()
     named = {layout.speakers[t] for t in analyze(question, stemming=False) if t in layout.speakers}
     wants_time = bool(_WHEN.search(question))
     about_user = bool(_FIRST_PERSON.search(question))
-    top = sorted(scores, key=lambda m: -scores[m])[: params.candidate_limit]
+    info = _message_info(top)
+    identity = (id(view), ns.id)
     boosted = {}
-    for mid in top:
-        _, _, speaker, _, created_at, content, role = layout.info[mid]
+    for mid, score in zip(top, top_scores):
+        speaker, created_at, content, role, _ = info[mid]
         factor = 1.0
         if named and speaker in named:
             factor += params.speaker_boost
         elif about_user and role == "user":
             # "What did I buy?" asks about what the user said, not the assistant's replies.
             factor += params.user_boost
-        if wants_time and layout.has_time(mid):
-            factor += params.time_boost
-        boosted[mid] = scores[mid] * factor
+        if wants_time:
+            key = (identity[1], mid, created_at)
+            flag = _TIMED.get(key)
+            if flag is None:
+                if len(_TIMED) > 200_000:
+                    _TIMED.clear()
+                flag = _TIMED[key] = _has_time(content, created_at)
+            if flag:
+                factor += params.time_boost
+        boosted[mid] = score * factor
     return boosted
 
 
 def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     """For each message, the best BM25 score of a live event that cites it."""
     from core.models import Event, EventSource
+    from core.search.index import bm25_top
 
-    scores = bm25("event", ns.id, terms)
-    if not scores:
-        return {}
     # Only the best events can move a message noticeably; joining all matches costs time.
-    top = sorted(scores, key=lambda i: -scores[i])[:EVENT_SUPPORT_LIMIT]
+    best = bm25_top("event", ns.id, terms, EVENT_SUPPORT_LIMIT)
+    if not best:
+        return {}
+    scores = dict(best)
     support: dict[int, float] = {}
     rows = (EventSource.select(EventSource.message, EventSource.event).join(Event)
-            .where(EventSource.event.in_(top) & Event.status.in_(["active", "superseded"])).tuples())
+            .where(EventSource.event.in_(list(scores)) & Event.status.in_(["active", "superseded"])).tuples())
     for message_id, event_id in rows:
         support[message_id] = max(support.get(message_id, 0.0), scores[event_id])
     return support
@@ -189,14 +225,13 @@ def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list
     return out
 
 
-def _diversify(order: list[int], layout: _Layout) -> list[int]:
+def _diversify(order: list[int], threads: dict[int, int]) -> list[int]:
     """Each thread's best message first (in order), then everything else in order."""
-    threads = {layout.info[m][0] for m in order[:200] if m in layout.info}
-    if len(threads) <= 1:
+    if len({threads[m] for m in order[:200] if m in threads}) <= 1:
         return order
     seen, firsts, rest = set(), [], []
     for mid in order:
-        thread = layout.info[mid][0] if mid in layout.info else None
+        thread = threads.get(mid)
         if thread not in seen:
             seen.add(thread)
             firsts.append(mid)
@@ -214,13 +249,18 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     raw_order = sorted(raw, key=lambda m: (-raw[m], m))
     events = event_ranking(ns, question, params) if params.event_weight > 0 else []
     fused = rrf([raw_order, events], [1.0, params.event_weight])
-    order = _diversify([m for m, _ in fused], layout)[: max(1, limit)]
+    ranked = [m for m, _ in fused]
+    threads = layout.threads_of(ranked)
+    order = _diversify(ranked, threads)[: max(1, limit)]
     raw_set, event_set = set(raw), set(events)
     score = dict(fused)
-    threads = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
+    names = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
+    external = dict(Message.select(Message.id, Message.external_id).where(Message.id.in_(order)).tuples())
     out = []
     for mid in order:
-        thread_id, _, _, external_id, _, _, _ = layout.info[mid]
+        if mid not in threads:
+            continue
         channels = tuple(c for c, hit in (("raw", mid in raw_set), ("events", mid in event_set)) if hit)
-        out.append(RetrievedMessage(mid, external_id, threads.get(thread_id, ""), round(score[mid], 6), channels))
+        out.append(RetrievedMessage(mid, external.get(mid), names.get(threads[mid], ""), round(score[mid], 6),
+                                    channels))
     return out

@@ -7,6 +7,7 @@ records when an event was last retrieved.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Sequence
@@ -16,8 +17,8 @@ from core.dto import RawMessage
 from core.errors import InvalidInputError
 from core.models import Block, Event, EventParticipant, EventSource, Message, Namespace, Thread
 from core.search.analyze import analyze
-from core.search.bm25 import rrf
-from core.search.index import bm25
+from core.search.bm25 import RRF_K, rrf
+from core.search.index import bm25, bm25_top
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
 from core.services.events import LIVE, EventRow, _row as event_row
@@ -83,10 +84,11 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
     terms = analyze(query)
     if not terms:
         return []
-    scores = bm25("message", ns.id, terms, thread_id=_thread_id(ns, thread))
-    if not scores:
+    best = bm25_top("message", ns.id, terms, limit, thread_id=_thread_id(ns, thread), ties="desc")
+    if not best:
         return []
-    ids = sorted(scores, key=lambda i: (-scores[i], -i))[:limit]
+    scores = dict(best)
+    ids = [i for i, _ in best]
     rows = {m.id: m for m in Message.select(Message, Thread.name).join(Thread).where(Message.id.in_(ids))}
     blocks = {b.id: b for b in Block.select().where(Block.id.in_([r.block_id for r in rows.values() if r.block_id]))}
     hits = []
@@ -138,8 +140,15 @@ def search_events(
     if temporal_intent not in (None, "first", "latest"):
         raise InvalidInputError(f"temporal_intent must be 'first' or 'latest', got {temporal_intent!r}")
     terms = analyze(query or "")
-    text_scores = bm25("event", ns.id, terms) if terms else {}
     filters = bool(participants) or bool(event_type) or bool(happened_from or happened_to)
+    if terms and not filters and not temporal_intent:
+        # Text alone: the fused ranking is the text ranking of live events, so only its head is read.
+        fused = _live_text_head(ns.id, terms, limit)
+        if not fused:
+            return []
+        candidates = {e.id: e for e in Event.select().where(Event.id.in_([i for i, _ in fused]))}
+        return _event_hits(ns, fused, candidates, track)
+    text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
         return []
     live = Event.select().where((Event.namespace == ns) & (Event.status.in_(LIVE)))
@@ -196,7 +205,25 @@ def search_events(
         if terms:
             return []
         rankings = [structured(list(candidates))]
-    fused = rrf(rankings)[:limit]
+    return _event_hits(ns, rrf(rankings)[:limit], candidates, track)
+
+
+def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best live events by BM25 with their RRF scores (1 / (61 + rank)), as
+    ``rrf([text ranking of live events])`` would give them, reading only as deep as needed."""
+    depth = limit * 4
+    while True:
+        best = bm25_top("event", namespace_id, terms, depth)
+        ids = [i for i, _ in best]
+        live = {i for (i,) in Event.select(Event.id).where(Event.id.in_(ids) & Event.status.in_(LIVE)).tuples()}
+        ranked = [i for i in ids if i in live]
+        if len(ranked) >= limit or len(best) < depth:
+            return [(i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(ranked[:limit])]
+        depth *= 4
+
+
+def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
+                track: bool) -> list[EventHit]:
     ids = [i for i, _ in fused]
     sources: dict[int, list[int]] = {}
     for row in EventSource.select().where(EventSource.event.in_(ids)).order_by(EventSource.position):
@@ -260,25 +287,47 @@ def _node_fields(view) -> dict[str, str]:
     }
 
 
-def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
-    """BM25 over what is stored on the nodes (name, aliases, tags, type, current facts,
-    edge endpoints and relations), cheap enough to run over a whole namespace graph.
+_NODE_CORPORA: dict[tuple, tuple] = {}
 
-    A node whose own name or alias matches is ranked above nodes that only mention it:
-    a hub person linked from everywhere would otherwise lose to its short neighbours."""
+
+def _graph_fingerprint(namespace_id: int) -> tuple:
+    """What changes whenever a node, fact or edge of the namespace does (one round trip)."""
+    from core.db import db
+
+    marker = db.obj.param
+    row = db.execute_sql(
+        f"SELECT (SELECT revision FROM namespace WHERE id = {marker}), "
+        f"(SELECT COUNT(*) FROM graphnode WHERE namespace_id = {marker}), "
+        f"(SELECT MAX(updated_at) FROM graphnode WHERE namespace_id = {marker}), "
+        f"(SELECT COUNT(*) FROM graphfact f JOIN graphnode n ON f.node_id = n.id WHERE n.namespace_id = {marker}), "
+        f"(SELECT MAX(f.updated_at) FROM graphfact f JOIN graphnode n ON f.node_id = n.id "
+        f"WHERE n.namespace_id = {marker}), "
+        f"(SELECT COUNT(*) FROM graphedge WHERE namespace_id = {marker}), "
+        f"(SELECT MAX(updated_at) FROM graphedge WHERE namespace_id = {marker})",
+        (namespace_id,) * 7,
+    ).fetchone()
+    return tuple(row)
+
+
+def _node_corpus(namespace_id: int) -> tuple[dict, dict, dict]:
+    """(term counts, lengths, name/alias tokens) of every current node, counted once per
+    version of the namespace's graph (the fingerprint) rather than once per query."""
+    from core.db import db
     from core.models import GraphEdge, GraphFact, GraphNode
-    from core.search.bm25 import bm25_scores
     from core.services.graph import CURRENT, render_value
 
+    key = (id(db.obj), namespace_id, _graph_fingerprint(namespace_id))
+    cached = _NODE_CORPORA.get(key)
+    if cached is not None:
+        return cached
     nodes = list(GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.tags, GraphNode.type)
                  .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
-    if not nodes:
-        return {}
     names = {n.id: n.name for n in nodes}
     facts: dict[int, list[str]] = {}
-    for node_id, key, value in (GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value).join(GraphNode)
-                                .where((GraphNode.namespace == namespace_id) & GraphFact.status.in_(CURRENT)).tuples()):
-        facts.setdefault(node_id, []).append(f"{key.replace('_', ' ')} {render_value(value)}")
+    for node_id, key_, value in (GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value).join(GraphNode)
+                                 .where((GraphNode.namespace == namespace_id) & GraphFact.status.in_(CURRENT))
+                                 .tuples()):
+        facts.setdefault(node_id, []).append(f"{key_.replace('_', ' ')} {render_value(value)}")
     ends: dict[int, list[str]] = {}
     relations: dict[int, list[str]] = {}
     for src, dst, relation in (GraphEdge.select(GraphEdge.from_node, GraphEdge.to_node, GraphEdge.relation)
@@ -287,13 +336,11 @@ def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
             ends.setdefault(a, []).append(names.get(b, ""))
             relations.setdefault(a, []).append(relation.replace("_", " "))
     w = GRAPH_FIELD_WEIGHTS
-    docs = {}
-    named: set[int] = set()
-    wanted = set(terms)
+    counts, lengths, own_names = {}, {}, {}
     for node in nodes:
-        if wanted & set(analyze(" ".join([node.name, *(a for a in node.aliases or [] if isinstance(a, str))]))):
-            named.add(node.id)
-        docs[node.id] = (
+        own_names[node.id] = frozenset(analyze(" ".join([node.name, *(a for a in node.aliases or []
+                                                                      if isinstance(a, str))])))
+        tokens = (
             analyze(node.name) * w["name"]
             + analyze(" ".join(a for a in node.aliases or [] if isinstance(a, str))) * w["aliases"]
             + analyze(" ".join(t for t in node.tags or [] if isinstance(t, str))) * w["tags"]
@@ -302,7 +349,28 @@ def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
             + analyze(" ".join(ends.get(node.id, []))) * w["currentEdgeEndpoints"]
             + analyze(" ".join(relations.get(node.id, []))) * w["relations"]
         )
-    scores = bm25_scores(terms, docs)
+        counts[node.id] = Counter(tokens)
+        lengths[node.id] = len(tokens)
+    if len(_NODE_CORPORA) > 16:
+        _NODE_CORPORA.clear()
+    cached = _NODE_CORPORA[key] = (counts, lengths, own_names)
+    return cached
+
+
+def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
+    """BM25 over what is stored on the nodes (name, aliases, tags, type, current facts,
+    edge endpoints and relations), cheap enough to run over a whole namespace graph.
+
+    A node whose own name or alias matches is ranked above nodes that only mention it:
+    a hub person linked from everywhere would otherwise lose to its short neighbours."""
+    from core.search.bm25 import bm25_counted
+
+    counts, lengths, own_names = _node_corpus(namespace_id)
+    if not counts:
+        return {}
+    wanted = set(terms)
+    named = {nid for nid, tokens in own_names.items() if wanted & tokens}
+    scores = bm25_counted(terms, counts, lengths)
     top = max(scores.values(), default=0.0)
     return {nid: score + (top if nid in named else 0.0) for nid, score in scores.items()}
 

@@ -1,0 +1,175 @@
+"""BM25 over a segment view: exhaustive (vectorised) or top-k with MaxScore pruning.
+
+Both reproduce the reference (``core.search.index.bm25_reference``) bit for bit in the usual
+case: the same idf and N (CorpusStat, or the thread's message count, raised to the largest
+df), the same float expression per posting, and per document the terms added in sorted
+order starting from 0.0 — the order in which the reference reads its SQL rows.
+
+MaxScore: a document that holds only terms whose upper bounds add up to less than the
+k-th best score known so far cannot enter the top k, so only the postings of the other
+("essential") terms are read in full; the rest are looked up for those candidates alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from core.search.segment import Part, View
+
+EXHAUSTIVE_BELOW = 20_000  # postings under which pruning is not worth its bookkeeping
+SAFETY = 1e-9  # relative slack on bounds, so float rounding can never prune a real hit
+
+
+@dataclass
+class _Term:
+    term: str
+    runs: list[tuple[Part, np.ndarray, np.ndarray]]  # (part, docs, tf) with at least one posting
+    df: int
+    w_idf: float  # weight * idf
+
+
+@dataclass
+class Query:
+    terms: list[_Term]  # sorted by term: the summation order
+    k1: float
+    b: float
+    avgdl: float
+    view: View
+
+    @property
+    def postings(self) -> int:
+        return sum(t.df for t in self.terms)
+
+
+def prepare(view: View, query_terms: Sequence[str], *, k1: float, b: float, thread_id: int | None = None,
+            thread_size: int | None = None, term_weights: dict[str, float] | None = None,
+            max_term: int = 64) -> Query | None:
+    """Resolve the terms against the view; None when no term has a posting."""
+    n = view.stat_docs
+    avgdl = (view.stat_total / n) or 1.0 if n > 0 else 1.0
+    if n <= 0:
+        n = 0
+    thread_mask = None
+    if thread_id is not None:
+        n = thread_size if thread_size is not None else n
+        thread_mask = view.doc_thread == thread_id
+    resolved: list[tuple[str, list, int]] = []
+    for term in sorted(set(t[:max_term] for t in query_terms)):
+        runs = []
+        df = 0
+        for part in view.parts():
+            docs, tf = part.slice(term)
+            if thread_mask is not None and len(docs):
+                keep = thread_mask[docs]
+                docs, tf = docs[keep], tf[keep]
+            if len(docs):
+                runs.append((part, docs, tf))
+                df += len(docs)
+        if df:
+            resolved.append((term, runs, df))
+    if not resolved:
+        return None
+    n = max(n, max(df for _, _, df in resolved))
+    terms = []
+    for term, runs, df in resolved:
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        weight = term_weights.get(term, 1.0) if term_weights else 1.0
+        terms.append(_Term(term, runs, df, weight * idf))
+    return Query(terms, k1, b, avgdl, view)
+
+
+def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndarray:
+    """The reference's ``weight * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))``."""
+    tf = tf.astype(np.float64)
+    length = q.view.doc_len[docs].astype(np.float64)
+    return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
+
+
+def score_all(q: Query, *, first_seen: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(document indexes, scores) of every document with a positive score, by index — or with
+    ``first_seen``, in the order the reference's rows first name them (term by term)."""
+    docs = np.concatenate([d for t in q.terms for _, d, _ in t.runs])
+    parts = np.concatenate([_contrib(q, t, d, f) for t in q.terms for _, d, f in t.runs])
+    # bincount adds in input order: per document, terms in sorted order, from 0.0.
+    total = np.bincount(docs, weights=parts, minlength=q.view.size)
+    if first_seen:
+        hit, first = np.unique(docs, return_index=True)
+        hit = hit[np.argsort(first, kind="stable")]
+    else:
+        hit = np.unique(docs)
+    scores = total[hit]
+    keep = scores > 0
+    return hit[keep], scores[keep]
+
+
+def score_docs(q: Query, cands: np.ndarray) -> np.ndarray:
+    """Exact scores of the candidate documents (sorted indexes), looking each term up."""
+    scores = np.zeros(len(cands), np.float64)
+    for term in q.terms:
+        for _, docs, tf in term.runs:
+            where = np.searchsorted(docs, cands)
+            where[where >= len(docs)] = len(docs) - 1
+            found = docs[where] == cands
+            if found.any():
+                scores[found] += _contrib(q, term, cands[found], tf[where[found]])
+    return scores
+
+
+def upper_bound(q: Query, term: _Term) -> float:
+    """The largest contribution any posting of ``term`` can make (a little generous)."""
+    best = 0.0
+    for part, docs, tf in term.runs:
+        max_tf = float(tf.max())
+        min_len = float(q.view.doc_len[docs].min()) if q.b else 0.0
+        value = term.w_idf * max_tf * (q.k1 + 1) / (max_tf + q.k1 * (1 - q.b + q.b * min_len / q.avgdl))
+        best = max(best, value)
+    return best * (1 + SAFETY)
+
+
+def _order(ids: np.ndarray, scores: np.ndarray, ties: str) -> np.ndarray:
+    """Positions sorted by score descending, then id ascending (``ties="asc"``) or descending."""
+    return np.lexsort((ids if ties == "asc" else -ids, -scores))
+
+
+def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarray]:
+    """(document ids, scores) of the k best documents, exactly as sorting every score would give."""
+    view = q.view
+    if q.postings < EXHAUSTIVE_BELOW or len(q.terms) == 1:
+        hit, scores = score_all(q)
+        ids = view.doc_ids[hit]
+        if len(ids) > k:
+            # Keep everything tied with the k-th score before ordering by id.
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            ids, scores = ids[keep], scores[keep]
+        order = _order(ids, scores, ties)[:k]
+        return ids[order], scores[order]
+    bounds = [upper_bound(q, t) for t in q.terms]
+    # A first threshold: the k-th best among the documents of the rarest term.
+    seed = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
+    seed_docs = np.unique(np.concatenate([d for _, d, _ in q.terms[seed].runs]))
+    seed_scores = score_docs(q, seed_docs)
+    theta = float(np.partition(seed_scores, len(seed_scores) - k)[len(seed_scores) - k]) \
+        if len(seed_scores) >= k else 0.0
+    by_bound = sorted(range(len(q.terms)), key=lambda i: bounds[i])
+    essential: list[int] = []
+    running = 0.0
+    for i in by_bound:
+        running += bounds[i]
+        if running >= theta * (1 - SAFETY):
+            essential.append(i)
+    cands = np.unique(np.concatenate([d for i in essential for _, d, _ in q.terms[i].runs] + [seed_docs]))
+    scores = score_docs(q, cands)
+    keep = scores > 0
+    cands, scores = cands[keep], scores[keep]
+    ids = view.doc_ids[cands]
+    if len(ids) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth
+        ids, scores = ids[keep], scores[keep]
+    order = _order(ids, scores, ties)[:k]
+    return ids[order], scores[order]

@@ -1,0 +1,462 @@
+"""Search segments: the SQL postings of one namespace as numpy arrays, kept current.
+
+The SQL tables (MessageTerm, EventTerm, CorpusStat) stay the source of truth; a segment is a
+cache that can always be rebuilt from them. A ``View`` is
+
+* a large **static part**: every posting up to a watermark (the highest posting row id it
+  holds) as CSR arrays — per term a run of (document, tf) sorted by document;
+* a small **delta part**: the postings written since, read from SQL by row id (a primary key
+  range, so it costs nothing when nothing was written) and kept in the same CSR form;
+* a document table (id, length, thread, position) for both parts.
+
+When the delta grows past a threshold it is merged into the static part in memory (numpy,
+no SQL scan) and, for a SQLite store, saved beside the database file (``<db>.search/``) so
+the next process opens it without reading the postings again. A deletion (the corpus
+statistics no longer match what the view holds) makes the view rebuild from SQL.
+
+Scoring is vectorised over the postings of the query terms (``score_all``) or pruned with
+MaxScore (``top_k``): terms whose upper bounds together cannot reach the k-th best score are
+only looked up for candidates, never scanned. Both give exactly the scores of the reference
+(``core.search.index.bm25_reference``): same idf, same float expression, terms summed in the
+same (sorted) order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from core.db import db, is_sqlite
+
+MERGE_MIN = 50_000  # delta postings before a merge is considered
+MERGE_SHARE = 0.05  # … and at least this share of the static part
+FETCH = 100_000  # rows per fetch while reading postings
+FORMAT = 1
+
+
+# ----------------------------------------------------------------------------- CSR postings
+
+
+@dataclass
+class Part:
+    """Postings in CSR form: term ``t`` owns ``docs[offsets[t]:offsets[t+1]]`` (sorted)."""
+
+    terms: dict[str, int]
+    offsets: np.ndarray  # int64, len(terms) + 1
+    docs: np.ndarray  # int32 index into the view's document table
+    tf: np.ndarray  # int32
+
+    @classmethod
+    def empty(cls) -> "Part":
+        return cls({}, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+
+    @classmethod
+    def from_rows(cls, term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
+        """Build from parallel arrays (any order); ``term_ids`` index ``vocabulary``."""
+        order = np.lexsort((docs, term_ids))
+        term_ids, docs, tf = term_ids[order], docs[order].astype(np.int32), tf[order].astype(np.int32)
+        used, starts = np.unique(term_ids, return_index=True)
+        offsets = np.append(starts, len(term_ids)).astype(np.int64)
+        terms = {vocabulary[t]: i for i, t in enumerate(used.tolist())}
+        return cls(terms, offsets, docs, tf)
+
+    @property
+    def size(self) -> int:
+        return int(len(self.docs))
+
+    def slice(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        t = self.terms.get(term)
+        if t is None:
+            return _EMPTY_I, _EMPTY_I
+        lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
+        return self.docs[lo:hi], self.tf[lo:hi]
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """(term ids, docs, tf, vocabulary): the inverse of ``from_rows``."""
+        vocabulary = [""] * len(self.terms)
+        for term, t in self.terms.items():
+            vocabulary[t] = term
+        term_ids = np.repeat(np.arange(len(vocabulary), dtype=np.int64), np.diff(self.offsets))
+        return term_ids, np.asarray(self.docs), np.asarray(self.tf), vocabulary
+
+
+_EMPTY_I = np.zeros(0, np.int32)
+
+
+# ----------------------------------------------------------------------------- the view
+
+
+@dataclass
+class View:
+    kind: str
+    namespace_id: int
+    identity: str  # the namespace's created_at: a recreated namespace never reuses a view
+    doc_ids: np.ndarray  # int64, the message/event id of each document
+    doc_len: np.ndarray  # int32 (0 for a message without postings)
+    doc_thread: np.ndarray  # int32 (messages; 0 for events)
+    doc_pos: np.ndarray  # int32 position in its thread (messages; 0 for events)
+    static: Part
+    delta: Part = field(default_factory=Part.empty)
+    watermark: int = 0  # highest posting row id in static + delta
+    static_watermark: int = 0  # highest posting row id in static
+    static_docs: int = 0  # documents of the doc table covered by ``static``
+    message_watermark: int = 0  # highest message id in the doc table (messages)
+    total_length: int = 0  # sum of the lengths read from the postings
+    stat_docs: int = 0  # CorpusStat as of the last refresh (what scoring uses for N and avgdl)
+    stat_total: int = 0
+    speakers: dict[str, str] = field(default_factory=dict)  # speaker token -> speaker (messages)
+    _neighbours: dict[int, np.ndarray] = field(default_factory=dict)
+    _id_order: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return int(len(self.doc_ids))
+
+    def parts(self) -> tuple[Part, ...]:
+        return (self.static, self.delta) if self.delta.size else (self.static,)
+
+    def index_of(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Document indexes of ids (-1 where unknown)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._id_order is None:
+            self._id_order = np.argsort(self.doc_ids, kind="stable")
+        sorted_ids = self.doc_ids[self._id_order]
+        where = np.searchsorted(sorted_ids, ids)
+        where[where >= len(sorted_ids)] = 0
+        found = len(sorted_ids) > 0
+        out = self._id_order[where] if found else np.zeros(len(ids), np.int64)
+        hit = (sorted_ids[where] == ids) if found else np.zeros(len(ids), bool)
+        return np.where(hit, out, -1)
+
+    def neighbour(self, offset: int) -> np.ndarray:
+        """For each document, the index of the message ``offset`` positions away in its thread (-1: none)."""
+        cached = self._neighbours.get(offset)
+        if cached is None:
+            order = np.lexsort((self.doc_pos, self.doc_thread))
+            thread, pos = self.doc_thread[order], self.doc_pos[order]
+            out = np.full(self.size, -1, np.int64)
+            if abs(offset) < len(order):
+                if offset > 0:
+                    a, b = order[:-offset], order[offset:]
+                    ok = (thread[:-offset] == thread[offset:]) & (pos[offset:] - pos[:-offset] == offset)
+                else:
+                    a, b = order[-offset:], order[:offset]
+                    ok = (thread[-offset:] == thread[:offset]) & (pos[-offset:] - pos[:offset] == -offset)
+                # Positions are dense per thread, so a neighbour ``offset`` away sits ``offset`` rows away.
+                out[a[ok]] = b[ok]
+            cached = self._neighbours[offset] = out
+        return cached
+
+
+# ----------------------------------------------------------------------------- reading SQL
+
+
+def _table(kind: str) -> tuple[str, str]:
+    return ("messageterm", "message_id") if kind == "message" else ("eventterm", "event_id")
+
+
+def _stats(kind: str, namespace_id: int) -> tuple[int, int, int, int]:
+    """(docs, total length, highest posting row id, highest message id) in one round trip."""
+    table, _ = _table(kind)
+    marker = db.obj.param
+    message_max = "(SELECT MAX(id) FROM message)" if kind == "message" else "0"
+    row = db.execute_sql(
+        f"SELECT (SELECT docs FROM corpusstat WHERE namespace = {marker} AND kind = {marker}), "
+        f"(SELECT total_length FROM corpusstat WHERE namespace = {marker} AND kind = {marker}), "
+        f"(SELECT MAX(id) FROM {table}), {message_max}",
+        (namespace_id, kind, namespace_id, kind),
+    ).fetchone()
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
+
+
+def _read_postings(kind: str, namespace_id: int, after: int, upto: int | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
+    """(doc ids, tf, lengths, term ids, vocabulary, highest row id) of posting rows in (after, upto].
+
+    A row id range (``namespace + 0`` keeps the term index out of the plan), read in chunks.
+    """
+    table, doc = _table(kind)
+    marker = db.obj.param
+    sql = f"SELECT id, {doc}, term, tf, length FROM {table} WHERE id > {marker} AND namespace + 0 = {marker}"
+    params: list = [after, namespace_id]
+    if upto is not None:
+        sql += f" AND id <= {marker}"
+        params.append(upto)
+    cursor = db.execute_sql(sql + " ORDER BY id", params)
+    vocabulary: dict[str, int] = {}
+    ids, docs, tfs, lengths, terms = [], [], [], [], []
+    highest = after
+    while True:
+        rows = cursor.fetchmany(FETCH)
+        if not rows:
+            break
+        row_ids, d, t, f, n = zip(*rows)
+        highest = max(highest, row_ids[-1])
+        docs.append(np.fromiter(d, np.int64, len(d)))
+        tfs.append(np.fromiter(f, np.int32, len(f)))
+        lengths.append(np.fromiter(n, np.int32, len(n)))
+        setdefault = vocabulary.setdefault
+        terms.append(np.fromiter((setdefault(x, len(vocabulary)) for x in t), np.int64, len(t)))
+    cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
+    names = [""] * len(vocabulary)
+    for term, i in vocabulary.items():
+        names[i] = term
+    return (cat(docs, np.int64), cat(tfs, np.int32), cat(lengths, np.int32), cat(terms, np.int64), names,
+            highest)
+
+
+def _read_messages(namespace_id: int, after: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """(ids, threads, positions, speakers) of the namespace's messages with id > after."""
+    marker = db.obj.param
+    cursor = db.execute_sql(
+        f"SELECT id, thread_id, position, speaker FROM message WHERE id > {marker} AND namespace_id + 0 = {marker}"
+        " ORDER BY id", (after, namespace_id))
+    ids, threads, positions, speakers = [], [], [], {}
+    while True:
+        rows = cursor.fetchmany(FETCH)
+        if not rows:
+            break
+        i, t, p, s = zip(*rows)
+        ids.append(np.fromiter(i, np.int64, len(i)))
+        threads.append(np.fromiter(t, np.int32, len(t)))
+        positions.append(np.fromiter(p, np.int32, len(p)))
+        speakers.update(dict.fromkeys(s))
+    cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
+    # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
+    return cat(ids, np.int64), cat(threads, np.int32), cat(positions, np.int32), [x for x in speakers if x]
+
+
+def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
+    from core.search.analyze import analyze
+
+    for speaker in speakers:
+        for token in analyze(speaker, stemming=False):
+            into.setdefault(token, speaker)
+
+
+def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.ndarray, after_message: int,
+               speakers: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    """The new documents (sorted ids, lengths, threads, positions), the highest message id read,
+    and for every posting its document's index among the new documents."""
+    unique, first, inverse = np.unique(doc_ids, return_index=True, return_inverse=True)
+    lens = lengths[first] if len(first) else np.zeros(0, np.int32)
+    if kind != "message":
+        zeros = np.zeros(len(unique), np.int32)
+        return unique, lens.astype(np.int32), zeros, zeros.copy(), 0, inverse
+    ids, threads, positions, names = _read_messages(namespace_id, after_message)
+    _speaker_tokens(names, speakers)
+    # Every message is a document (a message of stop words alone still has neighbours).
+    merged = np.union1d(ids, unique)
+    out_len = np.zeros(len(merged), np.int32)
+    out_len[np.searchsorted(merged, unique)] = lens
+    out_thread = np.zeros(len(merged), np.int32)
+    out_pos = np.zeros(len(merged), np.int32)
+    where = np.searchsorted(merged, ids)
+    out_thread[where], out_pos[where] = threads, positions
+    highest = int(ids[-1]) if len(ids) else after_message
+    return merged, out_len, out_thread, out_pos, highest, np.searchsorted(merged, unique)[inverse]
+
+
+def build_view(kind: str, namespace_id: int, identity: str) -> View:
+    """Read every posting of the namespace from SQL into a fresh view."""
+    with db.atomic():
+        docs, total, _, _ = _stats(kind, namespace_id)
+        doc_ids, tf, lengths, term_ids, vocabulary, highest = _read_postings(kind, namespace_id, 0, None)
+        speakers: dict[str, str] = {}
+        ids, lens, threads, positions, message_max, index = _doc_table(kind, namespace_id, doc_ids, lengths, 0,
+                                                                       speakers)
+    static = Part.from_rows(term_ids, index, tf, vocabulary)
+    return View(kind, namespace_id, identity, ids, lens, threads, positions, static, watermark=highest,
+                static_watermark=highest, static_docs=len(ids), message_watermark=message_max,
+                total_length=int(lens.sum()), stat_docs=docs, stat_total=total, speakers=speakers)
+
+
+def refresh(view: View) -> View | None:
+    """Bring the view up to date with SQL; None when it must be rebuilt (something was deleted).
+
+    Reads inside one transaction, so the statistics and the new rows are one snapshot."""
+    with db.atomic():
+        return _refresh(view)
+
+
+def _refresh(view: View) -> View | None:
+    docs, total, highest, message_max = _stats(view.kind, view.namespace_id)
+    if highest < view.watermark or (view.kind == "message" and message_max < view.message_watermark):
+        return None
+    added = 0
+    if highest > view.watermark or message_max > view.message_watermark:
+        doc_ids, tf, lengths, term_ids, vocabulary, new_high = _read_postings(
+            view.kind, view.namespace_id, view.watermark, None)
+        known = view.index_of(doc_ids) if len(doc_ids) else np.zeros(0, np.int64)
+        if (known >= 0).any():
+            return None  # a document got postings twice: re-indexed
+        ids, lens, threads, positions, message_high, index = _doc_table(
+            view.kind, view.namespace_id, doc_ids, lengths, view.message_watermark, view.speakers)
+        if len(ids):
+            base = view.size
+            view.doc_ids = np.concatenate([view.doc_ids, ids])
+            view.doc_len = np.concatenate([view.doc_len, lens])
+            view.doc_thread = np.concatenate([view.doc_thread, threads])
+            view.doc_pos = np.concatenate([view.doc_pos, positions])
+            view._neighbours.clear()
+            view._id_order = None
+        if len(doc_ids):
+            old_ids, old_docs, old_tf, old_vocab = view.delta.rows()
+            remap = {term: i for i, term in enumerate(old_vocab)}
+            for term in vocabulary:
+                remap.setdefault(term, len(remap))
+            shift = np.array([remap[t] for t in vocabulary], np.int64)
+            view.delta = Part.from_rows(
+                np.concatenate([old_ids, shift[term_ids]]), np.concatenate([old_docs, index + base]),
+                np.concatenate([old_tf, tf]), list(remap))
+        added = int(lens.sum())
+        view.total_length += added
+        # Everything up to the snapshot's highest rows has been seen (other namespaces' rows too).
+        view.watermark = max(view.watermark, new_high, highest)
+        view.message_watermark = max(view.message_watermark, message_high, message_max)
+    # New postings explain any growth of the corpus statistics; anything else was a deletion.
+    if total != view.stat_total + added:
+        return None
+    view.stat_docs, view.stat_total = docs, total
+    return view
+
+
+def merge(view: View) -> View:
+    """Fold the delta into the static part (in memory; no SQL)."""
+    if not view.delta.size:
+        return view
+    s_ids, s_docs, s_tf, s_vocab = view.static.rows()
+    d_ids, d_docs, d_tf, d_vocab = view.delta.rows()
+    remap = {term: i for i, term in enumerate(s_vocab)}
+    for term in d_vocab:
+        remap.setdefault(term, len(remap))
+    shift = np.array([remap[t] for t in d_vocab], np.int64)
+    view.static = Part.from_rows(np.concatenate([s_ids, shift[d_ids] if len(d_ids) else d_ids]),
+                                 np.concatenate([s_docs, d_docs]), np.concatenate([s_tf, d_tf]), list(remap))
+    view.delta = Part.empty()
+    view.static_watermark = view.watermark
+    view.static_docs = view.size
+    return view
+
+
+# ----------------------------------------------------------------------------- persistence
+
+
+def _folder() -> Path | None:
+    if not is_sqlite():
+        return None
+    name = getattr(db.obj, "database", None)
+    if not name or name == ":memory:":
+        return None
+    return Path(f"{name}.search")
+
+
+_ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos")
+
+
+def save(view: View) -> None:
+    """Write the static part (merged first) beside the SQLite file; atomically replace the pointer."""
+    folder = _folder()
+    if folder is None:
+        return
+    merge(view)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{view.kind}-{view.namespace_id}"
+    target = folder / f"{stem}-{view.watermark}-{os.getpid()}"
+    target.mkdir(exist_ok=True)
+    for name in _ARRAYS:
+        np.save(target / f"{name}.npy", getattr(view, name))
+    for name in ("offsets", "docs", "tf"):
+        np.save(target / f"post_{name}.npy", getattr(view.static, name))
+    _, _, _, vocabulary = view.static.rows()
+    (target / "terms.txt").write_text("\n".join(vocabulary), encoding="utf-8")
+    meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
+            "message_watermark": view.message_watermark, "total_length": view.total_length,
+            "stat_docs": view.stat_docs, "stat_total": view.stat_total,
+            "speakers": view.speakers, "dir": target.name}
+    pointer = folder / f"{stem}.json"
+    temporary = folder / f"{stem}.json.{os.getpid()}"
+    temporary.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(temporary, pointer)
+    for old in folder.glob(f"{stem}-*"):
+        if old.is_dir() and old != target:
+            shutil.rmtree(old, ignore_errors=True)  # readers that mapped it keep their pages
+
+
+def load(kind: str, namespace_id: int, identity: str) -> View | None:
+    folder = _folder()
+    if folder is None:
+        return None
+    pointer = folder / f"{kind}-{namespace_id}.json"
+    try:
+        meta = json.loads(pointer.read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT or meta.get("identity") != identity:
+            return None
+        target = folder / meta["dir"]
+        arrays = {name: np.load(target / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        offsets, docs, tf = (np.load(target / f"post_{n}.npy", mmap_mode="r") for n in ("offsets", "docs", "tf"))
+        text = (target / "terms.txt").read_text(encoding="utf-8")
+    except (OSError, ValueError, KeyError):
+        return None
+    vocabulary = text.split("\n") if text else []
+    if len(vocabulary) + 1 != len(offsets):
+        return None
+    static = Part({t: i for i, t in enumerate(vocabulary)}, offsets, docs, tf)
+    return View(kind, namespace_id, identity, static=static, watermark=meta["watermark"],
+                static_watermark=meta["watermark"], static_docs=len(arrays["doc_ids"]),
+                message_watermark=meta["message_watermark"], total_length=meta["total_length"],
+                stat_docs=meta["stat_docs"], stat_total=meta["stat_total"],
+                speakers=dict(meta["speakers"]), **arrays)
+
+
+# ----------------------------------------------------------------------------- the cache
+
+_VIEWS: dict[tuple, View] = {}
+_LOCK = threading.RLock()
+
+
+def _cache_key(kind: str, namespace_id: int) -> tuple:
+    return (id(db.obj), getattr(db.obj, "database", None), kind, namespace_id)
+
+
+def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
+    """The current view of a namespace's postings (built, loaded, refreshed or merged as needed)."""
+    if identity is None:
+        from core.models import Namespace
+
+        row = Namespace.get_or_none(Namespace.id == namespace_id)
+        identity = row.created_at if row is not None else ""
+    key = _cache_key(kind, namespace_id)
+    with _LOCK:
+        current = _VIEWS.get(key)
+        if current is not None and current.identity != identity:
+            current = None
+        fresh = refresh(current) if current is not None else None
+        if fresh is None:
+            loaded = load(kind, namespace_id, identity)
+            fresh = refresh(loaded) if loaded is not None else None
+            if fresh is not None and fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
+                save(fresh)
+            if fresh is None:
+                fresh = build_view(kind, namespace_id, identity)
+                if fresh.static.size >= MERGE_MIN:
+                    save(fresh)
+        elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
+            save(fresh) if _folder() is not None else merge(fresh)
+        _VIEWS[key] = fresh
+        if len(_VIEWS) > 64:
+            _VIEWS.pop(next(iter(_VIEWS)))
+        return fresh
+
+
+def forget_views() -> None:
+    """Drop every cached view (tests; a process that closes its store)."""
+    with _LOCK:
+        _VIEWS.clear()

@@ -1,0 +1,141 @@
+"""The segment index (numpy postings + SQL delta) scores exactly like the reference.
+
+Every fast path — vectorised scoring, MaxScore top-k, the delta read after writes, the merge,
+the copy saved beside the database, the rebuild after a deletion — is compared with
+``bm25_reference``, which reads the SQL postings directly, to 1e-9 (ids and scores).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.bench.synthetic import conversation, queries
+from core.db import write_transaction
+from core.models import Event, Message, Namespace, Thread
+from core.search import scoring, segment
+from core.search.analyze import analyze
+from core.search.index import bm25, bm25_reference, bm25_top, unindex_events, unindex_messages
+from core.services.capture import append_messages
+from core.services.events import forget_event, write_event
+from core.services.retrieval import DEFAULT_PARAMS, _layout, _spread, raw_ranking
+from core.services.search import search_events, search_raw
+
+QUESTIONS = queries(10) + ["Alice kubernetes", "rollback plan", "budget deadline Lisbon", "zzzz unknownword"]
+
+
+@pytest.fixture
+def corpus(store, monkeypatch):
+    segment.forget_views()
+    monkeypatch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
+    monkeypatch.setattr(segment, "MERGE_MIN", 1_000)  # merge (and save) often on this small corpus
+    for thread, messages in conversation(500, seed=3):
+        append_messages("scale", thread, messages)
+    ns = Namespace.get(Namespace.name == "scale")
+    with write_transaction():
+        for i, (thread, messages) in enumerate(conversation(120, seed=5)):
+            for j, m in enumerate(messages[:6]):
+                write_event(ns.id, {"title": m["content"][:80], "summary": m["content"],
+                                    "participants": [m["speaker"]], "source_message_ids": [],
+                                    "temporal": {}}, block=None, formed_turn=i * 10 + j)
+    yield ns
+    segment.forget_views()
+
+
+def _assert_same(kind: str, ns_id: int, terms: list[str], **kw) -> None:
+    reference = bm25_reference(kind, ns_id, terms, **kw)
+    fast = bm25(kind, ns_id, terms, **kw)
+    assert set(fast) == set(reference)
+    for doc, score in reference.items():
+        assert fast[doc] == pytest.approx(score, abs=1e-9)
+    for ties, key in (("asc", lambda i: (-reference[i], i)), ("desc", lambda i: (-reference[i], -i))):
+        for k in (1, 7, 40):
+            top = bm25_top(kind, ns_id, terms, k, ties=ties, **kw)
+            expected = sorted(reference, key=key)[:k]
+            assert [i for i, _ in top] == expected
+            assert all(abs(s - reference[i]) <= 1e-9 for i, s in top)
+
+
+def _check_all(ns_id: int) -> None:
+    thread = Thread.select().where(Thread.namespace == ns_id).first()
+    for question in QUESTIONS:
+        terms = analyze(question)
+        _assert_same("message", ns_id, terms)
+        _assert_same("message", ns_id, terms, b=0.0)
+        _assert_same("message", ns_id, terms, thread_id=thread.id)
+        _assert_same("message", ns_id, terms, term_weights={t: 0.5 + i for i, t in enumerate(terms)})
+        _assert_same("event", ns_id, terms)
+
+
+def test_fast_scoring_equals_the_reference(corpus):
+    _check_all(corpus.id)
+
+
+def test_equal_after_appends_merge_reload_and_deletes(corpus):
+    _check_all(corpus.id)
+    for i, (thread, messages) in enumerate(conversation(300, seed=11)):  # a delta, then merges
+        append_messages("scale", thread, messages)
+        if i % 4 == 0:
+            _assert_same("message", corpus.id, analyze(QUESTIONS[i % len(QUESTIONS)]))
+    _check_all(corpus.id)
+    assert any(segment._folder().glob("message-*.json"))  # the merged segment was saved
+    segment.forget_views()  # a new process: loads the saved segment, reads the delta from SQL
+    append_messages("scale", "thread-000", [{"role": "user", "content": "Alice moved the kubernetes rollback"}])
+    _check_all(corpus.id)
+    victims = [i for (i,) in Message.select(Message.id).where(Message.namespace == corpus.id)
+               .order_by(Message.id).limit(40).tuples()]
+    with write_transaction():
+        unindex_messages(corpus.id, victims)
+        unindex_events(corpus.id, [e.id for e in Event.select(Event.id).limit(5)])
+    _check_all(corpus.id)
+
+
+def test_search_channels_equal_exhaustive_rankings(corpus):
+    forgotten = Event.select(Event.id).order_by(Event.id).limit(30)
+    for event in forgotten:
+        forget_event(event.id)
+    live = {e.id for e in Event.select(Event.id).where(Event.status.in_(["active", "superseded"]))}
+    for question in QUESTIONS:
+        terms = analyze(question)
+        reference = bm25_reference("message", corpus.id, terms)
+        hits = search_raw("scale", question, limit=10)
+        assert [h.message.id for h in hits] == sorted(reference, key=lambda i: (-reference[i], -i))[:10]
+        events = {i: s for i, s in bm25_reference("event", corpus.id, terms).items() if i in live}
+        hits = search_events("scale", question, limit=6, track=False)
+        assert [h.event.id for h in hits] == sorted(events, key=lambda i: (-events[i], i))[:6]
+
+
+def _reference_spread(ns_id: int, question: str) -> dict[int, float]:
+    """The raw ranking's neighbour spreading, written out over the reference scores."""
+    params = DEFAULT_PARAMS
+    own = bm25_reference("message", ns_id, analyze(question), k1=params.k1, b=params.b)
+    at = {(t, p): i for i, t, p in Message.select(Message.id, Message.thread, Message.position)
+          .where(Message.namespace == ns_id).tuples()}
+    where = {i: (t, p) for (t, p), i in at.items()}
+    scores: dict[int, float] = {}
+    for mid, score in own.items():
+        scores[mid] = scores.get(mid, 0.0) + score
+        thread, position = where[mid]
+        for offset, weight in ((-1, params.neighbour_weight), (1, params.neighbour_weight),
+                               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight)):
+            neighbour = at.get((thread, position + offset))
+            if neighbour is not None:
+                scores[neighbour] = scores.get(neighbour, 0.0) + weight * score
+    return scores
+
+
+def test_default_retrieval_spreading_equals_the_reference(corpus):
+    from core.search.index import prepared
+
+    ns = Namespace.get_by_id(corpus.id)
+    layout = _layout(ns)
+    for question in QUESTIONS:
+        expected = _reference_spread(ns.id, question)
+        query = prepared("message", ns.id, analyze(question), k1=DEFAULT_PARAMS.k1, b=DEFAULT_PARAMS.b)
+        if query is None:
+            assert not expected and raw_ranking(ns, question, layout, DEFAULT_PARAMS) == {}
+            continue
+        docs, own = scoring.score_all(query, first_seen=True)
+        order, scores = _spread(layout, docs, own, DEFAULT_PARAMS)
+        got = dict(zip(layout.view.doc_ids[order].tolist(), scores.tolist()))
+        assert list(got) == list(expected)  # the same order of first appearance (tie order)
+        assert all(abs(got[i] - expected[i]) <= 1e-9 for i in expected)
