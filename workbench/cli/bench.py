@@ -112,8 +112,66 @@ def cmd_longmemeval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--messages: expected sizes like 10000,100000, got {text!r}") from None
+    if not sizes or any(n < 100 for n in sizes):
+        raise argparse.ArgumentTypeError("--messages: every size must be at least 100")
+    return sizes
+
+
+def _mb(value: int | None) -> str:
+    return "–" if value is None else f"{value / 1e6:,.0f} MB"
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from core.bench.scale import CHANNELS, run_scale
+
+    workdir = Path(args.workdir) if args.workdir else None
+    holder = None if workdir else tempfile.TemporaryDirectory(prefix="strata-scale-")
+    try:
+        with progress_bar("scale", enabled=not args.json) as update:
+            report = run_scale(args.messages, args.queries, workdir=workdir or Path(holder.name), seed=args.seed,
+                               derive_limit=args.derive_limit, reuse=args.reuse, skip_baseline=args.no_baseline,
+                               progress=update)
+    finally:
+        if holder is not None:
+            holder.cleanup()
+    if not args.json:
+        sizes = [str(n) for n in args.messages]
+        rows = []
+        for key, label in (("ingest_msgs_per_s", "ingest + derive msg/s"), ("ingest_only_msgs_per_s", "ingest msg/s"),
+                           ("derive_only_msgs_per_s", "derive msg/s")):
+            rows.append([label] + [report["results"][n][key] for n in sizes])
+        rows.append(["DB size"] + [_mb(report["results"][n]["db_bytes"]) for n in sizes])
+        rows.append(["peak RSS"] + [_mb(report["results"][n]["peak_rss_bytes"]) for n in sizes])
+        for channel in CHANNELS:
+            rows.append([f"{channel} p50 / p95 ms"] + [
+                f"{report['results'][n]['latency_ms'][channel]['p50']} / {report['results'][n]['latency_ms'][channel]['p95']}"
+                for n in sizes])
+        rows.append(["rank-bm25 p50 / p95 ms"] + [
+            "–" if not report["results"][n]["baseline_latency_ms"] else
+            f"{report['results'][n]['baseline_latency_ms']['p50']} / {report['results'][n]['baseline_latency_ms']['p95']}"
+            for n in sizes])
+        for channel in CHANNELS:
+            rows.append([f"{channel} p95 growth"] + [
+                (report["results"][n].get("growth_from_previous") or {}).get("latency_p95", {}).get(channel, "–")
+                for n in sizes])
+        table(f"Scale ({report['queries']} queries, offline provider)", ["messages"] + sizes, rows)
+        if any(report["results"][n]["derivation_subset"] for n in sizes):
+            console.print("note: derivation ran on a subset of messages (--derive-limit); see derived_messages",
+                          markup=False)
+        console.print(f"workbench first paint / switch: {report['ui_note']}", markup=False)
+    _write(report, args)
+    return 0
+
+
 def register(sub, common: argparse.ArgumentParser) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage)")
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -139,3 +197,17 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", default="offline")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_longmemeval)
+
+    p = kinds.add_parser("scale", parents=[common],
+                         help="ingest, derivation, storage and search latency on synthetic corpora of growing size")
+    p.add_argument("--messages", type=_sizes, default=[10_000, 100_000], metavar="N[,N…]",
+                   help="corpus sizes (default 10000,100000)")
+    p.add_argument("--queries", type=int, default=50, metavar="Q", help="questions timed per channel (default 50)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--derive-limit", type=int, default=None, metavar="M",
+                   help="derive only the first M messages of a larger corpus (flagged in the report)")
+    p.add_argument("--workdir", default=None, help="keep the built databases here (default: a temporary folder)")
+    p.add_argument("--reuse", action="store_true", help="reuse databases already built in --workdir")
+    p.add_argument("--no-baseline", action="store_true", help="skip the rank-bm25 baseline (not for reported runs)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_scale)
