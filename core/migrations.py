@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -42,10 +42,18 @@ def _v4_gate(database: Database) -> None:
     database.create_tables(V4_MODELS)
 
 
+def _v5_imports(database: Database) -> None:
+    """Version 5: external-memory import batches, their items and undo pre-images."""
+    from core.models import V5_MODELS
+
+    database.create_tables(V5_MODELS)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
-MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate}
+MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
+                                                 5: _v5_imports}
 
 
 def database_version(database: Database) -> int:

@@ -426,6 +426,85 @@ class RetrievalTrace(BaseModel):
     created_at = CharField()
 
 
+class ImportBatch(BaseModel):
+    """One external-memory import: the full pasted text, its candidates and what became of them.
+
+    The namespace is kept by name, not by key: a preview may target a namespace that does
+    not exist yet, and the audit must outlive everything the batch wrote (undo deletes that).
+    """
+
+    namespace_name = CharField(max_length=255, index=True)
+    format = CharField(max_length=16)
+    source_name = CharField(max_length=500, null=True)
+    source_system = CharField(max_length=200, null=True)
+    text = TextField()
+    text_sha256 = CharField(max_length=64)
+    status = CharField(max_length=24, default="processing", index=True)
+    recovered = BooleanField(default=False)
+    meta = JSONTextField(null=True)
+    warnings = JSONTextField(default=list)
+    provider = CharField(max_length=64, null=True)
+    top_k = IntegerField(default=5)
+    threshold = FloatField(default=0.85)
+    total = IntegerField(default=0)
+    processed = IntegerField(default=0)
+    preview_revision = IntegerField(null=True)
+    source_block_id = IntegerField(null=True)
+    imported_count = IntegerField(default=0)
+    last_error = TextField(null=True)
+    created_at = CharField()
+    updated_at = CharField()
+    committed_at = CharField(null=True)
+    undone_at = CharField(null=True)
+
+
+class ImportItem(BaseModel):
+    """One candidate of a batch: its preview decision, a person's choice and the audit of commit."""
+
+    batch = ForeignKeyField(ImportBatch, backref="items", on_delete="CASCADE")
+    position = IntegerField()
+    candidate = JSONTextField()
+    fingerprint = CharField(max_length=64)
+    state = CharField(max_length=16, default="pending")
+    revision = IntegerField(null=True)
+    duplicate_of_event = IntegerField(null=True)
+    duplicate_of_item = IntegerField(null=True)
+    matches = JSONTextField(default=list)
+    decision_key = CharField(max_length=64, null=True)
+    action = CharField(max_length=16, null=True)
+    target_ids = JSONTextField(default=list)
+    merged = JSONTextField(null=True)
+    reason = TextField(null=True)
+    confidence = FloatField(null=True)
+    requires_confirmation = BooleanField(default=False)
+    model_calls = IntegerField(default=0)
+    choice_action = CharField(max_length=16, null=True)
+    choice_target_ids = JSONTextField(null=True)
+    final_action = CharField(max_length=16, null=True)
+    final_target_ids = JSONTextField(null=True)
+    created_event_id = IntegerField(null=True)
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("batch", "position"), True),)
+
+
+class ImportChange(BaseModel):
+    """A stored row that a committed import (or the graph projection of its events) created
+    or changed: ``before`` is its pre-image (None when the import created it), ``after`` the
+    state the import left. Undo restores ``before`` exactly while the row still equals ``after``."""
+
+    batch = ForeignKeyField(ImportBatch, backref="changes", on_delete="CASCADE")
+    table = CharField(max_length=32)
+    record_id = IntegerField()
+    before = JSONTextField(null=True)
+    after = JSONTextField(null=True)
+    created_at = CharField()
+
+    class Meta:
+        indexes = ((("batch", "table", "record_id"), True),)
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
@@ -455,6 +534,9 @@ ALL_MODELS: list[type[BaseModel]] = [
     BatchRef,
     UsageReceipt,
     RetrievalTrace,
+    ImportBatch,
+    ImportItem,
+    ImportChange,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -462,3 +544,6 @@ V3_MODELS: list[type[BaseModel]] = [MessageTerm, EventTerm, CorpusStat]
 
 # Tables added by schema version 4 (evidence gate, receipts, traces).
 V4_MODELS: list[type[BaseModel]] = [RetrievalBatch, BatchRef, UsageReceipt, RetrievalTrace]
+
+# Tables added by schema version 5 (external-memory import with exact undo).
+V5_MODELS: list[type[BaseModel]] = [ImportBatch, ImportItem, ImportChange]

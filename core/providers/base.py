@@ -92,3 +92,13 @@ class Provider(Protocol):
     def extract_events(self, context: dict[str, Any]) -> Extraction | dict[str, Any]: ...
 
     def project_graph(self, context: dict[str, Any]) -> dict[str, Any]: ...
+
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        """One imported memory against its Top-K stored matches: ``{action, existing_event_ids,
+        reason, confidence, merged_candidate?}`` (the import service validates it)."""
+        ...
+
+    def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Candidates from an export that is not valid JSON: ``{reason, candidates}``; the
+        candidates then go through the strict v2 parser."""
+        ...

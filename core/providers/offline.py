@@ -90,3 +90,15 @@ class OfflineProvider:
         from core.providers.offline_graph import project_graph_offline
 
         return project_graph_offline(context)
+
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        from core.imports.decider import decide_offline
+
+        return decide_offline(context)
+
+    def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Without a model, recovery only finds a JSON export embedded in other text (prose
+        around it, several drafts, a stray character after it)."""
+        from core.imports.recover import recover_offline
+
+        return recover_offline(context)

@@ -25,10 +25,14 @@ from core.errors import InvalidInputError
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.providers.jsonrecover import extract_json_object
 from core.providers.schemas import (
+    DECIDE_INSTRUCTIONS,
+    DECIDE_SCHEMA,
     EXTRACTION_INSTRUCTIONS,
     EXTRACTION_SCHEMA,
     GRAPH_INSTRUCTIONS,
     GRAPH_SCHEMA,
+    RECOVER_INSTRUCTIONS,
+    RECOVER_SCHEMA,
     SUMMARY_INSTRUCTIONS,
     SUMMARY_SCHEMA,
 )
@@ -118,6 +122,26 @@ GRAPH_TASK = _Task(
 )
 
 
+DECIDE_TASK = _Task(
+    key="decide_external_memory",
+    tool="strata_decide_external_memory",
+    description="Record the decision for one imported memory against the stored matches.",
+    instructions=DECIDE_INSTRUCTIONS,
+    schema=DECIDE_SCHEMA,
+    required=("action", "reason"),
+    retry_truncated=True,
+)
+RECOVER_TASK = _Task(
+    key="recover_external_memory",
+    tool="strata_recover_external_memory",
+    description="Record the memory candidates recovered from an export that is not valid JSON.",
+    instructions=RECOVER_INSTRUCTIONS,
+    schema=RECOVER_SCHEMA,
+    required=("candidates",),
+    retry_truncated=True,
+)
+
+
 class _BadAnswer(Exception):
     """An attempt whose answer was unusable (internal: decides whether to retry)."""
 
@@ -197,6 +221,12 @@ class OpenAICompatProvider:
 
     def project_graph(self, context: dict[str, Any]) -> dict[str, Any]:
         return self._run(GRAPH_TASK, context, _graph_envelope)
+
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        return self._run(DECIDE_TASK, context, _object_envelope)
+
+    def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        return self._run(RECOVER_TASK, context, _object_envelope)
 
     # -- mechanics ------------------------------------------------------------------
 
@@ -372,6 +402,13 @@ def _graph_envelope(args: Any) -> dict[str, Any]:
     for key in ("nodes", "edges"):
         if not isinstance(args.get(key), list):
             raise ProviderOutputError(f"graph projection: {key} must be a list")
+    return args
+
+
+def _object_envelope(args: Any) -> dict[str, Any]:
+    """Import answers are checked in full by the import service; here only their shape."""
+    if not isinstance(args, dict):
+        raise ProviderOutputError("answer is not an object")
     return args
 
 

@@ -167,3 +167,77 @@ GRAPH_INSTRUCTIONS = (
     "relationships in edges, not in fact strings. Touch only the nodes and edges these events are "
     "about: at most 24 nodes and 32 edges."
 )
+
+IMPORT_ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
+
+_CANDIDATE_SCHEMA = {
+    "type": "object",
+    "required": ["title", "summary"],
+    "properties": {
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+        "narrative": {"type": "string"},
+        "tags": _STR_LIST,
+        "quotes": _STR_LIST,
+        "temporal": {"type": "object"},
+        "scope": {"type": "string", "enum": list(SCOPES)},
+        "criticality": {"type": "string", "enum": list(CRITICALITIES)},
+    },
+}
+
+DECIDE_SCHEMA = {
+    "type": "object",
+    "required": ["action", "existing_event_ids", "reason", "confidence"],
+    "properties": {
+        "action": {"type": "string", "enum": list(IMPORT_ACTIONS)},
+        "existing_event_ids": {**_ID_LIST, "description": "ids from the supplied matches only"},
+        "merged_candidate": _CANDIDATE_SCHEMA,
+        "reason": {"type": "string", "description": "one sentence, at most 500 characters"},
+        "confidence": {"type": "number", "description": "0 to 1"},
+    },
+}
+
+RECOVER_SCHEMA = {
+    "type": "object",
+    "required": ["reason", "candidates"],
+    "properties": {
+        "reason": {"type": "string"},
+        "candidates": {"type": "array", "items": {
+            "type": "object",
+            "required": ["title", "summary"],
+            "properties": {
+                "memoryKind": {"type": "string"},
+                "category": {"type": "string"},
+                "title": {"type": "string", "description": "at most 160 characters"},
+                "summary": {"type": "string", "description": "at most 2000 characters"},
+                "tags": _STR_LIST,
+                "quotes": _STR_LIST,
+                "temporal": {"type": "object"},
+                "scope": {"type": "string", "enum": list(SCOPES)},
+                "criticality": {"type": "string", "enum": list(CRITICALITIES)},
+                "confidence": {"type": "number"},
+            },
+        }},
+    },
+}
+
+DECIDE_INSTRUCTIONS = (
+    "You decide what a long-term memory should do with one memory imported from another assistant, "
+    "given the most similar events it already stores (matches). Choose one action. add: nothing stored "
+    "says the same or something it updates. merge: a stored event states the same fact and the import "
+    "adds detail; give merged_candidate (title and summary) combining both and cite the events it "
+    "replaces. supersede: the import is a newer version, a correction or a change of state of stored "
+    "events; cite them. conflict: the import and stored events cannot both be true and nothing says which "
+    "is newer; cite them (both are kept). ignore: a duplicate, small talk, a passing state, no lasting "
+    "value, too little evidence, or you are unsure. Cite only ids from the matches. Do not guess dates, "
+    "keep the original wording of times, and never assume something happened at the time of the import. "
+    "confidence is how sure you are (0 to 1); a person reviews anything below 0.85."
+)
+
+RECOVER_INSTRUCTIONS = (
+    "The text is a memory export from another assistant that could not be read as JSON. Recover the "
+    "memories it holds as candidates: one lasting fact about the user per candidate, title at most 160 "
+    "characters, summary at most 2000, dates only as YYYY, YYYY-MM, YYYY-MM-DD or ISO-8601 and only when "
+    "the text states them (precision and basis 'unknown' otherwise). Leave out small talk and anything "
+    "that looks like a secret (passwords, keys, tokens). Do not invent facts."
+)

@@ -12,7 +12,8 @@ from typing import Any, Callable, Sequence
 from core.errors import InvalidInputError
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 
-TASKS = ("summarize_block", "extract_events", "project_graph")
+TASKS = ("summarize_block", "extract_events", "project_graph", "decide_external_memory",
+         "recover_external_memory")
 
 
 def _graph_answer(answer: Any) -> dict[str, Any]:
@@ -21,10 +22,18 @@ def _graph_answer(answer: Any) -> dict[str, Any]:
     return answer
 
 
+def _object_answer(answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, dict):
+        raise ProviderOutputError("answer is not an object")
+    return answer
+
+
 _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "summarize_block": BlockSummary.validated,
     "extract_events": Extraction.validated,
     "project_graph": _graph_answer,
+    "decide_external_memory": _object_answer,
+    "recover_external_memory": _object_answer,
 }
 
 
@@ -71,6 +80,12 @@ class ScriptedProvider:
 
     def project_graph(self, context: dict[str, Any]) -> dict[str, Any]:
         return self._next("project_graph", context)
+
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        return self._next("decide_external_memory", context)
+
+    def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+        return self._next("recover_external_memory", context)
 
 
 __all__ = ["ScriptedProvider"]

@@ -165,7 +165,14 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         report.succeeded += 1
 
 
-HANDLERS = {"summary": _run_summary, "extraction": _run_extraction, "graph": run_graph_job}
+def _run_import_graph(job: Job, provider: Provider, report: DeriveReport) -> None:
+    from core.services.imports import run_import_graph_job
+
+    run_import_graph_job(job, provider, report)
+
+
+HANDLERS = {"summary": _run_summary, "extraction": _run_extraction, "graph": run_graph_job,
+            "import_graph": _run_import_graph}
 
 
 def run_pending(

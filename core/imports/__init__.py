@@ -1,0 +1,19 @@
+"""External-memory import: formats, the export prompt and the offline decider.
+
+The flow itself (preview, decide, commit, undo) lives in ``core.services.imports``.
+"""
+
+from __future__ import annotations
+
+from core.imports.formats import (
+    FORMATS,
+    MAX_BYTES,
+    MAX_CANDIDATES,
+    ParsedImport,
+    fingerprint,
+    parse_import,
+    read_import_file,
+)
+
+__all__ = ["FORMATS", "MAX_BYTES", "MAX_CANDIDATES", "ParsedImport", "fingerprint", "parse_import",
+           "read_import_file"]

@@ -1,0 +1,637 @@
+"""The offline decider: what to do with one imported memory, from its Top-K stored matches.
+
+Deterministic and lexical. Each statement is read as *subject* (who it is about), *predicate*
+(what kind of fact: where someone lives, what they like, where they work …, folded over
+common synonyms so paraphrases meet) and *values* (the remaining content words, names and
+numbers). Against the most related stored event:
+
+- same values, wording aside            → ignore (a paraphrased duplicate)
+- the stored values plus new detail     → merge
+- fewer values than the stored event    → ignore (nothing new)
+- other values for the same predicate   → supersede when the candidate says it is an update
+  ("now", "moved", "no longer", a correction) or is dated later, conflict when both cannot be
+  true at once (a negation, or a fact that does not change such as a birthday); a statement
+  marked as past ("used to") is history and added
+- nothing related                       → add
+- greetings, small talk, passing states → ignore
+
+Confidence says how clear the evidence was; anything below the auto-apply threshold goes to
+a person. The output has the shape of the provider's ``decide_external_memory`` answer.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import timezone
+from typing import Any, Iterable
+
+from core.search.analyze import STOP_WORDS, stem
+from core.timeutil import period_bounds
+
+# ----------------------------------------------------------------------------- lexicons
+
+# Predicate classes: word forms that state the same kind of fact. Folding them lets
+# "lives in", "is based in" and "has her home in" meet.
+_PREDICATES: dict[str, str] = {}
+for _cls, _words in {
+    "live": "live lives living lived reside resides resided residing resident based home homes moved move moves "
+            "moving relocated relocate relocates relocating settled settle stays staying house apartment flat "
+            "neighborhood neighbourhood hometown residence",
+    "work": "job jobs employed employer employee employs hired company firm boss",
+    "like": "like likes liked love loves loved loving enjoy enjoys enjoyed enjoying fond fan fans adore adores "
+            "adored passionate keen",
+    "prefer": "prefer prefers preferred preference preferences favorite favourite favorites favourites",
+    "dislike": "dislike dislikes disliked hate hates hated detest detests avoid avoids avoided",
+    "use": "use uses used using utilize utilizes utilise rely relies relied relying depend depends tool tools "
+           "app apps software",
+    "own": "own owns owned owner",
+    "drink": "drink drinks drinking drank sip sips",
+    "pet": "pet pets",
+    "diet": "vegetarian vegan pescatarian eat eats eating ate diet meat meats",
+    "allergy": "allergic allergy allergies intolerant intolerance react reacts reaction reactions",
+    "language": "speak speaks speaking spoke fluent fluently language languages native tongue",
+    "learn": "learn learns learning learned learnt study studies studying studied student course courses "
+             "lesson lessons class classes tutor",
+    "play": "play plays playing played practice practices practicing instrument",
+    "birthday": "birthday birthdays born birth birthdate",
+    "family": "married marry wife husband spouse partner partners girlfriend boyfriend engaged fiance "
+              "fiancee daughter son sister brother mother father mom dad kids children child",
+    "meet": "meeting meetings meet meets sync syncs standup standups call calls catchup weekly scheduled "
+            "schedule",
+    "drive": "drive drives driving drove car cars bike bikes cycle cycles cycling commute commutes commuting ride "
+             "rides",
+    "school": "university college degree graduated graduate school major studied alumni",
+    "hobby": "hobby hobbies pastime pastimes",
+    "goal": "plan plans planning planned goal goals want wants wanted aim aims hope hopes intend intends dream",
+    "deadline": "deadline deadlines due launch launches release releases ship ships shipping",
+    "name": "named called name nicknamed",
+    "age": "age aged old",
+    "read": "read reads reading book books novel novels author",
+    "watch": "watch watches watching watched show shows series movie movies film films",
+    "wake": "wake wakes waking sleep sleeps bed bedtime",
+    "travel": "travel travels traveling travelling trip trips visit visits visited vacation holiday",
+}.items():
+    for _w in _words.split():
+        _PREDICATES.setdefault(_w, _cls)
+
+# Facts that do not change over time: a different value is a contradiction, not an update.
+_IMMUTABLE = frozenset({"birthday"})
+
+# Kinds of values: two different members of one kind in the same slot are a change of value
+# (tea → coffee, designer → manager), not a rewording.
+_VALUE_KINDS: dict[str, str] = {}
+for _kind, _words in {
+    "weekday": "monday tuesday wednesday thursday friday saturday sunday weekend weekends",
+    "drink": "tea coffee espresso latte matcha water juice beer wine soda milk cocoa chocolate",
+    "food": "pizza pasta sushi ramen tacos curry burgers salad steak chocolate cheese bread rice noodles",
+    "animal": "dog cat rabbit hamster parrot horse fish turtle snake bird puppy kitten",
+    "instrument": "piano guitar violin cello drums flute saxophone trumpet ukulele bass harp",
+    "sport": "running tennis football soccer basketball swimming cycling climbing yoga golf hiking skiing "
+             "surfing chess boxing rowing",
+    "language": "english spanish french german italian portuguese japanese chinese mandarin korean arabic "
+                "russian hindi dutch swedish polish greek turkish",
+    "role": "engineer developer designer manager director analyst scientist researcher teacher nurse doctor "
+            "lawyer accountant consultant writer editor architect intern lead founder ceo cto student "
+            "professor chef",
+    "color": "red blue green yellow black white purple orange pink grey gray brown",
+    "time": "morning mornings evening evenings night nights afternoon afternoons",
+    "diet": "vegetarian vegan pescatarian omnivore",
+    "vehicle": "car bike bicycle scooter motorcycle train bus",
+    "tool": "notion obsidian trello jira asana todoist evernote linear slack teams github gitlab figma excel sheets "
+            "vscode vim emacs pycharm xcode postgres postgresql mysql sqlite mongodb redis docker kubernetes python "
+            "javascript typescript rust kotlin java zoom discord whatsapp telegram signal spotify",
+    "family": "wife husband partner spouse son daughter brother brothers sister sisters mother father grandmother "
+              "grandfather cousin friend friends roommate roommates colleague colleagues",
+}.items():
+    for _w in _words.split():
+        _VALUE_KINDS.setdefault(_w, _kind)
+
+_KIND_BY_STEM = {stem(w): k for w, k in _VALUE_KINDS.items()}
+_MONTHS = frozenset("january february march april may june july august september october november december "
+                    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_FILLER = frozenset(
+    """really very quite pretty much many lot lots always usually often mostly generally also still currently
+    now actually basically truly definitely particularly especially well good great big new old
+    person people someone user assistant thing things stuff kind sort type time times day days
+    year years month months week weeks lately these those nowadays today every each all whole
+    badly regularly typically sometimes frequently occasionally normally recently
+    go goes went going gone do does did doing done take takes took taking get gets got getting make makes made
+    near around close next across behind within without via per
+    hot give gives gave keep keeps kept have has had having spend spends spent come comes came put puts""".split()
+)
+
+_NEGATION = re.compile(
+    r"\b(not|never|no|none|nobody|nothing|neither|nor|isn['’]?t|aren['’]?t|wasn['’]?t|weren['’]?t|"
+    r"doesn['’]?t|don['’]?t|didn['’]?t|won['’]?t|can['’]?t|cannot|hasn['’]?t|haven['’]?t|hadn['’]?t)\b",
+    re.IGNORECASE)
+_STOPPED = re.compile(r"\b(no longer|not any ?more|any ?more|no more|stopped|quit|gave up|left)\b", re.IGNORECASE)
+_UPDATE = re.compile(
+    r"\b(now|currently|these days|nowadays|no longer|not any ?more|any ?more|moved|moving|relocated|relocating|"
+    r"switched|switching|changed|changing|has since|have since|since|as of|recently|started|starting|began|"
+    r"became|become|promoted|upgraded|replaced|instead|updated?|latest|new|newly|from now on|going forward|"
+    r"left|quit|stopped|no more|transferred|took over|took a|joined|adopted|got a|bought a|at present|"
+    r"postponed|delayed|pushed (back|out)|rescheduled|brought forward|moved (up|to)|renamed|upgraded to)\b",
+    re.IGNORECASE)
+_CORRECTION = re.compile(
+    r"\b(actually|correction|corrected|in fact|mistaken(ly)?|by mistake|wrong|wrongly|incorrect(ly)?|"
+    r"turns out|turned out|confirmed|not \w+ but|to clarify|clarification)\b|,\s*not\s+\w", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(used to|formerly|previously|former|back then|in the past|years ago|as a (child|kid|teenager)|"
+    r"once (lived|worked|had|owned)|before (moving|joining|switching))\b", re.IGNORECASE)
+
+_SMALL_TALK = re.compile(
+    r"^\W*((user|they|he|she|i)\s+)?(said|says|say)?\s*(hi|hello|hey|good (morning|evening|night|afternoon)|"
+    r"thanks|thank you|bye|goodbye)\b"
+    r"|\b(greeted|thanked|said (hi|hello|goodbye|thanks)|small talk|chit-?chat|chatted (about|briefly)|"
+    r"(asked|asks|ask) (for|about|me|the assistant|how|what|whether|if|a question)|"
+    r"(told|tells|tell) (a|me a) joke|"
+    r"(the )?assistant (explained|suggested|answered|helped|said|told|recommended|provided|gave|wrote)|"
+    r"talked about (the weather|random|various|nothing|stuff|things)|"
+    r"(had|has) a (quick |short |brief )?(chat|conversation)|"
+    r"(was|is) (just )?(curious|wondering)|(tested|testing) (the|this) (assistant|chat|bot)|"
+    r"(conversation|chat) (started|ended|about))\b",
+    re.IGNORECASE)
+_TRANSIENT = re.compile(
+    r"\b(today|tonight|right now|this (morning|afternoon|evening)|at the moment|for now|just now)\b",
+    re.IGNORECASE)
+_MOOD = re.compile(
+    r"\b(tired|hungry|sleepy|bored|busy|stressed|grumpy|cold|hot|sick|thirsty|in a hurry|in a rush|running late|"
+    r"feeling|feels|felt|mood)\b", re.IGNORECASE)
+_VAGUE = re.compile(r"\b(various|something|some stuff|a few things|miscellaneous|random|general topics)\b",
+                    re.IGNORECASE)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_CLAUSE = re.compile(r"[.;:!?。！？]+|,?\s+\b(?:and|but|while|although|whereas|though|because|since|"
+                     r"so that|due to)\b\s+|\s+[—–]\s+",
+                     re.IGNORECASE)
+_WEAK_NEGATION = frozenset({"no", "nothing", "none"})
+_SENT_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|\s+[—–-]\s+|\n+|,\s+but\s+|;")
+
+
+# Facts that hold one value at a time (a different value replaces or contradicts the old
+# one); other kinds (likes, allergies, instruments, languages …) accumulate values.
+_FUNCTIONAL = frozenset({"live", "work", "role", "birthday", "age", "diet", "drink", "prefer", "deadline"})
+# Predicates too general to say two statements are about the same kind of fact.
+_WEAK = frozenset({"name", "own"})
+# Predicates that rephrase rather than add ("enjoys" → "favourite"): not new detail by themselves.
+_SOFT = frozenset({"like", "prefer", "use", "hobby", "learn", "play"})
+_ROLE_PHRASE = re.compile(r"\b(works?|worked|working) as\b|\bjob title\b|\bprofession\b|\bcareer\b|"
+                          r"\b(a )?living as\b|\boccupation\b|\bpromoted\b", re.IGNORECASE)
+_EMPLOYER_PHRASE = re.compile(
+    r"(?i:\b(works?|worked|working|job|jobs|employed|employee|employer|joined|hired)\b)"
+    r"((?i:(\s+\w+)?\s+(at|for|by|with)\b)|\s+[A-Z])|(?i:\bemployer\b)|(?i:\b(left|joined))\s+[A-Z]"
+    r"|(?i:\bwhere\s+\w+\s+works?\b)")
+_USER = "user"
+# Verbs that end the subject of a statement ("Maya | lives …", "Works | at …").
+_VERBISH = frozenset("""is are was were be been has have had does do did works work worked working goes went
+    gets got keeps kept takes took makes made uses used wants needs""".split())
+_USER_SUBJECT = re.compile(r"^\W*(the\s+)?(user|i|my)\b", re.IGNORECASE)
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text or "")
+
+
+def _bare(word: str) -> str:
+    """Lower case without a possessive or contraction tail ("Maya's" → "maya")."""
+    low = word.casefold().replace("’", "'")
+    return low.split("'")[0] if "'" in low else low
+
+
+@dataclass
+class Fact:
+    """A statement read for comparison."""
+
+    text: str
+    participants: set[str]
+    lead: str  # who it is about: the first named participant, else the first name, else the user
+    names: set[str] = field(default_factory=set)
+    preds: set[str] = field(default_factory=set)
+    values: set[str] = field(default_factory=set)
+    anchors: set[str] = field(default_factory=set)
+    negated: bool = False
+    clauses: list[tuple[set[str], str]] = field(default_factory=list)  # (tokens, '' | 'weak' | 'strong')
+    stopped: bool = False
+    update: bool = False
+    correction: bool = False
+    past: bool = False
+    time: tuple[float, float] | None = None
+
+    @property
+    def people(self) -> set[str]:
+        return self.participants | self.names | {self.lead}
+
+
+def _time(temporal: dict[str, Any] | None) -> tuple[float, float] | None:
+    temporal = temporal or {}
+    for key in ("happened_start", "mentioned_at"):
+        value = temporal.get(key)
+        if isinstance(value, str):
+            bounds = period_bounds(value[:10] if len(value) > 10 else value, timezone.utc)
+            if bounds:
+                return bounds
+    return None
+
+
+def _is_name(words: list[str], index: int, known: set[str]) -> bool:
+    word = words[index]
+    if not word[:1].isupper():
+        return False
+    low = _bare(word)
+    if low in known:
+        return True
+    if low in STOP_WORDS or low in _PREDICATES or low in _FILLER or low in _MONTHS or low in _VALUE_KINDS:
+        return False
+    if index > 0:
+        return True
+    # Sentence-initial: a name when followed by a verb-like word ("Maya lives", "Ben's").
+    nxt = _bare(words[index + 1]) if index + 1 < len(words) else ""
+    return "'" in word or "’" in word or nxt in ("is", "was", "has", "had", "and") or nxt.endswith(("s", "ed"))
+
+
+def _statement(title: str, summary: str) -> str:
+    """What is compared: the summary (the fact as a sentence); a short summary borrows the title."""
+    if len(_WORD.findall(summary)) >= 3:
+        return summary
+    return f"{title}. {summary}" if title and _bare_words(title) - _bare_words(summary) else summary
+
+
+def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
+              participants: Iterable[str] = (), known_names: set[str] | None = None) -> Fact:
+    """Read a title and summary into subject, predicate classes and value tokens."""
+    text = _statement(_fold(title), _fold(summary))
+    parts: list[str] = []
+    for p in participants:
+        if isinstance(p, str):
+            parts += [_bare(w) for w in _WORD.findall(p) if _bare(w)]
+    known = set(parts) | (known_names or set())
+    order: list[str] = []
+    fact = Fact(text=text, participants=set(parts), lead="", time=_time(temporal))
+    plain = _STOPPED.sub(" ", text)
+    fact.negated = bool(_NEGATION.search(plain))
+    for clause in _CLAUSE.split(plain):
+        found = {m.group(0).casefold() for m in _NEGATION.finditer(clause)}
+        level = "strong" if found - _WEAK_NEGATION else ("weak" if found else "")
+        tokens = set()
+        for word in _WORD.findall(clause):
+            low = _bare(word)
+            tokens.add(f"@{_PREDICATES[low]}" if low in _PREDICATES else stem(low))
+            tokens.add(low)
+        fact.clauses.append((tokens, level))
+    fact.stopped = bool(_STOPPED.search(text))
+    fact.update = bool(_UPDATE.search(text))
+    fact.correction = bool(_CORRECTION.search(text))
+    fact.past = bool(_PAST.search(text))
+    first_verb: int | None = None
+    before_verb: list[str] = []
+    position = 0
+    for sentence in _SENT_SPLIT.split(_STOPPED.sub(" ", text)):
+        words = _WORD.findall(sentence)
+        for index, word in enumerate(words):
+            low = _bare(word)
+            position += 1
+            if not low:
+                continue
+            if first_verb is None and (low in _VERBISH or (low in _PREDICATES and not _is_name(words, index, known))):
+                first_verb = position
+            if low.isdigit():
+                if len(low) == 4 and 1900 <= int(low) <= 2100:
+                    continue  # a year is time, compared separately
+                fact.values.add(low)
+                fact.anchors.add(low)
+            elif _is_name(words, index, known):
+                fact.names.add(low)
+                fact.anchors.add(low)
+                order.append(low)
+                if first_verb is None:
+                    before_verb.append(low)
+            elif low in _MONTHS:
+                continue
+            elif low in _PREDICATES:
+                fact.preds.add(_PREDICATES[low])
+            elif low in STOP_WORDS or low in _FILLER or len(low) < 2:
+                continue
+            else:
+                value = stem(low)
+                fact.values.add(value)
+                if _KIND_BY_STEM.get(value) == "role":
+                    fact.preds.add("role")
+    if _EMPLOYER_PHRASE.search(text):
+        fact.preds.add("work")
+    if _ROLE_PHRASE.search(text):
+        fact.preds.add("role")
+    named = [n for n in order if n in fact.participants]
+    if _USER_SUBJECT.match(text) or (not named and not before_verb and first_verb is not None):
+        named = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
+    fact.lead = (named or before_verb or order or parts or [_USER])[0]
+    fact.values |= fact.names
+    return fact
+
+
+def _bare_words(text: str) -> set[str]:
+    return {_bare(w) for w in _WORD.findall(text)} - STOP_WORDS
+
+
+# ----------------------------------------------------------------------------- comparison
+
+
+@dataclass
+class Relation:
+    match: dict[str, Any]
+    fact: Fact
+    flip: str  # '' when both agree in polarity on what they share, else 'weak' or 'strong' 
+    same_subject: bool
+    same_pred: bool
+    shared: set[str]
+    new: set[str]
+    missing: set[str]
+    overlap: float
+    topic: float
+
+
+def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
+    shared_names = (cand.names & fact.people) | (fact.names & cand.people)
+    subject = {n for n in shared_names if n in cand.participants | fact.participants}
+    if not subject and cand.lead == fact.lead:
+        subject = {cand.lead}
+    if not subject and shared_names and cand.lead in shared_names:
+        subject = {cand.lead}
+    same_subject = bool(subject)
+    cv, mv = cand.values - subject, fact.values - subject
+    shared, new, missing = cv & mv, cv - mv, mv - cv
+    a = cv | {f"@{p}" for p in cand.preds}
+    b = mv | {f"@{p}" for p in fact.preds}
+    overlap = len(a & b) / len(a | b) if a | b else 0.0
+    same_pred = bool((cand.preds & fact.preds) - _WEAK)
+    key = {v for v in shared if v in _KIND_BY_STEM or v in cand.anchors}
+    topic = 3.0 * same_subject + 2.0 * same_pred + 2.0 * len(key) + 1.0 * len(shared) + 3.0 * overlap
+    common = shared | {f"@{p}" for p in cand.preds & fact.preds}
+    mine, theirs = _polarity(cand, common), _polarity(fact, common)
+    flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
+    return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,
+                    missing=missing, overlap=overlap, topic=topic)
+
+
+def _polarity(fact: Fact, common: set[str]) -> str:
+    """How strongly the clauses that carry the shared content are negated ('' if not)."""
+    levels = [level for tokens, level in fact.clauses if level and tokens & common]
+    return "strong" if "strong" in levels else ("weak" if levels else "")
+
+
+_GENERIC_KINDS = frozenset({"weekday", "time", "color", "family", "name"})
+
+
+def _same_kind(rel: Relation, cand: Fact) -> bool:
+    """Both state a value of one specific kind (a drink, an animal, a tool …)."""
+    mine = {_kind(v, cand) for v in cand.values} - {None} - _GENERIC_KINDS
+    theirs = {_kind(v, rel.fact) for v in rel.fact.values} - {None} - _GENERIC_KINDS
+    return bool(mine & theirs)
+
+
+def _kind(value: str, fact: Fact) -> str | None:
+    if value in _KIND_BY_STEM:
+        return _KIND_BY_STEM[value]
+    if value in fact.anchors:
+        return "name"
+    return None
+
+
+def _value_swap(rel: Relation, cand: Fact) -> str:
+    """How clearly the differing values replace each other: 'strong', 'weak' or ''."""
+    if not rel.new or not rel.missing:
+        return ""
+    kinds_new = {_kind(v, cand) for v in rel.new} - {None}
+    kinds_old = {_kind(v, rel.fact) for v in rel.missing} - {None}
+    if kinds_new & kinds_old:
+        return "strong"
+    if not rel.shared and rel.same_pred:
+        return "strong"
+    if (kinds_new or kinds_old) and rel.same_pred and not _key_shared(rel, cand):
+        return "strong"
+    return "weak"
+
+
+def _replaces_within(rel: Relation, cand: Fact) -> bool:
+    """The candidate names the stored value and a new one of the same kind ("switched from
+    the saxophone to the guitar", "left Contoso and joined Hooli")."""
+    kinds_new = {_kind(v, cand) for v in rel.new} - {None}
+    kinds_old = {_kind(v, cand) for v in rel.shared} - {None}
+    return bool(kinds_new & kinds_old)
+
+
+def _key_shared(rel: Relation, cand: Fact) -> bool:
+    """They share a distinctive value: a name, a number or a known kind of value."""
+    return any((v in _KIND_BY_STEM and _KIND_BY_STEM[v] != "time") or v in cand.anchors for v in rel.shared)
+
+
+def subject_names(title: str, summary: str, participants: Iterable[str] = ()) -> list[str]:
+    """Who a statement is about, as written: its participants, else the names in its text."""
+    named = [p.strip() for p in participants if isinstance(p, str) and p.strip()]
+    if named:
+        return named[:4]
+    fact = read_fact(title, summary)
+    words = _WORD.findall(fact.text)
+    seen: list[str] = []
+    for word in words:
+        low = _bare(word)
+        if low in fact.names and low not in [_bare(w) for w in seen]:
+            seen.append(word.split("'")[0].split("’")[0])
+    return seen[:4]
+
+
+_EXPANSION = {"role": "works as profession career job", "work": "works job employer company employed"}
+
+
+def expanded_query(title: str, summary: str) -> str:
+    """The statement plus the other words of its predicate classes ("puppy named Rex" also
+    looks for "dog", "pet"), for the search restricted to the statement's subject."""
+    fact = read_fact(title, summary)
+    extra: list[str] = []
+    for cls in sorted(fact.preds - _WEAK):
+        extra += [w for w, c in _PREDICATES.items() if c == cls][:12]
+        extra += _EXPANSION.get(cls, "").split()
+    kinds = {_KIND_BY_STEM[v] for v in fact.values if v in _KIND_BY_STEM}
+    for kind in sorted(kinds - {"weekday", "time", "color"}):
+        extra += [w for w, k in _VALUE_KINDS.items() if k == kind][:12]
+    return " ".join([fact.text, *dict.fromkeys(extra)])
+
+
+def _noise(cand: Fact) -> tuple[str, float] | None:
+    text = cand.text
+    content = cand.values | cand.preds
+    if _SMALL_TALK.search(text):
+        return "small talk or a remark about the conversation itself, not a lasting fact", 0.9
+    if _TRANSIENT.search(text) and _MOOD.search(text):
+        return "a passing state (how someone felt at one moment), no lasting value", 0.88
+    if not content:
+        return "no content to remember", 0.85
+    if _VAGUE.search(text) and len(cand.values) <= 2:
+        return "too vague to be a lasting fact", 0.8
+    return None
+
+
+def _targets(best: Relation, relations: list[Relation]) -> list[int]:
+    """The best match plus other matches stating the very same values about the same subject."""
+    ids = [best.match["id"]]
+    for rel in relations:
+        if rel is best or not rel.same_subject or not rel.same_pred:
+            continue
+        if rel.fact.values - {rel.fact.lead} == best.fact.values - {best.fact.lead}:
+            ids.append(rel.match["id"])
+    return ids
+
+
+def _later(cand: Fact, fact: Fact) -> bool | None:
+    if cand.time is None or fact.time is None:
+        return None
+    if cand.time[0] > fact.time[1]:
+        return True
+    if cand.time[1] < fact.time[0]:
+        return False
+    return None
+
+
+def _merged(candidate: dict[str, Any], match: dict[str, Any]) -> dict[str, Any]:
+    temporal = dict(candidate.get("temporal") or {})
+    people = list(dict.fromkeys(list(temporal.get("participants") or []) + list(match.get("participants") or [])))
+    if people:
+        temporal["participants"] = people[:24]
+    tags = list(dict.fromkeys(list(candidate.get("tags") or []) + list(match.get("tags") or [])))[:12]
+    return {**candidate, "temporal": temporal, "tags": tags}
+
+
+def _answer(action: str, targets: list[int], reason: str, confidence: float,
+            merged: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": action, "existing_event_ids": targets, "reason": reason,
+                           "confidence": round(confidence, 3)}
+    if merged is not None:
+        out["merged_candidate"] = merged
+    return out
+
+
+def _flagged(flip: bool, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    return {**_answer(*args, **kwargs), "_flip": flip}
+
+
+def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
+    """One decision for ``context['candidate']`` against ``context['matches']``."""
+    candidate = context.get("candidate") or {}
+    matches = [m for m in context.get("matches") or [] if isinstance(m, dict) and isinstance(m.get("id"), int)]
+    temporal = candidate.get("temporal") or {}
+    match_people: set[str] = set()
+    for m in matches:
+        for p in m.get("participants") or []:
+            if isinstance(p, str):
+                match_people.update(_bare(w) for w in _WORD.findall(p))
+    cand = read_fact(candidate.get("title", ""), candidate.get("summary", ""), temporal,
+                     temporal.get("participants") or (), match_people)
+    result = _decide(cand, candidate, matches)
+    own = candidate.get("confidence")
+    if isinstance(own, (int, float)) and own < 0.5 and result["action"] in ("add", "merge", "supersede", "conflict"):
+        # The exporting assistant itself was unsure: a person should look at it.
+        result["confidence"] = min(result["confidence"], 0.6)
+        result["reason"] += f" (the export marks it uncertain: confidence {own:g})"
+    return result
+
+
+def _decide(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]) -> dict[str, Any]:
+    result = _decide_one(cand, candidate, matches)
+    if result.get("_flip") and result["action"] in ("ignore", "merge"):
+        # One side negates the other: never sure enough to drop or fold it silently.
+        result["confidence"] = min(result["confidence"], 0.7)
+        result["reason"] += "; one of them is negated"
+    result.pop("_flip", None)
+    return result
+
+
+def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]) -> dict[str, Any]:
+    noise = _noise(cand)
+    if noise:
+        return _answer("ignore", [], noise[0], noise[1])
+    if not matches:
+        return _answer("add", [], "no stored event is similar", 0.95)
+    relations = []
+    for m in matches:
+        fact = read_fact(m.get("title", ""), m.get("summary", ""), m, m.get("participants") or (), cand.people)
+        relations.append(relate(cand, m, fact))
+    on_topic = [r for r in relations if r.same_subject and (r.same_pred or _key_shared(r, cand) or _same_kind(r, cand)
+                                                            or (r.shared and not (cand.preds and r.fact.preds)))]
+    if not on_topic:
+        near = max(relations, key=lambda r: r.topic)
+        if near.same_subject and near.shared:
+            return _answer("add", [], f"about the same subject as event {near.match['id']} but another fact", 0.8)
+        return _answer("add", [], "no stored event states this fact", 0.92)
+    best = max(on_topic, key=lambda r: (r.topic, -r.match["id"]))
+    eid = best.match["id"]
+    targets = _targets(best, on_topic)
+    swap = _value_swap(best, cand)
+    fact = best.fact
+    flip = bool(best.flip)
+    functional = bool(cand.preds & fact.preds & _FUNCTIONAL)
+
+    if (cand.update or cand.stopped or cand.correction) and not flip and _replaces_within(best, cand):
+        return _flagged(flip, "supersede", targets, f"replaces the value of event {eid} with a new one", 0.88)
+
+    if cand.stopped and not fact.stopped and not swap and not best.new and (best.shared or best.same_pred):
+        return _flagged(flip, "supersede", targets, f"says event {eid} is no longer true", 0.9)
+
+    if cand.past and not cand.correction and (swap or flip):
+        return _flagged(flip, "add", [], f"a past state that event {eid} has since replaced; kept as history", 0.75)
+
+    if flip and (best.shared or best.same_pred):
+        if cand.stopped or (cand.update and cand.negated):
+            return _flagged(flip, "supersede", targets, f"says event {eid} is no longer true", 0.9)
+        if cand.correction:
+            return _flagged(flip, "supersede", targets, f"corrects event {eid}", 0.88)
+        clauses = [c for c in _CLAUSE.split(cand.text) if _WORD.search(c)]
+        shared_preds = {f"@{p}" for p in cand.preds & fact.preds}
+        # Confident only when the negation covers the relation itself ("is not allergic"),
+        # not another verb of the sentence ("cannot be around pollen because of an allergy").
+        covers = not shared_preds or any(level and tokens & shared_preds for tokens, level in cand.clauses)
+        clean = (len(best.new) + len(best.missing) <= 2 and len(clauses) == 1 and best.flip == "strong"
+                 and covers)
+        return _flagged(flip, "conflict", targets, f"negates event {eid}; both cannot be true", 0.88 if clean else 0.72)
+
+    if swap:
+        strong = swap == "strong"
+        if cand.correction:
+            return _flagged(flip, "supersede", targets, f"corrects the value of event {eid}", 0.9 if strong else 0.72)
+        if cand.update or cand.stopped:
+            if strong and best.same_pred:
+                return _flagged(flip, "supersede", targets, f"a newer value for what event {eid} states", 0.9)
+            return _flagged(flip, "supersede", targets, f"may update event {eid}", 0.7)
+        if not strong:
+            # Different words on both sides while the key values agree.
+            if len(best.new) > len(best.missing):
+                return _flagged(flip, "merge", targets, f"probably the fact of event {eid} with other details", 0.7,
+                               _merged(candidate, best.match))
+            return _flagged(flip, "ignore", targets, f"probably restates event {eid} in other words", 0.7)
+        if cand.preds & fact.preds & _IMMUTABLE:
+            return _flagged(flip, "conflict", targets, f"another value for a fact that does not change (event {eid})", 0.86)
+        later = _later(cand, fact)
+        if not functional:
+            if later and (candidate.get("temporal") or {}).get("happened_start"):
+                return _flagged(flip, "supersede", targets, f"another value, dated after event {eid}", 0.66)
+            return _flagged(flip, "add", [], f"another value besides the one in event {eid}", 0.7)
+        if later:
+            return _flagged(flip, "supersede", targets, f"a different value, dated after event {eid}", 0.74)
+        return _flagged(flip, "conflict", targets, f"states a different value than event {eid}", 0.72)
+
+    if best.new:
+        detail = [v for v in best.new if v in cand.anchors or v in _KIND_BY_STEM] + sorted(
+            cand.preds - fact.preds - _WEAK - _SOFT)
+        if len(best.new) == 1 and not detail:
+            return _flagged(flip, "ignore", targets, f"restates event {eid} (one extra word)", 0.72)
+        confidence = 0.88 if (len(best.new) >= 3 or detail) and best.same_pred else 0.76
+        return _flagged(flip, "merge", targets, f"the same fact as event {eid} with more detail", confidence,
+                       _merged(candidate, best.match))
+    if best.missing:
+        confidence = 0.88 if best.same_pred else 0.78
+        return _flagged(flip, "ignore", targets, f"already covered by event {eid}, which says more", confidence)
+    confidence = 0.93 if best.same_pred or best.shared else 0.8
+    return _flagged(flip, "ignore", targets, f"the same fact as event {eid} in other words", confidence)
