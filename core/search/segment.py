@@ -158,6 +158,17 @@ class View:
 # ----------------------------------------------------------------------------- reading SQL
 
 
+def rows_by_ids(sql: str, ids: Sequence[int], params: Sequence = ()) -> list[tuple]:
+    """Run ``sql`` whose ``{ids}`` is replaced by a parameter list of ``ids`` (plain SQL: building
+    a long IN list through the query builder cost more than the query on the search hot paths)."""
+    ids = list(ids)
+    if not ids:
+        return []
+    markers = ", ".join([db.obj.param] * len(ids))
+    return db.execute_sql(sql.replace("{ids}", markers), [*ids, *params]).fetchall()
+
+
+
 def _table(kind: str) -> tuple[str, str]:
     return ("messageterm", "message_id") if kind == "message" else ("eventterm", "event_id")
 

@@ -92,10 +92,10 @@ def _has_time(content: str, created_at: str) -> bool:
 
 def _message_info(ids: list[int]) -> dict[int, tuple]:
     """(speaker, created_at, content, role, external_id) of the given messages."""
-    if not ids:
-        return {}
-    rows = (Message.select(Message.id, Message.speaker, Message.created_at, Message.content, Message.role,
-                           Message.external_id).where(Message.id.in_(ids)).tuples())
+    from core.search.segment import rows_by_ids
+
+    rows = rows_by_ids("SELECT id, speaker, created_at, content, role, external_id FROM message WHERE id IN ({ids})",
+                       ids)
     return {row[0]: row[1:] for row in rows}
 
 
@@ -194,10 +194,12 @@ def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     best = bm25_top("event", ns.id, terms, EVENT_SUPPORT_LIMIT)
     if not best:
         return {}
+    from core.search.segment import rows_by_ids
+
     scores = dict(best)
     support: dict[int, float] = {}
-    rows = (EventSource.select(EventSource.message, EventSource.event).join(Event)
-            .where(EventSource.event.in_(list(scores)) & Event.status.in_(["active", "superseded"])).tuples())
+    rows = rows_by_ids("SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
+                       "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')", list(scores))
     for message_id, event_id in rows:
         support[message_id] = max(support.get(message_id, 0.0), scores[event_id])
     return support
@@ -254,8 +256,10 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     order = _diversify(ranked, threads)[: max(1, limit)]
     raw_set, event_set = set(raw), set(events)
     score = dict(fused)
+    from core.search.segment import rows_by_ids
+
     names = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
-    external = dict(Message.select(Message.id, Message.external_id).where(Message.id.in_(order)).tuples())
+    external = dict(rows_by_ids("SELECT id, external_id FROM message WHERE id IN ({ids})", order))
     out = []
     for mid in order:
         if mid not in threads:

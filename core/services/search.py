@@ -7,18 +7,20 @@ records when an event was last retrieved.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Sequence
 
-from core.db import write_transaction
-from core.dto import RawMessage
+from core.db import db, write_transaction
+from core.dto import RawMessage, ToolTrace
 from core.errors import InvalidInputError
 from core.models import Block, Event, EventParticipant, EventSource, Message, Namespace, Thread
 from core.search.analyze import analyze
 from core.search.bm25 import RRF_K, rrf
 from core.search.index import bm25, bm25_top
+from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
 from core.services.events import LIVE, EventRow, _row as event_row
@@ -89,19 +91,38 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
         return []
     scores = dict(best)
     ids = [i for i, _ in best]
-    rows = {m.id: m for m in Message.select(Message, Thread.name).join(Thread).where(Message.id.in_(ids))}
-    blocks = {b.id: b for b in Block.select().where(Block.id.in_([r.block_id for r in rows.values() if r.block_id]))}
+    # Two plain queries for any number of hits: the hits with their neighbours, then their blocks.
+    found = {row[0]: row for row in rows_by_ids(f"{_RAW_SELECT} WHERE m.id IN ({{ids}})", ids)}
+    clauses = " OR ".join(["(m.thread_id = {0} AND m.position BETWEEN {0} AND {0})".format(db.obj.param)] * len(ids))
+    params = [v for i in ids for v in (found[i][-1], found[i][5] - 1, found[i][5] + 1)]
+    around: dict[int, list[tuple]] = {}
+    for row in db.execute_sql(f"{_RAW_SELECT} WHERE {clauses} ORDER BY m.position", params).fetchall():
+        around.setdefault(row[-1], []).append(row)
+    block_ids = sorted({found[i][9] for i in ids if found[i][9]})
+    blocks = {b: (start, end) for b, start, end in rows_by_ids(
+        "SELECT id, start_turn, end_turn FROM block WHERE id IN ({ids})", block_ids)}
     hits = []
     for message_id in ids:
-        row = rows[message_id]
-        raw = _row_to_raw(row, row.thread.name)
-        block = blocks.get(row.block_id)
+        row = found[message_id]
+        thread_id, position = row[-1], row[5]
         hits.append(RawHit(
-            message=raw, block_id=row.block_id,
-            turn_range=(block.start_turn, block.end_turn) if block else None,
-            score=round(scores[message_id], 6), nearby=_nearby(raw, row.thread_id),
+            message=_raw(row), block_id=row[9], turn_range=blocks.get(row[9]),
+            score=round(scores[message_id], 6),
+            nearby=tuple(_raw(r) for r in around.get(thread_id, []) if abs(r[5] - position) <= 1),
         ))
     return hits
+
+
+_RAW_SELECT = ("SELECT m.id, m.role, m.content, m.created_at, t.name, m.position, m.turn, m.speaker, m.external_id, "
+               "m.block_id, m.tool_calls, m.thread_id FROM message m JOIN thread t ON t.id = m.thread_id")
+
+
+def _raw(row: tuple) -> RawMessage:
+    """A RawMessage from a ``_RAW_SELECT`` row (what ``_row_to_raw`` makes of a model)."""
+    calls = json.loads(row[10]) if row[10] else None
+    return RawMessage(id=row[0], role=row[1], content=row[2], created_at=row[3], thread=row[4], position=row[5],
+                      turn=row[6], speaker=row[7], external_id=row[8], block_id=row[9],
+                      tool_calls=tuple(ToolTrace(**t) for t in (calls or [])))
 
 
 # ----------------------------------------------------------------------------- events
@@ -215,7 +236,8 @@ def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tup
     while True:
         best = bm25_top("event", namespace_id, terms, depth)
         ids = [i for i, _ in best]
-        live = {i for (i,) in Event.select(Event.id).where(Event.id.in_(ids) & Event.status.in_(LIVE)).tuples()}
+        statuses = ", ".join(f"'{status}'" for status in LIVE)
+        live = {i for (i,) in rows_by_ids(f"SELECT id FROM event WHERE id IN ({{ids}}) AND status IN ({statuses})", ids)}
         ranked = [i for i in ids if i in live]
         if len(ranked) >= limit or len(best) < depth:
             return [(i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(ranked[:limit])]
