@@ -12,12 +12,14 @@ person who uses two tools keeps both ``uses`` facts and edges current.
 
 from __future__ import annotations
 
-from functools import lru_cache
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
+from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
+
+from peewee import fn
 
 from core.db import bulk_insert, db, insert_one, write_transaction
 from core.errors import InvalidInputError, NotFoundError
@@ -191,6 +193,15 @@ def _metadata_provenance(entries: Any, sources_of) -> dict[str, list[int]]:
 
 def _merge_ids(*lists: Iterable[int]) -> list[int]:
     return list(dict.fromkeys(i for ids in lists for i in ids))
+
+
+# Field provenance keeps the newest ids only: GraphSource holds every citation, and a node
+# named in thousands of events must not carry (and rewrite) all their ids in its row.
+PROVENANCE_IDS = 64
+
+
+def _provenance_ids(*lists: Iterable[int]) -> list[int]:
+    return sorted(set(_merge_ids(*lists)))[-PROVENANCE_IDS:]
 
 
 _NODE_COLUMNS = ("namespace", "name", "name_norm", "type", "aliases", "tags", "provenance", "status", "confidence",
@@ -431,7 +442,7 @@ class _Applier:
             prov.setdefault("tags", [])
             node.provenance = prov
             if entity_key(node.name) == name_key:
-                prov["name"] = _merge_ids(prov["name"], plan.name_sources)
+                prov["name"] = _provenance_ids(prov["name"], plan.name_sources)
             else:
                 # A differing proposal name becomes an alias proven by the name's provenance.
                 kept_aliases.insert(0, (plan.name, list(plan.name_sources)))
@@ -468,7 +479,7 @@ class _Applier:
         for value, ids in aliases:
             key = entity_key(value)
             if key == name_key:
-                prov["name"] = _merge_ids(prov["name"], ids)
+                prov["name"] = _provenance_ids(prov["name"], ids)
                 continue
             entry = next((e for e in prov["aliases"] if entity_key(e.get("value", "")) == key), None)
             if entry is None and any(entity_key(a) == key for a in current_aliases):
@@ -481,7 +492,7 @@ class _Applier:
                 prov["aliases"].append({"value": value, "source_event_ids": list(ids)})
                 current_aliases.append(value)
             else:
-                entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
+                entry["source_event_ids"] = _provenance_ids(entry.get("source_event_ids", []), ids)
         current_tags = list(node.tags or [])
         for value, ids in tags:
             key = entity_key(value)
@@ -496,7 +507,7 @@ class _Applier:
                 prov["tags"].append({"value": value, "source_event_ids": list(ids)})
                 current_tags.append(value)
             else:
-                entry["source_event_ids"] = _merge_ids(entry.get("source_event_ids", []), ids)
+                entry["source_event_ids"] = _provenance_ids(entry.get("source_event_ids", []), ids)
         node.aliases = current_aliases
         node.tags = current_tags
         node.provenance = dict(prov)
@@ -793,7 +804,7 @@ def _context_value(value: Any) -> Any:
 def projection_context(job_id: int | None, namespace_id: int, events: Sequence[Event]) -> dict[str, Any]:
     """What the projector sees: the events and the visible nodes and edges they likely touch."""
     candidates = _related_nodes(namespace_id, events)
-    views = _compute_views(candidates)
+    views = _context_views(candidates)
     chosen = [views[n.id] for n in candidates if n.id in views and views[n.id].visible][:CONTEXT_NODES]
     chosen_ids = {v.node.id for v in chosen}
     nodes = []
@@ -1089,6 +1100,87 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
             or view.current_edges or view.historical_edges
         )
     return out
+
+
+_NEWEST_SOURCES_SQL: dict[tuple, str] = {}
+
+
+def _newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
+    """The newest ``limit`` events citing one record whose status is in ``statuses``.
+
+    Walks the (kind, record_id, event) index from the newest citation and stops at ``limit``,
+    so a record cited by thousands of events costs what a rarely cited one does.
+    """
+    database = db.obj
+    key = (kind, tuple(statuses), type(database))
+    sql = _NEWEST_SOURCES_SQL.get(key)
+    if sql is None:
+        q = database.quote[0] + "{}" + database.quote[1]
+        marks = ", ".join([database.param] * len(statuses))
+        sql = _NEWEST_SOURCES_SQL[key] = (
+            f"SELECT s.{q.format('event_id')} FROM {q.format(GraphSource._meta.table_name)} s "
+            f"JOIN {q.format(Event._meta.table_name)} e ON e.{q.format('id')} = s.{q.format('event_id')} "
+            f"WHERE s.{q.format('kind')} = {database.param} AND s.{q.format('record_id')} = {database.param} "
+            f"AND e.{q.format('status')} IN ({marks}) ORDER BY s.{q.format('event_id')} DESC LIMIT {database.param}"
+        )
+    return [row[0] for row in database.execute_sql(sql, [kind, record_id, *statuses, limit])]
+
+
+def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
+    """Bounded views for the projector's context: newest sources, newest current facts and
+    the current edges among ``nodes``. Unlike ``_compute_views`` (the full effective view a
+    person reads) nothing here grows with how often a node has been cited."""
+    ids = [n.id for n in nodes]
+    if not ids:
+        return {}
+    out = {n.id: _Computed(node=n) for n in nodes}
+    statuses = _event_statuses(
+        i for n in nodes if isinstance(n.provenance, dict)
+        for kind in ("aliases", "tags") for entry in n.provenance.get(kind, []) if isinstance(entry, dict)
+        for i in entry.get("source_event_ids", []) if isinstance(i, int)
+    )
+    for node in nodes:
+        view = out[node.id]
+        view.node_sources = _newest_sources("node", node.id, LIVE, CONTEXT_SOURCES)
+        own = [(i, "active") for i in view.node_sources]  # only consulted for legacy nodes without provenance
+        view.aliases = _visible_metadata(node, "aliases", own, statuses)
+        view.tags = _visible_metadata(node, "tags", own, statuses)
+    # The newest current facts per node (ranked in SQL, so a hub's fact list is not hydrated).
+    rank = fn.ROW_NUMBER().over(partition_by=[GraphFact.node], order_by=[GraphFact.id.desc()])
+    for part in _chunks(ids):
+        inner = (GraphFact.select(GraphFact, rank.alias("rank"))
+                 .where(GraphFact.node.in_(list(part)) & GraphFact.status.in_(CURRENT)))
+        newest = (GraphFact.select(inner.c.id).from_(inner).where(inner.c.rank <= CONTEXT_FACTS * 2))
+        facts = list(GraphFact.select().where(GraphFact.id.in_(newest)).order_by(GraphFact.id))
+        shown = _cited_by_active("fact", [f.id for f in facts])
+        for fact in facts:
+            if fact.id in shown:
+                out[fact.node_id].current_facts.append((fact, []))
+    for part in _chunks(ids):
+        edges = list(GraphEdge.select().where(
+            GraphEdge.from_node.in_(list(part)) & GraphEdge.to_node.in_(ids) & GraphEdge.status.in_(CURRENT)
+        ).order_by(GraphEdge.id).limit(CONTEXT_EDGES * 4))
+        shown = _cited_by_active("edge", [e.id for e in edges])
+        for edge in edges:
+            if edge.id in shown:
+                for node_id in (edge.from_node_id, edge.to_node_id):
+                    out[node_id].current_edges.append((edge, []))
+    for view in out.values():
+        view.current_facts = view.current_facts[-CONTEXT_FACTS:]
+        view.visible = view.node.status in CURRENT and bool(
+            view.node_sources or view.current_facts or view.current_edges)
+    return out
+
+
+def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
+    """Which of the records cite at least one active event (what makes a current record visible)."""
+    found: set[int] = set()
+    for part in _chunks(list(record_ids)):
+        found.update(r for (r,) in GraphSource.select(GraphSource.record_id).distinct()
+                     .join(Event, on=(GraphSource.event == Event.id))
+                     .where((GraphSource.kind == kind) & GraphSource.record_id.in_(list(part))
+                            & (Event.status == "active")).tuples())
+    return found
 
 
 def _render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
