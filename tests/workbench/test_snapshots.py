@@ -1,0 +1,52 @@
+"""Snapshots of every main view in one dark and one light theme (seeded, clock-free data).
+
+Update after looking at the report: `pytest tests/workbench/test_snapshots.py --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+from workbench.testing import settle
+
+PASTED = "- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
+
+VIEWS = {
+    "blocks": [],
+    "timeline": ["2"],
+    "graph": ["3", "j", "j"],
+    "traces": ["4", "j", "j", "j"],
+    "jobs": ["6"],
+    "imports": ["5", "!paste"],
+    "search": ["slash", *"passport", "enter"],
+}
+
+
+@pytest.mark.parametrize("theme", ["strata-dark", "strata-light"])
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_view_snapshot(view, theme, snap_compare, wb_url):
+    from workbench.app import Workbench
+    from workbench.config import Config
+
+    if view == "imports":
+        pytest.importorskip("core.services.imports")
+    app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in VIEWS[view]:
+            if key == "!paste":
+                pilot.app.screen.query_one("#i-format").value = "text"
+                await settle(pilot)
+                pilot.app.screen.start_preview(text=PASTED)
+            else:
+                await pilot.press(key)
+            await settle(pilot)
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False
+        await settle(pilot)
+        await pilot.pause(0.1)  # a loaded machine may still be painting the last frame
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
