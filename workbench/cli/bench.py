@@ -170,8 +170,30 @@ def cmd_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from workbench.bench_ui import TARGET_FIRST_PAINT_MS, TARGET_SWITCH_MS, run
+
+    with progress_bar("generate", enabled=not args.json) as update:
+        report = run(getattr(args, "db", None), args.events, reuse=args.reuse, seed=args.seed, progress=update)
+    if not args.json:
+        rows = [["first paint", report["first_paint_ms"], TARGET_FIRST_PAINT_MS],
+                ["first data (blocks)", report["first_data_ms"], ""]]
+        for mode, entry in report["switch"].items():
+            for key, value in entry.items():
+                rows.append([f"switch {mode} ({key.removesuffix('_ms').replace('_', ' ')})", value, TARGET_SWITCH_MS])
+        for label, value in report["filters"].items():
+            rows.append([f"filter {label}", value, TARGET_SWITCH_MS])
+        table(f"Workbench on {report['store']['events']:,} events (ms; load {report['machine']['load_avg_1m']} on "
+              f"{report['machine']['cpus']} CPUs)", ["measure", "ms", "target"], rows)
+        met = report["targets"]
+        console.print(f"first paint target met: {met['first_paint_met']}, switches: {met['switch_met']}, "
+                      f"filters: {met['filter_met']}", markup=False)
+    _write(report, args)
+    return 0
+
+
 def register(sub, common: argparse.ArgumentParser) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale)")
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, ui)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -211,3 +233,11 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-baseline", action="store_true", help="skip the rank-bm25 baseline (not for reported runs)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_scale)
+
+    p = kinds.add_parser("ui", parents=[common],
+                         help="workbench first paint, screen switches and filters on a generated large store")
+    p.add_argument("--events", type=int, default=100_000, metavar="N", help="events in the generated store")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--reuse", action="store_true", help="measure the store at --db as it is (no regeneration)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_ui)

@@ -161,7 +161,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def run_ui(args: argparse.Namespace) -> int:
     from workbench.app import run_app
 
-    return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None))
+    return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None),
+                   theme=getattr(args, "theme", None))
 
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
@@ -212,4 +213,5 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
     p = sub.add_parser("ui", parents=[common_no_json], help="open the workbench (same as bare `strata`)")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--theme", default=argparse.SUPPRESS, help="theme name (strata-dark, strata-light, nord, …)")
     p.set_defaults(handler=run_ui)
