@@ -77,6 +77,8 @@ class Workbench(App):
     """The namespace every view shows."""
     store_ready: reactive[bool] = reactive(False, init=False)
     """True once the store is open and the namespace is chosen."""
+    data_version: reactive[int] = reactive(0, init=False)
+    """Bumped after a write that changes what other views show (import commit or undo)."""
 
     def __init__(self, db_url: str | None = None, namespace: str | None = None, *, theme: str | None = None,
                  config: Config | None = None) -> None:
@@ -91,6 +93,8 @@ class Workbench(App):
         self.requested_namespace = namespace
         self.requested_theme = theme
         self.store_url: str | None = None
+        self.marks: list[tuple[str, float]] = []
+        """(name, perf_counter) after a view painted or showed its data (for `strata bench ui`)."""
 
     # ------------------------------------------------------------------ start-up
 
@@ -158,6 +162,19 @@ class Workbench(App):
         if self.store_ready:
             self.screen_refresh()
         self.store_ready = True
+
+    def data_changed(self) -> None:
+        """Other views reload when next shown (the current one refreshes itself)."""
+        self.data_version += 1
+        current = self.screen
+        if hasattr(current, "loaded_version"):
+            current.loaded_version = self.data_version
+
+    def mark(self, name: str) -> None:
+        """Record when the next frame is on screen (cheap; read by the UI benchmark)."""
+        import time
+
+        self.call_after_refresh(lambda: self.marks.append((name, time.perf_counter())))
 
     def screen_refresh(self) -> None:
         screen = self.screen

@@ -33,3 +33,33 @@ def screen_text(app) -> str:
                       legacy_windows=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
+
+
+async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", size: tuple[int, int] = (120, 36)) -> list:
+    """Write an SVG screenshot of every view (for docs/img); returns the files written."""
+    from pathlib import Path
+
+    from textual.widgets import Input
+
+    from workbench.app import Workbench
+    from workbench.config import Config
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    steps = {"blocks": [], "timeline": ["2"], "graph": ["3", "j", "j"], "traces": ["4", "j", "j", "j"],
+             "imports": ["5"], "jobs": ["6"], "search": ["slash", *"passport", "enter"], "help": ["1", "question_mark"]}
+    written = []
+    for name, keys in steps.items():
+        app = Workbench(db_url=url, config=Config(theme=theme, path=None))
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            for key in keys:
+                await pilot.press(key)
+                await settle(pilot)
+            for field in app.screen.query(Input):
+                field.cursor_blink = False
+            await settle(pilot)
+            path = out / f"workbench-{name}{'' if theme == 'strata-dark' else '-' + theme}.svg"
+            path.write_text(app.export_screenshot(title=f"Strata workbench: {name}"), encoding="utf-8")
+            written.append(path)
+    return written

@@ -39,6 +39,7 @@ class StrataScreen(Screen):
 
     MODE: ClassVar[str] = ""
     loaded_namespace: str | None = None
+    loaded_version = 0
     _loaded_once = False
 
     @property
@@ -104,7 +105,9 @@ class StrataScreen(Screen):
     def on_mount(self) -> None:
         self.watch(self.workbench, "namespace", self._namespace_changed, init=False)
         self.watch(self.workbench, "store_ready", self._store_ready, init=False)
-        self._refresh_if_stale()
+        self.workbench.mark(f"{self.MODE}:paint")
+        # Paint the empty frame first, then start the workers (they compete for the GIL).
+        self.call_after_refresh(self._refresh_if_stale)
 
     def _store_ready(self, ready: bool) -> None:
         if ready and self.is_current:
@@ -115,15 +118,18 @@ class StrataScreen(Screen):
             self.refresh_view()
 
     def on_screen_resume(self) -> None:
+        self.workbench.mark(f"{self.MODE}:paint")
         self._refresh_if_stale()
 
     def _refresh_if_stale(self) -> None:
-        if self.workbench.store_ready and (self.loaded_namespace != self.namespace or not self._loaded_once):
+        if self.workbench.store_ready and (self.loaded_namespace != self.namespace or not self._loaded_once
+                                           or self.loaded_version != self.workbench.data_version):
             self.refresh_view()
 
     def refresh_view(self) -> None:
         """Load (or reload) everything for the current namespace."""
         self.loaded_namespace = self.namespace
+        self.loaded_version = self.workbench.data_version
         self._loaded_once = True
         self.show_empty(self.namespace is None)
         if self.namespace is not None:

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
-PAGE = 100
+PAGE = 50
 LEVELS = range(6)
 ALL_THREADS = "__all__"
 
@@ -200,6 +200,7 @@ class BlocksScreen(StrataScreen):
             rail.reset()
         rail.append_page(event.rows, [rail_cells(r) for r in event.rows], event.has_more)
         rail.stop_loading()
+        self.workbench.mark("blocks:list")
         shown = len(rail.items)
         more = "+" if rail.has_more else ""
         where = self.thread_filter or "all threads"

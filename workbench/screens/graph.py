@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Input, Label, Select, Static, TabbedConte
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
-PAGE = 100
+PAGE = 40
 NODE_TYPES = ("person", "project", "organization", "tool", "place")
 
 
@@ -138,6 +138,7 @@ class GraphScreen(StrataScreen):
         table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), str(r.events))
                                        for r in event.rows], event.cursor is not None)
         table.stop_loading()
+        self.workbench.mark("graph:list")
         if event.counts is not None:
             select = self.query_one("#g-type", Select)
             value = select.value

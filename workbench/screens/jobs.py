@@ -16,7 +16,7 @@ from workbench.screens.base import EmptyState, StrataScreen
 from workbench.screens.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
-PAGE = 100
+PAGE = 50
 SHOWS = (("failed and pending", "open"), ("failed", "failed"), ("pending", "pending"), ("running", "running"),
          ("succeeded", "succeeded"), ("skipped", "skipped"), ("all", "all"))
 STATUSES_OF = {"open": ("failed", "pending"), "all": ()}
@@ -102,6 +102,7 @@ class JobsScreen(StrataScreen):
         rows = event.rows[:PAGE]
         table.append_page(rows, [job_cells(j) for j in rows], len(event.rows) > PAGE)
         table.stop_loading()
+        self.workbench.mark("jobs:list")
         if event.counts is not None:
             shown = " · ".join(f"{n} {status}" for status, n in event.counts.items() if n)
             self.query_one("#job-counts", Label).update(shown or "no jobs")

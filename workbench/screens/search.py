@@ -131,6 +131,7 @@ class SearchScreen(StrataScreen):
         for result in event.results:
             table.add_row(result.channel, f"{result.score:.3f}", result.when[:16], result.title[:70])
         table.loading = False
+        self.workbench.mark("search:results")
         counts = {}
         for result in event.results:
             counts[result.channel] = counts.get(result.channel, 0) + 1

@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
-PAGE = 100
+PAGE = 50
 BUCKETS = 96
 EVENT_TYPES = ("decision", "release", "task_completed", "plan", "change", "cancellation", "incident", "meeting",
                "collaboration", "migration", "other")
@@ -229,6 +229,7 @@ class TimelineScreen(StrataScreen):
         self.cursor = event.cursor
         table.append_page(event.rows, [event_cells(r) for r in event.rows], event.cursor is not None)
         table.stop_loading()
+        self.workbench.mark("timeline:list")
         if not event.append:
             if table.items:
                 table.move_cursor(row=0)
@@ -247,6 +248,7 @@ class TimelineScreen(StrataScreen):
     def _histogram_loaded(self, event: HistogramLoaded) -> None:
         hist = event.histogram
         self.query_one("#histogram", Sparkline).data = list(hist.counts)
+        self.workbench.mark("timeline:histogram")
         self.query_one("#hist-start", Label).update(_day(hist.start_ts))
         self.query_one("#hist-end", Label).update(_day(hist.end_ts))
         self.query_one("#hist-summary", Label).update(

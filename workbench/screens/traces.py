@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Input, Label, Select, Static
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
-PAGE = 100
+PAGE = 50
 KINDS = ("search", "assess", "use", "context")
 
 
@@ -134,6 +134,7 @@ class TracesScreen(StrataScreen):
         rows = event.rows[:PAGE]
         table.append_page(rows, [trace_cells(r) for r in rows], len(event.rows) > PAGE)
         table.stop_loading()
+        self.workbench.mark("traces:list")
         more = "+" if table.has_more else ""
         self.query_one("#trace-summary", Label).update(f"{len(table.items)}{more} traces")
         if not event.append:
