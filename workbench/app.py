@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from workbench.backend import Backend
-from workbench.config import Config, load_config, save_config, user_theme_dir
+from workbench.config import Config, load_config, save_config
 from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
 from workbench.widgets.header import VIEWS, AppHeader
