@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from typing import Iterable, Sequence
 
-from core.db import write_transaction
+from core.db import insert_one, write_transaction
 from core.dto import ROLES, MessageIn, RawMessage, ToolTrace
 from core.errors import InvalidInputError, ReceiptConflictError
 from core.layers import deterministic_layers
@@ -164,7 +164,7 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     # (sealed when a conversation closes) belongs to the turn it answers.
     start = min(m.turn for m in messages if m.role == "user") if users else max(1, thread.sealed_turns)
     end = max(start, max(m.turn for m in messages))
-    block = Block.create(
+    block = insert_one(Block, dict(
         namespace=namespace,
         thread=thread,
         sequence=namespace.block_count,
@@ -179,7 +179,7 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
         tokens_l4=estimate_tokens(l4),
         tokens_l5=estimate_tokens(l5),
         pointer_anchor_position=thread.ready_count + 1,
-    )
+    ))
     Message.update(block=block).where(Message.id.in_([m.id for m in messages])).execute()
     create_job(namespace, "summary", block)
     thread.sealed_turns = max(thread.sealed_turns, end)
@@ -252,7 +252,7 @@ def append_messages(
             if item.role == "user":
                 th.turn_count += 1
                 ns.current_turn += 1
-            row = Message.create(
+            row = insert_one(Message, dict(
                 namespace=ns,
                 thread=th,
                 position=th.message_count,
@@ -265,7 +265,7 @@ def append_messages(
                 created_ts=epoch,
                 external_id=item.external_id,
                 tool_calls=[t.to_json() for t in item.tool_calls] or None,
-            )
+            ))
             new_ids.append(row.id)
             indexed.append((row.id, th.id, message_text(item.speaker, item.content, row.tool_calls)))
             tail.append(_row_to_raw(row, th.name))
