@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -49,11 +49,18 @@ def _v5_imports(database: Database) -> None:
     database.create_tables(V5_MODELS)
 
 
+def _v6_graph_name_index(database: Database) -> None:
+    """Version 6: graph nodes indexed by (namespace, updated_at) for the projector's name index."""
+    from core.models import GraphNode
+
+    GraphNode._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
-                                                 5: _v5_imports}
+                                                 5: _v5_imports, 6: _v6_graph_name_index}
 
 
 def database_version(database: Database) -> int:

@@ -16,7 +16,6 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
-from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
 from peewee import fn
@@ -28,6 +27,7 @@ from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
+from core.services.graph_names import entity_key, node_names, padded
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
 
@@ -74,13 +74,6 @@ _CHUNK = 500
 
 
 # ----------------------------------------------------------------------------- keys
-
-
-@lru_cache(maxsize=65536)
-def entity_key(text: str) -> str:
-    """The form names are compared in: NFKC, case-folded, whitespace, ``_`` and ``-`` removed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in folded if not ch.isspace() and ch not in "_-")
 
 
 def relation_key(text: str) -> str:
@@ -222,8 +215,7 @@ class _Applier:
         self.active = {i for i, e in self.events.items() if e.status == "active"}
         self.now = now_iso()
         self.result = ApplyResult()
-        self._by_type: dict[str, list[GraphNode]] = {}
-        self._key_index: dict[str, dict[str, list[int]]] = {}
+        self.names = node_names(namespace_id)
         self._loaded: dict[int, GraphNode] = {}
         self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
         self._citations: dict[tuple[str, int, int], None] = {}  # written in one statement by flush()
@@ -316,14 +308,6 @@ class _Applier:
                 self.warn(f"Dropped metadata value {kind} {value!r} of node {ref!r}: no provenance with valid sources")
         return kept
 
-    def _candidates(self, node_type: str) -> list[GraphNode]:
-        if node_type not in self._by_type:
-            self._by_type[node_type] = list(
-                GraphNode.select().where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type))
-                .order_by(GraphNode.id)
-            )
-        return self._by_type[node_type]
-
     def _exposed_keys(self, node: GraphNode, statuses: dict[int, str]) -> tuple[set[str], set[str]]:
         """(name keys, alias keys) that resolution may match: those citing a visible event.
 
@@ -346,44 +330,20 @@ class _Applier:
         }
         return names, aliases
 
-    def _keyed(self, node_type: str) -> dict[str, list[GraphNode]]:
-        """Current nodes of a type by every name/alias key (built once per projection from
-        light tuples; only matching nodes are loaded as models, by ``resolve``)."""
-        index = self._key_index.get(node_type)
-        if index is None:
-            index = {}
-            query = (GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases)
-                     .where((GraphNode.namespace == self.namespace_id) & (GraphNode.type == node_type)
-                            & GraphNode.status.in_(CURRENT)))
-            for node_id, name_norm, aliases_json in db.execute(query):  # plain rows, as in _related_nodes
-                aliases = GraphNode.aliases.python_value(aliases_json) or []
-                for key in {name_norm} | {entity_key(a) for a in aliases if isinstance(a, str)}:
-                    index.setdefault(key, []).append(node_id)
-            self._key_index[node_type] = index
-        return index
-
     def _index_node(self, node: GraphNode) -> None:
-        """Add a created or re-aliased node's keys to an index that is already built."""
-        index = self._key_index.get(node.type)
-        if index is None:
-            return
+        """Make a created or re-aliased node visible to the rest of this projection (and later ones)."""
         self._loaded[node.id] = node
-        own = {entity_key(node.name)} | {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
-        for key in own:
-            bucket = index.setdefault(key, [])
-            if node.id not in bucket:
-                bucket.append(node.id)
+        self.names.note(node.id, node.name, node.aliases or [], node.type, node.status, node.updated_at)
 
     def resolve(self, node_type: str, keys: list[str]) -> GraphNode | None:
         """An existing node of the same type whose visible name or alias equals one of ``keys``."""
         wanted = set(keys)
-        index = self._keyed(node_type)
-        ids = sorted({i for key in wanted for i in index.get(key, [])})
+        ids = sorted(self.names.with_keys(wanted, node_type))
         missing = [i for i in ids if i not in self._loaded]
         if missing:
             for node in GraphNode.select().where(GraphNode.id.in_(missing)):
                 self._loaded[node.id] = node
-        raw_hits = [self._loaded[i] for i in ids if self._loaded[i].status in CURRENT]
+        raw_hits = [self._loaded[i] for i in ids if i in self._loaded and self._loaded[i].status in CURRENT]
         if not raw_hits:
             return None
         ids = []
@@ -744,51 +704,15 @@ def _event_item(event: Event) -> dict[str, Any]:
     }
 
 
-_NON_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
-
-
-def _padded(text: str) -> str:
-    """Normalised text with punctuation folded to single spaces and a space at both ends,
-    so a whole-word test is a plain substring test (no regex per name)."""
-    return f" {_NON_WORD.sub(' ', norm_text(text)).strip()} "
-
-
-@lru_cache(maxsize=65536)
-def _needle(name: str) -> str | None:
-    """What a whole-word search for ``name`` looks for in a ``_padded`` text (None: too short)."""
-    needle = _NON_WORD.sub(" ", norm_text(name)).strip()
-    if len(needle) < 2:
-        return None
-    return needle if re.search(r"[\u3400-\u9fff]", needle) else f" {needle} "
-
-
-def _mentioned(name: str, padded_text: str) -> bool:
-    needle = _needle(name)
-    return needle is not None and needle in padded_text
-
-
 def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode]:
     """Existing nodes most related to the events: participant matches, then text mentions."""
     participants = {entity_key(p) for e in events for p in (e.participants or []) if isinstance(p, str)}
-    text = _padded(" ".join(
+    text = padded(" ".join(
         " ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events
     ))
-    scored = []
-    # Only the columns needed to decide, as tuples: hydrating every node as a model per job
-    # was most of the projection cost in large namespaces.
-    query = (GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type)
-             .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
-    # Plain cursor rows: peewee's per-row conversion was the larger part of this scan.
-    for node_id, name, aliases_json, node_type in db.execute(query):
-        aliases = GraphNode.aliases.python_value(aliases_json) or []
-        names = [name] + [a for a in aliases or [] if isinstance(a, str)]
-        keys = {entity_key(n) for n in names}
-        if node_type == "person":
-            keys |= {entity_key(n.split()[0]) for n in names if len(n.split()) > 1}  # "Priya" for "Priya Raman"
-        if keys & participants:
-            scored.append((2, node_id))
-        elif any(_mentioned(n, text) for n in names):
-            scored.append((1, node_id))
+    names = node_names(namespace_id)
+    named = names.with_keys(participants, first_names=True)  # "Priya" finds "Priya Raman"
+    scored = [(2, i) for i in named] + [(1, i) for i in names.mentioned_in(text) - named]
     scored.sort(key=lambda item: (-item[0], -item[1]))
     chosen = [node_id for _, node_id in scored[: CONTEXT_NODES + CONTEXT_NODES // 2]]
     by_id = {n.id: n for n in GraphNode.select().where(GraphNode.id.in_(chosen))} if chosen else {}

@@ -90,3 +90,15 @@ def test_core_imports_without_textual_or_rich():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_migration_to_6_indexes_graph_nodes_by_update_time(db_url, store):
+    def indexed() -> bool:
+        return any(ix.columns == ["namespace_id", "updated_at"] for ix in db.get_indexes("graphnode"))
+
+    assert indexed()
+    name = next(ix.name for ix in db.get_indexes("graphnode") if ix.columns == ["namespace_id", "updated_at"])
+    db.execute_sql(f'DROP INDEX "{name}"')
+    SchemaVersion.delete().where(SchemaVersion.version == 6).execute()
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION and indexed()
