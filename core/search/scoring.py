@@ -89,34 +89,56 @@ def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndar
     return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
 
 
-def score_all(q: Query, *, first_seen: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(document indexes, scores) of every document with a positive score, by index — or with
-    ``first_seen``, in the order the reference's rows first name them (term by term)."""
-    docs = np.concatenate([d for t in q.terms for _, d, _ in t.runs])
-    parts = np.concatenate([_contrib(q, t, d, f) for t in q.terms for _, d, f in t.runs])
-    # bincount adds in input order: per document, terms in sorted order, from 0.0.
-    total = np.bincount(docs, weights=parts, minlength=q.view.size)
-    if first_seen:
-        hit, first = np.unique(docs, return_index=True)
-        hit = hit[np.argsort(first, kind="stable")]
-    else:
-        hit = np.unique(docs)
-    scores = total[hit]
-    keep = scores > 0
-    return hit[keep], scores[keep]
+def score_all(q: Query) -> tuple[np.ndarray, np.ndarray]:
+    """(document indexes, scores) of every document with a positive score, by index.
 
-
-def score_docs(q: Query, cands: np.ndarray) -> np.ndarray:
-    """Exact scores of the candidate documents (sorted indexes), looking each term up."""
-    scores = np.zeros(len(cands), np.float64)
+    Dense arrays over the view's documents, no sorting: per term ``total[docs] += part`` (a
+    term's documents are distinct), so each document sums its terms in sorted order from 0.0.
+    """
+    total = np.zeros(q.view.size, np.float64)
     for term in q.terms:
         for _, docs, tf in term.runs:
+            total[docs] += _contrib(q, term, docs, tf)
+    hit = np.flatnonzero(total > 0)
+    return hit, total[hit]
+
+
+def first_terms(q: Query) -> np.ndarray:
+    """For every document, the index of the first (sorted) query term it holds (len(terms): none).
+
+    The reference reads its rows term by term, so (first term, id) is the order in which its
+    score dict first held each document."""
+    first = np.full(q.view.size, len(q.terms), np.int32)
+    for index in range(len(q.terms) - 1, -1, -1):  # the earliest term is written last and wins
+        for _, docs, _ in q.terms[index].runs:
+            first[docs] = index
+    return first
+
+
+def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np.ndarray:
+    """Exact scores of the candidate documents (sorted indexes): terms in ``dense`` are added
+    over their whole postings, the others looked up for the candidates only."""
+    total = np.zeros(q.view.size, np.float64)
+    for index, term in enumerate(q.terms):
+        for _, docs, tf in term.runs:
+            if index in dense:
+                total[docs] += _contrib(q, term, docs, tf)
+                continue
             where = np.searchsorted(docs, cands)
             where[where >= len(docs)] = len(docs) - 1
             found = docs[where] == cands
             if found.any():
-                scores[found] += _contrib(q, term, cands[found], tf[where[found]])
-    return scores
+                total[cands[found]] += _contrib(q, term, cands[found], tf[where[found]])
+    return total[cands]
+
+
+def _union(q: Query, indexes: Sequence[int]) -> np.ndarray:
+    """Sorted distinct documents holding any of the given terms (a dense mask, no sort)."""
+    mask = np.zeros(q.view.size, bool)
+    for index in indexes:
+        for _, docs, _ in q.terms[index].runs:
+            mask[docs] = True
+    return np.flatnonzero(mask)
 
 
 def upper_bound(q: Query, term: _Term) -> float:
@@ -151,8 +173,8 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
     bounds = [upper_bound(q, t) for t in q.terms]
     # A first threshold: the k-th best among the documents of the rarest term.
     seed = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
-    seed_docs = np.unique(np.concatenate([d for _, d, _ in q.terms[seed].runs]))
-    seed_scores = score_docs(q, seed_docs)
+    seed_docs = _union(q, [seed])
+    seed_scores = score_docs(q, seed_docs, {seed})
     theta = float(np.partition(seed_scores, len(seed_scores) - k)[len(seed_scores) - k]) \
         if len(seed_scores) >= k else 0.0
     by_bound = sorted(range(len(q.terms)), key=lambda i: bounds[i])
@@ -162,8 +184,8 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         running += bounds[i]
         if running >= theta * (1 - SAFETY):
             essential.append(i)
-    cands = np.unique(np.concatenate([d for i in essential for _, d, _ in q.terms[i].runs] + [seed_docs]))
-    scores = score_docs(q, cands)
+    cands = _union(q, essential)
+    scores = score_docs(q, cands, set(essential))
     keep = scores > 0
     cands, scores = cands[keep], scores[keep]
     ids = view.doc_ids[cands]

@@ -99,29 +99,70 @@ def _message_info(ids: list[int]) -> dict[int, tuple]:
     return {row[0]: row[1:] for row in rows}
 
 
+_SPREAD_SLOTS = ((-1, "neighbour_weight"), (1, "neighbour_weight"), (-2, "second_neighbour_weight"),
+                 (2, "second_neighbour_weight"))
+
+
 def _spread(layout: _Layout, docs: np.ndarray, own: np.ndarray, params: RetrievalParams
             ) -> tuple[np.ndarray, np.ndarray]:
-    """Each message's own score plus its neighbours' at lower weight: (documents, scores) in the
-    order a dict filled message by message (self, −1, +1, −2, +2) would hold them, summed in
-    that same order, so the floats and the order of ties are the reference's."""
+    """Each message's own score plus its neighbours' at lower weight: (targets by index, sums).
+
+    The reference loops over the scored messages adding each one's score to itself and a share to
+    the messages −1, +1, −2, +2 positions away. Here each of those five is one vectorised pass
+    (a position holds one message, so a pass never adds twice to one target); a sum of three or
+    more parts may differ from the loop's in the last bit (the order of additions differs)."""
     view = layout.view
-    offsets = ((0, 1.0), (-1, params.neighbour_weight), (1, params.neighbour_weight),
-               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight))
-    columns, weights = [], []
-    for offset, weight in offsets:
-        if offset and not weight:
-            columns.append(np.full(len(docs), -1, np.int64))
-        else:
-            columns.append(docs if offset == 0 else view.neighbour(offset)[docs])
-        weights.append(own if offset == 0 else weight * own)
-    flat_docs = np.stack(columns, axis=1).ravel()
-    flat_weights = np.stack(weights, axis=1).ravel()
-    keep = flat_docs >= 0
-    flat_docs, flat_weights = flat_docs[keep], flat_weights[keep]
-    totals = np.bincount(flat_docs, weights=flat_weights, minlength=view.size)
-    touched, first = np.unique(flat_docs, return_index=True)
-    order = touched[np.argsort(first, kind="stable")]
-    return order, totals[order]
+    total = np.zeros(view.size, np.float64)
+    total[docs] += own
+    for offset, name in _SPREAD_SLOTS:
+        weight = getattr(params, name)
+        if not weight:
+            continue
+        targets = view.neighbour(offset)[docs]
+        reach = targets >= 0
+        total[targets[reach]] += weight * own[reach]
+    targets = np.flatnonzero(total > 0)
+    return targets, total[targets]
+
+
+def _steps(params: RetrievalParams) -> list[tuple[int, int, float]]:
+    """(step, offset from the target to its source, weight) in the reference loop's order."""
+    steps = [(0, 0, 1.0)]
+    for step, (offset, name) in enumerate(_SPREAD_SLOTS, 1):
+        if getattr(params, name):
+            steps.append((step, -offset, getattr(params, name)))
+    return steps
+
+
+def _exact(layout: _Layout, targets: np.ndarray, hit: np.ndarray, own: np.ndarray, first: np.ndarray, terms: int,
+           params: RetrievalParams) -> tuple[np.ndarray, np.ndarray]:
+    """The reference loop's sums and arrival order for a few targets.
+
+    The loop visits scored messages by (first term, id) and adds, per message, to itself and then
+    to the messages −1, +1, −2, +2 away; a target's sum takes its parts in that order, and its
+    arrival is the first of them. Returns (sums, arrival keys)."""
+    view = layout.view
+    size = view.size
+    parts: list[list[tuple[int, float]]] = [[] for _ in range(len(targets))]
+    for step, offset, weight in _steps(params):
+        source = targets if offset == 0 else view.neighbour(offset)[targets]
+        safe = np.where(source >= 0, source, 0)
+        scored = (source >= 0) & (first[safe] < terms)
+        where = np.searchsorted(hit, safe)
+        for row in np.flatnonzero(scored).tolist():
+            s = int(safe[row])
+            value = float(own[where[row]])
+            parts[row].append(((int(first[s]) * size + s) * 5 + step, value if step == 0 else weight * value))
+    sums = np.zeros(len(targets), np.float64)
+    arrival = np.zeros(len(targets), np.int64)
+    for row, items in enumerate(parts):
+        items.sort()
+        total = 0.0
+        for _, value in items:
+            total += value
+        sums[row] = total
+        arrival[row] = items[0][0] if items else np.iinfo(np.int64).max
+    return sums, arrival
 
 
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
@@ -132,32 +173,39 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     query = prepared("message", ns.id, terms, k1=params.k1, b=params.b)
     if query is None:
         return {}
-    hit, own = scoring.score_all(query, first_seen=True)
+    hit, own = scoring.score_all(query)
     if not len(hit):
         return {}
     view = layout.view
     docs, scores = _spread(layout, hit, own, params)
-    ids = view.doc_ids[docs]
-    if params.event_boost > 0:
-        boost = event_support(ns, terms)
-        if boost:
-            top_event = max(boost.values())
-            where = view.index_of(list(boost))
-            position = np.full(view.size, -1, np.int64)
-            position[docs] = np.arange(len(docs))
-            for (mid, value), at in zip(boost.items(), where.tolist()):
-                if at >= 0 and position[at] >= 0:
-                    scores[position[at]] *= 1 + params.event_boost * value / top_event
-    # The candidate_limit best by score; equal scores keep their order of appearance.
+    boost = event_support(ns, terms) if params.event_boost > 0 else {}
+    factors: dict[int, float] = {}
+    if boost:
+        top_event = max(boost.values())
+        where = view.index_of(list(boost))
+        for (mid, value), at in zip(boost.items(), where.tolist()):
+            position = np.searchsorted(docs, at) if at >= 0 else len(docs)
+            if position < len(docs) and docs[position] == at:
+                factors[at] = 1 + params.event_boost * value / top_event
+                scores[position] *= factors[at]
+    # The candidate_limit best. The vectorised sums may differ from the loop's in the last bit, so
+    # everything within a hair of the cut is summed again exactly as the loop does, which also
+    # gives the loop's order for equal scores.
     limit = params.candidate_limit
     if len(scores) > limit:
         kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-        keep = np.flatnonzero(scores >= kth)
+        keep = np.flatnonzero(scores >= kth * (1 - 1e-9))
     else:
         keep = np.arange(len(scores))
-    keep = keep[np.lexsort((keep, -scores[keep]))][:limit]
-    top = ids[keep].tolist()
-    top_scores = scores[keep].tolist()
+    exact, arrival = _exact(layout, docs[keep], hit, own, scoring.first_terms(query), len(query.terms), params)
+    if boost:
+        for row, target in enumerate(docs[keep].tolist()):
+            factor = factors.get(target)
+            if factor is not None:
+                exact[row] *= factor
+    chosen = np.lexsort((arrival, -exact))[:limit]
+    top = view.doc_ids[docs[keep][chosen]].tolist()
+    top_scores = exact[chosen].tolist()
     named = {layout.speakers[t] for t in analyze(question, stemming=False) if t in layout.speakers}
     wants_time = bool(_WHEN.search(question))
     about_user = bool(_FIRST_PERSON.search(question))

@@ -17,7 +17,9 @@ from core.search.analyze import analyze
 from core.search.index import bm25, bm25_reference, bm25_top, unindex_events, unindex_messages
 from core.services.capture import append_messages
 from core.services.events import forget_event, write_event
-from core.services.retrieval import DEFAULT_PARAMS, _layout, _spread, raw_ranking
+from core.services.retrieval import (
+    _FIRST_PERSON, _WHEN, DEFAULT_PARAMS, _has_time, _layout, event_support, raw_ranking,
+)
 from core.services.search import search_events, search_raw
 
 QUESTIONS = queries(10) + ["Alice kubernetes", "rollback plan", "budget deadline Lisbon", "zzzz unknownword"]
@@ -104,38 +106,56 @@ def test_search_channels_equal_exhaustive_rankings(corpus):
         assert [h.event.id for h in hits] == sorted(events, key=lambda i: (-events[i], i))[:6]
 
 
-def _reference_spread(ns_id: int, question: str) -> dict[int, float]:
-    """The raw ranking's neighbour spreading, written out over the reference scores."""
+def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
+    """The default retrieval's raw ranking written out as plain loops over the reference scores."""
     params = DEFAULT_PARAMS
-    own = bm25_reference("message", ns_id, analyze(question), k1=params.k1, b=params.b)
-    at = {(t, p): i for i, t, p in Message.select(Message.id, Message.thread, Message.position)
-          .where(Message.namespace == ns_id).tuples()}
-    where = {i: (t, p) for (t, p), i in at.items()}
+    own = bm25_reference("message", ns.id, analyze(question), k1=params.k1, b=params.b)
+    rows = list(Message.select(Message.id, Message.thread, Message.position, Message.speaker, Message.created_at,
+                               Message.content, Message.role).where(Message.namespace == ns.id)
+                .order_by(Message.id).tuples())
+    at = {(t, p): i for i, t, p, *_ in rows}
+    info = {i: rest for i, *rest in rows}
+    speakers: dict[str, str] = {}
+    for *_, speaker, _, _, _ in rows:
+        for token in analyze(speaker or "", stemming=False):
+            speakers.setdefault(token, speaker)
     scores: dict[int, float] = {}
     for mid, score in own.items():
         scores[mid] = scores.get(mid, 0.0) + score
-        thread, position = where[mid]
+        thread, position = info[mid][:2]
         for offset, weight in ((-1, params.neighbour_weight), (1, params.neighbour_weight),
                                (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight)):
             neighbour = at.get((thread, position + offset))
             if neighbour is not None:
                 scores[neighbour] = scores.get(neighbour, 0.0) + weight * score
-    return scores
+    boost = event_support(ns, analyze(question))
+    if boost:
+        top_event = max(boost.values())
+        for mid, value in boost.items():
+            if mid in scores:
+                scores[mid] *= 1 + params.event_boost * value / top_event
+    named = {speakers[t] for t in analyze(question, stemming=False) if t in speakers}
+    wants_time, about_user = bool(_WHEN.search(question)), bool(_FIRST_PERSON.search(question))
+    out = {}
+    for mid in sorted(scores, key=lambda m: -scores[m])[: params.candidate_limit]:
+        _, _, speaker, created_at, content, role = info[mid]
+        factor = 1.0
+        if named and speaker in named:
+            factor += params.speaker_boost
+        elif about_user and role == "user":
+            factor += params.user_boost
+        if wants_time and _has_time(content, created_at):
+            factor += params.time_boost
+        out[mid] = scores[mid] * factor
+    return out
 
 
-def test_default_retrieval_spreading_equals_the_reference(corpus):
-    from core.search.index import prepared
-
+def test_default_retrieval_raw_ranking_equals_the_reference(corpus):
     ns = Namespace.get_by_id(corpus.id)
-    layout = _layout(ns)
-    for question in QUESTIONS:
-        expected = _reference_spread(ns.id, question)
-        query = prepared("message", ns.id, analyze(question), k1=DEFAULT_PARAMS.k1, b=DEFAULT_PARAMS.b)
-        if query is None:
-            assert not expected and raw_ranking(ns, question, layout, DEFAULT_PARAMS) == {}
-            continue
-        docs, own = scoring.score_all(query, first_seen=True)
-        order, scores = _spread(layout, docs, own, DEFAULT_PARAMS)
-        got = dict(zip(layout.view.doc_ids[order].tolist(), scores.tolist()))
-        assert list(got) == list(expected)  # the same order of first appearance (tie order)
+    for question in QUESTIONS + ["when did Alice plan the Lisbon trip", "what did I decide about redis"]:
+        expected = _reference_raw_ranking(ns, question)
+        got = raw_ranking(ns, question, _layout(ns), DEFAULT_PARAMS)
+        assert list(got) == list(expected)  # the same candidates in the same order (ties included)
         assert all(abs(got[i] - expected[i]) <= 1e-9 for i in expected)
+
+
