@@ -314,8 +314,6 @@ _NODE_CORPORA: dict[tuple, tuple] = {}
 
 def _graph_fingerprint(namespace_id: int) -> tuple:
     """What changes whenever a node, fact or edge of the namespace does (one round trip)."""
-    from core.db import db
-
     marker = db.obj.param
     row = db.execute_sql(
         f"SELECT (SELECT revision FROM namespace WHERE id = {marker}), "
@@ -331,14 +329,13 @@ def _graph_fingerprint(namespace_id: int) -> tuple:
     return tuple(row)
 
 
-def _node_corpus(namespace_id: int) -> tuple[dict, dict, dict]:
+def _node_corpus(namespace_id: int, fingerprint: tuple | None = None) -> tuple[dict, dict, dict]:
     """(term counts, lengths, name/alias tokens) of every current node, counted once per
     version of the namespace's graph (the fingerprint) rather than once per query."""
-    from core.db import db
     from core.models import GraphEdge, GraphFact, GraphNode
     from core.services.graph import CURRENT, render_value
 
-    key = (id(db.obj), namespace_id, _graph_fingerprint(namespace_id))
+    key = (id(db.obj), namespace_id, fingerprint or _graph_fingerprint(namespace_id))
     cached = _NODE_CORPORA.get(key)
     if cached is not None:
         return cached
@@ -379,7 +376,7 @@ def _node_corpus(namespace_id: int) -> tuple[dict, dict, dict]:
     return cached
 
 
-def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
+def _prerank_nodes(namespace_id: int, terms: list[str], fingerprint: tuple | None = None) -> dict[int, float]:
     """BM25 over what is stored on the nodes (name, aliases, tags, type, current facts,
     edge endpoints and relations), cheap enough to run over a whole namespace graph.
 
@@ -387,7 +384,7 @@ def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
     a hub person linked from everywhere would otherwise lose to its short neighbours."""
     from core.search.bm25 import bm25_counted
 
-    counts, lengths, own_names = _node_corpus(namespace_id)
+    counts, lengths, own_names = _node_corpus(namespace_id, fingerprint)
     if not counts:
         return {}
     wanted = set(terms)
@@ -397,6 +394,44 @@ def _prerank_nodes(namespace_id: int, terms: list[str]) -> dict[int, float]:
     return {nid: score + (top if nid in named else 0.0) for nid, score in scores.items()}
 
 
+_NODE_VIEWS: dict[int, tuple[tuple, dict]] = {}
+
+
+def _view_fingerprint(namespace_id: int) -> tuple:
+    """What a node's effective view depends on beyond the graph tables: which of its evidence
+    events are live. Live events are counted per status from the (namespace, status) index; the
+    few forgotten or archived ones also give their latest change, so a forget and a restore
+    between two searches still differ. New provenance rows raise graphsource's highest id."""
+    marker = db.obj.param
+    counts = db.execute_sql(
+        f"SELECT status, COUNT(*) FROM event WHERE namespace_id = {marker} GROUP BY status", (namespace_id,)).fetchall()
+    hidden = db.execute_sql(
+        f"SELECT MAX(updated_at) FROM event WHERE namespace_id = {marker} AND status NOT IN ('active', 'superseded')",
+        (namespace_id,)).fetchone()
+    source = db.execute_sql("SELECT MAX(id) FROM graphsource").fetchone()
+    return (_graph_fingerprint(namespace_id), tuple(sorted(counts)), hidden[0], source[0])
+
+
+def _cached_node_view(namespace_id: int, fingerprint: tuple, node_id: int):
+    """``node_view`` remembered until the namespace's graph or its evidence changes."""
+    from core.errors import NotFoundError
+    from core.services.graph import node_view
+
+    key = (id(db.obj), fingerprint)
+    cached = _NODE_VIEWS.get(namespace_id)
+    if cached is None or cached[0] != key:
+        cached = _NODE_VIEWS[namespace_id] = (key, {})
+        if len(_NODE_VIEWS) > 16:
+            _NODE_VIEWS.pop(next(iter(_NODE_VIEWS)))
+    views = cached[1]
+    if node_id not in views:
+        try:
+            views[node_id] = node_view(node_id)
+        except NotFoundError as exc:  # remembered too: it is as stable as a view
+            views[node_id] = exc
+    return views[node_id]
+
+
 def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     """§7.5: field-weighted BM25 over the graph, checked against the effective view.
 
@@ -404,20 +439,19 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     matches the query in something other than a relation label: a relation-only hit is no hit.
     """
     from core.errors import NotFoundError
-    from core.services.graph import node_view
 
     limit = clamp(limit, 1, 20, 8)
     terms = analyze(query or "")
     if not terms:
         return []
     ns = get_namespace(namespace)
-    scores = _prerank_nodes(ns.id, terms)
+    fingerprint = _view_fingerprint(ns.id)
+    scores = _prerank_nodes(ns.id, terms, fingerprint[0])
     wanted = set(terms)
     hits = []
     for nid in sorted(scores, key=lambda i: (-scores[i], i))[: limit * 3]:
-        try:
-            view = node_view(nid)
-        except NotFoundError:
+        view = _cached_node_view(ns.id, fingerprint, nid)
+        if isinstance(view, NotFoundError):
             continue
         field_tokens = {f: set(analyze(t)) for f, t in _node_fields(view).items()}
         matched = tuple(f for f, toks in field_tokens.items() if wanted & toks)

@@ -159,3 +159,25 @@ def test_default_retrieval_raw_ranking_equals_the_reference(corpus):
         assert all(abs(got[i] - expected[i]) <= 1e-9 for i in expected)
 
 
+
+
+def test_graph_search_cache_follows_forget_and_restore(store):
+    from core.services.capture import append_turn
+    from core.services.derive import run_pending
+    from core.services.events import restore_event
+    from core.services.search import search_graph
+    from core.services.spaces import configure_namespace
+
+    configure_namespace("g", block_turn_size=2)
+    for text in ("Maya moved to Lisbon in May.", "Maya started a job at Kestrel in Lisbon.",
+                 "The Lisbon flat has a balcony.", "Maya adopted a cat in Lisbon."):
+        append_turn("g", "chat", {"role": "user", "content": text, "speaker": "Maya"}, "Noted.")
+    assert run_pending("g").failed == 0
+    before = search_graph("g", "Lisbon")
+    assert before and search_graph("g", "Lisbon") == before  # the second answer comes from the cache
+    events = [e.id for e in Event.select(Event.id)]
+    for event_id in events:
+        forget_event(event_id)
+    assert search_graph("g", "Lisbon") == []  # no live evidence: the cached views were dropped
+    restore_event(events[0])
+    assert search_graph("g", "Lisbon") != []
