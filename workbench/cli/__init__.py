@@ -24,7 +24,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import agent, bench, events, graph, memory, search
+    from workbench.cli import agent, bench, events, graph, imports, memory, search
 
     parser = argparse.ArgumentParser(
         prog="strata", description="Strata: local-first long-term memory for AI agents."
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.register_traces(sub, common)
     agent.register(sub, common)
     bench.register(sub, common)
+    imports.register(sub, common, _common(json_flag=False))
     return parser
 
 

@@ -209,6 +209,10 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_locomo)
 
+    from workbench.cli.imports import register_bench
+
+    register_bench(kinds, common)
+
     p = kinds.add_parser("longmemeval", parents=[common],
                          help="LongMemEval_S session retrieval against a BM25 baseline")
     p.add_argument("--data", required=True, type=Path, help="path to longmemeval_s_cleaned….json(.gz)")

@@ -1,0 +1,333 @@
+"""`strata import …` (preview, resume, decide, commit, list, show, undo, prompt), `strata export`
+and `strata bench import`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
+
+ACTION_STYLE = {"add": "green", "merge": "cyan", "supersede": "yellow", "conflict": "red", "ignore": "dim"}
+
+
+def _namespace(args: argparse.Namespace) -> str:
+    """The namespace named by --namespace; without it the only namespace there is (or 'default')."""
+    from core.errors import InvalidInputError
+    from core.services.spaces import DEFAULT_NAMESPACE, list_namespaces
+
+    chosen = getattr(args, "namespace", None)
+    if chosen:
+        return chosen
+    names = [n.name for n in list_namespaces()]
+    if len(names) > 1:
+        raise InvalidInputError(f"several namespaces exist ({', '.join(names)}); pass --namespace")
+    return names[0] if names else DEFAULT_NAMESPACE
+
+
+def _provider(args: argparse.Namespace):
+    name = getattr(args, "provider", None)
+    if not name:
+        return None
+    from core.providers import get_provider
+
+    return get_provider(name)
+
+
+def _matches(item) -> str:
+    chosen = set(item.effective_target_ids or item.target_ids)
+    return ", ".join(f"{m.event_id}{'*' if m.event_id in chosen else ''}" for m in item.matches) or "-"
+
+
+def _action_cell(item) -> str:
+    action = item.effective_action or item.action or "…"
+    label = action.upper()
+    if item.action and item.effective_action and item.action != item.effective_action:
+        label += f" (proposed {item.action})"
+    return f"[{ACTION_STYLE.get(action, '')}]{label}[/]" if action in ACTION_STYLE else label
+
+
+def _print_preview(preview, *, title: str | None = None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    batch = preview.batch
+    out = Table(title=title or f"Import batch {batch.id} into {batch.namespace!r} ({batch.status})",
+                header_style="bold", show_lines=False)
+    for column in ("#", "action", "confidence", "person", "matched events (* = target)", "reason", "candidate"):
+        out.add_column(column, overflow="fold")
+    for item in preview.items:
+        needs = item.requires_confirmation and item.choice_action is None and item.created_event_id is None \
+            and batch.status not in ("committed", "undone")
+        person = "choose" if needs else ("chosen" if item.choice_action else "")
+        confidence = "-" if item.confidence is None else f"{item.confidence:.2f}"
+        created = f" → event {item.created_event_id}" if item.created_event_id else ""
+        out.add_row(str(item.position), _action_cell(item) + created, confidence, person, _matches(item),
+                    escape(item.reason or ""), escape(item.candidate.title))
+    console.print(out)
+    counts = ", ".join(f"{n} {a}" for a, n in batch.counts.items() if n) or "nothing decided yet"
+    console.print(f"batch {batch.id}: {batch.total} items ({counts}); {batch.needs_confirmation} need a person "
+                  f"(confidence below {batch.threshold:g}{', recovered from malformed input' if batch.recovered else ''})",
+                  markup=False, highlight=False)
+    for warning in batch.warnings[:10]:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False)
+    if batch.status in ("ready", "awaiting_confirmation"):
+        console.print(f"next: `strata import decide {batch.id} ITEM ACTION [--target EVENT]` for items marked "
+                      f"'choose' (they are ignored otherwise), then `strata import commit {batch.id}`",
+                      markup=False, highlight=False)
+    elif batch.status == "processing":
+        console.print(f"the preview is not finished: `strata import resume {batch.id}`", markup=False)
+
+
+def _show(preview, args: argparse.Namespace, title: str | None = None) -> None:
+    if args.json:
+        print_json(preview)
+    else:
+        _print_preview(preview, title=title)
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    from core.imports.formats import read_import_file
+    from core.services.imports import parse_or_recover, preview_batch, start_import
+
+    provider = _provider(args)
+    # The whole file is validated before the store is opened: bad input changes nothing.
+    try:
+        text, parsed = read_import_file(args.file, args.format)
+    except Exception as exc:
+        from core.imports.formats import ImportFormatError
+
+        if not (isinstance(exc, ImportFormatError) and exc.syntax and not args.no_recover and args.format == "v2"):
+            raise
+        from core.providers import get_provider
+
+        text = Path(args.file).read_text(encoding="utf-8")
+        parsed = parse_or_recover(text, args.format, provider or get_provider(None), where=str(args.file))
+    open_from_args(args)
+    batch = start_import(_namespace(args), text, format=args.format, source_name=str(args.file), provider=provider,
+                         top_k=args.top_k, threshold=args.threshold, recover=not args.no_recover, parsed=parsed)
+    if not args.json:
+        err_console.print(f"import batch {batch.id}: {batch.total} candidates from {args.file}", markup=False)
+    with progress_bar("preview", enabled=not args.json and batch.total > 1) as update:
+        preview = preview_batch(batch.id, provider=provider, progress=update)
+    _show(preview, args)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from core.services.imports import get_batch, preview_batch
+
+    open_from_args(args)
+    total = get_batch(args.batch).batch.total
+    with progress_bar("preview", enabled=not args.json and total > 1) as update:
+        preview = preview_batch(args.batch, provider=_provider(args), progress=update)
+    _show(preview, args)
+    return 0
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from core.services.imports import decide
+
+    open_from_args(args)
+    row = decide(args.batch, args.item, args.action, args.target or None)
+    if args.json:
+        print_json(row)
+    else:
+        targets = ", ".join(map(str, row.effective_target_ids)) or "-"
+        console.print(f"item {row.position} of batch {args.batch}: {row.effective_action} (targets {targets})",
+                      markup=False, highlight=False)
+    return 0
+
+
+def cmd_commit(args: argparse.Namespace) -> int:
+    from core.services.imports import StalePreviewError, commit_batch
+
+    open_from_args(args)
+    try:
+        preview = commit_batch(args.batch, provider=_provider(args))
+    except StalePreviewError as exc:
+        if exc.preview is not None:
+            _show(exc.preview, args, title=f"Refreshed preview of import batch {args.batch}")
+        raise
+    if args.json:
+        print_json(preview)
+    else:
+        batch = preview.batch
+        console.print(f"committed import batch {batch.id}: {batch.imported_count} events written, source block "
+                      f"{batch.source_block_id}; graph projection queued (run `strata derive`); "
+                      f"undo with `strata import undo {batch.id}`", markup=False, highlight=False)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from core.services.imports import list_batches
+
+    open_from_args(args)
+    rows = list_batches(getattr(args, "namespace", None), args.status, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return 0
+    table("Import batches", ["id", "namespace", "status", "format", "source", "items", "need a person", "imported",
+                             "created"],
+          [[b.id, b.namespace, b.status, b.format, b.source_name or b.source_system or "-",
+            f"{b.processed}/{b.total}", b.needs_confirmation, b.imported_count, b.created_at[:19]] for b in rows])
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from core.services.imports import get_batch
+
+    open_from_args(args)
+    _show(get_batch(args.batch), args)
+    return 0
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from core.services.imports import undo_batch
+
+    open_from_args(args)
+    result = undo_batch(args.batch)
+    if args.json:
+        print_json(result)
+    else:
+        console.print(f"undid import batch {result.batch.id}: removed {len(result.removed_event_ids)} events, restored "
+                      f"{len(result.restored_event_ids)}; graph: {result.graph_removed} records removed, "
+                      f"{result.graph_restored} restored", markup=False, highlight=False)
+    return 0
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from core.imports.prompt import export_prompt
+
+    if args.json:
+        print_json({"prompt": export_prompt()})
+    else:
+        print(export_prompt(), end="")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from core.services.export import export_namespace
+
+    open_from_args(args)
+    text = export_namespace(_namespace(args), args.format)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        err_console.print(f"export written to {args.out}", markup=False)
+    else:
+        print(text, end="")
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
+    from core.imports.formats import FORMATS
+    from core.providers.schemas import IMPORT_ACTIONS
+    from core.services.imports import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
+
+    imp = sub.add_parser("import", help="import memory exported by another assistant (preview, decide, commit, undo)",
+                         description="Import memory exported by another assistant: preview every item against what "
+                                     "Strata remembers, let a person decide the uncertain ones, commit in one "
+                                     "transaction, undo a whole batch exactly.")
+    steps = imp.add_subparsers(dest="import_command", metavar="STEP", required=True)
+
+    p = steps.add_parser("preview", parents=[common], help="parse a file and decide every item (writes no memory)")
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument("--format", default="v2", choices=FORMATS,
+                   help="v2 (stratagate.external-memory.v2 JSON, default), mem0 (a Mem0 export) or text (one fact per "
+                        "bullet or line)")
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to import into (default: the only one)")
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"stored matches per item, 1-20 (default {DEFAULT_TOP_K})")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"decisions below this confidence need a person (default {DEFAULT_THRESHOLD})")
+    p.add_argument("--provider", default=None, help="decider (default: offline)")
+    p.add_argument("--no-recover", action="store_true", help="reject malformed JSON instead of trying to recover it")
+    p.set_defaults(handler=cmd_preview)
+
+    p = steps.add_parser("resume", parents=[common], help="finish an interrupted preview (finished items are kept)")
+    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("--provider", default=None)
+    p.set_defaults(handler=cmd_resume)
+
+    p = steps.add_parser("decide", parents=[common], help="choose the action for one item of a batch")
+    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("item", type=int, metavar="ITEM")
+    p.add_argument("action", choices=IMPORT_ACTIONS, metavar="ACTION", help=" | ".join(IMPORT_ACTIONS))
+    p.add_argument("--target", type=int, action="append", metavar="EVENT",
+                   help="stored event the action applies to (merge, supersede, conflict); repeatable")
+    p.set_defaults(handler=cmd_decide)
+
+    p = steps.add_parser("commit", parents=[common], help="apply a previewed batch in one transaction")
+    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("--provider", default=None, help="decider used to refresh a stale preview")
+    p.set_defaults(handler=cmd_commit)
+
+    p = steps.add_parser("list", parents=[common], help="import batches with their status")
+    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--status", choices=STATUSES)
+    p.add_argument("--limit", type=int, default=100)
+    p.set_defaults(handler=cmd_list)
+
+    p = steps.add_parser("show", parents=[common], help="a batch with every item, decision and audit")
+    p.add_argument("batch", metavar="BATCH")
+    p.set_defaults(handler=cmd_show)
+
+    p = steps.add_parser("undo", parents=[common], help="undo a committed batch exactly (once)")
+    p.add_argument("batch", metavar="BATCH")
+    p.set_defaults(handler=cmd_undo)
+
+    p = steps.add_parser("prompt", parents=[common], help="print a prompt that asks another assistant for a v2 export")
+    p.set_defaults(handler=cmd_prompt)
+
+    from core.services.export import EXPORT_FORMATS
+
+    p = sub.add_parser("export", parents=[common_no_json],
+                       help="canonical, deterministic export of a namespace (messages, blocks, events, graph, "
+                            "weights, receipts)")
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to export (default: the only one)")
+    p.add_argument("--format", default="json", choices=EXPORT_FORMATS)
+    p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
+    p.set_defaults(handler=cmd_export)
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+def cmd_bench_import(args: argparse.Namespace) -> int:
+    from core.bench.imports import run_import_bench
+
+    with progress_bar("import preview", enabled=not args.json) as update:
+        report = run_import_bench(seed=args.seed, candidates=args.candidates, people=args.people,
+                                  threshold=args.threshold, top_k=args.top_k, provider=args.provider,
+                                  db_url=getattr(args, "db", None), progress=update)
+    if not args.json:
+        accuracy, counts = report["accuracy"], report["counts"]
+        rows = [[action, counts[action], "–" if accuracy[action] is None else f"{accuracy[action]:.3f}"]
+                for action in ("add", "merge", "supersede", "conflict", "ignore")]
+        rows.append(["overall", report["candidates"], f"{accuracy['overall']:.3f}"])
+        table(f"Import decisions, seed {report['seed']} ({report['provider']}, {report['stored_facts']} stored facts)",
+              ["expected action", "items", "accuracy"], rows)
+        console.print(f"auto-applied share {report['auto_applied_share']:.3f} (confidence ≥ {report['threshold']:g}), "
+                      f"auto-applied precision {report['auto_applied_precision']:.3f}; undo round trip "
+                      f"{'identical' if report['undo_round_trip'] else 'DIFFERENT'}; {report['timing']['total_s']} s",
+                      markup=False, highlight=False)
+    if getattr(args, "json_out", None):
+        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        err_console.print(f"report written to {args.json_out}", markup=False)
+    if args.json:
+        print_json(report)
+    return 0
+
+
+def register_bench(kinds, common: argparse.ArgumentParser) -> None:
+    p = kinds.add_parser("import", parents=[common],
+                         help="import decisions on a generated, labelled set against a seeded store, and the undo "
+                              "round trip")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--candidates", type=int, default=200, help="labelled candidates, 1-200 (default 200)")
+    p.add_argument("--people", type=int, default=14, help="people in the seeded store (default 14)")
+    p.add_argument("--threshold", type=float, default=0.85)
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--provider", default=None, help="decider (default: offline)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_bench_import)
