@@ -211,6 +211,7 @@ class Fact:
     participants: set[str]
     lead: str  # who it is about: the first named participant, else the first name, else the user
     names: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)  # names in the order they appear
     preds: set[str] = field(default_factory=set)
     values: set[str] = field(default_factory=set)
     anchors: set[str] = field(default_factory=set)
@@ -325,10 +326,11 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
         fact.preds.add("work")
     if _ROLE_PHRASE.search(text):
         fact.preds.add("role")
-    named = [n for n in order if n in fact.participants]
-    if _USER_SUBJECT.match(text) or (not named and not before_verb and first_verb is not None):
-        named = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
-    fact.lead = (named or before_verb or order or parts or [_USER])[0]
+    fact.order = list(dict.fromkeys(order))
+    lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
+    if _USER_SUBJECT.match(text) or (not before_verb and first_verb is not None):
+        lead_candidates = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
+    fact.lead = (lead_candidates or [n for n in order if n in fact.participants] or order or parts or [_USER])[0]
     fact.values |= fact.names
     return fact
 
@@ -356,11 +358,14 @@ class Relation:
 
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     shared_names = (cand.names & fact.people) | (fact.names & cand.people)
-    subject = {n for n in shared_names if n in cand.participants | fact.participants}
-    if not subject and cand.lead == fact.lead:
+    ranked = cand.order + sorted(shared_names - set(cand.order))
+    # One subject: the lead both statements share, else the first shared name someone lists as
+    # a participant, else a shared name one of them leads with.
+    if cand.lead == fact.lead:
         subject = {cand.lead}
-    if not subject and shared_names and cand.lead in shared_names:
-        subject = {cand.lead}
+    else:
+        subject = {next((n for n in ranked if n in shared_names and n in cand.participants | fact.participants),
+                        next((n for n in ranked if n in shared_names and n in (cand.lead, fact.lead)), ""))} - {""}
     same_subject = bool(subject)
     cv, mv = cand.values - subject, fact.values - subject
     shared, new, missing = cv & mv, cv - mv, mv - cv
