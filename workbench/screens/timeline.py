@@ -103,6 +103,8 @@ class TimelineScreen(StrataScreen):
         self.requested_id: int | None = None
         self._debounce: Timer | None = None
         self._applied = None
+        self._histogram_due = False
+        self._histograms: dict = {}
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -173,7 +175,7 @@ class TimelineScreen(StrataScreen):
             return
         self._applied = flt
         self.load_page()
-        self.load_histogram()
+        self._histogram_due = True
 
     def action_clear_filters(self) -> None:
         for selector in ("#f-text", "#f-who", "#f-from", "#f-to"):
@@ -212,12 +214,20 @@ class TimelineScreen(StrataScreen):
         self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
 
     def load_histogram(self) -> None:
+        """The histogram of the applied filter; it follows the list (same filter, cached per
+        filter until the data changes), so the list is never kept waiting by the aggregate."""
         ns, flt = self.namespace, self._applied or self.current_filter()
+        key = (ns, flt, self.workbench.data_version)
+        if key in self._histograms:
+            self.post_message(self.HistogramLoaded(self._histograms[key]))
+            return
 
         def histogram():
             from core.services.browse import event_histogram
 
-            return event_histogram(ns, flt, buckets=BUCKETS)
+            result = event_histogram(ns, flt, buckets=BUCKETS)
+            self._histograms[key] = result
+            return result
 
         self.fetch("histogram", histogram, self.HistogramLoaded)
 
@@ -227,6 +237,9 @@ class TimelineScreen(StrataScreen):
         if not event.append:
             table.reset()
         self.cursor = event.cursor
+        if self._histogram_due and not event.append:
+            self._histogram_due = False
+            self.call_after_refresh(self.load_histogram)
         table.append_page(event.rows, [event_cells(r) for r in event.rows], event.cursor is not None)
         table.stop_loading()
         self.workbench.mark("timeline:list")
