@@ -443,3 +443,38 @@ def test_migration_from_schema_4_adds_the_import_tables(db_url, store):
     reopened = open_store(db_url)
     assert reopened.schema_version == SCHEMA_VERSION and database_version(db) == SCHEMA_VERSION
     assert db.table_exists(ImportChange._meta.table_name)
+
+
+class _TransactionWatcher(ScriptedProvider):
+    """Fails the test if the import asks for a model decision inside a database transaction."""
+
+    def decide_external_memory(self, context):
+        assert not db.in_transaction(), "model call inside a write transaction"
+        return super().decide_external_memory(context)
+
+    def recover_external_memory(self, context):
+        assert not db.in_transaction(), "model call inside a write transaction"
+        return super().recover_external_memory(context)
+
+    def project_graph(self, context):
+        assert not db.in_transaction(), "model call inside a write transaction"
+        from core.providers.offline import OfflineProvider
+
+        return OfflineProvider().project_graph(context)
+
+
+def test_model_calls_run_outside_transactions_and_choices_can_be_passed_to_commit(seeded):
+    maya = seeded["Maya lives in Lisbon."]
+    watcher = _TransactionWatcher({
+        "recover_external_memory": [{"reason": "found", "candidates": [
+            {"title": "Maya moved", "summary": "Maya moved to Porto."}, {"title": "Omar", "summary": "Omar runs."}]}],
+        "decide_external_memory": [answer("supersede", [maya], 0.99), answer("add", confidence=0.99)] * 2,
+    })
+    preview = preview_import(NS, "Maya moved to Porto. Omar runs. (not JSON)", provider=watcher)
+    assert preview.batch.recovered and all(i.requires_confirmation for i in preview.items)
+    append_turn(NS, "later", "Sailing is fun.", "Ok.")  # stale: the commit refreshes through the watcher
+    with pytest.raises(StalePreviewError):
+        commit_batch(preview.batch.id, provider=watcher)
+    committed = commit_batch(preview.batch.id, choices={1: ("supersede", [maya]), 2: "add"})
+    assert [i.effective_action for i in committed.items] == ["supersede", "add"]
+    assert run_pending(NS, provider=watcher).failed == 0  # the import's graph projection
