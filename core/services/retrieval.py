@@ -136,33 +136,33 @@ def _steps(params: RetrievalParams) -> list[tuple[int, int, float]]:
 
 def _exact(layout: _Layout, targets: np.ndarray, hit: np.ndarray, own: np.ndarray, first: np.ndarray, terms: int,
            params: RetrievalParams) -> tuple[np.ndarray, np.ndarray]:
-    """The reference loop's sums and arrival order for a few targets.
+    """The reference loop's sums and arrival order for some targets.
 
     The loop visits scored messages by (first term, id) and adds, per message, to itself and then
     to the messages −1, +1, −2, +2 away; a target's sum takes its parts in that order, and its
-    arrival is the first of them. Returns (sums, arrival keys)."""
+    arrival is the first of them. One or two parts add up the same in any order, so only targets
+    with three or more are summed part by part. Returns (sums, arrival keys)."""
     view = layout.view
-    size = view.size
-    parts: list[list[tuple[int, float]]] = [[] for _ in range(len(targets))]
-    for step, offset, weight in _steps(params):
+    size = np.int64(view.size)
+    steps = _steps(params)
+    keys = np.full((len(targets), len(steps)), np.iinfo(np.int64).max, np.int64)
+    values = np.zeros((len(targets), len(steps)), np.float64)
+    for column, (step, offset, weight) in enumerate(steps):
         source = targets if offset == 0 else view.neighbour(offset)[targets]
         safe = np.where(source >= 0, source, 0)
         scored = (source >= 0) & (first[safe] < terms)
-        where = np.searchsorted(hit, safe)
-        for row in np.flatnonzero(scored).tolist():
-            s = int(safe[row])
-            value = float(own[where[row]])
-            parts[row].append(((int(first[s]) * size + s) * 5 + step, value if step == 0 else weight * value))
-    sums = np.zeros(len(targets), np.float64)
-    arrival = np.zeros(len(targets), np.int64)
-    for row, items in enumerate(parts):
-        items.sort()
+        where = np.searchsorted(hit, safe[scored])
+        keys[scored, column] = (first[safe[scored]].astype(np.int64) * size + safe[scored]) * 5 + step
+        values[scored, column] = own[where] if step == 0 else weight * own[where]
+    present = keys != np.iinfo(np.int64).max
+    sums = values.sum(axis=1)
+    for row in np.flatnonzero(present.sum(axis=1) >= 3).tolist():
         total = 0.0
-        for _, value in items:
-            total += value
+        for column in np.argsort(keys[row], kind="stable").tolist():
+            if present[row, column]:
+                total += float(values[row, column])
         sums[row] = total
-        arrival[row] = items[0][0] if items else np.iinfo(np.int64).max
-    return sums, arrival
+    return sums, keys.min(axis=1)
 
 
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
