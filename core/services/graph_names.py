@@ -9,7 +9,7 @@ the events' text, which is exactly a whole-word substring test on a padded text.
 
 The index lives with the open database object (a new ``open_store`` starts a new one) and
 catches up with writes from other connections by re-reading the nodes whose
-``updated_at`` is not older than the newest it has seen (indexed per namespace), and
+``updated_at`` is newer than the newest it has seen (indexed per namespace), and
 starts over when the number of nodes differs from what it holds (deletions, or an id
 left by a rolled-back write).
 """
@@ -72,7 +72,7 @@ class NodeNames:
     by_first_name: dict[str, set[int]] = field(default_factory=dict)
     by_needle: dict[str, set[int]] = field(default_factory=dict)
     han_needles: dict[str, set[int]] = field(default_factory=dict)
-    longest: int = 1  # words in the longest needle: the n-grams worth building
+    starts: dict[str, set[int]] = field(default_factory=dict)  # first word -> word counts of needles
     seen_updated: str = ""
 
     def refresh(self) -> None:
@@ -82,7 +82,7 @@ class NodeNames:
             self.__init__(self.namespace_id)
         query = GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type,
                                  GraphNode.status, GraphNode.updated_at).where(
-            (GraphNode.namespace == self.namespace_id) & (GraphNode.updated_at >= self.seen_updated))
+            (GraphNode.namespace == self.namespace_id) & (GraphNode.updated_at > self.seen_updated))
         for node_id, name, aliases_json, node_type, status, updated_at in db.execute(query):
             aliases = GraphNode.aliases.python_value(aliases_json) or []
             self.note(node_id, name, aliases, node_type, status, updated_at)
@@ -104,7 +104,8 @@ class NodeNames:
         for text in needles:
             if text.startswith(" "):
                 self.by_needle.setdefault(text, set()).add(node_id)
-                self.longest = max(self.longest, text.count(" ") - 1)
+                words = text.split()
+                self.starts.setdefault(words[0], set()).add(len(words))
             else:
                 self.han_needles.setdefault(text, set()).add(node_id)
         self.seen_updated = max(self.seen_updated, updated_at)
@@ -137,8 +138,9 @@ class NodeNames:
         """Current nodes whose name or an alias occurs as whole words in ``padded_text``."""
         words = padded_text.split()
         found: set[int] = set()
-        for size in range(1, self.longest + 1):
-            for start in range(len(words) - size + 1):
+        for start, word in enumerate(words):
+            # Only where some needle starts, and only the lengths such needles have.
+            for size in self.starts.get(word, ()):
                 hit = self.by_needle.get(f" {' '.join(words[start:start + size])} ")
                 if hit:
                     found |= hit
