@@ -47,14 +47,20 @@ async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", siz
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     steps = {"blocks": [], "timeline": ["2"], "graph": ["3", "j", "j"], "traces": ["4", "j", "j", "j"],
-             "imports": ["5"], "jobs": ["6"], "search": ["slash", *"passport", "enter"], "help": ["1", "question_mark"]}
+             "imports": ["5", "!preview"], "jobs": ["6"], "search": ["slash", *"passport", "enter"], "help": ["1", "question_mark"]}
     written = []
     for name, keys in steps.items():
         app = Workbench(db_url=url, config=Config(theme=theme, path=None))
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
             for key in keys:
-                await pilot.press(key)
+                if key == "!preview":  # a pasted list of facts, previewed against the demo memory
+                    app.screen.query_one("#i-format").value = "text"
+                    await settle(pilot)
+                    app.screen.start_preview(text="- Maya adopted a grey cat named Miso in March 2026.\n"
+                                                  "- The Atlas launch moved to Tuesday, March 17.\n")
+                else:
+                    await pilot.press(key)
                 await settle(pilot)
             for field in app.screen.query(Input):
                 field.cursor_blink = False
