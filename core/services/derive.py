@@ -11,19 +11,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from peewee import fn
+
 from core.db import write_transaction
 from core.errors import StrataError
 from core.layers import derivation_view
-from peewee import fn
-
 from core.models import Block, Job, Message, Namespace, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
+from core.search.index import index_events
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
-from core.search.index import index_events
-from core.services.graph import run_graph_job
 from core.services.events import extraction_timeline, queue_graph_projection, validate_extracted, write_event
+from core.services.graph import run_graph_job
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, wall
 

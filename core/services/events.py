@@ -13,8 +13,23 @@ from peewee import JOIN
 from core.db import bulk_insert, insert_one, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
-from core.eventtypes import normalize_criticality, normalize_event_type, normalize_scope, normalize_temporal
-from core.models import Block, Event, EventLink, EventParticipant, EventSource, Job, Message, Namespace, Thread
+from core.eventtypes import (
+    normalize_criticality,
+    normalize_event_type,
+    normalize_scope,
+    normalize_temporal,
+)
+from core.models import (
+    Block,
+    Event,
+    EventLink,
+    EventParticipant,
+    EventSource,
+    Job,
+    Message,
+    Namespace,
+    Thread,
+)
 from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
 from core.services.capture import _row_to_raw
@@ -472,6 +487,38 @@ RECENT_LIMIT = 4
 TIMELINE_QUERY_TERMS = 24
 
 
+def _recent_events(namespace_id: int, exclude_block: int | None, live) -> list[Event]:
+    """The RECENT_LIMIT newest live events by source block order (then turn, time, id);
+    events without a block (imports) count as oldest.
+
+    Walks blocks newest first in growing windows instead of sorting every event of the
+    namespace, so the cost does not grow with the namespace.
+    """
+    def key(event: Event, sequence: int) -> tuple:
+        return (sequence, event.formed_turn or 0, event.created_at or "", event.id)
+
+    found: list[tuple[tuple, Event]] = []
+    window, below = RECENT_LIMIT * 2, None
+    while len(found) < RECENT_LIMIT:
+        blocks = Block.select(Block.id, Block.sequence).where(Block.namespace == namespace_id)
+        if below is not None:
+            blocks = blocks.where(Block.sequence < below)
+        sequences = dict(blocks.order_by(Block.sequence.desc()).limit(window).tuples())
+        if not sequences:
+            break
+        ids = [i for i in sequences if i != exclude_block]
+        if ids:
+            found.extend((key(e, sequences[e.block_id]), e)
+                         for e in live(Event.select().where(Event.block.in_(ids))))
+        below, window = min(sequences.values()), window * 2
+    if len(found) < RECENT_LIMIT:
+        orphans = live(Event.select().where(Event.block.is_null())).order_by(
+            Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(RECENT_LIMIT)
+        found.extend((key(e, 0), e) for e in orphans)
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [e for _, e in found[:RECENT_LIMIT]]
+
+
 def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
     """Up to 8 relevant plus 4 most recent live events, relevant first, no duplicates.
 
@@ -479,7 +526,6 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     source block order, not creation time. Forgotten and archived events never appear;
     superseded ones do (history matters for relations).
     """
-    from peewee import fn
 
     from core.search.analyze import analyze
     from core.search.index import bm25
@@ -508,8 +554,7 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
         chosen_ids = chosen_ids[:RELEVANT_LIMIT]
         by_id = {e.id: e for e in Event.select().where(Event.id.in_(chosen_ids))} if chosen_ids else {}
         relevant = [by_id[i] for i in chosen_ids]
-    order = (fn.COALESCE(Block.sequence, 0).desc(), Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc())
-    recent = list(live(Event.select(Event).join(Block, JOIN.LEFT_OUTER)).order_by(*order).limit(RECENT_LIMIT))
+    recent = _recent_events(namespace_id, exclude_block, live)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]
     return [

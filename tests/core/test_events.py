@@ -181,6 +181,20 @@ def test_timeline_is_eight_relevant_plus_four_recent_without_forgotten(ns):
     assert titles[8:] == [f"unrelated chess item {i}" for i in (5, 4, 3, 2)]  # newest blocks first
 
 
+def test_timeline_recency_reaches_past_blocks_without_live_events(ns):
+    with write_transaction():
+        orphan = write_event(ns, {"title": "imported fact", "summary": "imported fact", "source_message_ids": [],
+                                  "temporal": {}}, block=None, formed_turn=0)
+    old = [_block_with_events("ns", f"early {i}", [f"early item {i}"]) for i in range(3)]
+    for i in range(20):  # newer blocks whose events are all forgotten: the walk must go past them
+        block = _block_with_events("ns", f"noise {i}", [f"noise {i}"])
+        forget_event(Event.get(Event.block == block.id).id)
+    newest = _block_with_events("ns", "newest", ["newest item"])
+    titles = [t["title"] for t in extraction_timeline(ns, "zzz", exclude_block=newest.id)]
+    assert titles == ["early item 2", "early item 1", "early item 0", "imported fact"]
+    assert old and orphan.block_id is None
+
+
 def test_timeline_includes_superseded_history(ns):
     old = _event(ns, "Maya keeps notes in Notion")
     _event(ns, "Maya writes notes in Obsidian now", relations={"supersedes": [old.id]})
