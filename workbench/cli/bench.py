@@ -166,6 +166,11 @@ def cmd_scale(args: argparse.Namespace) -> int:
             console.print("note: derivation ran on a subset of messages (--derive-limit); see derived_messages",
                           markup=False)
         console.print(f"workbench first paint / switch: {report['ui_note']}", markup=False)
+    if args.svg:
+        from core.bench.plot import scale_svg
+
+        Path(args.svg).write_text(scale_svg(report), encoding="utf-8")
+        err_console.print(f"latency plot written to {args.svg}", markup=False)
     _write(report, args)
     return 0
 
@@ -235,6 +240,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep the built databases here (default: a temporary folder)")
     p.add_argument("--reuse", action="store_true", help="reuse databases already built in --workdir")
     p.add_argument("--no-baseline", action="store_true", help="skip the rank-bm25 baseline (not for reported runs)")
+    p.add_argument("--svg", help="write a plot of p95 latency against corpus size (SVG) to this file")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_scale)
 
