@@ -49,18 +49,20 @@ def _v5_imports(database: Database) -> None:
     database.create_tables(V5_MODELS)
 
 
-def _v6_graph_name_index(database: Database) -> None:
-    """Version 6: graph nodes indexed by (namespace, updated_at) for the projector's name index."""
-    from core.models import GraphNode
+def _v6_scale_indexes(database: Database) -> None:
+    """Version 6: graph nodes by (namespace, updated_at) for the projector's name index, and
+    jobs in claim order (status, priority desc, id)."""
+    from core.models import GraphNode, Job
 
     GraphNode._schema.create_indexes(safe=True)
+    Job._schema.create_indexes(safe=True)
 
 
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
-                                                 5: _v5_imports, 6: _v6_graph_name_index}
+                                                 5: _v5_imports, 6: _v6_scale_indexes}
 
 
 def database_version(database: Database) -> int:

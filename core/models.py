@@ -178,6 +178,10 @@ class Job(BaseModel):
         )
 
 
+
+# The claim order (schema v6): pending or failed jobs by priority, then age.
+Job.add_index(Job.status, Job.priority.desc(), Job.id)
+
 class Event(BaseModel):
     """An event card: one atomic fact, decision, plan, outcome or change, citing its sources.
 

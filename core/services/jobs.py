@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from peewee import Case, fn
+from peewee import fn
 
 from core.db import insert_one, write_transaction
 from core.errors import InvalidInputError, NotFoundError
@@ -63,22 +63,29 @@ def _claimable(now: float):
 
 
 def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None) -> Job | None:
-    """Take the next due job: pending before retries, then priority, then age."""
+    """Take the next due job: pending before retries, then priority, then age.
+
+    Each of the two lookups follows the (status, priority desc, id) index and stops at the
+    first match, so a claim costs the same with ten pending jobs or a hundred thousand.
+    """
     now = wall()
     with write_transaction():
-        query = Job.select().where(_claimable(now))
-        if namespace_id is not None:
-            query = query.where(Job.namespace == namespace_id)
-        if kinds:
-            query = query.where(Job.kind.in_(kinds))
-        pending_first = Case(None, [(Job.status == "pending", 0)], 1)
-        job = query.order_by(pending_first, Job.priority.desc(), Job.id).first()
+        job = None
+        for due in ((Job.status == "pending"), (Job.status == "failed") & (Job.next_retry_at <= now)):
+            query = Job.select().where(due & (Job.attempts < MAX_ATTEMPTS))
+            if namespace_id is not None:
+                query = query.where(Job.namespace == namespace_id)
+            if kinds:
+                query = query.where(Job.kind.in_(kinds))
+            job = query.order_by(Job.priority.desc(), Job.id).first()
+            if job is not None:
+                break
         if job is None:
             return None
         job.status = "running"
         job.attempts += 1
         job.updated_at = now_iso()
-        job.save()
+        Job.update(status=job.status, attempts=job.attempts, updated_at=job.updated_at).where(Job.id == job.id).execute()
     return job
 
 
