@@ -220,7 +220,8 @@ class _Applier:
         self._cites: dict[int, set[int]] = {}  # event id -> node ids citing it
         self._citations: dict[tuple[str, int, int], None] = {}  # written in one statement by flush()
         self._touched: dict[type, set[int]] = {GraphFact: set(), GraphEdge: set()}  # re-stated, gets updated_at
-        self._edges: dict[tuple[int, str], list[GraphEdge]] = {}
+        self._edges: dict[tuple[int, str], dict[int, GraphEdge]] = {}  # (from, relation) -> loaded edges
+        self._edge_reads: set[tuple[int, str, int | None]] = set()  # (from, relation, to or None=current)
 
     def warn(self, text: str) -> None:
         self.result.warnings.append(text)
@@ -601,14 +602,26 @@ class _Applier:
 
     def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
                     valid_from: str, valid_to: str | None, confidence: float) -> GraphEdge:
-        # One read per (node, relation) and projection serves both the rivals (other current
-        # targets) and the record to update; the list follows this projection's own writes.
-        known = self._edges.get((source.id, relation))
-        if known is None:
-            known = self._edges[(source.id, relation)] = list(GraphEdge.select().where(
-                (GraphEdge.from_node == source) & (GraphEdge.relation == relation)).order_by(GraphEdge.id))
+        # Read only what the decision needs — the edges to this target and, for a functional
+        # relation, the current ones — never every edge of a much-connected node. The loaded
+        # edges are kept for the rest of the projection and follow its own writes.
+        functional = is_functional(relation)
+        loaded = self._edges.setdefault((source.id, relation), {})
+        wanted = []
+        if (source.id, relation, target.id) not in self._edge_reads:
+            self._edge_reads.add((source.id, relation, target.id))
+            wanted.append(GraphEdge.to_node == target)
+        if functional and (source.id, relation, None) not in self._edge_reads:
+            self._edge_reads.add((source.id, relation, None))
+            wanted.append(GraphEdge.status.in_(CURRENT))
+        if wanted:
+            condition = wanted[0] if len(wanted) == 1 else (wanted[0] | wanted[1])
+            for edge in GraphEdge.select().where(
+                    (GraphEdge.from_node == source) & (GraphEdge.relation == relation) & condition):
+                loaded.setdefault(edge.id, edge)
+        known = sorted(loaded.values(), key=lambda e: e.id)
         rivals: list[GraphEdge] = []
-        if status in CURRENT and is_functional(relation):
+        if status in CURRENT and functional:
             rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]
             older = self._older_than(valid_from, [e.valid_from for e in rivals]) if rivals else None
             if older is not None:
@@ -620,7 +633,7 @@ class _Applier:
                 status=status, valid_from=valid_from, valid_to=valid_to, confidence=confidence,
                 created_at=self.now, updated_at=self.now,
             ))
-            known.append(edge)
+            loaded[edge.id] = edge
         else:
             self._touched[GraphEdge].add(edge.id)
         for rival in rivals:
