@@ -60,10 +60,12 @@ class Part:
     @classmethod
     def from_rows(cls, term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
         """Build from parallel arrays (any order); ``term_ids`` index ``vocabulary``."""
-        order = np.lexsort((docs, term_ids))
-        term_ids, docs, tf = term_ids[order], docs[order].astype(np.int32), tf[order].astype(np.int32)
-        used, starts = np.unique(term_ids, return_index=True)
-        offsets = np.append(starts, len(term_ids)).astype(np.int64)
+        order = np.argsort((term_ids.astype(np.int64) << 32) | docs.astype(np.int64))  # (term, doc) pairs are distinct
+        counts = np.bincount(term_ids, minlength=len(vocabulary))
+        docs, tf = docs[order].astype(np.int32), tf[order].astype(np.int32)
+        del order
+        used = np.flatnonzero(counts)
+        offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts[used], dtype=np.int64)])
         terms = {vocabulary[t]: i for i, t in enumerate(used.tolist())}
         return cls(terms, offsets, docs, tf)
 
@@ -187,40 +189,36 @@ def _stats(kind: str, namespace_id: int) -> tuple[int, int, int, int]:
     return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
 
 
-def _read_postings(kind: str, namespace_id: int, after: int, upto: int | None
+def _read_postings(kind: str, namespace_id: int, after: int, upto: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
-    """(doc ids, tf, lengths, term ids, vocabulary, highest row id) of posting rows in (after, upto].
+    """(doc ids, tf, lengths, term ids, vocabulary, upto) of the posting rows with ids in (after, upto].
 
     A row id range (``namespace + 0`` keeps the term index out of the plan), read in chunks.
     """
     table, doc = _table(kind)
     marker = db.obj.param
-    sql = f"SELECT id, {doc}, term, tf, length FROM {table} WHERE id > {marker} AND namespace + 0 = {marker}"
-    params: list = [after, namespace_id]
-    if upto is not None:
-        sql += f" AND id <= {marker}"
-        params.append(upto)
-    cursor = db.execute_sql(sql + " ORDER BY id", params)
+    cursor = db.execute_sql(
+        f"SELECT {doc}, term, tf, length FROM {table} WHERE id > {marker} AND id <= {marker} "
+        f"AND namespace + 0 = {marker} ORDER BY id", (after, upto, namespace_id))
     vocabulary: dict[str, int] = {}
-    ids, docs, tfs, lengths, terms = [], [], [], [], []
-    highest = after
+    docs, tfs, lengths, terms = [], [], [], []
     while True:
         rows = cursor.fetchmany(FETCH)
         if not rows:
             break
-        row_ids, d, t, f, n = zip(*rows)
-        highest = max(highest, row_ids[-1])
+        d, t, f, n = zip(*rows)
         docs.append(np.fromiter(d, np.int64, len(d)))
         tfs.append(np.fromiter(f, np.int32, len(f)))
         lengths.append(np.fromiter(n, np.int32, len(n)))
-        setdefault = vocabulary.setdefault
-        terms.append(np.fromiter((setdefault(x, len(vocabulary)) for x in t), np.int64, len(t)))
+        for term in dict.fromkeys(t):
+            if term not in vocabulary:
+                vocabulary[term] = len(vocabulary)
+        terms.append(np.array([vocabulary[x] for x in t], np.int32))
     cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     names = [""] * len(vocabulary)
     for term, i in vocabulary.items():
         names[i] = term
-    return (cat(docs, np.int64), cat(tfs, np.int32), cat(lengths, np.int32), cat(terms, np.int64), names,
-            highest)
+    return (cat(docs, np.int64), cat(tfs, np.int32), cat(lengths, np.int32), cat(terms, np.int32), names, upto)
 
 
 def _read_messages(namespace_id: int, after: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
@@ -256,13 +254,21 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
                speakers: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     """The new documents (sorted ids, lengths, threads, positions), the highest message id read,
     and for every posting its document's index among the new documents."""
+    if kind == "message":
+        ids, threads, positions, names = _read_messages(namespace_id, after_message)
+        _speaker_tokens(names, speakers)
+        highest = int(ids[-1]) if len(ids) else after_message
+        # Postings belong to messages of the same snapshot: place them without sorting them.
+        index = np.searchsorted(ids, doc_ids)
+        if not len(doc_ids) or (len(ids) and (index < len(ids)).all() and np.array_equal(ids[index], doc_ids)):
+            out_len = np.zeros(len(ids), np.int32)
+            out_len[index] = lengths
+            return ids, out_len, threads, positions, highest, index.astype(np.int32)
     unique, first, inverse = np.unique(doc_ids, return_index=True, return_inverse=True)
     lens = lengths[first] if len(first) else np.zeros(0, np.int32)
     if kind != "message":
         zeros = np.zeros(len(unique), np.int32)
         return unique, lens.astype(np.int32), zeros, zeros.copy(), 0, inverse
-    ids, threads, positions, names = _read_messages(namespace_id, after_message)
-    _speaker_tokens(names, speakers)
     # Every message is a document (a message of stop words alone still has neighbours).
     merged = np.union1d(ids, unique)
     out_len = np.zeros(len(merged), np.int32)
@@ -271,15 +277,14 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
     out_pos = np.zeros(len(merged), np.int32)
     where = np.searchsorted(merged, ids)
     out_thread[where], out_pos[where] = threads, positions
-    highest = int(ids[-1]) if len(ids) else after_message
     return merged, out_len, out_thread, out_pos, highest, np.searchsorted(merged, unique)[inverse]
 
 
 def build_view(kind: str, namespace_id: int, identity: str) -> View:
     """Read every posting of the namespace from SQL into a fresh view."""
     with db.atomic():
-        docs, total, _, _ = _stats(kind, namespace_id)
-        doc_ids, tf, lengths, term_ids, vocabulary, highest = _read_postings(kind, namespace_id, 0, None)
+        docs, total, highest, _ = _stats(kind, namespace_id)
+        doc_ids, tf, lengths, term_ids, vocabulary, highest = _read_postings(kind, namespace_id, 0, highest)
         speakers: dict[str, str] = {}
         ids, lens, threads, positions, message_max, index = _doc_table(kind, namespace_id, doc_ids, lengths, 0,
                                                                        speakers)
@@ -304,7 +309,7 @@ def _refresh(view: View) -> View | None:
     added = 0
     if highest > view.watermark or message_max > view.message_watermark:
         doc_ids, tf, lengths, term_ids, vocabulary, new_high = _read_postings(
-            view.kind, view.namespace_id, view.watermark, None)
+            view.kind, view.namespace_id, view.watermark, highest)
         known = view.index_of(doc_ids) if len(doc_ids) else np.zeros(0, np.int64)
         if (known >= 0).any():
             return None  # a document got postings twice: re-indexed
