@@ -395,28 +395,60 @@ def _live_fingerprints(namespace: str) -> dict[str, int]:
 
 
 def _match_items(namespace: str, candidate: dict[str, Any], top_k: int) -> list[dict[str, Any]]:
-    """Top-K stored matches from ``search_events``: the plain text search fused (RRF) with
-    the same search restricted to the people the candidate names, so that a person's own
+    """Top-K stored matches: ``search_events`` over the title, summary and tags, fused (RRF)
+    with a ranking of the events about the people the candidate names, so that a person's own
     event is not crowded out by other people's facts worded the same way."""
     from core.imports.decider import expanded_query, subject_names
     from core.search.bm25 import rrf
     from core.services.search import search_events
 
-    if Namespace.get_or_none(Namespace.name == namespace) is None:
+    ns = Namespace.get_or_none(Namespace.name == namespace)
+    if ns is None:
         return []
     query = " ".join([candidate["title"], candidate["summary"], " ".join(candidate.get("tags") or [])])
-    hits = {h.event.id: h for h in search_events(namespace, query, limit=top_k, track=False)}
+    hits = {h.event.id: (h.event, h.rank_score) for h in search_events(namespace, query, limit=top_k, track=False)}
     rankings = [list(hits)]
+    wide = expanded_query(candidate["title"], candidate["summary"])
+    if wide != candidate["summary"]:
+        # The same search with the synonyms of the candidate's kind of fact ("moved" also
+        # looks for "lives", "home"), so a reworded update still meets what it updates.
+        widened = search_events(namespace, wide, limit=top_k, track=False)
+        for hit in widened:
+            hits.setdefault(hit.event.id, (hit.event, hit.rank_score))
+        rankings.append([h.event.id for h in widened])
     people = subject_names(candidate["title"], candidate["summary"],
                            (candidate.get("temporal") or {}).get("participants") or ())
     if people:
-        wide = expanded_query(candidate["title"], candidate["summary"])
-        narrowed = search_events(namespace, wide, limit=top_k, participants=people, track=False)
-        for hit in narrowed:
-            hits.setdefault(hit.event.id, hit)
-        rankings.append([h.event.id for h in narrowed])
+        about = _about_people(ns.id, wide, people, top_k)
+        for event, score in about:
+            hits.setdefault(event.id, (event, score))
+        rankings.append([event.id for event, _ in about])
     fused = rrf(rankings)[:top_k]
-    return [_match_context(hits[i].event, round(score, 6)) for i, score in fused]
+    return [_match_context(hits[i][0], round(score, 6)) for i, score in fused]
+
+
+def _about_people(namespace_id: int, query: str, people: Sequence[str], limit: int) -> list[tuple[Event, float]]:
+    """Live events whose index entries name one of ``people`` (as participant or in the text),
+    ranked by BM25 of ``query``; read from the postings, never the whole namespace."""
+    from core.models import EventTerm
+    from core.search.analyze import analyze
+    from core.search.index import MAX_TERM, bm25
+
+    names = list(dict.fromkeys(t[:MAX_TERM] for t in analyze(" ".join(people))))
+    if not names:
+        return []
+    scores = bm25("event", namespace_id, analyze(query) + names)
+    naming = {doc for (doc,) in EventTerm.select(EventTerm.event).where(
+        (EventTerm.namespace == namespace_id) & EventTerm.term.in_(names)).tuples()}
+    ranked = sorted((i for i in scores if i in naming), key=lambda i: (-scores[i], i))
+    out: list[tuple[Event, float]] = []
+    for start in range(0, len(ranked), 100):
+        chunk = ranked[start:start + 100]
+        live = {e.id: e for e in Event.select().where(Event.id.in_(chunk) & Event.status.in_(LIVE))}
+        out += [(live[i], scores[i]) for i in chunk if i in live]
+        if len(out) >= limit:
+            break
+    return out[:limit]
 
 
 def _match_context(event, score: float) -> dict[str, Any]:

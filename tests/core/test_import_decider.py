@@ -178,3 +178,12 @@ def test_benchmark_on_a_small_generated_set():
     assert report["auto_applied_precision"] >= 0.95 and 0 < report["auto_applied_share"] <= 1
     assert report["undo_round_trip"] is True and report["round_trip"]["imported_events"] > 0
     assert len(report["per_item"]) == 70
+
+
+def test_a_subjectless_memory_is_about_the_user():
+    stored = [m(1, "User lives in Berlin with User's partner Alex.", ["User", "Berlin", "Alex"]),
+              m(2, "User work as a backend engineer at Zalando.", ["User", "Zalando"])]
+    moved = decide("Moved to Hamburg", stored)
+    assert (moved["action"], moved["existing_event_ids"][:1]) == ("supersede", [1])
+    assert decide("Works as a backend engineer at Zalando", stored)["action"] == "ignore"
+    assert decide("Likes sushi", stored)["action"] == "add"
