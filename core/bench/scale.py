@@ -32,7 +32,8 @@ NAMESPACE = "scale"
 CHANNELS = ("search_events", "search_raw", "search_graph", "default_retrieval")
 DERIVE_EVERY = 20_000  # messages ingested between two derivation passes
 WARMUP = 3  # questions asked once before timing (caches, page cache)
-UI_NOTE = "workbench has no headless first-paint/switch measurement yet; reported as null"
+UI_NOTE = ("workbench.bench_ui.measure on the same database in a fresh process: first paint of the first view, "
+           "and the slowest screen switch (cold or warm)")
 
 
 def _emit(kind: str, value) -> None:
@@ -242,6 +243,20 @@ def baseline(path: Path, questions: list[str], *, progress: ProgressFn = _progre
             "baseline_peak_rss_bytes": peak_rss_bytes()}
 
 
+# ----------------------------------------------------------------------------- phase 4: the workbench
+
+
+def workbench(path: Path, *, progress: ProgressFn = _progress) -> dict:
+    """First paint and screen switches of the real workbench, driven headlessly (``strata bench ui``)."""
+    from workbench.bench_ui import measure as measure_ui
+
+    progress(0, 1, "workbench")
+    timings = measure_ui(f"sqlite:///{path}", namespace=NAMESPACE)
+    progress(1, 1, "workbench")
+    return {"ui_first_paint_ms": timings["first_paint_ms"], "ui_switch_ms": timings["worst_switch_ms"],
+            "ui_filter_ms": timings["worst_filter_ms"], "ui_switch_detail_ms": timings["switch"]}
+
+
 # ----------------------------------------------------------------------------- the parent
 
 
@@ -274,7 +289,7 @@ def _ratio(new: float | None, old: float | None) -> float | None:
 
 def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int = 7,
               derive_limit: int | None = None, reuse: bool = False, skip_baseline: bool = False,
-              progress: ProgressFn | None = None) -> dict:
+              skip_ui: bool = False, progress: ProgressFn | None = None) -> dict:
     """Build, measure and compare every size; each phase in its own process."""
     from core.bench.synthetic import queries as make_queries
 
@@ -304,6 +319,10 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         query_args = ["--db", str(path), "--queries", str(queries), "--seed", str(seed)]
         measured = _child(["query", *query_args], progress, f"{n:,} query")
         base = {} if skip_baseline else _child(["baseline", *query_args], progress, f"{n:,} baseline")
+        try:
+            ui = {} if skip_ui else _child(["ui", "--db", str(path)], progress, f"{n:,} workbench")
+        except RuntimeError:
+            ui = {"ui_error": "the workbench measurement failed (see stderr)"}
         row = {
             **built,
             "db_bytes": database_bytes(path),
@@ -312,8 +331,11 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
             "baseline_latency_ms": base.get("baseline_latency_ms"),
             "baseline_build_s": base.get("baseline_build_s"),
             "baseline_peak_rss_bytes": base.get("baseline_peak_rss_bytes"),
-            "ui_first_paint_ms": None,
-            "ui_switch_ms": None,
+            "ui_first_paint_ms": ui.get("ui_first_paint_ms"),
+            "ui_switch_ms": ui.get("ui_switch_ms"),
+            "ui_filter_ms": ui.get("ui_filter_ms"),
+            "ui_switch_detail_ms": ui.get("ui_switch_detail_ms"),
+            **({"ui_error": ui["ui_error"]} if "ui_error" in ui else {}),
             "derivation_subset": built["derived_messages"] < built["messages"],
         }
         bl = row["baseline_latency_ms"]
@@ -351,7 +373,7 @@ def _memory_bytes() -> int | None:
 
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.bench.scale")
-    parser.add_argument("phase", choices=["build", "query", "baseline"])
+    parser.add_argument("phase", choices=["build", "query", "baseline", "ui"])
     parser.add_argument("--db", required=True, type=Path)
     parser.add_argument("--messages", type=int)
     parser.add_argument("--queries", type=int, default=50)
@@ -364,6 +386,8 @@ def _main(argv: list[str] | None = None) -> int:
         result = build(args.messages, args.db, seed=args.seed, derive_limit=args.derive_limit)
     elif args.phase == "query":
         result = measure(args.db, queries(args.queries, args.seed))
+    elif args.phase == "ui":
+        result = workbench(args.db)
     else:
         result = baseline(args.db, queries(args.queries, args.seed))
     _emit("result", result)

@@ -137,7 +137,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         with progress_bar("scale", enabled=not args.json) as update:
             report = run_scale(args.messages, args.queries, workdir=workdir or Path(holder.name), seed=args.seed,
                                derive_limit=args.derive_limit, reuse=args.reuse, skip_baseline=args.no_baseline,
-                               progress=update)
+                               skip_ui=args.no_ui, progress=update)
     finally:
         if holder is not None:
             holder.cleanup()
@@ -157,6 +157,8 @@ def cmd_scale(args: argparse.Namespace) -> int:
             "–" if not report["results"][n]["baseline_latency_ms"] else
             f"{report['results'][n]['baseline_latency_ms']['p50']} / {report['results'][n]['baseline_latency_ms']['p95']}"
             for n in sizes])
+        rows.append(["workbench first paint ms"] + [report["results"][n]["ui_first_paint_ms"] for n in sizes])
+        rows.append(["workbench slowest switch ms"] + [report["results"][n]["ui_switch_ms"] for n in sizes])
         for channel in CHANNELS:
             rows.append([f"{channel} p95 growth"] + [
                 (report["results"][n].get("growth_from_previous") or {}).get("latency_p95", {}).get(channel, "–")
@@ -165,7 +167,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
         if any(report["results"][n]["derivation_subset"] for n in sizes):
             console.print("note: derivation ran on a subset of messages (--derive-limit); see derived_messages",
                           markup=False)
-        console.print(f"workbench first paint / switch: {report['ui_note']}", markup=False)
+        console.print(f"workbench: {report['ui_note']}", markup=False)
     if args.svg:
         from core.bench.plot import scale_svg
 
@@ -240,6 +242,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep the built databases here (default: a temporary folder)")
     p.add_argument("--reuse", action="store_true", help="reuse databases already built in --workdir")
     p.add_argument("--no-baseline", action="store_true", help="skip the rank-bm25 baseline (not for reported runs)")
+    p.add_argument("--no-ui", action="store_true", help="skip the workbench first-paint and switch measurement")
     p.add_argument("--svg", help="write a plot of p95 latency against corpus size (SVG) to this file")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_scale)
