@@ -13,14 +13,22 @@ async def settle(pilot, rounds: int = 20) -> None:
     cancelled (a newer load of the same group replaced it), which is normal here.
     """
     app = pilot.app
+
+    def busy() -> bool:
+        if any(not w.is_finished for w in app.workers):
+            return True
+        # A finished worker's message may still be queued (a loaded machine): a view
+        # shows a loading indicator until its handler has run.
+        return any(widget.loading or widget.has_class("-busy") for widget in app.screen.query(".loadable"))
+
     for _ in range(rounds):
         running = [w for w in app.workers if not w.is_finished]
         if running:
             await asyncio.gather(*(w.wait() for w in running), return_exceptions=True)
         await pilot.pause()
-        if not any(not w.is_finished for w in app.workers):
+        if not busy():
             await pilot.pause()
-            if not any(not w.is_finished for w in app.workers):
+            if not busy():
                 return
 
 
