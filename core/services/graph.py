@@ -802,15 +802,10 @@ def _reason(warnings: Sequence[str], model_reason: Any) -> str:
     return _clip(" | ".join(parts), MAX_REASON)
 
 
-def run_graph_job(job: Job, provider: Any, report: Any) -> None:
-    """Derive handler for ``kind == "graph"``: project one batch of events.
-
-    The provider call runs outside any transaction; the proposal is applied in one write
-    transaction, only while the job is still ours. Any failure raises, so the derive loop
-    records it with backoff and the store stays untouched.
-    """
-    payload = dict(job.payload or {})
-    batch = [i for i in (_as_id(v) for v in payload.get("event_ids", []) or []) if i is not None]
+def propose_projection(job: Job, provider: Any) -> tuple[list[int], dict[str, Any]]:
+    """(the job's event ids, the provider's proposal for those still live). Call outside any
+    transaction: this is the model call."""
+    batch = [i for i in (_as_id(v) for v in (job.payload or {}).get("event_ids", []) or []) if i is not None]
     events = []
     for part in _chunks(batch):
         events.extend(Event.select().where(
@@ -821,6 +816,18 @@ def run_graph_job(job: Job, provider: Any, report: Any) -> None:
         proposal = provider.project_graph(projection_context(job.id, job.namespace_id, events))
         if not isinstance(proposal, dict):
             raise ProviderOutputError("graph projection result is not an object")
+    return batch, proposal
+
+
+def run_graph_job(job: Job, provider: Any, report: Any) -> None:
+    """Derive handler for ``kind == "graph"``: project one batch of events.
+
+    The provider call runs outside any transaction; the proposal is applied in one write
+    transaction, only while the job is still ours. Any failure raises, so the derive loop
+    records it with backoff and the store stays untouched.
+    """
+    payload = dict(job.payload or {})
+    batch, proposal = propose_projection(job, provider)
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return

@@ -987,17 +987,10 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
     undo of the batch can restore the graph exactly. The model call runs outside any
     transaction; the projection and its pre-images commit together."""
     from core.services import jobs as jobsvc
-    from core.services.graph import apply_projection, projection_context
+    from core.services.graph import apply_projection, propose_projection
 
     payload = dict(job.payload or {})
-    ids = [i for i in payload.get("event_ids") or [] if isinstance(i, int) and not isinstance(i, bool)]
-    events = list(Event.select().where((Event.id.in_(ids)) & (Event.namespace == job.namespace_id)
-                                       & Event.status.in_(LIVE)).order_by(Event.id)) if ids else []
-    proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
-    if events:
-        proposal = provider.project_graph(projection_context(job.id, job.namespace_id, events))
-        if not isinstance(proposal, dict):
-            raise ProviderOutputError("graph projection result is not an object")
+    ids, proposal = propose_projection(job, provider)
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
