@@ -85,6 +85,8 @@ def prepare(view: View, query_terms: Sequence[str], *, k1: float, b: float, thre
 def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndarray:
     """The reference's ``weight * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))``."""
     tf = tf.astype(np.float64)
+    if not q.b:  # b = 0: the length term is 1 - 0 + 0.0 = 1.0 exactly, no need to read lengths
+        return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + 0.0))
     length = q.view.doc_len[docs].astype(np.float64)
     return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
 

@@ -416,8 +416,10 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
         if meta.get("format") != FORMAT or meta.get("identity") != identity:
             return None
         target = folder / meta["dir"]
-        arrays = {name: np.load(target / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
-        offsets, docs, tf = (np.load(target / f"post_{n}.npy", mmap_mode="r") for n in ("offsets", "docs", "tf"))
+        # Mapped read-only, seen as plain arrays (the memmap subclass adds a Python call to every index).
+        arrays = {name: np.asarray(np.load(target / f"{name}.npy", mmap_mode="r")) for name in _ARRAYS}
+        offsets, docs, tf = (np.asarray(np.load(target / f"post_{n}.npy", mmap_mode="r"))
+                             for n in ("offsets", "docs", "tf"))
         text = (target / "terms.txt").read_text(encoding="utf-8")
     except (OSError, ValueError, KeyError):
         return None

@@ -134,6 +134,9 @@ def _steps(params: RetrievalParams) -> list[tuple[int, int, float]]:
     return steps
 
 
+_ABSENT = int(np.iinfo(np.int64).max)
+
+
 def _exact(layout: _Layout, targets: np.ndarray, hit: np.ndarray, own: np.ndarray, first: np.ndarray, terms: int,
            params: RetrievalParams) -> tuple[np.ndarray, np.ndarray]:
     """The reference loop's sums and arrival order for some targets.
@@ -156,11 +159,12 @@ def _exact(layout: _Layout, targets: np.ndarray, hit: np.ndarray, own: np.ndarra
         values[scored, column] = own[where] if step == 0 else weight * own[where]
     present = keys != np.iinfo(np.int64).max
     sums = values.sum(axis=1)
-    for row in np.flatnonzero(present.sum(axis=1) >= 3).tolist():
+    rows = np.flatnonzero(present.sum(axis=1) >= 3)
+    for row, row_keys, row_values in zip(rows.tolist(), keys[rows].tolist(), values[rows].tolist()):
         total = 0.0
-        for column in np.argsort(keys[row], kind="stable").tolist():
-            if present[row, column]:
-                total += float(values[row, column])
+        for key, value in sorted(zip(row_keys, row_values)):
+            if key != _ABSENT:
+                total += value
         sums[row] = total
     return sums, keys.min(axis=1)
 
