@@ -32,6 +32,7 @@ NAMESPACE = "scale"
 CHANNELS = ("search_events", "search_raw", "search_graph", "default_retrieval")
 DERIVE_EVERY = 20_000  # messages ingested between two derivation passes
 WARMUP = 3  # questions asked once before timing (caches, page cache)
+UI_TIMEOUT = 900  # seconds the workbench measurement may take on one size
 UI_NOTE = ("workbench.bench_ui.measure on the same database in a fresh process: first paint of the first view, "
            "and the slowest screen switch (cold or warm)")
 
@@ -260,12 +261,19 @@ def workbench(path: Path, *, progress: ProgressFn = _progress) -> dict:
 # ----------------------------------------------------------------------------- the parent
 
 
-def _child(args: list[str], progress: ProgressFn | None, label: str) -> dict:
-    """Run one phase in a fresh interpreter, relaying its progress; return its result."""
+def _child(args: list[str], progress: ProgressFn | None, label: str, timeout: float | None = None) -> dict:
+    """Run one phase in a fresh interpreter, relaying its progress; return its result.
+
+    With ``timeout`` (seconds) a phase still running then is stopped and counts as failed."""
+    import threading
+
     command = [sys.executable, "-m", "core.bench.scale", *args]
     env = dict(os.environ, PYTHONHASHSEED="0")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env,
                                cwd=Path(__file__).resolve().parents[2])
+    timer = threading.Timer(timeout, process.kill) if timeout else None
+    if timer:
+        timer.start()
     result = None
     assert process.stdout is not None
     for line in process.stdout:
@@ -278,6 +286,8 @@ def _child(args: list[str], progress: ProgressFn | None, label: str) -> dict:
             progress(done, total, f"{label}: {what}")
         elif "result" in item:
             result = item["result"]
+    if timer:
+        timer.cancel()
     if process.wait() != 0 or result is None:
         raise RuntimeError(f"scale benchmark phase {' '.join(args[:3])} failed (exit {process.returncode})")
     return result
@@ -320,9 +330,9 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         measured = _child(["query", *query_args], progress, f"{n:,} query")
         base = {} if skip_baseline else _child(["baseline", *query_args], progress, f"{n:,} baseline")
         try:
-            ui = {} if skip_ui else _child(["ui", "--db", str(path)], progress, f"{n:,} workbench")
+            ui = {} if skip_ui else _child(["ui", "--db", str(path)], progress, f"{n:,} workbench", UI_TIMEOUT)
         except RuntimeError:
-            ui = {"ui_error": "the workbench measurement failed (see stderr)"}
+            ui = {"ui_error": f"the workbench measurement failed or took over {UI_TIMEOUT} s (see stderr)"}
         row = {
             **built,
             "db_bytes": database_bytes(path),
