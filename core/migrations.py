@@ -50,12 +50,12 @@ def _v5_imports(database: Database) -> None:
 
 
 def _v6_scale_indexes(database: Database) -> None:
-    """Version 6: graph nodes by (namespace, updated_at) for the projector's name index, and
-    jobs in claim order (status, priority desc, id)."""
-    from core.models import GraphNode, Job
+    """Version 6: graph nodes by (namespace, updated_at) for the projector's name index, jobs
+    in claim order (status, priority desc, id), events in timeline order (event_chronology)."""
+    from core.models import Event, GraphNode, Job
 
-    GraphNode._schema.create_indexes(safe=True)
-    Job._schema.create_indexes(safe=True)
+    for model in (GraphNode, Job, Event):
+        model._schema.create_indexes(safe=True)
 
 
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.

@@ -230,8 +230,8 @@ class Event(BaseModel):
 
 
 # The timeline's order (happened time, else mention time, then id) as an index, so a page of
-# events in time order is an index walk instead of a sort of the whole namespace. Created
-# with the tables of a new store; SQL(0) keeps the literal inline so queries match it.
+# events in time order is an index walk instead of a sort of the whole namespace (schema v6
+# adds it to older stores); SQL(0) keeps the literal inline so queries match it.
 EVENT_CHRONOLOGY = fn.COALESCE(Event.happened_start_ts, Event.mentioned_ts, SQL("0"))
 Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.id, name="event_chronology"))
 

@@ -94,11 +94,12 @@ def test_core_imports_without_textual_or_rich():
 
 def test_migration_to_6_adds_the_scale_indexes(db_url, store):
     def names() -> set[str]:
-        return {ix.name for table in ("graphnode", "job") for ix in db.get_indexes(table)}
+        return {ix.name for table in ("graphnode", "job", "event") for ix in db.get_indexes(table)}
 
     wanted = {ix.name for ix in db.get_indexes("graphnode") if ix.columns == ["namespace_id", "updated_at"]}
     wanted |= {ix.name for ix in db.get_indexes("job") if "priority" in ix.sql and "DESC" in ix.sql.upper()}
-    assert len(wanted) == 2
+    wanted |= {"event_chronology"} & names()
+    assert len(wanted) == 3
     for name in wanted:
         db.execute_sql(f'DROP INDEX "{name}"')
     SchemaVersion.delete().where(SchemaVersion.version == 6).execute()
