@@ -25,6 +25,10 @@ DEPTH = 50  # ranked sessions kept per question and system
 # sessions; the session ranking needs enough messages to reach DEPTH sessions.
 MESSAGE_LIMIT = 500
 SYSTEMS = ("strata", "bm25")
+# Which derivation stages a question runs. Default retrieval reads turns and event cards,
+# never the graph, so "retrieval" leaves graph projection pending: it changes no ranking and
+# was about a third of the run. "all" derives everything, as a deployment would.
+DERIVE_STAGES = {"retrieval": ("summary", "extraction"), "all": None}
 QUESTION_TYPES = (
     "single-session-user", "single-session-assistant", "single-session-preference",
     "multi-session", "temporal-reasoning", "knowledge-update",
@@ -74,7 +78,7 @@ def _results(per_question: list[dict]) -> dict:
     return results
 
 
-def _question(item: dict, unit, retriever, provider: str, data: str) -> tuple[dict, dict]:
+def _question(item: dict, unit, retriever, provider: str, data: str, derive: str = "retrieval") -> tuple[dict, dict]:
     """Ingest, derive and rank one question in its own namespace; (per-question row, costs)."""
     from core.ingest import IngestReport, write_units
     from core.ingest.longmemeval import parse_lme_date
@@ -90,9 +94,9 @@ def _question(item: dict, unit, retriever, provider: str, data: str) -> tuple[di
     costs["messages"] = written.messages
     if unit.threads:
         started = time.perf_counter()
-        derive = run_pending(qid, provider=provider)
+        done = run_pending(qid, provider=provider, kinds=DERIVE_STAGES[derive])
         costs["derive_s"] = time.perf_counter() - started
-        costs.update(jobs=derive.processed, failed=derive.failed, events=derive.events)
+        costs.update(jobs=done.processed, failed=done.failed, events=done.events)
     question = str(item.get("question", ""))
     asked_at = to_iso(parse_lme_date(item.get("question_date"), timezone.utc, f"{qid}: question_date"))
     started = time.perf_counter()
@@ -119,37 +123,41 @@ def _question(item: dict, unit, retriever, provider: str, data: str) -> tuple[di
 _WORKER: dict = {}
 
 
-def _worker_init(data: str, wanted: list[str], db_dir: str, provider: str) -> None:
+def _worker_init(data: str, wanted: list[str], db_dir: str, provider: str, derive: str) -> None:
     import os
 
     from core.ingest import parse
     from core.store import open_store
 
     _WORKER["units"] = {u.namespace: u for u in parse("longmemeval", data) if u.namespace in set(wanted)}
-    _WORKER["data"], _WORKER["provider"] = data, provider
+    _WORKER["data"], _WORKER["provider"], _WORKER["derive"] = data, provider, derive
     open_store(f"sqlite:///{Path(db_dir) / f'worker-{os.getpid()}.db'}")
     _WORKER["retriever"] = DefaultRetriever()
 
 
 def _worker_run(item: dict) -> tuple[dict, dict]:
     unit = _WORKER["units"].pop(item["question_id"])
-    return _question(item, unit, _WORKER["retriever"], _WORKER["provider"], _WORKER["data"])
+    return _question(item, unit, _WORKER["retriever"], _WORKER["provider"], _WORKER["data"], _WORKER["derive"])
 
 
 def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None = None,
                     retriever_factory: RetrieverFactory | None = None, db_url: str | None = None,
-                    provider: str = "offline", progress: ProgressFn | None = None, workers: int = 1) -> dict:
+                    provider: str = "offline", progress: ProgressFn | None = None, workers: int = 1,
+                    derive: str = "retrieval") -> dict:
     """Ingest, derive and rank each non-abstention question of the split in its own namespace.
 
     With ``workers`` > 1 the questions are spread over that many processes, each with its
     own temporary database (questions are independent, so results are identical; only the
     wall time changes). One process uses one database (a temporary one unless ``db_url``).
+    ``derive`` picks the stages run per question (DERIVE_STAGES).
     """
     from core.db import db
     from core.ingest import parse
     from core.ingest.common import load_json
     from core.store import open_store
 
+    if derive not in DERIVE_STAGES:
+        raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")
     run_started = time.perf_counter()
     items = load_json(Path(data))
     if not isinstance(items, list):
@@ -169,7 +177,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
             import multiprocessing
 
             context = multiprocessing.get_context("spawn")
-            with context.Pool(workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider)) as pool:
+            with context.Pool(workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider, derive)) as pool:
                 for done, result in enumerate(pool.imap(_worker_run, scored), 1):
                     results.append(result)
                     if progress:
@@ -180,7 +188,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
             open_store(db_url or f"sqlite:///{Path(workdir.name) / 'longmemeval.db'}")
             retriever = (retriever_factory or DefaultRetriever)()
             for done, item in enumerate(scored, 1):
-                results.append(_question(item, units.pop(item["question_id"]), retriever, provider, str(data)))
+                results.append(_question(item, units.pop(item["question_id"]), retriever, provider, str(data), derive))
                 if progress:
                     progress(done, len(scored), item["question_id"])
     finally:
@@ -201,6 +209,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
         "abstention_skipped": len(chosen) - len(scored),
         "limit": limit,
         "workers": workers,
+        "derive_stages": list(DERIVE_STAGES[derive] or ("summary", "extraction", "graph")),
         "message_limit": MESSAGE_LIMIT,
         "results": _results(per_question),
         "timing": {

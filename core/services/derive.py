@@ -9,12 +9,12 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from peewee import fn
 
 from core.db import write_transaction
-from core.errors import StrataError
+from core.errors import InvalidInputError, StrataError
 from core.layers import derivation_view
 from core.models import Block, Job, Message, Namespace, Thread
 from core.providers import Provider, get_provider
@@ -182,17 +182,25 @@ def run_pending(
     progress: ProgressFn | None = None,
     wait_for_retries: bool = True,
     max_jobs: int | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> DeriveReport:
-    """Run due jobs until none is left (waiting out short retry backoffs)."""
+    """Run due jobs until none is left (waiting out short retry backoffs).
+
+    ``kinds`` limits the run to some job kinds (the others stay pending for a later run).
+    """
     started = time.monotonic()
+    unknown = sorted(set(kinds or ()) - set(HANDLERS))
+    if unknown:
+        raise InvalidInputError(f"unknown job kind(s) {', '.join(unknown)}; known: {', '.join(HANDLERS)}")
+    wanted = tuple(kinds) if kinds else tuple(HANDLERS)
     prov = provider if provider is not None and not isinstance(provider, str) else get_provider(provider)
     ns_id = get_namespace(namespace).id if namespace else None
     report = DeriveReport()
-    total = jobsvc.claimable_count(ns_id)
+    total = jobsvc.claimable_count(ns_id, wanted)
     while max_jobs is None or report.processed < max_jobs:
-        job = jobsvc.claim_next(ns_id, kinds=tuple(HANDLERS))
+        job = jobsvc.claim_next(ns_id, kinds=wanted)
         if job is None:
-            due = jobsvc.next_due_at(ns_id) if wait_for_retries else None
+            due = jobsvc.next_due_at(ns_id, wanted) if wait_for_retries else None
             if due is not None and due - wall() <= MAX_BACKOFF_WAIT:
                 time.sleep(max(0.0, due - wall()) + 0.01)
                 continue
@@ -209,7 +217,7 @@ def run_pending(
         report.processed += 1
         if report.processed >= total:
             # Summaries queue extraction jobs as they go; recount only when the estimate runs out.
-            total = report.processed + jobsvc.claimable_count(ns_id)
+            total = report.processed + jobsvc.claimable_count(ns_id, wanted)
         if progress:
             progress(report.processed, total, job.kind)
     report.seconds = time.monotonic() - started

@@ -109,13 +109,15 @@ def fail(job: Job, error: str) -> None:
         ).where(Job.id == job.id).execute()
 
 
-def next_due_at(namespace_id: int | None = None) -> float | None:
+def next_due_at(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> float | None:
     """When the earliest scheduled retry becomes due (None when nothing is waiting)."""
     query = Job.select(fn.MIN(Job.next_retry_at)).where(
         (Job.status == "failed") & (Job.attempts < MAX_ATTEMPTS) & Job.next_retry_at.is_null(False)
     )
     if namespace_id is not None:
         query = query.where(Job.namespace == namespace_id)
+    if kinds:
+        query = query.where(Job.kind.in_(kinds))
     return query.scalar()
 
 
@@ -178,10 +180,12 @@ def job_counts(namespace: str | None = None) -> dict[str, int]:
     return counts
 
 
-def claimable_count(namespace_id: int | None = None) -> int:
+def claimable_count(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> int:
     query = Job.select().where(_claimable(wall()))
     if namespace_id is not None:
         query = query.where(Job.namespace == namespace_id)
+    if kinds:
+        query = query.where(Job.kind.in_(kinds))
     return query.count()
 
 

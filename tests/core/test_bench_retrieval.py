@@ -481,3 +481,15 @@ def test_longmemeval_workers_give_the_same_rankings(lme_file):
     assert parallel["workers"] == 2 and parallel["retriever"] == serial["retriever"] == "default_retrieval"
     assert [q["ranked"] for q in parallel["per_question"]] == [q["ranked"] for q in serial["per_question"]]
     assert parallel["results"] == serial["results"]
+
+
+def test_longmemeval_derives_what_default_retrieval_reads_unless_asked_for_all(lme_file):
+    lean = run_longmemeval(lme_file, "all")
+    full = run_longmemeval(lme_file, "all", derive="all")
+    assert lean["derive_stages"] == ["summary", "extraction"]
+    assert full["derive_stages"] == ["summary", "extraction", "graph"]
+    assert full["derive"]["jobs"] > lean["derive"]["jobs"] and full["derive"]["events"] == lean["derive"]["events"]
+    # The graph is not read by default retrieval: the rankings do not change.
+    assert [q["ranked"] for q in full["per_question"]] == [q["ranked"] for q in lean["per_question"]]
+    with pytest.raises(InvalidInputError, match="--derive"):
+        run_longmemeval(lme_file, "all", derive="some")

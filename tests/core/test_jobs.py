@@ -144,6 +144,21 @@ def test_summary_then_extraction_then_ready(store):
     assert report.blocks_ready == 1
 
 
+def test_run_pending_limited_to_some_kinds_leaves_the_others_pending(store, clock):
+    block_id = _one_block()
+    with pytest.raises(InvalidInputError, match="unknown job kind"):
+        run_pending("ns", kinds=["summary", "dream"])
+    report = run_pending("ns", kinds=["summary", "extraction"])
+    statuses = {j.kind: j.status for j in Job.select()}
+    assert Block.get_by_id(block_id).status == "ready" and report.events >= 1
+    assert statuses["summary"] == "succeeded" and statuses["graph"] == "pending"
+    # A graph job waiting for its retry must not keep a summaries-only run waiting for it.
+    Job.update(status="failed", attempts=1, next_retry_at=clock.now + 1).where(Job.kind == "graph").execute()
+    clock.now += 2
+    assert run_pending("ns", kinds=["summary"]).processed == 0
+    assert run_pending("ns").processed == 1 and Job.get(Job.kind == "graph").status == "succeeded"
+
+
 class EmptyButClaimsEvents(OfflineProvider):
     def extract_events(self, context):
         return Extraction(should_extract=True, reason="there should be events", events=())
