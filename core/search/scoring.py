@@ -118,20 +118,21 @@ def first_terms(q: Query) -> np.ndarray:
 
 
 def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np.ndarray:
-    """Exact scores of the candidate documents (sorted indexes): terms in ``dense`` are added
-    over their whole postings, the others looked up for the candidates only."""
-    total = np.zeros(q.view.size, np.float64)
+    """Exact scores of the candidate documents (sorted indexes): each term in ``dense`` (whose
+    documents are all candidates) is added over its postings, the others looked up for the
+    candidates only; per candidate, terms in sorted order from 0.0."""
+    scores = np.zeros(len(cands), np.float64)
     for index, term in enumerate(q.terms):
         for _, docs, tf in term.runs:
             if index in dense:
-                total[docs] += _contrib(q, term, docs, tf)
+                scores[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
                 continue
             where = np.searchsorted(docs, cands)
             where[where >= len(docs)] = len(docs) - 1
             found = docs[where] == cands
             if found.any():
-                total[cands[found]] += _contrib(q, term, cands[found], tf[where[found]])
-    return total[cands]
+                scores[found] += _contrib(q, term, cands[found], tf[where[found]])
+    return scores
 
 
 def _union(q: Query, indexes: Sequence[int]) -> np.ndarray:
@@ -147,8 +148,10 @@ def upper_bound(q: Query, term: _Term) -> float:
     """The largest contribution any posting of ``term`` can make (a little generous)."""
     best = 0.0
     for part, docs, tf in term.runs:
-        max_tf = float(tf.max())
-        min_len = float(q.view.doc_len[docs].min()) if q.b else 0.0
+        # The term's largest tf and shortest document over the whole run (cached per part): a
+        # bound for any subset of it too, such as one thread's postings.
+        max_tf, min_len = part.extremes(term.term, q.view.doc_len)
+        max_tf, min_len = float(max_tf), float(min_len) if q.b else 0.0
         value = term.w_idf * max_tf * (q.k1 + 1) / (max_tf + q.k1 * (1 - q.b + q.b * min_len / q.avgdl))
         best = max(best, value)
     return best * (1 + SAFETY)
@@ -186,8 +189,11 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         running += bounds[i]
         if running >= theta * (1 - SAFETY):
             essential.append(i)
-    cands = _union(q, essential)
-    scores = score_docs(q, cands, set(essential))
+    if essential == [seed]:
+        cands, scores = seed_docs, seed_scores  # the rarest term alone can reach the top: done
+    else:
+        cands = _union(q, essential)
+        scores = score_docs(q, cands, set(essential))
     keep = scores > 0
     cands, scores = cands[keep], scores[keep]
     ids = view.doc_ids[cands]

@@ -80,6 +80,15 @@ class Part:
         lo, hi = int(self.offsets[t]), int(self.offsets[t + 1])
         return self.docs[lo:hi], self.tf[lo:hi]
 
+    def extremes(self, term: str, doc_len: np.ndarray) -> tuple[int, int]:
+        """(largest tf, shortest document length) among the term's postings, remembered."""
+        cache = self.__dict__.setdefault("_extremes", {})
+        found = cache.get(term)
+        if found is None:
+            docs, tf = self.slice(term)
+            found = cache[term] = (int(tf.max()), int(doc_len[docs].min())) if len(docs) else (0, 0)
+        return found
+
     def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(term ids, docs, tf, vocabulary): the inverse of ``from_rows``."""
         vocabulary = [""] * len(self.terms)
