@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from core.bench import git_commit
 
 ProgressFn = Callable[[int, int, str], None]
 ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
@@ -497,15 +498,6 @@ def export_document(cases: list[Case], seed: int) -> dict[str, Any]:
     }
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parents[2])
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def score(cases: list[Case], items: list[Any]) -> dict[str, Any]:
     """Accuracy per expected action, auto-applied share and precision, the confusion table."""
     per: dict[str, list[int]] = {a: [0, 0] for a in ACTIONS}
@@ -582,7 +574,7 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
         if holder is not None:
             holder.cleanup()
     return {
-        "benchmark": "import", "provider": provider or "offline", "commit": _git_commit(), "seed": seed,
+        "benchmark": "import", "provider": provider or "offline", "commit": git_commit(), "seed": seed,
         "candidates": candidates, "stored_facts": len(generated.facts), "threshold": threshold, "top_k": top_k,
         **report,
         "undo_round_trip": before == after,

@@ -159,6 +159,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
     if derive not in DERIVE_STAGES:
         raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")
     run_started = time.perf_counter()
+    commit = git_commit()  # the code that runs, even if the checkout moves during a long run
     items = load_json(Path(data))
     if not isinstance(items, list):
         raise InvalidInputError(f"{data}: expected the LongMemEval list of questions")
@@ -203,7 +204,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
         "benchmark": "longmemeval",
         "split": split,
         "provider": provider,
-        "commit": git_commit(),
+        "commit": commit,
         "retriever": retriever_name(retriever) if retriever is not None else "default_retrieval",
         "questions": len(per_question),
         "abstention_skipped": len(chosen) - len(scored),
