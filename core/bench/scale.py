@@ -245,29 +245,20 @@ def baseline(path: Path, questions: list[str], *, progress: ProgressFn = _progre
 
 
 # ----------------------------------------------------------------------------- phase 4: the workbench
-
-
-def workbench(path: Path, *, progress: ProgressFn = _progress) -> dict:
-    """First paint and screen switches of the real workbench, driven headlessly (``strata bench ui``)."""
-    from workbench.bench_ui import measure as measure_ui
-
-    progress(0, 1, "workbench")
-    timings = measure_ui(f"sqlite:///{path}", namespace=NAMESPACE)
-    progress(1, 1, "workbench")
-    return {"ui_first_paint_ms": timings["first_paint_ms"], "ui_switch_ms": timings["worst_switch_ms"],
-            "ui_filter_ms": timings["worst_filter_ms"], "ui_switch_detail_ms": timings["switch"]}
+# Measured by workbench.bench_scale_ui in its own process (core never imports the UI).
 
 
 # ----------------------------------------------------------------------------- the parent
 
 
-def _child(args: list[str], progress: ProgressFn | None, label: str, timeout: float | None = None) -> dict:
+def _child(args: list[str], progress: ProgressFn | None, label: str, timeout: float | None = None,
+           module: str = "core.bench.scale") -> dict:
     """Run one phase in a fresh interpreter, relaying its progress; return its result.
 
     With ``timeout`` (seconds) a phase still running then is stopped and counts as failed."""
     import threading
 
-    command = [sys.executable, "-m", "core.bench.scale", *args]
+    command = [sys.executable, "-m", module, *args]
     env = dict(os.environ, PYTHONHASHSEED="0")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env,
                                cwd=Path(__file__).resolve().parents[2])
@@ -330,7 +321,8 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         measured = _child(["query", *query_args], progress, f"{n:,} query")
         base = {} if skip_baseline else _child(["baseline", *query_args], progress, f"{n:,} baseline")
         try:
-            ui = {} if skip_ui else _child(["ui", "--db", str(path)], progress, f"{n:,} workbench", UI_TIMEOUT)
+            ui = {} if skip_ui else _child(["--db", str(path)], progress, f"{n:,} workbench", UI_TIMEOUT,
+                                                  module="workbench.bench_scale_ui")
         except RuntimeError:
             ui = {"ui_error": f"the workbench measurement failed or took over {UI_TIMEOUT} s (see stderr)"}
         row = {
@@ -383,7 +375,7 @@ def _memory_bytes() -> int | None:
 
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.bench.scale")
-    parser.add_argument("phase", choices=["build", "query", "baseline", "ui"])
+    parser.add_argument("phase", choices=["build", "query", "baseline"])
     parser.add_argument("--db", required=True, type=Path)
     parser.add_argument("--messages", type=int)
     parser.add_argument("--queries", type=int, default=50)
@@ -396,8 +388,6 @@ def _main(argv: list[str] | None = None) -> int:
         result = build(args.messages, args.db, seed=args.seed, derive_limit=args.derive_limit)
     elif args.phase == "query":
         result = measure(args.db, queries(args.queries, args.seed))
-    elif args.phase == "ui":
-        result = workbench(args.db)
     else:
         result = baseline(args.db, queries(args.queries, args.seed))
     _emit("result", result)

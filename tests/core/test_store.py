@@ -92,6 +92,19 @@ def test_core_imports_without_textual_or_rich():
     assert out.stdout.strip() == "[]"
 
 
+def test_no_core_module_imports_the_ui_even_lazily():
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                          if n.split(".")[0] in ("workbench", "textual", "rich")]
+    assert offenders == []
+
+
 def test_migration_to_6_adds_the_scale_indexes(db_url, store):
     def names() -> set[str]:
         return {ix.name for table in ("graphnode", "job", "event") for ix in db.get_indexes(table)}
