@@ -8,6 +8,8 @@ touches the database.
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -25,6 +27,12 @@ from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, tok
 from workbench.widgets.header import VIEWS, AppHeader
 
 HERE = Path(__file__).parent
+log = logging.getLogger("strata.workbench")
+
+# Views built in the background after the first one is up (most visited first), and the
+# pause between two of them (keys and loaded data are handled in between).
+PREBUILD_ORDER = ("timeline", "graph", "traces", "jobs", "search", "imports", "blocks")
+PREBUILD_PAUSE = 0.05
 
 # Which view shows which kind of item.
 ITEM_VIEWS = {"event": "timeline", "block": "blocks", "message": "blocks", "node": "graph", "trace": "traces",
@@ -81,7 +89,7 @@ class Workbench(App):
     """Bumped after a write that changes what other views show (import commit or undo)."""
 
     def __init__(self, db_url: str | None = None, namespace: str | None = None, *, theme: str | None = None,
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, prebuild: bool = True) -> None:
         self.config = config if config is not None else load_config()
         self.DEFAULT_MODE = self.config.start_screen
         self.MODES = {mode: _screen_factory(path) for mode, path in _modes().items()}
@@ -93,25 +101,44 @@ class Workbench(App):
         self.requested_namespace = namespace
         self.requested_theme = theme
         self.store_url: str | None = None
+        self._wanted_namespace: str | None = None
+        self._prebuild = None if prebuild else False
+        """The worker building views ahead (False: never build ahead; `strata bench ui --no-prebuild`)."""
+        self._building = None
+        self._frozen = False
         self.marks: list[tuple[str, float]] = []
         """(name, perf_counter) after a view painted or showed its data (for `strata bench ui`)."""
+        self._problems = list(self.config.problems)
+        self._start_theme()
 
     # ------------------------------------------------------------------ start-up
+
+    def _start_theme(self) -> None:
+        """Register the themes and start in the configured one. Done before the stylesheet is
+        first parsed: setting ``theme`` once running parses and applies every rule again
+        (a quarter of the first paint)."""
+        loaded = load_themes(builtin_theme_dir(), self.config.path.parent / "themes" if self.config.path else None)
+        self._problems.extend(loaded.problems)
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        wanted = self.requested_theme or self.config.theme
+        if wanted not in self.available_themes:
+            self._problems.append(f"theme {wanted!r} is not installed; using {FALLBACK_THEME}")
+            wanted = FALLBACK_THEME
+        self.set_reactive(Workbench.theme, wanted)
+        # What App._watch_theme does, minus refreshing the CSS: nothing is parsed or styled yet.
+        dark = self.current_theme.dark
+        classes = {name: False for name in self.classes if name.startswith("-theme-")}
+        classes.update({f"-theme-{wanted}": True, "-dark-mode": dark, "-light-mode": not dark})
+        self.update_classes(classes, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
 
     def on_mount(self) -> None:
         import threading
 
         self.backend.loop_thread = threading.get_ident()
-        problems = list(self.config.problems)
-        loaded = load_themes(builtin_theme_dir(), self.config.path.parent / "themes" if self.config.path else None)
-        problems.extend(loaded.problems)
-        for theme in loaded.themes:
-            self.register_theme(theme)
-        wanted = self.requested_theme or self.config.theme
-        if wanted not in self.available_themes:
-            problems.append(f"theme {wanted!r} is not installed; using {FALLBACK_THEME}")
-            wanted = FALLBACK_THEME
-        self.theme = wanted
+        problems = self._problems
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         if self.config.keymap:
             known = binding_ids()
@@ -127,6 +154,12 @@ class Workbench(App):
         return token_defaults(self.current_theme.to_color_system().generate())
 
     def _theme_changed(self, theme) -> None:
+        # Views not on screen restyle when next shown (one may have been built ahead while
+        # the new theme's CSS was still being parsed).
+        for mode, stack in self._screen_stacks.items():
+            if mode != self.current_mode:
+                for screen in stack:
+                    screen._css_update_count = -1
         if theme.name != self.config.theme:
             self.config = self.config.with_theme(theme.name)
             self.save_settings()
@@ -151,7 +184,9 @@ class Workbench(App):
         self.sub_title = event.url
         self.namespaces = event.names
         current = self.namespace
-        if current not in event.names:
+        if self._wanted_namespace in event.names:
+            current, self._wanted_namespace = self._wanted_namespace, None
+        elif current not in event.names:
             wanted = [self.requested_namespace, self.config.namespace, "demo", "default"]
             if self.requested_namespace and self.requested_namespace not in event.names and event.names:
                 self.notify(f"namespace {self.requested_namespace!r} does not exist here",
@@ -162,6 +197,8 @@ class Workbench(App):
         if self.store_ready:
             self.screen_refresh()
         self.store_ready = True
+        if not event.names:
+            self.call_after_refresh(self.prebuild_views)  # an empty store: no view loads data
 
     def data_changed(self) -> None:
         """Other views reload when next shown (the current one refreshes itself)."""
@@ -172,9 +209,103 @@ class Workbench(App):
 
     def mark(self, name: str) -> None:
         """Record when the next frame is on screen (cheap; read by the UI benchmark)."""
-        import time
-
         self.call_after_refresh(lambda: self.marks.append((name, time.perf_counter())))
+        if name.endswith(":list"):
+            if self._prebuild is None:
+                self.call_after_refresh(self.prebuild_views)  # the first view shows its data
+            elif self._prebuild is False:
+                self.call_after_refresh(self._freeze_objects)
+
+    # ------------------------------------------------------------------ views built ahead
+
+    def prebuild_views(self) -> None:
+        """Build the views not shown yet in the background, one at a time, so that the first
+        visit of each is a switch rather than a compose (called once the first view is up)."""
+        if self._prebuild is None:
+            self._prebuild = self.run_worker(self._prebuild_views(), group="app:prebuild", exclusive=True,
+                                             exit_on_error=False, description="build views ahead")
+
+    async def _prebuild_views(self) -> None:
+        import asyncio
+
+        started = time.perf_counter()
+        first = self.screen
+        if first.is_mounted and first._css_update_count != self._css_update_count:
+            # The start screen mounted after the start-up CSS refresh: its styles are current.
+            first._css_update_count = self._css_update_count
+        for mode in PREBUILD_ORDER:
+            await asyncio.sleep(PREBUILD_PAUSE)  # let input and loaded data through between views
+            if not self.is_running:
+                return  # shutting down: the screen stacks are being closed
+            if mode in self._screen_stacks or mode not in self._modes:
+                continue
+            screen = self._modes[mode]()
+            css_generation = self._css_update_count
+            # What App._init_mode does, minus making the mode current (Textual 8.2).
+            self._screen_stacks[mode] = [screen]
+            screen, mounted = self._get_screen(screen)
+            self._load_screen_css(screen)
+            self._building = mounted
+            await mounted
+            self._building = None
+            if mode not in self._screen_stacks or screen.is_current:
+                continue
+            # Lay it out at the terminal's size too, so showing it is a restyle and a paint.
+            await asyncio.sleep(0)
+            if self.is_running and screen.is_attached and not screen.is_current:
+                screen._refresh_layout(self.size)
+                # Its widgets were styled by the current stylesheet as they mounted: no need
+                # for the whole-app CSS refresh Textual runs when a screen is shown the first
+                # time. (A theme change bumps the generation; see also _theme_changed.)
+                if css_generation == self._css_update_count:
+                    screen._css_update_count = css_generation
+        self.marks.append(("app:views-built", time.perf_counter()))
+        log.debug("views built ahead in %.0f ms", (time.perf_counter() - started) * 1000)
+        self._freeze_objects()
+
+    def _freeze_objects(self) -> None:
+        """Leave what exists now (the views, their widgets, styles and caches: they live as long
+        as the app) out of the garbage collector's full passes, which otherwise walk all of it
+        every so often and stall a keystroke for 60–130 ms. Undone when the app closes."""
+        import gc
+
+        if not self._frozen:
+            self._frozen = True
+            gc.freeze()
+
+    async def _shutdown(self) -> None:
+        # A view being built ahead finishes mounting before the screens are closed (closing
+        # one half-mounted fails inside its widgets), and no other one is started.
+        import asyncio
+
+        building = self._building
+        if building is not None:
+            try:
+                await asyncio.wait_for(building(), timeout=5)
+            except Exception:  # noqa: BLE001 - leaving anyway
+                log.debug("a view built ahead did not finish mounting before exit", exc_info=True)
+        if self._prebuild:
+            self._prebuild.cancel()
+        await super()._shutdown()
+
+    def on_unmount(self) -> None:
+        if self._frozen:
+            import gc
+
+            gc.unfreeze()  # collectable again (several apps may run in one process, e.g. tests)
+            self._frozen = False
+
+    async def ready_screen(self) -> Screen:
+        """The current screen once its widgets are mounted (it may still be being built) and
+        its loads for the current namespace are started (before it is told to show an item)."""
+        building = self._building
+        if building is not None and not self.screen.is_mounted:
+            await building
+        screen = self.screen
+        refresh = getattr(screen, "_refresh_if_stale", None)
+        if refresh is not None:
+            refresh()
+        return screen
 
     def screen_refresh(self) -> None:
         screen = self.screen
@@ -191,13 +322,23 @@ class Workbench(App):
         if namespace in self.namespaces and namespace != self.namespace:
             self.namespace = namespace
 
+    def show_namespace(self, namespace: str) -> None:
+        """Switch to ``namespace``, reading the namespace list again when it is new (an
+        import committed into a namespace that did not exist)."""
+        if namespace in self.namespaces:
+            self.set_namespace(namespace)
+        else:
+            self._wanted_namespace = namespace
+            self.load_namespaces()
+
     @on(OpenItem)
     async def _open_item(self, event: OpenItem) -> None:
         mode = ITEM_VIEWS.get(event.kind)
         if mode is None:
             return
         await self.switch_mode(mode)
-        self.screen.focus_item(event.kind, event.item_id, event.level)  # type: ignore[attr-defined]
+        screen = await self.ready_screen()
+        screen.focus_item(event.kind, event.item_id, event.level)  # type: ignore[attr-defined]
 
     def open_item(self, kind: str, item_id: int, level: int | None = None) -> None:
         self.post_message(OpenItem(kind, item_id, level))
@@ -208,7 +349,7 @@ class Workbench(App):
         """Switch to a view; pressing search's key again goes back to its query box."""
         await self.switch_mode(mode)
         if mode == "search":
-            focus = getattr(self.screen, "action_focus_query", None)
+            focus = getattr(await self.ready_screen(), "action_focus_query", None)
             if focus is not None:
                 focus()
 
@@ -257,8 +398,9 @@ def binding_ids() -> set[str]:
             continue
     from workbench.screens import help as help_screen
     from workbench.screens import confirm
+    from workbench.widgets.header import NamespacePicker
 
-    classes += [help_screen.HelpScreen, confirm.ConfirmScreen]
+    classes += [help_screen.HelpScreen, confirm.ConfirmScreen, NamespacePicker]
     ids: set[str] = set()
     for cls in classes:
         for binding in getattr(cls, "BINDINGS", []):

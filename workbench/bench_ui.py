@@ -180,18 +180,24 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
-async def _measure(url: str, namespace: str, size: tuple[int, int]) -> dict[str, Any]:
+async def _measure(url: str, namespace: str, size: tuple[int, int], prebuild: bool = True) -> dict[str, Any]:
     from textual.widgets import Input, Select
 
     from workbench.app import Workbench
     from workbench.config import Config
 
     started = time.perf_counter()
-    app = Workbench(db_url=url, namespace=namespace, config=Config(path=None))
-    out: dict[str, Any] = {}
+    app = Workbench(db_url=url, namespace=namespace, config=Config(path=None), prebuild=prebuild)
+    out: dict[str, Any] = {"prebuild": prebuild}
     async with app.run_test(size=size) as pilot:
         out["first_paint_ms"] = _ms(await _wait_mark(app, "blocks:paint", started) - started)
         out["first_data_ms"] = _ms(await _wait_mark(app, "blocks:list", started) - started)
+        if prebuild:
+            # The other views are built in the background once the first one shows its data;
+            # a first visit after that is a switch. (--no-prebuild measures first visits that
+            # build the view, as when a key is pressed before its view is built.)
+            out["views_built_ms"] = _ms(await _wait_mark(app, "app:views-built", started) - started)
+            await pilot.pause()
         switches: dict[str, dict[str, float]] = {}
         for visit in ("cold", "warm"):
             for mode in ("timeline", "graph", "traces", "jobs", "search", "blocks"):
@@ -244,9 +250,10 @@ async def _measure(url: str, namespace: str, size: tuple[int, int]) -> dict[str,
     return out
 
 
-def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 36)) -> dict[str, Any]:
+def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 36), *,
+            prebuild: bool = True) -> dict[str, Any]:
     """Drive the workbench headlessly on ``url`` and return the timings (ms)."""
-    timings = asyncio.run(_measure(url, namespace, size))
+    timings = asyncio.run(_measure(url, namespace, size, prebuild))
     worst_switch = max(v for entry in timings["switch"].values() for k, v in entry.items())
     worst_filter = max(timings["filters"].values())
     timings["worst_switch_ms"] = worst_switch
@@ -264,7 +271,7 @@ def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 
     return timings
 
 
-def run(url: str | None, events: int, *, reuse: bool = False, seed: int = 7,
+def run(url: str | None, events: int, *, reuse: bool = False, seed: int = 7, prebuild: bool = True,
         progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Generate (or reuse) the store, then measure. Returns the JSON report."""
     import tempfile
@@ -288,7 +295,7 @@ def run(url: str | None, events: int, *, reuse: bool = False, seed: int = 7,
         else:
             counts = generate_store(url, events, seed=seed, progress=progress)
         generate_s = round(time.perf_counter() - t, 2)
-        timings = measure(url)
+        timings = measure(url, prebuild=prebuild)
     finally:
         if holder is not None:
             holder.cleanup()

@@ -19,7 +19,8 @@ async def settle(pilot, rounds: int = 20) -> None:
             return True
         # A finished worker's message may still be queued (a loaded machine): a view
         # shows a loading indicator until its handler has run.
-        return any(widget.loading or widget.has_class("-busy") for widget in app.screen.query(".loadable"))
+        return any(widget.loading or getattr(widget, "pending", False) or widget.has_class("-busy")
+                   for widget in app.screen.query(".loadable"))
 
     for _ in range(rounds):
         running = [w for w in app.workers if not w.is_finished]

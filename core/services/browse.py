@@ -110,6 +110,16 @@ class EventPage:
 
 
 @dataclass(frozen=True)
+class DayCounts:
+    """Events per day of a filtered timeline, by lane: the histogram of every lane comes from
+    one of these (so it is computed once per filter, not once per lane)."""
+
+    dated: tuple[tuple[int, int], ...]  # (day, events with a happened time)
+    undated: tuple[tuple[int, int], ...]  # (day, events placed by mention time)
+    timeless: int = 0  # events with neither time: counted, not placed
+
+
+@dataclass(frozen=True)
 class Histogram:
     """Event counts over time (happened time, else mention time) in equal buckets."""
 
@@ -145,9 +155,12 @@ def _filtered(query, ns: Namespace, flt: EventFilter):
             raise InvalidInputError("from/to must be dates like 2023, 2023-05 or 2023-05-07")
         query = query.where(Event.happened_start_ts.is_null(False))
         if low:
+            # No bound on the index for the start: an event that began before the range and
+            # ends in it (a span) is in it, and sorts before it.
             query = query.where(Event.happened_end_ts >= low[0])
         if high:
-            query = query.where(Event.happened_start_ts <= high[1])
+            # A dated event sorts by its start, so the walk along event_chronology stops here.
+            query = query.where((Event.happened_start_ts <= high[1]) & (_chronology() <= high[1]))
     if flt.lane not in LANES:
         raise InvalidInputError(f"lane must be one of {', '.join(LANES)}, got {flt.lane!r}")
     if flt.lane == "dated":
@@ -189,27 +202,51 @@ def event_position(namespace: str, event_id: int, flt: EventFilter = EventFilter
     return (float(row.chron or 0), row.id - 1)
 
 
-def event_histogram(namespace: str, flt: EventFilter = EventFilter(), buckets: int = 60) -> Histogram:
-    """Counts per time bucket for the filtered timeline, from one aggregate by day."""
+def event_day_counts(namespace: str, flt: EventFilter = EventFilter()) -> DayCounts:
+    """Events per day and lane of the filtered timeline: one grouped query over the filter."""
     ns = get_namespace(namespace)
-    buckets = max(1, min(int(buckets), 500))
     chron = _chronology()
     # Integer division of an integer epoch gives the day on SQLite and PostgreSQL alike.
     day = chron.cast("INTEGER") / 86400
-    query = _filtered(Event.select(day.alias("day"), fn.COUNT(Event.id).alias("n")), ns, flt)
-    query = query.where(Event.happened_start_ts.is_null(False) | Event.mentioned_ts.is_null(False))
-    per_day = {int(d): n for d, n in query.group_by(day).tuples() if d is not None}
-    undated_expr = fn.SUM(Case(None, [(Event.happened_start_ts.is_null(), 1)], 0))
-    total, undated = _filtered(Event.select(fn.COUNT(Event.id), undated_expr), ns, flt).tuples().first() or (0, 0)
-    total, undated = total or 0, undated or 0
+    lane = Case(None, [(Event.happened_start_ts.is_null(False), 0), (Event.mentioned_ts.is_null(False), 1)], 2)
+    query = _filtered(Event.select(day.alias("day"), lane.alias("lane"), fn.COUNT(Event.id).alias("n")), ns, flt)
+    dated: list[tuple[int, int]] = []
+    undated: list[tuple[int, int]] = []
+    timeless = 0
+    for d, kind, n in query.group_by(day, lane).tuples():
+        if kind == 2 or d is None:
+            timeless += n
+        else:
+            (dated if kind == 0 else undated).append((int(d), n))
+    return DayCounts(tuple(sorted(dated)), tuple(sorted(undated)), timeless)
+
+
+def histogram_of(counts: DayCounts, lane: str = "all", buckets: int = 60) -> Histogram:
+    """The histogram of one lane (``all``, ``dated`` or ``undated``) of ``counts``, in
+    ``buckets`` equal spans from its first to its last day."""
+    if lane not in LANES:
+        raise InvalidInputError(f"lane must be one of {', '.join(LANES)}, got {lane!r}")
+    buckets = max(1, min(int(buckets), 500))
+    dated = counts.dated if lane != "undated" else ()
+    undated = counts.undated if lane != "dated" else ()
+    n_dated = sum(n for _, n in dated)
+    n_undated = sum(n for _, n in undated) + (counts.timeless if lane != "dated" else 0)
+    per_day: dict[int, int] = {}
+    for d, n in (*dated, *undated):
+        per_day[d] = per_day.get(d, 0) + n
     if not per_day:
-        return Histogram(None, None, (0,) * buckets, total - undated, undated, total)
+        return Histogram(None, None, (0,) * buckets, n_dated, n_undated, n_dated + n_undated)
     first, last = min(per_day), max(per_day)
     span = last - first + 1
-    counts = [0] * buckets
+    out = [0] * buckets
     for d, n in per_day.items():
-        counts[min(buckets - 1, (d - first) * buckets // span)] += n
-    return Histogram(first * DAY, (last + 1) * DAY, tuple(counts), total - undated, undated, total)
+        out[min(buckets - 1, (d - first) * buckets // span)] += n
+    return Histogram(first * DAY, (last + 1) * DAY, tuple(out), n_dated, n_undated, n_dated + n_undated)
+
+
+def event_histogram(namespace: str, flt: EventFilter = EventFilter(), buckets: int = 60) -> Histogram:
+    """Counts per time bucket for the filtered timeline, from one aggregate by day."""
+    return histogram_of(event_day_counts(namespace, flt), "all", buckets)
 
 
 @dataclass(frozen=True)
@@ -391,7 +428,7 @@ def block_jobs(block_id: int) -> list[JobRow]:
 
 
 __all__ = [
-    "EventFilter", "EventPage", "Histogram", "LANES", "NodePage", "ThreadRow", "WeightInfo", "WeightStep",
-    "block_jobs", "event_histogram", "event_page", "event_position", "event_weight_info", "job_page",
+    "DayCounts", "EventFilter", "EventPage", "Histogram", "LANES", "NodePage", "ThreadRow", "WeightInfo", "WeightStep",
+    "block_jobs", "event_day_counts", "event_histogram", "histogram_of", "event_page", "event_position", "event_weight_info", "job_page",
     "list_threads", "namespace_names", "node_page", "node_position", "node_type_counts", "trace_page",
 ]

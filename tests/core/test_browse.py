@@ -62,6 +62,15 @@ def test_event_filters_and_lanes(demo):
         event_page(demo, EventFilter(lane="sideways"))
 
 
+def test_one_day_count_gives_the_histogram_of_every_lane(demo):
+    from core.services.browse import LANES, EventFilter, event_day_counts, event_histogram, histogram_of
+
+    counts = event_day_counts(demo, EventFilter(text="Atlas"))
+    for lane in LANES:
+        assert histogram_of(counts, lane, 40) == event_histogram(demo, EventFilter(text="Atlas", lane=lane), 40)
+    assert histogram_of(counts, "dated", 40).undated == 0
+
+
 def test_event_position_opens_a_page_at_the_event(demo):
     from core.services.browse import event_page, event_position
 

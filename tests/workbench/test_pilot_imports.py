@@ -87,3 +87,45 @@ async def test_preview_decide_commit_and_undo(make_app, tmp_path):
         await pilot.press("f", *"Miso", "enter")
         await settle(pilot)
         assert app.screen.query_one("#events").row_count == 0
+
+
+async def test_an_empty_store_imports_into_a_new_namespace(tmp_path, config):
+    from workbench.app import Workbench
+    from workbench.screens.confirm import ConfirmScreen
+    from workbench.screens.imports import ImportsScreen
+
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(EXPORT), encoding="utf-8")
+    app = Workbench(db_url=f"sqlite:///{tmp_path / 'empty.db'}", config=config)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert app.namespace is None and app.screen.has_class("-empty")
+        await pilot.press("5")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ImportsScreen)
+        assert not screen.has_class("-empty")  # the view itself, not the newcomer's message
+        field = screen.query_one("#i-namespace", Input)
+        assert field.value == "default"
+        assert "new namespace default" in str(screen.query_one("#batch-head", Static).render())
+        field.value = "work"
+        screen.query_one("#i-path", Input).value = str(export)
+        screen.query_one("#i-path", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.preview is not None and screen.preview.batch.namespace == "work"
+        assert screen.query_one("#items", DataTable).row_count == 2
+        screen.query_one("#items", DataTable).focus()
+        await pilot.press("C")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert screen.preview.batch.status == "committed"
+        # the new namespace is created, listed and opened; its events are in the timeline
+        assert app.namespaces == ("work",) and app.namespace == "work"
+        await pilot.press("2")
+        await settle(pilot)
+        assert not app.screen.has_class("-empty")
+        created = {i.created_event_id for i in screen.preview.items} - {None}
+        assert created and created <= {r.id for r in app.screen.query_one("#events").items}

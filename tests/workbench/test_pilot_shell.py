@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from textual.widgets import Select
+from textual.widgets import OptionList
 
 from workbench.messages import NamespacesLoaded, OpenItem
 from workbench.screens.base import EmptyState
 from workbench.testing import settle
-from workbench.widgets.header import VIEWS
+from workbench.widgets.header import VIEWS, AppHeader, NamespacePicker
 
 SIZE = (120, 36)
 
@@ -39,12 +39,18 @@ async def test_namespace_switcher_reloads_the_views(make_app, wb_url):
         await settle(pilot)
         assert app.namespaces == ("demo", "zeta")
         assert app.namespace == "zeta"
-        select = app.screen.query_one("#namespace-select", Select)
-        assert select.value == "zeta"
+        assert "namespace zeta" in str(app.screen.query_one(AppHeader).render())
         assert app.screen.query_one("#block-rail").row_count == 0
-        select.value = "demo"
+        await pilot.press("n")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, NamespacePicker)
+        options = picker.query_one(OptionList)
+        assert options.highlighted == 1  # zeta, the open one
+        await pilot.press("up", "enter")
         await settle(pilot)
         assert app.namespace == "demo"
+        assert "namespace demo" in str(app.screen.query_one(AppHeader).render())
         assert app.screen.query_one("#block-rail").row_count == 13
         await pilot.press("2")
         await settle(pilot)
@@ -145,3 +151,51 @@ async def test_open_item_switches_view(make_app):
         await settle(pilot)
         assert app.current_mode == "graph"
         assert app.screen.view.id == 1
+
+
+async def test_views_are_built_ahead_and_load_when_first_shown(make_app):
+    from workbench.app import PREBUILD_ORDER
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)  # also waits for the views built in the background
+        built = {mode: app.get_screen_stack(mode)[0] for mode in PREBUILD_ORDER}
+        assert all(screen.is_mounted for screen in built.values())
+        timeline = built["timeline"]
+        assert timeline.loaded_namespace is None  # built, but nothing read until it is shown
+        assert timeline.query_one("#events").row_count == 0
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.screen is timeline
+        assert timeline.loaded_namespace == "demo" and timeline.query_one("#events").row_count > 0
+        assert app.screen.focused is timeline.query_one("#events")
+
+
+async def test_header_tabs_and_namespace_are_clickable(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        header = app.screen.query_one(AppHeader)
+        text = str(header.render())
+        await pilot.click(AppHeader, offset=(text.index("2 Timeline"), 0))
+        await settle(pilot)
+        assert app.current_mode == "timeline"
+        await pilot.click(AppHeader, offset=(text.index("namespace demo") + len("namespace "), 0))
+        await settle(pilot)
+        assert isinstance(app.screen, NamespacePicker)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.current_mode == "timeline" and app.namespace == "demo"
+
+
+async def test_quitting_while_a_view_is_built_ahead(make_app):
+    import asyncio
+
+    app = make_app()
+    async with app.run_test(size=SIZE):
+        for _ in range(2000):
+            if app._building is not None:
+                break
+            await asyncio.sleep(0.005)
+        assert app._building is not None
+    # leaving run_test closed every screen stack while one was being built, without error

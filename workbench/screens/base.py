@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
-from textual import on
+from textual import events, on
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -24,7 +24,8 @@ R = TypeVar("R")
 EMPTY_STORE = (
     "This database holds no memory yet.\n\n"
     "Run [b]strata demo[/b] for a sample memory (it opens here when it is built), or add your own "
-    "conversations with [b]strata ingest jsonl FILE[/b], then press [b]r[/b] to reload.\n\n"
+    "conversations with [b]strata ingest jsonl FILE[/b], then press [b]ctrl+r[/b] to reload. "
+    "To bring in another assistant's memory, press [b]5[/b] (Imports): it creates the namespace.\n\n"
     "Keys: [b]1[/b]–[b]6[/b] switch views, [b]/[/b] searches, [b]?[/b] lists every key, [b]ctrl+p[/b] "
     "opens the command palette."
 )
@@ -93,21 +94,25 @@ class StrataScreen(Screen):
 
     def load_failed(self, event: LoadFailed) -> None:
         """Hook: clear loading indicators after a failed load."""
+        from workbench.widgets.table import stop_busy
+
         for widget in self.query(".loadable"):
             stop = getattr(widget, "stop_loading", None)
             if stop is not None:
                 stop()
             else:
-                widget.loading = False
+                stop_busy(widget)
 
     # ------------------------------------------------------------------ namespace
 
     def on_mount(self) -> None:
+        self._styled_for = self._style_inputs()
         self.watch(self.workbench, "namespace", self._namespace_changed, init=False)
         self.watch(self.workbench, "store_ready", self._store_ready, init=False)
-        self.workbench.mark(f"{self.MODE}:paint")
-        # Paint the empty frame first, then start the workers (they compete for the GIL).
-        self.call_after_refresh(self._refresh_if_stale)
+        if self.is_current:  # else built ahead in the background: it loads when first shown
+            self.workbench.mark(f"{self.MODE}:paint")
+            # Paint the empty frame first, then start the workers (they compete for the GIL).
+            self.call_after_refresh(self._refresh_if_stale)
 
     def _store_ready(self, ready: bool) -> None:
         if ready and self.is_current:
@@ -117,9 +122,25 @@ class StrataScreen(Screen):
         if self.is_current:
             self.refresh_view()
 
-    def on_screen_resume(self) -> None:
+    def _style_inputs(self) -> tuple:
+        """What this screen's styles depend on beyond its own widgets: the stylesheet (and
+        theme) generation and the app's classes and pseudo-classes."""
+        app = self.app
+        return app._css_update_count, frozenset(app.classes), app.pseudo_classes
+
+    def _on_screen_suspend(self) -> None:
+        self._styled_for = self._style_inputs()
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Runs before Screen's own handler. Textual restyles every widget of a screen it
+        # shows again (a third of a switch); the styles are still right when nothing they
+        # depend on changed while the screen was away (its own widgets restyle as they change).
+        if event.refresh_styles and getattr(self, "_styled_for", None) == self._style_inputs():
+            event.refresh_styles = False
         self.workbench.mark(f"{self.MODE}:paint")
-        self._refresh_if_stale()
+        # As on mount: the frame first, then the loads (a view shown the first time has
+        # every query still to start).
+        self.call_after_refresh(self._refresh_if_stale)
 
     def _refresh_if_stale(self) -> None:
         if self.workbench.store_ready and (self.loaded_namespace != self.namespace or not self._loaded_once

@@ -19,7 +19,7 @@ from textual.widgets import Label, OptionList, Select, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.widgets.table import PagedTable
+from workbench.widgets.table import PagedTable, start_busy, stop_busy
 
 PAGE = 50
 LEVELS = range(6)
@@ -149,7 +149,7 @@ class BlocksScreen(StrataScreen):
 
     def reload(self) -> None:
         ns = self.namespace
-        self.query_one("#threads", OptionList).loading = True
+        start_busy(self.query_one("#threads", OptionList))
 
         def threads():
             from core.services.browse import list_threads
@@ -191,7 +191,7 @@ class BlocksScreen(StrataScreen):
             options.highlighted = options.get_option_index(wanted)
         except Exception:  # noqa: BLE001 - the thread vanished; show all
             options.highlighted = 0
-        options.loading = False
+        stop_busy(options)
 
     @on(RailLoaded)
     def _rail_loaded(self, event: RailLoaded) -> None:
@@ -313,7 +313,7 @@ class BlocksScreen(StrataScreen):
         if status != self.status_filter:
             self.status_filter = status
             self.detail = None
-            if self.namespace is not None:
+            if self.namespace is not None and self._loaded_once:
                 self.load_rail()
 
     # ------------------------------------------------------------------ actions

@@ -173,7 +173,7 @@ class GraphScreen(StrataScreen):
 
     @on(Select.Changed, "#g-type")
     def _type_picked(self) -> None:
-        if self.namespace is not None:
+        if self.namespace is not None and self._loaded_once:
             self.load_nodes()
 
     @on(Input.Changed, "#g-search")

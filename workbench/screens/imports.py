@@ -5,6 +5,10 @@ every item (add, merge, supersede, conflict or ignore, with confidence, matches 
 reason) while a progress bar moves. Items below the confidence threshold are marked
 ``CHOOSE`` until a person picks an action (keys a/m/s/x/i; t cycles the target among the
 item's matches). Commit and undo ask first; the undo result is shown in the batch pane.
+
+The view works on an empty store too: the namespace field names where the import goes
+(the open namespace, else ``default``), and a namespace that does not exist yet is
+created when its first batch is committed (the workbench then switches to it).
 """
 
 from __future__ import annotations
@@ -152,6 +156,8 @@ class ImportsScreen(StrataScreen):
         super().__init__()
         self.preview = None
         self.undo_result = None
+        self.target: str | None = None
+        """The namespace imports go into and whose batches are listed."""
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -159,6 +165,9 @@ class ImportsScreen(StrataScreen):
             with Horizontal(classes="filter-bar", id="import-bar"):
                 yield Input(placeholder="path of an export to preview (tab completes, enter previews)…",
                             suggester=PathSuggester(), id="i-path", compact=True)
+                yield Label("into", classes="filter-label")
+                yield Input(placeholder="namespace", id="i-namespace", compact=True,
+                            tooltip="The namespace to import into (a new one is created on commit)")
                 yield Select(FORMATS, value="v2", allow_blank=False, compact=True, id="i-format")
                 yield ProgressBar(id="i-progress", show_eta=False)
             with Horizontal(id="import-panes"):
@@ -181,13 +190,56 @@ class ImportsScreen(StrataScreen):
         self.query_one("#i-progress", ProgressBar).display = False
         super().on_mount()
 
+    # ------------------------------------------------------------------ target namespace
+
+    def refresh_view(self) -> None:
+        """Unlike the other views, Imports is usable on an empty store: it imports into a
+        namespace that the commit creates."""
+        self.loaded_namespace = self.namespace
+        self.loaded_version = self.workbench.data_version
+        self._loaded_once = True
+        self.show_empty(False)
+        if self.namespace is not None or self.target is None:
+            from core.services.spaces import DEFAULT_NAMESPACE
+
+            self.set_target(self.namespace or self.workbench.config.namespace or DEFAULT_NAMESPACE)
+        self.reload()
+
+    def set_target(self, name: str) -> None:
+        self.target = name
+        field = self.query_one("#i-namespace", Input)
+        if field.value != name:
+            with field.prevent(Input.Changed):
+                field.value = name
+
+    def _typed_target(self) -> str | None:
+        """The namespace in the field (checked), or None after telling the user why not."""
+        from core.errors import InvalidInputError
+        from core.services.spaces import validate_name
+
+        value = self.query_one("#i-namespace", Input).value.strip()
+        try:
+            return validate_name(value)
+        except InvalidInputError as exc:
+            self.notify(str(exc), title="namespace", severity="error")
+            return None
+
+    @on(Input.Submitted, "#i-namespace")
+    def _target_submitted(self) -> None:
+        name = self._typed_target()
+        if name is not None and name != self.target:
+            self.target = name
+            self.preview = None
+            self.load_batches()
+        self.query_one("#batches", PagedTable).request_focus()
+
     # ------------------------------------------------------------------ batches
 
     def reload(self) -> None:
         self.load_batches()
 
     def load_batches(self, select_id: int | None = None) -> None:
-        ns = self.namespace
+        ns = self.target
 
         def batches():
             from core.services.imports import list_batches
@@ -206,9 +258,12 @@ class ImportsScreen(StrataScreen):
         self.workbench.mark("imports:list")
         if not event.rows:
             self.preview = None
-            self.query_one("#batch-head", Static).update(
-                "No imports yet. Open an export file (o) or paste one (p): Strata previews every item against "
-                "what it already remembers, and nothing is written until you commit.")
+            where = (f"namespace {self.target}" if self.target in self.workbench.namespaces else
+                     f"the new namespace {self.target} (created when you commit)")
+            self.query_one("#batch-head", Static).update(Content.from_markup(
+                "No imports yet in $where. Open an export file (o) or paste one (p): Strata previews every "
+                "item against what it already remembers, and nothing is written until you commit. The "
+                "namespace field picks where it goes.", where=where))
             self.query_one("#items", DataTable).clear()
             return
         index = 0
@@ -329,7 +384,11 @@ class ImportsScreen(StrataScreen):
         self.app.push_screen(PasteScreen(), pasted)
 
     def start_preview(self, *, path: str | None = None, text: str | None = None) -> None:
-        ns = self.namespace
+        ns = self._typed_target()
+        if ns is None:
+            return
+        if ns != self.target:
+            self.target = ns
         fmt = str(self.query_one("#i-format", Select).value)
         bar = self.query_one("#i-progress", ProgressBar)
         bar.display = True
@@ -436,10 +495,13 @@ class ImportsScreen(StrataScreen):
 
     @on(Committed)
     def _committed(self, event: Committed) -> None:
+        batch = event.preview.batch
         self.workbench.data_changed()
-        self.notify(f"import {event.preview.batch.id} committed: {event.preview.batch.imported_count} events; "
+        self.notify(f"import {batch.id} committed: {batch.imported_count} events into {batch.namespace}; "
                     "see them in the timeline (2)", timeout=6)
-        self.load_batches(select_id=event.preview.batch.id)
+        self.load_batches(select_id=batch.id)
+        if batch.namespace != self.namespace:
+            self.workbench.show_namespace(batch.namespace)  # new namespaces appear in the switcher
 
     def action_undo(self) -> None:
         if self.preview is None:

@@ -138,7 +138,7 @@ class JobsScreen(StrataScreen):
     @on(Select.Changed, "#j-show")
     def _show_picked(self, event: Select.Changed) -> None:
         self.show_filter = str(event.value)
-        if self.namespace is not None:
+        if self.namespace is not None and self._loaded_once:
             self.load_page()
 
     # ------------------------------------------------------------------ retry

@@ -111,7 +111,7 @@ class SearchScreen(StrataScreen):
 
     @on(Select.Changed, "#s-channel")
     def _channel(self) -> None:
-        if self.namespace is not None and self.query_one("#s-query", Input).value.strip():
+        if self.namespace is not None and self._loaded_once and self.query_one("#s-query", Input).value.strip():
             self.run_query()
 
     def run_query(self) -> None:

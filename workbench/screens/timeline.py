@@ -27,6 +27,7 @@ from workbench.widgets.table import PagedTable
 
 PAGE = 50
 BUCKETS = 96
+HISTOGRAM_CACHE = 32  # filters whose day counts are kept
 EVENT_TYPES = ("decision", "release", "task_completed", "plan", "change", "cancellation", "incident", "meeting",
                "collaboration", "migration", "other")
 EVENT_STATUSES = ("active", "superseded", "forgotten", "archived")
@@ -104,7 +105,7 @@ class TimelineScreen(StrataScreen):
         self._debounce: Timer | None = None
         self._applied = None
         self._histogram_due = False
-        self._histograms: dict = {}
+        self._day_counts: dict = {}
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -168,7 +169,7 @@ class TimelineScreen(StrataScreen):
         self.apply_filters()
 
     def apply_filters(self, *, force: bool = False) -> None:
-        if self.namespace is None:
+        if self.namespace is None or not self._loaded_once:  # a view built ahead loads when shown
             return
         flt = self.current_filter()
         if flt == self._applied and not force:
@@ -194,6 +195,7 @@ class TimelineScreen(StrataScreen):
     # ------------------------------------------------------------------ loading
 
     def reload(self) -> None:
+        self._day_counts.clear()  # a reload reads everything again
         self.apply_filters(force=True)
 
     def load_page(self, *, append: bool = False, start_at: int | None = None) -> None:
@@ -214,20 +216,30 @@ class TimelineScreen(StrataScreen):
         self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
 
     def load_histogram(self) -> None:
-        """The histogram of the applied filter; it follows the list (same filter, cached per
-        filter until the data changes), so the list is never kept waiting by the aggregate."""
+        """The histogram of the applied filter; it follows the list, so the list is never kept
+        waiting by the aggregate. The day counts behind it are one grouped query per filter
+        (lane aside: one count serves every lane), cached until the data changes."""
+        from dataclasses import replace
+
         ns, flt = self.namespace, self._applied or self.current_filter()
-        key = (ns, flt, self.workbench.data_version)
-        if key in self._histograms:
-            self.post_message(self.HistogramLoaded(self._histograms[key]))
+        lane = flt.lane
+        key = (ns, replace(flt, lane="all"), self.workbench.data_version)
+        cached = self._day_counts.get(key)
+        if cached is not None:
+            from core.services.browse import histogram_of
+
+            self.post_message(self.HistogramLoaded(histogram_of(cached, lane, BUCKETS)))
             return
+        cache = self._day_counts
 
         def histogram():
-            from core.services.browse import event_histogram
+            from core.services.browse import event_day_counts, histogram_of
 
-            result = event_histogram(ns, flt, buckets=BUCKETS)
-            self._histograms[key] = result
-            return result
+            counts = event_day_counts(ns, key[1])
+            for stale in list(cache)[: max(0, len(cache) - HISTOGRAM_CACHE + 1)]:
+                cache.pop(stale, None)  # the oldest filters
+            cache[key] = counts
+            return histogram_of(counts, lane, BUCKETS)
 
         self.fetch("histogram", histogram, self.HistogramLoaded)
 

@@ -174,7 +174,7 @@ class TracesScreen(StrataScreen):
 
     @on(Select.Changed, "#t-kind")
     def _kind_picked(self) -> None:
-        if self.namespace is not None:
+        if self.namespace is not None and self._loaded_once:
             self.load_page()
 
     # ------------------------------------------------------------------ detail

@@ -7,9 +7,43 @@ from typing import Any, Generic, Sequence, TypeVar
 
 from textual.binding import Binding
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 T = TypeVar("T")
+
+BUSY_DELAY = 0.25
+"""Seconds a load may take before its widget shows it (most loads are done sooner, and a
+spinner or dimmed rows would only cost the frames that draw and undraw them)."""
+
+
+def start_busy(widget: Widget, *, dim: bool = False) -> None:
+    """``widget``'s content is being loaded: after ``BUSY_DELAY`` it shows a spinner (or,
+    with ``dim``, its current rows dimmed) until ``stop_busy``. ``widget.pending`` is True
+    meanwhile (tests wait on it)."""
+    widget.pending = True  # type: ignore[attr-defined]
+    if getattr(widget, "_busy_timer", None) is None:
+        widget._busy_timer = widget.set_timer(BUSY_DELAY, lambda: _show_busy(widget, dim))  # type: ignore[attr-defined]
+
+
+def _show_busy(widget: Widget, dim: bool) -> None:
+    widget._busy_timer = None  # type: ignore[attr-defined]
+    if getattr(widget, "pending", False):
+        if dim:
+            widget.add_class("-busy")
+        else:
+            widget.loading = True
+
+
+def stop_busy(widget: Widget) -> None:
+    """The content is there (or the load failed)."""
+    widget.pending = False  # type: ignore[attr-defined]
+    timer = getattr(widget, "_busy_timer", None)
+    if timer is not None:
+        timer.stop()
+        widget._busy_timer = None  # type: ignore[attr-defined]
+    widget.remove_class("-busy")
+    widget.loading = False
 
 
 class PagedTable(DataTable, Generic[T]):
@@ -48,20 +82,18 @@ class PagedTable(DataTable, Generic[T]):
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
         self.items: list[T] = []
         self.has_more = False
+        self.pending = False
+        self._busy_timer = None
         self._asked = False
         self._focus_when_loaded = False
 
     def start_loading(self) -> None:
-        """Show that rows are coming: a spinner when empty, dimmed rows otherwise (a
-        loading widget cannot keep focus, so a table with rows keeps it)."""
-        if self.items:
-            self.add_class("-busy")
-        else:
-            self.loading = True
+        """Rows are coming: if they take a while, a spinner when empty, dimmed rows otherwise
+        (a loading widget cannot keep focus, so a table with rows keeps it)."""
+        start_busy(self, dim=bool(self.items))
 
     def stop_loading(self) -> None:
-        self.remove_class("-busy")
-        self.loading = False
+        stop_busy(self)
         if self._focus_when_loaded:
             self._focus_when_loaded = False
             self.focus()
