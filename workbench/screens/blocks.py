@@ -108,7 +108,9 @@ class BlocksScreen(StrataScreen):
         self.status_filter: str | None = None
         self.detail: BlockDetail | None = None
         self.requested_id: int | None = None
-        self.active_level: int | None = None
+        # (block id, level) a jump or expand asked for; only that block's detail consumes it, so a
+        # detail load for another block finishing first cannot swallow it.
+        self.active_level: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -216,7 +218,7 @@ class BlocksScreen(StrataScreen):
                 if event.select_id is not None:
                     index = next((i for i, r in enumerate(rail.items) if r.id == event.select_id), 0)
                 if event.level is not None:
-                    self.active_level = event.level
+                    self.active_level = (rail.items[index].id, event.level)
                 rail.move_cursor(row=index)
                 self.load_detail(rail.items[index])
                 if self.focused is None:
@@ -285,12 +287,12 @@ class BlocksScreen(StrataScreen):
                 f"The thread {detail.tail_thread} has no open tail: every turn is sealed into a block.")
         self.query_one("#jobs-text", Static).update(_jobs_text(detail.jobs))
         tabs = self.query_one("#block-levels", TabbedContent)
-        wanted = self.active_level
-        if wanted is None:
-            wanted = 5 if row.current_level is None else row.current_level
-        if tabs.active not in ("tail", "jobs") or self.active_level is not None:
+        asked = self.active_level[1] if self.active_level and self.active_level[0] == row.id else None
+        wanted = asked if asked is not None else (5 if row.current_level is None else row.current_level)
+        if tabs.active not in ("tail", "jobs") or asked is not None:
             tabs.active = f"level-{wanted}"
-        self.active_level = None
+        if asked is not None:
+            self.active_level = None
 
     def _show_detail_text(self, text: str) -> None:
         for lvl in LEVELS:
@@ -343,7 +345,7 @@ class BlocksScreen(StrataScreen):
                 for column, value in enumerate(rail_cells(event.row)):
                     rail.update_cell_at((index, column), value)
         self.notify(f"block {event.block_id} lifted to L{event.level} (recorded as a user lift)", timeout=4)
-        self.active_level = event.level
+        self.active_level = (event.block_id, event.level)
         if event.row is not None:
             self.load_detail(event.row)
 
