@@ -12,6 +12,8 @@ async def settle(pilot, rounds: int = 20) -> None:
     Unlike ``WorkerManager.wait_for_complete`` this does not raise when a worker was
     cancelled (a newer load of the same group replaced it), which is normal here.
     """
+    from textual.widgets import DataTable
+
     app = pilot.app
 
     def busy() -> bool:
@@ -19,8 +21,11 @@ async def settle(pilot, rounds: int = 20) -> None:
             return True
         # A finished worker's message may still be queued (a loaded machine): a view
         # shows a loading indicator until its handler has run.
-        return any(widget.loading or getattr(widget, "pending", False) or widget.has_class("-busy")
-                   for widget in app.screen.query(".loadable"))
+        if any(widget.loading or getattr(widget, "pending", False) or widget.has_class("-busy")
+               for widget in app.screen.query(".loadable")):
+            return True
+        # A DataTable sizes its columns for new rows when it is next idle.
+        return any(table._require_update_dimensions or table._updated_cells for table in app.screen.query(DataTable))
 
     for _ in range(rounds):
         running = [w for w in app.workers if not w.is_finished]

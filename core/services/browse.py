@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Sequence
 
-from peewee import JOIN, Case, fn
+from peewee import JOIN, SQL, Case, fn
 
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
@@ -136,7 +136,32 @@ def _chronology():
     return EVENT_CHRONOLOGY
 
 
-def _filtered(query, ns: Namespace, flt: EventFilter):
+# A participant filter matching more rows than this is checked per event while walking the
+# timeline (stops after a page); fewer are listed first and looked up by id.
+PARTICIPANT_LIST_MAX = 2000
+
+
+def _participant_clause(text: str, walk: bool):
+    """Events with a participant whose name contains ``text``.
+
+    The matching names come from the distinct names (an index skip-scan), so the test is
+    an index lookup rather than a substring scan of every participant row. For a page
+    (``walk``) of a common name each event of the walk is probed (the walk stops after a
+    page); a rare name, or an aggregate, lists its events first."""
+    key = norm_text(text)
+    names = [name for (name,) in EventParticipant.select(EventParticipant.name_norm).distinct().tuples()
+             if key in name]
+    if not names:
+        return SQL("0")
+    rows = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.in_(names))
+    if walk and rows.limit(PARTICIPANT_LIST_MAX + 1).count() > PARTICIPANT_LIST_MAX:
+        probe = EventParticipant.alias("p")
+        return fn.EXISTS(probe.select(SQL("1")).where((probe.event == Event.id) & probe.name_norm.in_(names)))
+    return Event.id.in_(rows)
+
+
+def _filtered(query, ns: Namespace, flt: EventFilter, *, walk: bool = False):
+    """``query`` narrowed to ``flt``; ``walk`` when it reads one page in timeline order."""
     from core.eventtypes import normalize_event_type
 
     query = query.where(Event.namespace == ns)
@@ -144,10 +169,6 @@ def _filtered(query, ns: Namespace, flt: EventFilter):
         query = query.where(Event.event_type == normalize_event_type(flt.event_type))
     if flt.status:
         query = query.where(Event.status == flt.status)
-    if flt.participant.strip():
-        key = norm_text(flt.participant)
-        sub = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.contains(key))
-        query = query.where(Event.id.in_(sub))
     if flt.date_from.strip() or flt.date_to.strip():
         low = period_bounds(flt.date_from.strip(), timezone.utc) if flt.date_from.strip() else None
         high = period_bounds(flt.date_to.strip(), timezone.utc) if flt.date_to.strip() else None
@@ -169,6 +190,8 @@ def _filtered(query, ns: Namespace, flt: EventFilter):
         query = query.where(Event.happened_start_ts.is_null())
     for word in flt.text.split():
         query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
+    if flt.participant.strip():  # last: a probe per event is the dearest test of a walk
+        query = query.where(_participant_clause(flt.participant, walk))
     return query
 
 
@@ -179,7 +202,7 @@ def event_page(namespace: str, flt: EventFilter = EventFilter(), *, after: tuple
     limit = _limit(limit)
     chron = _chronology()
     query = _filtered(
-        Event.select(Event, Thread.name, chron.alias("chron")).join(Thread, JOIN.LEFT_OUTER), ns, flt
+        Event.select(Event, Thread.name, chron.alias("chron")).join(Thread, JOIN.LEFT_OUTER), ns, flt, walk=True
     )
     if after is not None:
         query = query.where((chron > after[0]) | ((chron == after[0]) & (Event.id > after[1])))

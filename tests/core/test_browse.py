@@ -71,6 +71,19 @@ def test_one_day_count_gives_the_histogram_of_every_lane(demo):
     assert histogram_of(counts, "dated", 40).undated == 0
 
 
+def test_participant_filter_probes_or_lists_alike(demo, monkeypatch):
+    from core.services import browse
+    from core.services.browse import EventFilter, event_page
+
+    def ids(flt):
+        return [r.id for r in event_page(demo, flt, limit=1000).rows]
+
+    listed = {name: ids(EventFilter(participant=name)) for name in ("maya", "ay", "nobody-at-all")}
+    monkeypatch.setattr(browse, "PARTICIPANT_LIST_MAX", 0)  # every page probes per event
+    assert {name: ids(EventFilter(participant=name)) for name in listed} == listed
+    assert listed["maya"] and set(listed["maya"]) <= set(listed["ay"]) and not listed["nobody-at-all"]
+
+
 def test_event_position_opens_a_page_at_the_event(demo):
     from core.services.browse import event_page, event_position
 

@@ -280,3 +280,25 @@ async def test_global_search_across_channels_and_open(make_app):
         await pilot.press("enter")
         await settle(pilot)
         assert app.current_mode == {"event": "timeline", "node": "graph", "message": "blocks"}[first.kind]
+
+
+async def test_table_cells_show_text_as_typed():
+    """Cells are drawn by PagedTable's own one-line renderer, as plain text (never markup)."""
+    from textual.app import App
+
+    from workbench.testing import screen_text
+    from workbench.widgets.table import PagedTable
+
+    class One(App):
+        def compose(self):
+            table = PagedTable(id="t")
+            table.add_columns("title", "n")
+            yield table
+
+    app = One()
+    async with app.run_test(size=(60, 6)) as pilot:
+        table = app.query_one(PagedTable)
+        table.append_page(["a", "b"], [("[b]Atlas[/b] moved [/oops]", "1"), ("plain", "22")], False)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "[b]Atlas[/b] moved [/oops]" in text and "22" in text

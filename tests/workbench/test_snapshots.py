@@ -32,6 +32,7 @@ def test_view_snapshot(view, theme, snap_compare, wb_url):
     if view == "imports":
         pytest.importorskip("core.services.imports")
     app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
+    app.animation_level = "none"  # a tab underline caught mid-slide would depend on the machine's speed
 
     async def run_before(pilot) -> None:
         await settle(pilot)

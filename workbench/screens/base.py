@@ -55,7 +55,9 @@ class StrataScreen(Screen):
         return AppHeader(self.MODE)
 
     def compose_footer(self) -> Footer:
-        return Footer()
+        from workbench.widgets.footer import StrataFooter
+
+        return StrataFooter()
 
     # ------------------------------------------------------------------ loading
 

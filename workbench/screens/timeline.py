@@ -104,8 +104,8 @@ class TimelineScreen(StrataScreen):
         self.requested_id: int | None = None
         self._debounce: Timer | None = None
         self._applied = None
-        self._histogram_due = False
         self._day_counts: dict = {}
+        self._histogram_due = False
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -176,7 +176,9 @@ class TimelineScreen(StrataScreen):
             return
         self._applied = flt
         self.load_page()
-        self._histogram_due = True
+        # Known day counts show at once; else the histogram is read once the list is (two
+        # queries side by side slow each other: SQLite's allocator is shared).
+        self._histogram_due = not self._cached_histogram()
 
     def action_clear_filters(self) -> None:
         for selector in ("#f-text", "#f-who", "#f-from", "#f-to"):
@@ -215,21 +217,29 @@ class TimelineScreen(StrataScreen):
 
         self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
 
-    def load_histogram(self) -> None:
-        """The histogram of the applied filter; it follows the list, so the list is never kept
-        waiting by the aggregate. The day counts behind it are one grouped query per filter
-        (lane aside: one count serves every lane), cached until the data changes."""
+    def _cached_histogram(self) -> bool:
         from dataclasses import replace
 
+        flt = self._applied or self.current_filter()
+        counts = self._day_counts.get((self.namespace, replace(flt, lane="all"), self.workbench.data_version))
+        if counts is None:
+            return False
+        from core.services.browse import histogram_of
+
+        self.post_message(self.HistogramLoaded(histogram_of(counts, flt.lane, BUCKETS)))
+        return True
+
+    def load_histogram(self) -> None:
+        """The histogram of the applied filter, read as soon as its list is (in another
+        thread, while the list is drawn). The day counts behind it are one grouped query per
+        filter (lane aside: one count serves every lane), kept until the data changes."""
+        from dataclasses import replace
+
+        if self._cached_histogram():
+            return
         ns, flt = self.namespace, self._applied or self.current_filter()
         lane = flt.lane
         key = (ns, replace(flt, lane="all"), self.workbench.data_version)
-        cached = self._day_counts.get(key)
-        if cached is not None:
-            from core.services.browse import histogram_of
-
-            self.post_message(self.HistogramLoaded(histogram_of(cached, lane, BUCKETS)))
-            return
         cache = self._day_counts
 
         def histogram():
@@ -246,12 +256,12 @@ class TimelineScreen(StrataScreen):
     @on(PageLoaded)
     def _page_loaded(self, event: PageLoaded) -> None:
         table = self.query_one("#events", PagedTable)
+        if self._histogram_due and not event.append:
+            self._histogram_due = False
+            self.load_histogram()  # its query runs while the list is drawn
         if not event.append:
             table.reset()
         self.cursor = event.cursor
-        if self._histogram_due and not event.append:
-            self._histogram_due = False
-            self.call_after_refresh(self.load_histogram)
         table.append_page(event.rows, [event_cells(r) for r in event.rows], event.cursor is not None)
         table.stop_loading()
         self.workbench.mark("timeline:list")
