@@ -289,6 +289,7 @@ class Workbench(App):
         await super()._shutdown()
 
     def on_unmount(self) -> None:
+        self.backend.close()
         if self._frozen:
             import gc
 

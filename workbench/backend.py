@@ -1,17 +1,27 @@
 """The workbench's one door to the database.
 
-Screens never call ``core`` services directly: they run them through ``Backend.session``
-inside thread workers. The session opens the store on first use (once per app), gives
-the worker thread its own connection for that unit of work, and refuses to run on the
-event-loop thread, so a slip that would freeze the UI fails loudly instead.
+Screens never call ``core`` services directly. Reads go through ``Backend.submit``: one
+database thread with one connection that stays open, running them in the order asked
+(a read whose view no longer wants it is dropped before it starts). Two queries side by
+side in one process slow each other down several times over (SQLite shares its
+allocator), and a warm connection keeps its page cache. Writes and long operations
+(imports, retries, a lift, search) run in their own thread workers through
+``Backend.session``, which gives the thread its own connection for that unit of work.
+Both open the store on first use (once per app) and refuse to run on the event-loop
+thread, so a slip that would freeze the UI fails loudly instead.
 """
 
 from __future__ import annotations
 
+import itertools
+import queue
 import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
+
+R = TypeVar("R")
 
 
 class LoopThreadError(RuntimeError):
@@ -33,6 +43,11 @@ class Backend:
         self.loop_thread: int | None = None
         self._lock = threading.Lock()
         self._info: StoreInfo | None = None
+        self._lane: threading.Thread | None = None
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._running: tuple[Future, object] | None = None  # the read under way and its connection
+        self._running_lock = threading.Lock()
 
     @property
     def info(self) -> StoreInfo | None:
@@ -54,6 +69,61 @@ class Backend:
                 self._info = StoreInfo(store.url, store.path, store.schema_version)
                 db.close()  # the opening thread's connection; sessions open their own
         return self._info
+
+    def submit(self, call: Callable[[], R], priority: int = 1) -> "Future[R]":
+        """Run ``call`` on the database thread: lower ``priority`` first, then in the order
+        asked. Cancelling the future before it starts drops the read."""
+        future: Future[R] = Future()
+        if self._lane is None:
+            self._lane = threading.Thread(target=self._serve, name="strata-db", daemon=True)
+            self._lane.start()
+        self._queue.put((priority, next(self._order), future, call))
+        return future
+
+    def _serve(self) -> None:
+        from core.db import db
+
+        while True:
+            _priority, _order, future, call = self._queue.get()
+            if call is None:
+                if not db.is_closed():
+                    db.close()
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                self.open()
+                self._guard()
+                if db.is_closed():
+                    db.connect()
+                with self._running_lock:
+                    self._running = (future, db.connection())
+                try:
+                    result = call()
+                finally:
+                    with self._running_lock:
+                        self._running = None
+                future.set_result(result)
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits
+                future.set_exception(exc)
+            finally:
+                if not db.is_closed() and db.in_transaction():  # a failed call may leave one
+                    db.rollback()
+
+    def interrupt(self, future: Future) -> None:
+        """Drop a read nobody wants any more: unstarted, it never runs; running, its current
+        query is interrupted (SQLite stops it and the read fails, unseen)."""
+        if future.cancel():
+            return
+        with self._running_lock:
+            if self._running is not None and self._running[0] is future:
+                self._running[1].interrupt()
+
+    def close(self) -> None:
+        """Close the database thread's connection once the reads before run, and end it."""
+        if self._lane is not None:
+            self._lane = None
+            self._queue.put((1 << 30, next(self._order), None, None))
 
     @contextmanager
     def session(self) -> Iterator[StoreInfo]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Sequence
 
-from peewee import JOIN, SQL, Case, fn
+from peewee import JOIN, SQL, Case, SqliteDatabase, fn
 
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
@@ -225,6 +225,25 @@ def event_position(namespace: str, event_id: int, flt: EventFilter = EventFilter
     return (float(row.chron or 0), row.id - 1)
 
 
+def _grouped_rows(query) -> list[tuple]:
+    """The rows of a grouped query of integers. On SQLite they come back as one text value:
+    a thousand rows read one by one each hand the GIL back and forth, which costs more than
+    the aggregate when another thread (the UI) is busy."""
+    from core.db import db
+
+    if not isinstance(db.obj, SqliteDatabase):
+        return list(query.tuples())
+    sql, params = query.sql()
+    packed = db.execute_sql(
+        "SELECT group_concat(COALESCE(CAST(day AS TEXT), '') || ',' || lane || ',' || n, ';') "
+        f"FROM ({sql})", params).fetchone()[0]
+    rows = []
+    for item in (packed or "").split(";") if packed else ():
+        d, kind, n = item.split(",")
+        rows.append((int(d) if d else None, int(kind), int(n)))
+    return rows
+
+
 def event_day_counts(namespace: str, flt: EventFilter = EventFilter()) -> DayCounts:
     """Events per day and lane of the filtered timeline: one grouped query over the filter."""
     ns = get_namespace(namespace)
@@ -233,10 +252,11 @@ def event_day_counts(namespace: str, flt: EventFilter = EventFilter()) -> DayCou
     day = chron.cast("INTEGER") / 86400
     lane = Case(None, [(Event.happened_start_ts.is_null(False), 0), (Event.mentioned_ts.is_null(False), 1)], 2)
     query = _filtered(Event.select(day.alias("day"), lane.alias("lane"), fn.COUNT(Event.id).alias("n")), ns, flt)
+    query = query.group_by(day, lane)
     dated: list[tuple[int, int]] = []
     undated: list[tuple[int, int]] = []
     timeless = 0
-    for d, kind, n in query.group_by(day, lane).tuples():
+    for d, kind, n in _grouped_rows(query):
         if kind == 2 or d is None:
             timeless += n
         else:

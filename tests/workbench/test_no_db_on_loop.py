@@ -29,3 +29,36 @@ async def test_no_database_call_runs_on_the_event_loop_thread(make_app, monkeypa
             await settle(pilot)
     assert seen, "the spy saw no database call at all"
     assert loop_thread not in seen
+
+
+def test_the_database_thread_serves_reads_by_priority_and_drops_unwanted_ones(wb_url):
+    import time
+
+    import pytest
+
+    from workbench.backend import Backend
+
+    backend = Backend(wb_url)
+    gate, order = threading.Event(), []
+    backend.submit(lambda: gate.wait(10) and None, 1)  # holds the thread
+    low = backend.submit(lambda: order.append("aggregate"), 2)
+    high = backend.submit(lambda: order.append("list"), 0)
+    unwanted = backend.submit(lambda: order.append("unwanted"), 0)
+    backend.interrupt(unwanted)  # not started yet: never runs
+    gate.set()
+    low.result(10), high.result(10)
+    assert order == ["list", "aggregate"] and unwanted.cancelled()
+
+    from core.db import db
+
+    endless = backend.submit(lambda: db.execute_sql(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n").fetchone())
+    for _ in range(1000):  # until it runs
+        if backend._running is not None:
+            break
+        time.sleep(0.01)
+    backend.interrupt(endless)
+    with pytest.raises(Exception, match="interrupt"):
+        endless.result(10)
+    assert backend.submit(lambda: len(db.execute_sql("SELECT 1").fetchall())).result(10) == 1  # still serving
+    backend.close()

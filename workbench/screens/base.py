@@ -31,6 +31,18 @@ EMPTY_STORE = (
 )
 
 
+def _retrieved(future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+# Fetch groups that write or may take long (an import preview asks a model per item): they
+# run in their own thread instead of queueing the views' reads behind them.
+OWN_THREAD = frozenset({"expand", "retry", "preview-run", "decide", "commit", "undo", "results"})
+# The database thread serves lists first, then one item's detail, then aggregates.
+READ_PRIORITY = {"page": 0, "rail": 0, "nodes": 0, "threads": 0, "batches": 0, "histogram": 2}
+
+
 class EmptyState(Static):
     """A friendly message shown in place of a view's content."""
 
@@ -62,13 +74,48 @@ class StrataScreen(Screen):
     # ------------------------------------------------------------------ loading
 
     def fetch(self, group: str, call: Callable[[], R], done: Callable[[R], Message], *,
-              exclusive: bool = True) -> Worker:
-        """Run ``call`` (a service call) in a thread worker and post ``done(result)``.
+              exclusive: bool = True, after_paint: bool = False) -> Worker:
+        """Run ``call`` (a service call) off the event loop and post ``done(result)``.
 
-        Workers of one group are exclusive: a newer request cancels the older one and a
-        cancelled worker posts nothing, so a fast typist never sees stale rows.
+        Reads run on the backend's database thread, in order; writes and long operations
+        (``OWN_THREAD`` groups) in a thread worker of their own. Workers of one group are
+        exclusive: a newer request cancels the older one (a read not started yet is never
+        run) and a cancelled worker posts nothing, so a fast typist never sees stale rows.
+        ``after_paint`` asks for a read once the next frame is drawn (the first item's
+        detail after its list: the frame is not kept waiting by the detail's Python work).
         """
         backend = self.workbench.backend
+
+        def failed(exc: Exception) -> Message:
+            from core.errors import StrataError
+
+            if not isinstance(exc, StrataError):
+                log.exception("workbench %s/%s failed", self.MODE, group, exc_info=exc)
+            return LoadFailed(group, str(exc) or type(exc).__name__)
+
+        if group not in OWN_THREAD:
+            async def read() -> None:
+                import asyncio
+
+                if after_paint:
+                    painted = asyncio.Event()
+                    self.call_after_refresh(painted.set)
+                    await painted.wait()
+                future = backend.submit(call, READ_PRIORITY.get(group, 1))
+                waiting = asyncio.wrap_future(future)
+                waiting.add_done_callback(_retrieved)  # an interrupted read's error is nobody's
+                try:
+                    result = await asyncio.shield(waiting)
+                except asyncio.CancelledError:  # a newer read of the group, or the view left
+                    backend.interrupt(future)
+                    raise
+                except Exception as exc:  # noqa: BLE001 - shown to the user, never fatal
+                    self.post_message(failed(exc))
+                    return
+                self.post_message(done(result))
+
+            return self.run_worker(read, group=f"{self.MODE}:{group}", exclusive=exclusive,
+                                   exit_on_error=False, description=f"{self.MODE} {group}")
 
         def run() -> None:
             worker = get_current_worker()
@@ -76,12 +123,8 @@ class StrataScreen(Screen):
                 with backend.session():
                     result = call()
             except Exception as exc:  # noqa: BLE001 - shown to the user, never fatal
-                from core.errors import StrataError
-
-                if not isinstance(exc, StrataError):
-                    log.exception("workbench %s/%s failed", self.MODE, group)
                 if not worker.is_cancelled:
-                    self.post_message(LoadFailed(group, str(exc) or type(exc).__name__))
+                    self.post_message(failed(exc))
                 return
             if not worker.is_cancelled:
                 self.post_message(done(result))

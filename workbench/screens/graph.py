@@ -152,7 +152,7 @@ class GraphScreen(StrataScreen):
             if table.items:
                 table.move_cursor(row=0)
                 if self.requested_id is None:
-                    self.show_node(table.items[0].id, "replace")
+                    self.show_node(table.items[0].id, "replace", after_paint=True)
             else:
                 self.query_one("#node-head", Static).update(
                     "No nodes match." if self.query_one("#g-search", Input).value else
@@ -191,7 +191,7 @@ class GraphScreen(StrataScreen):
 
     # ------------------------------------------------------------------ one node
 
-    def show_node(self, node_id: int, how: str = "push") -> None:
+    def show_node(self, node_id: int, how: str = "push", *, after_paint: bool = False) -> None:
         """Load a node; ``how`` is push (a new step), replace (browsing the list) or none."""
         if how == "push":
             del self.history[self.position + 1:]
@@ -211,7 +211,7 @@ class GraphScreen(StrataScreen):
 
             return node_view(node_id)
 
-        self.fetch("node", view, self.NodeLoaded)
+        self.fetch("node", view, self.NodeLoaded, after_paint=after_paint)
 
     @on(NodeLoaded)
     def _node_loaded(self, event: NodeLoaded) -> None:

@@ -230,9 +230,10 @@ class TimelineScreen(StrataScreen):
         return True
 
     def load_histogram(self) -> None:
-        """The histogram of the applied filter, read as soon as its list is (in another
-        thread, while the list is drawn). The day counts behind it are one grouped query per
-        filter (lane aside: one count serves every lane), kept until the data changes."""
+        """The histogram of the applied filter, read once its list is (and the first event's
+        detail: the database thread serves reads in turn). The day counts behind it are one
+        grouped query per filter (lane aside: one count serves every lane), kept until the
+        data changes."""
         from dataclasses import replace
 
         if self._cached_histogram():
@@ -253,12 +254,21 @@ class TimelineScreen(StrataScreen):
 
         self.fetch("histogram", histogram, self.HistogramLoaded)
 
+    def on_screen_suspend(self) -> None:
+        # An aggregate still being read would hold up the next view's reads: drop it (the
+        # database thread interrupts it) and read it again when the timeline is back.
+        if any(w.group == "timeline:histogram" and not w.is_finished for w in self.workers):
+            self.workers.cancel_group(self, "timeline:histogram")
+            self._histogram_due = True
+
+    def on_screen_resume(self) -> None:
+        if self._histogram_due and not any(w.group == "timeline:page" and not w.is_finished for w in self.workers):
+            self._histogram_due = False  # (a page still loading asks for it itself)
+            self.call_after_refresh(self.load_histogram)
+
     @on(PageLoaded)
     def _page_loaded(self, event: PageLoaded) -> None:
         table = self.query_one("#events", PagedTable)
-        if self._histogram_due and not event.append:
-            self._histogram_due = False
-            self.load_histogram()  # its query runs while the list is drawn
         if not event.append:
             table.reset()
         self.cursor = event.cursor
@@ -268,7 +278,7 @@ class TimelineScreen(StrataScreen):
         if not event.append:
             if table.items:
                 table.move_cursor(row=0)
-                self.load_detail(table.items[0].id)
+                self.load_detail(table.items[0].id, after_paint=True)
             else:
                 self.detail = None
                 self.query_one("#event-text", Static).update(
@@ -278,6 +288,9 @@ class TimelineScreen(StrataScreen):
                 self.query_one("#event-links", OptionList).clear_options()
             if self.focused is None:
                 table.focus()
+            if self._histogram_due and not table.items:
+                self._histogram_due = False
+                self.load_histogram()  # else once the first event's detail is shown
 
     @on(HistogramLoaded)
     def _histogram_loaded(self, event: HistogramLoaded) -> None:
@@ -300,7 +313,7 @@ class TimelineScreen(StrataScreen):
         if row is not None and row.id != self.requested_id:
             self.load_detail(row.id)
 
-    def load_detail(self, event_id: int) -> None:
+    def load_detail(self, event_id: int, *, after_paint: bool = False) -> None:
         self.requested_id = event_id
 
         def detail():
@@ -309,10 +322,21 @@ class TimelineScreen(StrataScreen):
 
             return EventDetail(get_event(event_id), event_weight_info(event_id))
 
-        self.fetch("detail", detail, self.DetailLoaded)
+        self.fetch("detail", detail, self.DetailLoaded, after_paint=after_paint)
+
+    def load_failed(self, event) -> None:
+        super().load_failed(event)
+        if event.group == "detail" and self._histogram_due:
+            self._histogram_due = False
+            self.load_histogram()
 
     @on(DetailLoaded)
     def _detail_loaded(self, event: DetailLoaded) -> None:
+        if self._histogram_due:
+            # The database thread serves reads in turn: the list, the first event's detail,
+            # then the aggregate.
+            self._histogram_due = False
+            self.load_histogram()
         self.detail = event.detail
         self.query_one("#event-text", Static).update(render_event(event.detail))
         links = self.query_one("#event-links", OptionList)

@@ -140,7 +140,7 @@ class TracesScreen(StrataScreen):
         if not event.append:
             if table.items:
                 table.move_cursor(row=0)
-                self.load_detail(table.items[0].id)
+                self.load_detail(table.items[0].id, after_paint=True)
             else:
                 self.detail = None
                 filtered = self.query_one("#t-filter", Input).value.strip()
@@ -179,7 +179,7 @@ class TracesScreen(StrataScreen):
 
     # ------------------------------------------------------------------ detail
 
-    def load_detail(self, trace_id: int) -> None:
+    def load_detail(self, trace_id: int, *, after_paint: bool = False) -> None:
         self.requested_id = trace_id
 
         def detail():
@@ -187,7 +187,7 @@ class TracesScreen(StrataScreen):
 
             return get_trace(trace_id)
 
-        self.fetch("detail", detail, self.DetailLoaded)
+        self.fetch("detail", detail, self.DetailLoaded, after_paint=after_paint)
 
     @on(DetailLoaded)
     def _detail_loaded(self, event: DetailLoaded) -> None:
