@@ -77,11 +77,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-__all__ = ["TimeMention", "find_time_mentions", "resolve_expression"]
+__all__ = ["TimeMention", "find_time_mentions", "has_dated_mention", "resolve_expression"]
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,7 @@ class _Rule:
     pattern: re.Pattern[str]
     resolve: Resolver
     whole_only: bool  # only used by resolve_expression, when the match is the whole expression
+    chinese: bool  # every such pattern needs a CJK character, so text without one skips it
 
 
 _RULES: list[_Rule] = []
@@ -299,7 +300,7 @@ def _rule(body: str, *, chinese: bool = False, whole_only: bool = False) -> Call
     pattern = re.compile(body) if chinese else _english(body)
 
     def register(resolver: Resolver) -> Resolver:
-        _RULES.append(_Rule(resolver.__name__, pattern, resolver, whole_only))
+        _RULES.append(_Rule(resolver.__name__, pattern, resolver, whole_only, chinese))
         return resolver
 
     return register
@@ -1044,12 +1045,56 @@ def _check_anchor(anchor: datetime) -> None:
         raise ValueError("anchor must be a timezone-aware datetime (the message's created_at)")
 
 
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_WORD_START = r"(?<![A-Za-z0-9_])"
+_starts: re.Pattern[str] | None = None
+
+
+def _english_starts() -> re.Pattern[str]:
+    """One zero-width pattern that finds every position where some English running-text rule
+    matches (their bodies as alternatives, group names made unique per rule).
+
+    Scanning the text once with it, then trying each rule only at those few positions, gives
+    exactly each rule's own ``finditer`` matches at about half the cost of 40 full scans."""
+    global _starts
+    if _starts is None:
+        bodies = []
+        for order, rule in enumerate(_RULES):
+            if rule.chinese or rule.whole_only:
+                continue
+            body = rule.pattern.pattern
+            assert body.startswith(_WORD_START), rule.name  # every English rule is built by _english
+            body = re.sub(r"\(\?P<(\w+)>", lambda m: f"(?P<r{order}_{m.group(1)}>", body[len(_WORD_START):])
+            bodies.append(re.sub(r"\(\?P=(\w+)\)", lambda m: f"(?P=r{order}_{m.group(1)})", body))
+        _starts = re.compile(_WORD_START + "(?=" + "|".join(bodies) + ")", re.IGNORECASE)
+    return _starts
+
+
+def _rule_matches(rule: _Rule, text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
+    """``rule.pattern.finditer(text)``; with ``starts`` (every position where an English rule
+    can match) only those positions are tried, skipping what the previous match covered, as
+    finditer does. ``match(text, pos)`` sees the characters before ``pos`` (lookbehinds hold)."""
+    if starts is None:
+        yield from rule.pattern.finditer(text)
+        return
+    after = 0
+    for pos in starts:
+        if pos < after:
+            continue
+        match = rule.pattern.match(text, pos)
+        if match is not None:
+            after = max(match.end(), pos + 1)
+            yield match
+
+
 def _collect(text: str, anchor: datetime, *, whole_only: bool) -> list[_Hit]:
     hits: list[_Hit] = []
+    han = bool(_HAN.search(text))
+    starts = None if whole_only else [m.start() for m in _english_starts().finditer(text)]
     for order, rule in enumerate(_RULES):
-        if rule.whole_only and not whole_only:
+        if (rule.whole_only and not whole_only) or (rule.chinese and not han):
             continue
-        for match in rule.pattern.finditer(text):
+        for match in _rule_matches(rule, text, None if rule.chinese else starts):
             if rule.whole_only and (match.start(), match.end()) != (0, len(text)):
                 continue
             try:
@@ -1123,6 +1168,11 @@ def find_time_mentions(text: str, anchor: datetime) -> list[TimeMention]:
     if not text or not might_contain_time(text):
         return []
     return _mentions(text, anchor, whole_only=False)
+
+
+def has_dated_mention(text: str, anchor: datetime) -> bool:
+    """Whether ``text`` holds a time expression that resolves to a start (vague ones do not count)."""
+    return any(m.start for m in find_time_mentions(text, anchor))
 
 
 def resolve_expression(expr: str, anchor: datetime) -> TimeMention | None:

@@ -500,3 +500,85 @@ def test_prefilter_passes_every_expression_in_the_table():
 
     missed = [case[0] for case in CASES if not might_contain_time(case[0])]
     assert missed == []
+
+
+def _needs_han(items) -> bool:
+    """Whether every match of a parsed pattern (re._parser items) consumes a CJK character."""
+    import re._constants as c
+
+    def han(ch: int) -> bool:
+        return 0x3400 <= ch <= 0x9FFF
+
+    for op, arg in items:
+        if op is c.LITERAL and han(arg):
+            return True
+        if op is c.IN and arg and arg[0][0] is not c.NEGATE and all(
+                (kind is c.LITERAL and han(v)) or (kind is c.RANGE and han(v[0]) and han(v[1])) for kind, v in arg):
+            return True
+        if op is c.SUBPATTERN and _needs_han(arg[3]):
+            return True
+        if op is c.BRANCH and all(_needs_han(branch) for branch in arg[1]):
+            return True
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and arg[0] >= 1 and _needs_han(arg[2]):
+            return True
+    return False
+
+
+def test_chinese_rules_need_a_cjk_character():
+    """Text without a CJK character skips the Chinese rules; that is exact only if each of
+    them cannot match without one (checked on the parsed pattern, not on examples)."""
+    import re._parser as parser
+
+    from core.timeparse import _RULES
+
+    chinese = [rule for rule in _RULES if rule.chinese]
+    assert len(chinese) >= 10
+    for rule in chinese:
+        assert _needs_han(parser.parse(rule.pattern.pattern)), rule.name
+    # the check can fail: an English rule does not need one
+    assert not any(_needs_han(parser.parse(rule.pattern.pattern)) for rule in _RULES if not rule.chinese)
+
+
+def _every_rule_scan(text: str) -> list[tuple[str, tuple[int, int]]]:
+    from core.timeparse import _RULES, _rule_matches
+
+    return sorted((rule.name, m.span()) for rule in _RULES if not rule.whole_only
+                  for m in _rule_matches(rule, text, None))
+
+
+def _start_guided_scan(text: str) -> list[tuple[str, tuple[int, int]]]:
+    from core.timeparse import _RULES, _english_starts, _rule_matches
+
+    starts = [m.start() for m in _english_starts().finditer(text)]
+    return sorted((rule.name, m.span()) for rule in _RULES if not rule.whole_only
+                  for m in _rule_matches(rule, text, None if rule.chinese else starts))
+
+
+def test_start_guided_scan_equals_every_rule_scanning_the_text():
+    import json
+
+    from core.demo import demo_source
+
+    texts = [f"We said {c[0]}, then {c[0]}." for c in CASES]
+    texts += [json.loads(line).get("content") or "" for line in demo_source().read_text(encoding="utf-8").splitlines()
+              if line.strip()]
+    texts += ["2023-05-07/2023-05-08 and 2024.1.2 then since May 3rd, 2021 about 3 weeks ago",
+              "last Friday or next fri; the 3rd of May 2022 vs May 3 2022-05 around 10 days back"]
+    hits = 0
+    for text in texts:
+        expected = _every_rule_scan(text)
+        assert _start_guided_scan(text) == expected, text
+        hits += len(expected)
+    assert hits > len(CASES)  # the corpus does contain time expressions
+
+
+_TIME_WORDS = st.sampled_from(["last", "next", "this", "May", "march", "3rd", "2023", "12", "weeks", "ago", "in",
+                               "the", "of", "since", "for", "about", "Friday", "weekend", "/", "-", ".", ",",
+                               "now", "today", "years", "spring", "Q3", "1990s", "a", "few", "days", "昨天", "3月"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TIME_WORDS, max_size=14), st.sampled_from([" ", "", "  "]))
+def test_start_guided_scan_equals_full_scan_on_random_text(words, sep):
+    text = sep.join(words)
+    assert _start_guided_scan(text) == _every_rule_scan(text)
