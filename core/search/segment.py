@@ -125,6 +125,7 @@ class View:
     speakers: dict[str, str] = field(default_factory=dict)  # speaker token -> speaker (messages)
     _neighbours: dict[int, np.ndarray] = field(default_factory=dict)
     _id_order: np.ndarray | None = None
+    _sorted_ids: np.ndarray | None = None  # doc_ids[_id_order], kept with it (a copy per call cost ~2 ms at 1M)
 
     @property
     def size(self) -> int:
@@ -136,9 +137,10 @@ class View:
     def index_of(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Document indexes of ids (-1 where unknown)."""
         ids = np.asarray(ids, dtype=np.int64)
-        if self._id_order is None:
+        if self._id_order is None or self._sorted_ids is None:
             self._id_order = np.argsort(self.doc_ids, kind="stable")
-        sorted_ids = self.doc_ids[self._id_order]
+            self._sorted_ids = self.doc_ids[self._id_order]
+        sorted_ids = self._sorted_ids
         where = np.searchsorted(sorted_ids, ids)
         where[where >= len(sorted_ids)] = 0
         found = len(sorted_ids) > 0
@@ -382,7 +384,7 @@ def _refresh(view: View) -> View | None:
             view.doc_thread = np.concatenate([view.doc_thread, threads])
             view.doc_pos = np.concatenate([view.doc_pos, positions])
             view._neighbours.clear()
-            view._id_order = None
+            view._id_order = view._sorted_ids = None
         if len(doc_ids):
             old_ids, old_docs, old_tf, old_vocab = view.delta.rows()
             remap = {term: i for i, term in enumerate(old_vocab)}
