@@ -229,6 +229,8 @@ def write_event(
     Relation targets that are no longer active or superseded are dropped here. A caller
     writing several events may pass ``index=False`` and index them together afterwards
     with ``index_events`` (one corpus-statistics update instead of one per event).
+    ``block`` must be ready by the end of that transaction (the timeline's recency walk
+    looks for events in ready blocks only).
     """
     temporal = draft.get("temporal", {})
     now = now_iso()
@@ -492,15 +494,17 @@ def _recent_events(namespace_id: int, exclude_block: int | None, live) -> list[E
     events without a block (imports) count as oldest.
 
     Walks blocks newest first in growing windows instead of sorting every event of the
-    namespace, so the cost does not grow with the namespace.
+    namespace, so the cost does not grow with the namespace. It skips blocks not derived yet
+    (a backlog may be most of them) and reads only the sort keys; the few winners are read
+    whole at the end.
     """
-    def key(event: Event, sequence: int) -> tuple:
-        return (sequence, event.formed_turn or 0, event.created_at or "", event.id)
-
-    found: list[tuple[tuple, Event]] = []
+    keyed = (Event.id, Event.block, Event.formed_turn, Event.created_at)
+    found: list[tuple[tuple, int]] = []
     window, below = RECENT_LIMIT * 2, None
     while len(found) < RECENT_LIMIT:
-        blocks = Block.select(Block.id, Block.sequence).where(Block.namespace == namespace_id)
+        # Only a ready block has events (they are written in the transaction that makes it ready).
+        blocks = Block.select(Block.id, Block.sequence).where((Block.namespace == namespace_id)
+                                                              & (Block.status == "ready"))
         if below is not None:
             blocks = blocks.where(Block.sequence < below)
         sequences = dict(blocks.order_by(Block.sequence.desc()).limit(window).tuples())
@@ -508,15 +512,17 @@ def _recent_events(namespace_id: int, exclude_block: int | None, live) -> list[E
             break
         ids = [i for i in sequences if i != exclude_block]
         if ids:
-            found.extend((key(e, sequences[e.block_id]), e)
-                         for e in live(Event.select().where(Event.block.in_(ids))))
+            found.extend(((sequences[block], turn or 0, created or "", eid), eid)
+                         for eid, block, turn, created in live(Event.select(*keyed).where(Event.block.in_(ids))).tuples())
         below, window = min(sequences.values()), window * 2
     if len(found) < RECENT_LIMIT:
-        orphans = live(Event.select().where(Event.block.is_null())).order_by(
+        orphans = live(Event.select(*keyed).where(Event.block.is_null())).order_by(
             Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(RECENT_LIMIT)
-        found.extend((key(e, 0), e) for e in orphans)
+        found.extend(((0, turn or 0, created or "", eid), eid) for eid, _block, turn, created in orphans.tuples())
     found.sort(key=lambda item: item[0], reverse=True)
-    return [e for _, e in found[:RECENT_LIMIT]]
+    winners = [eid for _, eid in found[:RECENT_LIMIT]]
+    by_id = {e.id: e for e in Event.select().where(Event.id.in_(winners))} if winners else {}
+    return [by_id[eid] for eid in winners]
 
 
 def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:

@@ -222,6 +222,7 @@ class _Applier:
         self._touched: dict[type, set[int]] = {GraphFact: set(), GraphEdge: set()}  # re-stated, gets updated_at
         self._edges: dict[tuple[int, str], dict[int, GraphEdge]] = {}  # (from, relation) -> loaded edges
         self._edge_reads: set[tuple[int, str, int | None]] = set()  # (from, relation, to or None=current)
+        self._live_known: dict[int, bool] = {}  # event id -> live, read by resolve()
 
     def warn(self, text: str) -> None:
         self.result.warnings.append(text)
@@ -309,27 +310,17 @@ class _Applier:
                 self.warn(f"Dropped metadata value {kind} {value!r} of node {ref!r}: no provenance with valid sources")
         return kept
 
-    def _exposed_keys(self, node: GraphNode, statuses: dict[int, str]) -> tuple[set[str], set[str]]:
-        """(name keys, alias keys) that resolution may match: those citing a visible event.
-
-        A legacy node (no field provenance) keeps its name while any source is visible, and
-        its aliases only while all of them are."""
-        prov = node.provenance if isinstance(node.provenance, dict) else {}
-        if not prov:
-            # Legacy node without field provenance: metadata counts only if every source is exposed.
-            ids = [s for (s,) in GraphSource.select(GraphSource.event).where(
-                (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).tuples()]
-            known = _event_statuses(ids)
-            names = {entity_key(node.name)} if any(known.get(i) in LIVE for i in ids) else set()
-            if not ids or not all(known.get(i) in LIVE for i in ids):
-                return names, set()
-            return names, {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
-        names = {entity_key(node.name)} if any(statuses.get(i) in LIVE for i in prov.get("name", [])) else set()
-        aliases = {
-            entity_key(entry.get("value", "")) for entry in prov.get("aliases", [])
-            if isinstance(entry, dict) and any(statuses.get(i) in LIVE for i in entry.get("source_event_ids", []))
-        }
-        return names, aliases
+    @staticmethod
+    def _legacy_keys(node: GraphNode) -> tuple[set[str], set[str]]:
+        """(name keys, alias keys) resolution may match on a legacy node (no field provenance):
+        its name while any source is visible, its aliases only while all of them are."""
+        ids = [s for (s,) in GraphSource.select(GraphSource.event).where(
+            (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).tuples()]
+        known = _event_statuses(ids)
+        names = {entity_key(node.name)} if any(known.get(i) in LIVE for i in ids) else set()
+        if not ids or not all(known.get(i) in LIVE for i in ids):
+            return names, set()
+        return names, {entity_key(a) for a in node.aliases or [] if isinstance(a, str)}
 
     def _index_node(self, node: GraphNode) -> None:
         """Make a created or re-aliased node visible to the rest of this projection (and later ones)."""
@@ -345,24 +336,51 @@ class _Applier:
             for node in GraphNode.select().where(GraphNode.id.in_(missing)):
                 self._loaded[node.id] = node
         raw_hits = [self._loaded[i] for i in ids if i in self._loaded and self._loaded[i].status in CURRENT]
-        if not raw_hits:
-            return None
-        ids = []
-        for node in raw_hits:
-            prov = node.provenance if isinstance(node.provenance, dict) else {}
-            ids.extend(prov.get("name", []))
-            for entry in prov.get("aliases", []):
-                if isinstance(entry, dict):
-                    ids.extend(entry.get("source_event_ids", []))
-        statuses = _event_statuses(i for i in ids if isinstance(i, int))
         by_name, by_alias = None, None
         for node in raw_hits:
-            names, aliases = self._exposed_keys(node, statuses)
-            if names & wanted and by_name is None:
+            # Same choice as testing every node's exposed keys, but only the keys asked for are
+            # checked, and a key is visible as soon as one of its sources is (newest first).
+            if by_name is None and self._shows_name(node, wanted):
                 by_name = node
-            elif aliases & wanted and by_alias is None:
+            elif by_alias is None and self._shows_alias(node, wanted):
                 by_alias = node
+            if by_name is not None:
+                break
         return by_name or by_alias
+
+    def _any_live(self, ids: Any) -> bool:
+        """Whether any of the event ids is live; reads newest first, a few at a time, cached
+        for this projection (it changes no event's status)."""
+        wanted = [i for i in reversed(ids or []) if isinstance(i, int) and not isinstance(i, bool)]
+        if any(self._live_known.get(i) for i in wanted):
+            return True
+        unknown = [i for i in dict.fromkeys(wanted) if i not in self._live_known]
+        step = 8
+        while unknown:
+            part, unknown = unknown[:step], unknown[step:]
+            step *= 4
+            statuses = _event_statuses(part)
+            for i in part:
+                self._live_known[i] = statuses.get(i) in LIVE
+            if any(self._live_known[i] for i in part):
+                return True
+        return False
+
+    def _shows_name(self, node: GraphNode, wanted: set[str]) -> bool:
+        if entity_key(node.name) not in wanted:
+            return False
+        prov = node.provenance if isinstance(node.provenance, dict) else {}
+        return self._any_live(prov.get("name", [])) if prov else bool(self._legacy_keys(node)[0] & wanted)
+
+    def _shows_alias(self, node: GraphNode, wanted: set[str]) -> bool:
+        prov = node.provenance if isinstance(node.provenance, dict) else {}
+        if not prov:
+            return bool(self._legacy_keys(node)[1] & wanted)
+        return any(
+            isinstance(entry, dict) and entity_key(entry.get("value", "")) in wanted
+            and self._any_live(entry.get("source_event_ids", []))
+            for entry in prov.get("aliases", [])
+        )
 
     def apply_node(self, plan: _NodePlan) -> GraphNode:
         raw = plan.raw

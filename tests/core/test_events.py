@@ -160,11 +160,14 @@ def test_list_events_filters(ns):
 
 def _block_with_events(ns_name: str, text: str, titles: list[str]) -> Block:
     append_turn(ns_name, "t", text, "ok")
+    from core.services.derive import mark_ready
+
     block = Block.select().order_by(Block.sequence.desc()).first()
-    with write_transaction():
+    with write_transaction():  # as extraction does: a block's events and its ready state together
         for title in titles:
             write_event(block.namespace_id, {"title": title, "summary": title, "source_message_ids": [],
                                              "temporal": {}}, block=block, formed_turn=0)
+        mark_ready(block)
     return block
 
 
