@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -58,11 +58,43 @@ def _v6_scale_indexes(database: Database) -> None:
         model._schema.create_indexes(safe=True)
 
 
+def _v7_message_time_flag(database: Database) -> None:
+    """Version 7: ``message.has_time`` (content names a resolvable time), filled for every
+    stored message so default retrieval never parses candidates' text at query time."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import Message
+    from core.timeparse import has_dated_mention
+    from core.timeutil import parse_timestamp
+
+    if "has_time" not in {c.name for c in database.get_columns(Message._meta.table_name)}:
+        run(SchemaMigrator.from_database(database).add_column(Message._meta.table_name, "has_time",
+                                                              Message.has_time))
+    last = 0
+    while True:  # in pages by id: a million messages never sit in memory at once
+        rows = list(Message.select(Message.id, Message.content, Message.created_at)
+                    .where(Message.id > last).order_by(Message.id).limit(900).tuples())
+        if not rows:
+            break
+        flagged = {True: [], False: []}
+        for mid, content, created_at in rows:
+            try:
+                flag = has_dated_mention(content or "", parse_timestamp(created_at))
+            except Exception:  # noqa: BLE001 - an unreadable stored time: no flag, as retrieval did
+                flag = False
+            flagged[flag].append(mid)
+        for flag, ids in flagged.items():
+            if ids:
+                Message.update(has_time=flag).where(Message.id.in_(ids)).execute()
+        last = rows[-1][0]
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
-                                                 5: _v5_imports, 6: _v6_scale_indexes}
+                                                 5: _v5_imports, 6: _v6_scale_indexes,
+                                                 7: _v7_message_time_flag}
 
 
 def database_version(database: Database) -> int:

@@ -134,6 +134,9 @@ class Message(BaseModel):
     created_ts = FloatField(index=True)
     external_id = CharField(max_length=255, null=True)
     tool_calls = JSONTextField(null=True)
+    # Whether the content names a resolvable time (the "when …?" boost of default retrieval),
+    # found once at capture; null only on a row no Strata since schema 7 has written.
+    has_time = BooleanField(null=True)
 
     class Meta:
         indexes = (

@@ -18,6 +18,7 @@ from core.dto import ROLES, MessageIn, RawMessage, ToolTrace
 from core.errors import InvalidInputError, ReceiptConflictError
 from core.layers import deterministic_layers
 from core.models import Block, IngestionReceipt, Message, Namespace, Thread
+from core.timeparse import has_dated_mention
 from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
 from core.services.spaces import get_or_create_namespace, get_or_create_thread
@@ -216,11 +217,12 @@ def append_messages(
     if not items:
         raise InvalidInputError("append: no messages given")
     tz = default_tz or timezone.utc
-    stamped: list[tuple[MessageIn, str, float]] = []
+    stamped: list[tuple[MessageIn, str, float, bool]] = []
     fallback = now_local()
     for i, item in enumerate(items):
         dt = parse_timestamp(item.created_at, tz, where=f"message[{i}]: created_at") if item.created_at else fallback
-        stamped.append((item, to_iso(dt), to_epoch(dt)))
+        # Parsed here, before the write lock is taken: the time flag costs about 0.3 ms a message.
+        stamped.append((item, to_iso(dt), to_epoch(dt), has_dated_mention(item.content, dt)))
     digest = payload_hash(thread, items) if receipt_id else ""
 
     with write_transaction():
@@ -247,7 +249,7 @@ def append_messages(
         tail = _open_tail(th)
         new_ids: list[int] = []
         indexed: list[tuple[int, int, str]] = []
-        for item, iso, epoch in stamped:
+        for item, iso, epoch, has_time in stamped:
             th.message_count += 1
             if item.role == "user":
                 th.turn_count += 1
@@ -265,6 +267,7 @@ def append_messages(
                 created_ts=epoch,
                 external_id=item.external_id,
                 tool_calls=[t.to_json() for t in item.tool_calls] or None,
+                has_time=has_time,
             ))
             new_ids.append(row.id)
             indexed.append((row.id, th.id, message_text(item.speaker, item.content, row.tool_calls)))

@@ -53,6 +53,7 @@ from core.services.events import LIVE, write_event
 from core.services.jobs import create_job
 from core.services.spaces import get_or_create_namespace, validate_name
 from core.text import clip
+from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, parse_timestamp, to_epoch
 from core.tokens import estimate_tokens
 
@@ -792,7 +793,7 @@ def _create_source_block(ns: Namespace, batch: ImportBatch, views: dict[str, Any
                            sealed_turns=1, block_count=1, ready_count=1, created_at=now, updated_at=now)
     message = Message.create(namespace=ns, thread=thread, position=1, turn=1, ns_turn=ns.current_turn, role="user",
                              speaker=None, content=batch.text, created_at=now, created_ts=to_epoch(stamp),
-                             external_id=f"import:{batch.id}")
+                             external_id=f"import:{batch.id}", has_time=has_dated_mention(batch.text, stamp))
     layers = deterministic_layers([MessageIn(role="user", content=batch.text)])
     ns.block_count += 1
     block = Block.create(

@@ -23,7 +23,7 @@ from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.search.index import bm25
 from core.services.spaces import get_namespace
-from core.timeparse import find_time_mentions, might_contain_time
+from core.timeparse import has_dated_mention
 from core.timeutil import parse_timestamp
 
 
@@ -70,9 +70,6 @@ class _Layout:
         return {mid: int(self.view.doc_thread[i]) for mid, i in zip(ids, where.tolist()) if i >= 0}
 
 
-_TIMED: dict[tuple, bool] = {}
-
-
 def _layout(ns: Namespace) -> _Layout:
     from core.search.segment import view
 
@@ -80,22 +77,23 @@ def _layout(ns: Namespace) -> _Layout:
     return _Layout(view=current, speakers=current.speakers)
 
 
-def _has_time(content: str, created_at: str) -> bool:
-    if not might_contain_time(content):
-        return False
+def _has_time(content: str, created_at: str, stored: bool | None) -> bool:
+    """The message's stored time flag; a row written before schema 7 had it is parsed here."""
+    if stored is not None:
+        return bool(stored)
     try:
         anchor = parse_timestamp(created_at)
     except Exception:
         return False
-    return any(m.start for m in find_time_mentions(content, anchor))
+    return has_dated_mention(content, anchor)
 
 
 def _message_info(ids: list[int]) -> dict[int, tuple]:
-    """(speaker, created_at, content, role, external_id) of the given messages."""
+    """(speaker, created_at, content, role, external_id, has_time) of the given messages."""
     from core.search.segment import rows_by_ids
 
-    rows = rows_by_ids("SELECT id, speaker, created_at, content, role, external_id FROM message WHERE id IN ({ids})",
-                       ids)
+    rows = rows_by_ids("SELECT id, speaker, created_at, content, role, external_id, has_time FROM message "
+                       "WHERE id IN ({ids})", ids)
     return {row[0]: row[1:] for row in rows}
 
 
@@ -214,25 +212,17 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     wants_time = bool(_WHEN.search(question))
     about_user = bool(_FIRST_PERSON.search(question))
     info = _message_info(top)
-    identity = (id(view), ns.id)
     boosted = {}
     for mid, score in zip(top, top_scores):
-        speaker, created_at, content, role, _ = info[mid]
+        speaker, created_at, content, role, _, has_time = info[mid]
         factor = 1.0
         if named and speaker in named:
             factor += params.speaker_boost
         elif about_user and role == "user":
             # "What did I buy?" asks about what the user said, not the assistant's replies.
             factor += params.user_boost
-        if wants_time:
-            key = (identity[1], mid, created_at)
-            flag = _TIMED.get(key)
-            if flag is None:
-                if len(_TIMED) > 200_000:
-                    _TIMED.clear()
-                flag = _TIMED[key] = _has_time(content, created_at)
-            if flag:
-                factor += params.time_boost
+        if wants_time and _has_time(content, created_at, has_time):
+            factor += params.time_boost
         boosted[mid] = score * factor
     return boosted
 

@@ -144,7 +144,7 @@ def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
             factor += params.speaker_boost
         elif about_user and role == "user":
             factor += params.user_boost
-        if wants_time and _has_time(content, created_at):
+        if wants_time and _has_time(content, created_at, None):  # parsed, not the stored flag
             factor += params.time_boost
         out[mid] = scores[mid] * factor
     return out

@@ -115,6 +115,24 @@ def test_migration_to_6_adds_the_scale_indexes(db_url, store):
     assert len(wanted) == 3
     for name in wanted:
         db.execute_sql(f'DROP INDEX "{name}"')
-    SchemaVersion.delete().where(SchemaVersion.version == 6).execute()
+    SchemaVersion.delete().where(SchemaVersion.version >= 6).execute()
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION and wanted <= names()
+
+
+def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
+    from core.services.capture import append_messages
+
+    append_messages("ns", "t", [
+        {"role": "user", "content": "We moved the launch to March 17, 2026.", "created_at": "2026-03-01T10:00:00+00:00"},
+        {"role": "assistant", "content": "Noted, thanks for telling me.", "created_at": "2026-03-01T10:00:05+00:00"},
+        {"role": "user", "content": "Let's talk some time about it.", "created_at": "2026-03-01T10:01:00+00:00"},
+    ])
+    captured = [m.has_time for m in Message.select().order_by(Message.id)]
+    assert captured == [True, False, False]  # a vague "some time" has no start
+    db.execute_sql("ALTER TABLE message DROP COLUMN has_time")  # a version-6 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=6, applied_at="2026-11-30T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    assert [m.has_time for m in Message.select().order_by(Message.id)] == captured
