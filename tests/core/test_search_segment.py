@@ -106,6 +106,22 @@ def test_search_channels_equal_exhaustive_rankings(corpus):
         assert [h.event.id for h in hits] == sorted(events, key=lambda i: (-events[i], i))[:6]
 
 
+def test_best_live_events_equal_sorting_every_live_match(corpus):
+    from core.services.retrieval import best_live_events
+
+    # Forget most of the best matches of a common word, so the top k has to grow.
+    terms = analyze("Alice kubernetes rollback")
+    reference = bm25_reference("event", corpus.id, terms)
+    for event_id in sorted(reference, key=lambda i: (-reference[i], i))[:25]:
+        forget_event(event_id)
+    live = {e.id for e in Event.select(Event.id).where(Event.status.in_(["active", "superseded"]))}
+    for question in QUESTIONS + ["Alice kubernetes rollback"]:
+        terms = analyze(question)
+        scores = {i: s for i, s in bm25_reference("event", corpus.id, terms).items() if i in live}
+        for limit in (1, 5, 30):
+            assert best_live_events(corpus.id, terms, limit) == sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+
+
 def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
     """The default retrieval's raw ranking written out as plain loops over the reference scores."""
     params = DEFAULT_PARAMS
