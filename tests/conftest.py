@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.db import db
@@ -19,3 +21,14 @@ def store(db_url):
     yield opened
     if db.obj is not None and not db.is_closed():
         db.close()
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory) -> Path:
+    """The demo memory, built once per run (about 3 s); tests take copies of it."""
+    from core.demo import build_demo
+
+    path = tmp_path_factory.mktemp("demo-template") / "demo.db"
+    build_demo(f"sqlite:///{path}")
+    db.close()  # the last connection: SQLite folds the WAL back into the file
+    return path

@@ -292,10 +292,7 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
               derive_limit: int | None = None, reuse: bool = False, skip_baseline: bool = False,
               skip_ui: bool = False, progress: ProgressFn | None = None) -> dict:
     """Build, measure and compare every size; each phase in its own process."""
-    from core.bench.synthetic import queries as make_queries
-
     workdir.mkdir(parents=True, exist_ok=True)
-    questions = make_queries(queries, seed)
     results: dict[str, dict] = {}
     previous: dict | None = None
     for n in sizes:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Message, Namespace, Thread
+from core.models import Namespace, Thread
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.spaces import get_namespace
@@ -228,7 +228,6 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
 
 def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     """For each message, the best BM25 score of a live event that cites it."""
-    from core.models import Event, EventSource
     from core.search.index import bm25_top
 
     # Only the best events can move a message noticeably; joining all matches costs time.

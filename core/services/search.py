@@ -16,7 +16,7 @@ from typing import Sequence
 from core.db import db, write_transaction
 from core.dto import RawMessage, ToolTrace
 from core.errors import InvalidInputError
-from core.models import Block, Event, EventParticipant, EventSource, Message, Namespace, Thread
+from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
 from core.search.analyze import analyze
 from core.search.bm25 import RRF_K, rrf
 from core.search.index import bm25, bm25_top

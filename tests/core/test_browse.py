@@ -7,16 +7,12 @@ import pytest
 from core.db import db
 from core.errors import InvalidInputError
 from core.store import open_store
+from tests.stores import copy_of
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory):
-    from core.demo import build_demo
-
-    url = f"sqlite:///{tmp_path_factory.mktemp('browse') / 'demo.db'}"
-    build_demo(url)
-    db.close()
-    return url
+def demo_url(demo_template, tmp_path_factory):
+    return copy_of(demo_template, tmp_path_factory.mktemp("browse") / "demo.db")
 
 
 @pytest.fixture

@@ -13,18 +13,24 @@ from pathlib import Path
 import pytest
 
 from core.db import db
+from tests.stores import copy_of
 
 FIXED = "2026-03-01T12:00:00+00:00"
 
 
-def seed_workbench_store(url: str) -> None:
-    """Build the demo store at ``url`` and add traces and jobs (used by tests and docs)."""
+def seed_workbench_store(url: str, *, built: bool = False) -> None:
+    """Build the demo store at ``url`` (unless ``built``: a copy of it is there) and add
+    traces and jobs (used by tests and docs)."""
     from core.agent_tools import MemoryTools
     from core.demo import build_demo
     from core.models import Block, Event, Job, Namespace, RetrievalBatch, RetrievalTrace, UsageReceipt
     from core.services.jobs import create_job
+    from core.store import open_store
 
-    build_demo(url)
+    if built:
+        open_store(url)
+    else:
+        build_demo(url)
     tools = MemoryTools("demo", session="agent-1", budget=None)
     found = tools.call("search_events", {"query": "Atlas launch date"})
     refs = found["evidence_refs"]
@@ -53,9 +59,9 @@ def seed_workbench_store(url: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def workbench_template(tmp_path_factory) -> Path:
+def workbench_template(demo_template, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("workbench") / "template.db"
-    seed_workbench_store(f"sqlite:///{path}")
+    seed_workbench_store(copy_of(demo_template, path), built=True)
     return path
 
 

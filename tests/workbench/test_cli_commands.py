@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stores import copy_of
 from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,11 +23,8 @@ def run_json(capsys, *argv: str):
 
 
 @pytest.fixture
-def demo_db(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    assert main(["demo", "--no-ui", "--db", url]) == 0
-    capsys.readouterr()
-    return url
+def demo_db(demo_template, tmp_path):
+    return copy_of(demo_template, tmp_path / "demo.db")
 
 
 def test_version(capsys):
@@ -34,7 +32,17 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip().startswith("strata 0.")
 
 
-def test_demo_builds_a_derived_store(demo_db, capsys):
+@pytest.fixture
+def cli_demo_db(tmp_path, capsys):
+    """The demo built by the command itself (the other tests take a copy of one built once)."""
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--no-ui", "--db", url]) == 0
+    capsys.readouterr()
+    return url
+
+
+def test_demo_builds_a_derived_store(cli_demo_db, capsys):
+    demo_db = cli_demo_db
     stats = run_json(capsys, "stats", "--db", demo_db)
     assert stats["messages"] == 272 and stats["threads"] == 4
     assert stats["blocks_ready"] >= 12 and stats["blocks_pending"] == 0

@@ -6,14 +6,13 @@ import json
 
 import pytest
 
+from tests.stores import copy_of
 from workbench.cli import main
 
 
 @pytest.fixture(scope="module")
-def demo_url(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.db'}"
-    assert main(["demo", "--no-ui", "--db", url]) == 0
-    return url
+def demo_url(demo_template, tmp_path_factory):
+    return copy_of(demo_template, tmp_path_factory.mktemp("demo") / "demo.db")
 
 
 def run_json(capsys, *argv):

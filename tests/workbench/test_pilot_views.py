@@ -302,3 +302,26 @@ async def test_table_cells_show_text_as_typed():
         await pilot.pause()
         text = screen_text(app)
         assert "[b]Atlas[/b] moved [/oops]" in text and "22" in text
+
+
+async def test_a_filter_applies_once_typing_pauses(make_app):
+    import asyncio
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        screen = app.screen
+        traces = screen.query_one("#traces")
+        everything = traces.row_count
+        await pilot.press("f", *"zzz-no-such-trace")  # no Enter
+        await pilot.pause()
+        assert traces.row_count == everything  # not while still typing
+        await asyncio.sleep(screen.TYPING_PAUSE + 0.2)
+        await settle(pilot)
+        assert traces.row_count == 0
+        # a submitted field applies at once and cancels the pending wait
+        screen.query_one("#t-filter", Input).value = ""
+        await pilot.press("enter")
+        await settle(pilot)
+        assert traces.row_count == everything

@@ -209,6 +209,22 @@ class StrataScreen(Screen):
     def reload(self) -> None:
         """Hook: start the workers that fill this view for ``self.namespace``."""
 
+    # ------------------------------------------------------------------ typing
+
+    TYPING_PAUSE = 0.35  # seconds of no typing before a filter is applied
+
+    def after_typing(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` once typing pauses (each keystroke restarts the wait)."""
+        self.typing_done()
+        self._typing_timer = self.set_timer(self.TYPING_PAUSE, callback)
+
+    def typing_done(self) -> None:
+        """Forget a pending ``after_typing`` call (the field was submitted)."""
+        timer = getattr(self, "_typing_timer", None)
+        if timer is not None:
+            timer.stop()
+            self._typing_timer = None
+
     # ------------------------------------------------------------------ actions
 
     def copy_text(self) -> str | None:

@@ -16,7 +16,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import DataTable, Input, Label, Select, Static, TabbedContent, TabPane
 
 from workbench.screens.base import EmptyState, StrataScreen
@@ -71,7 +70,6 @@ class GraphScreen(StrataScreen):
         self.requested_id: int | None = None
         self.history: list[int] = []
         self.position = -1
-        self._debounce: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -178,14 +176,11 @@ class GraphScreen(StrataScreen):
 
     @on(Input.Changed, "#g-search")
     def _typed(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(0.3, self.load_nodes)
+        self.after_typing(self.load_nodes)
 
     @on(Input.Submitted, "#g-search")
     def _submitted(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
+        self.typing_done()
         self.load_nodes()
         self.query_one("#nodes", PagedTable).request_focus()
 

@@ -18,7 +18,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
@@ -102,7 +101,6 @@ class TimelineScreen(StrataScreen):
         self.cursor = None
         self.detail: EventDetail | None = None
         self.requested_id: int | None = None
-        self._debounce: Timer | None = None
         self._applied = None
         self._day_counts: dict = {}
         self._histogram_due = False
@@ -153,14 +151,11 @@ class TimelineScreen(StrataScreen):
 
     @on(Input.Changed, "#timeline-filters Input")
     def _typed(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(0.35, self.apply_filters)
+        self.after_typing(self.apply_filters)
 
     @on(Input.Submitted, "#timeline-filters Input")
     def _submitted(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
+        self.typing_done()
         self.query_one("#events", PagedTable).request_focus()
         self.apply_filters()
 

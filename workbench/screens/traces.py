@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import DataTable, Input, Label, Select, Static
 
 from workbench.screens.base import EmptyState, StrataScreen
@@ -78,7 +77,6 @@ class TracesScreen(StrataScreen):
         self.detail = None
         self.requested_id: int | None = None
         self.candidates: list[dict] = []
-        self._debounce: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -161,14 +159,11 @@ class TracesScreen(StrataScreen):
 
     @on(Input.Changed, "#t-filter")
     def _typed(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(0.35, self.load_page)
+        self.after_typing(self.load_page)
 
     @on(Input.Submitted, "#t-filter")
     def _submitted(self) -> None:
-        if self._debounce is not None:
-            self._debounce.stop()
+        self.typing_done()
         self.load_page()
         self.query_one("#traces", PagedTable).request_focus()
 
