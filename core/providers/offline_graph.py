@@ -179,6 +179,28 @@ _USE_RE = re.compile(
     rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using)\s+"
     rf"(?P<tool>{_CAPS})"
 )
+# A use stated inside a clause that denies or replaces it ("stopped using Jenkins", "instead of
+# switching to Dagster", "uses Dagster now, not Airflow") is not a current use. The clause is
+# what follows the last punctuation mark or joining word before the mention.
+_CLAUSE_START = re.compile(r"(?:[.;,:!?()]|\b(?:but|and|so|then|while|whereas|although|though|yet)\b)", re.I)
+_DENIAL = re.compile(r"\b(?:not|never|no\s+longer|nor|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|"
+                     r"abandon\w*|avoid\w*|instead\s+of|rather\s+than|without|against|\w+n't|cannot)\b", re.I)
+
+
+_ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?)\b", re.I)
+
+
+def _denial(text: str, at: int) -> str | None:
+    """How the clause holding position ``at`` denies what is stated there: "ended" (it held
+    once: "no longer works at", "stopped using"), "denied" (any other negation) or None."""
+    before = text[:at]
+    starts = [m.end() for m in _CLAUSE_START.finditer(before)]
+    clause = before[starts[-1] if starts else 0:]
+    if not _DENIAL.search(clause):
+        return None
+    return "ended" if _ENDED.search(clause) else "denied"
+
+
 _USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b",
                        re.IGNORECASE)
 
@@ -431,7 +453,7 @@ class _EventReader:
                 names.add(" ".join(m.group("surface").split()).casefold())
             ref = self.b.node("project", name, self.id, m.group("surface"))
             verb = _WORKS_ON_VERB.search(s[max(0, m.start() - 40) : m.start()])
-            if verb:
+            if verb and not _denial(s, m.start()):
                 self.b.edge(self.subject(s, m.start()), ref, "works_on", self.id)
         return names
 
@@ -459,7 +481,10 @@ class _EventReader:
             if ref is None:
                 continue
             subject = self.subject(s, m.start())
-            past = verb == "worked" or _PAST_WORK.search(s[: m.start()])
+            denial = _denial(s, m.start())
+            if denial == "denied":
+                continue
+            past = verb == "worked" or _PAST_WORK.search(s[: m.start()]) or denial == "ended"
             if past:
                 self.b.edge(subject, ref, "worked_at", self.id)
             else:
@@ -479,6 +504,11 @@ class _EventReader:
                 if ref is None:
                     continue
                 subject = self.subject(s, m.start())
+                denial = _denial(s, m.start())
+                if denial == "denied":
+                    continue
+                if denial == "ended":
+                    relation = "lived_in"
                 if relation == "lives_in":
                     self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
                 self.b.edge(subject, ref, relation, self.id)
@@ -488,7 +518,7 @@ class _EventReader:
             if not name or (not strict and name.casefold() not in _PLACE_CANON):
                 continue  # "went to Pride" or "visited Sarah" is not a place; "went to Paris" is
             ref = self.place(name)
-            if ref is not None:
+            if ref is not None and not _denial(s, m.start()):
                 self.b.edge(self.subject(s, m.start()), ref, "plans_to_visit" if self.planned else "visited", self.id)
         origins = [(m.start(), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
         origins += [(m.start(), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
@@ -533,6 +563,8 @@ class _EventReader:
                     self._use(s, m.start(), ref)
 
     def _use(self, s: str, at: int, ref: str) -> None:
+        if _denial(s, at):
+            return
         subject = self.subject(s, at)
         self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id)
         self.b.edge(subject, ref, "uses", self.id)

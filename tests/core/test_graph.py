@@ -662,3 +662,23 @@ def test_offline_proposal_applies_cleanly(store):
     view = node_view(ann.id)
     assert {(f.key, f.value) for f in view.current_facts} == {("lives_in", "Paris"), ("uses", "Vim"), ("uses", "Git")}
     assert [(f.key, f.value) for f in view.historical_facts] == [("lives_in", "Oslo")]
+
+
+@pytest.mark.parametrize(("text", "facts", "edges"), [
+    ("Maya keeps using Airflow instead of switching to Dagster.", {("Maya", "uses", "Airflow")},
+     {("Maya", "uses", "Airflow")}),
+    ("Maya uses Dagster now, not Airflow.", {("Maya", "uses", "Dagster")}, {("Maya", "uses", "Dagster")}),
+    ("Maya stopped using Jenkins. She won't use Kafka.", set(), set()),
+    ("Maya no longer uses Jenkins but uses GitLab now.", {("Maya", "uses", "GitLab")}, {("Maya", "uses", "GitLab")}),
+    ("Maya no longer works at Acme Inc.", set(), {("Maya", "worked_at", "Acme")}),
+    ("Maya doesn't live in Berlin anymore. She never went to Paris.", set(), set()),
+    ("Maya no longer lives in Berlin but moved to Oslo.", {("Maya", "lives_in", "Oslo")},
+     {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Oslo")}),
+    ("Maya is not leading Project Atlas.", set(), set()),
+])
+def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": text, "quotes": [], "participants": ["Maya"], "temporal": {}}]})
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    assert {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]} == facts
+    assert {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]} == edges
