@@ -786,14 +786,15 @@ def _draft(candidate: dict[str, Any], message_id: int, action: str, targets: Seq
     }
 
 
-def _create_source_block(ns: Namespace, batch: ImportBatch, views: dict[str, Any], now: str) -> tuple[Block, Message]:
+def _create_source_block(ns: Namespace, batch: ImportBatch, views: dict[str, Any], now: str,
+                         has_time: bool) -> tuple[Block, Message]:
     """The synthetic source block: one message holding the whole imported text (L5)."""
     stamp = parse_timestamp(now)
     thread = Thread.create(namespace=ns, name=f"external-import:{batch.id}", message_count=1, turn_count=1,
                            sealed_turns=1, block_count=1, ready_count=1, created_at=now, updated_at=now)
     message = Message.create(namespace=ns, thread=thread, position=1, turn=1, ns_turn=ns.current_turn, role="user",
                              speaker=None, content=batch.text, created_at=now, created_ts=to_epoch(stamp),
-                             external_id=f"import:{batch.id}", has_time=has_dated_mention(batch.text, stamp))
+                             external_id=f"import:{batch.id}", has_time=has_time)
     layers = deterministic_layers([MessageIn(role="user", content=batch.text)])
     ns.block_count += 1
     block = Block.create(
@@ -842,9 +843,11 @@ def commit_batch(batch_id: int | str, *, choices: Mapping[int, Any] | None = Non
     for position, choice in (choices or {}).items():
         action, targets = (choice, None) if isinstance(choice, str) else (choice[0], list(choice[1] or []))
         decide(batch.id, int(position), action, targets)
+    # The text's time flag is found before the write lock is taken (a long export takes a while).
+    has_time = has_dated_mention(batch.text, parse_timestamp(now_iso()))
     try:
         with write_transaction():
-            result = _commit(batch.id)
+            result = _commit(batch.id, has_time)
     except _Stale as stale:
         refreshed = preview_batch(batch.id, provider=provider, progress=progress, refresh=True)
         raise StalePreviewError(
@@ -867,7 +870,7 @@ def _check_targets(batch: ImportBatch, plan: Sequence[tuple[ImportItem, str | No
             raise _Stale(batch.preview_revision, _revision(batch.namespace_name))
 
 
-def _commit(batch_id: int) -> ImportPreview:
+def _commit(batch_id: int, has_time: bool) -> ImportPreview:
     batch = _get_batch(batch_id)  # re-read inside the transaction
     _check_committable(batch)
     current = _revision(batch.namespace_name)
@@ -879,7 +882,7 @@ def _commit(batch_id: int) -> ImportPreview:
     now = now_iso()
     ns = get_or_create_namespace(batch.namespace_name)
     applied = {a: sum(1 for _, action, _ in plan if action == a) for a in ACTIONS}
-    block, message = _create_source_block(ns, batch, _block_views(batch, items, applied), now)
+    block, message = _create_source_block(ns, batch, _block_views(batch, items, applied), now, has_time)
     meta = batch.meta or {}
     fallback_time = meta.get("exported_at") or now
     if len(fallback_time) <= 7:

@@ -246,7 +246,8 @@ def test_commit_writes_source_block_events_links_graph_jobs_and_audit(seeded):
     block = Block.get_by_id(batch.source_block_id)
     assert block.status == "ready" and block.l0_tags == ["external-memory-import"] and not block.should_extract
     assert render_block(block.id, 5).content.count("Omar runs marathons.") == 1  # the full text is L5
-    assert text in Message.get(Message.block == block.id).content
+    source = Message.get(Message.block == block.id)
+    assert text in source.content and source.has_time is True  # "in 2025" (the "when" boost reads it)
     created = {i.position: Event.get_by_id(i.created_event_id) for i in result.items if i.created_event_id}
     assert set(created) == {1, 2, 3, 4} and result.items[4].created_event_id is None
     for event in created.values():
