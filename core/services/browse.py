@@ -404,7 +404,7 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
             rows.append(NodeRow(
                 id=node.id, namespace=ns.name, name=node.name, type=node.type, aliases=tuple(view.aliases),
                 facts=len(view.current_facts), edges=len(view.current_edges) + len(view.historical_edges),
-                events=len(view.all_sources()),
+                events=len(view.all_sources()), events_more=view.sources_more,
             ))
             if len(rows) >= limit:
                 exhausted = exhausted and node.id == chunk[-1].id

@@ -933,6 +933,11 @@ class NodeRow:
     facts: int
     edges: int
     events: int
+    events_more: bool = False  # some record had more citations than were read: ``events`` is a floor
+
+    @property
+    def events_text(self) -> str:
+        return f"{self.events}+" if self.events_more else str(self.events)
 
 
 @dataclass
@@ -948,6 +953,7 @@ class _Computed:
     historical_facts: list[tuple[GraphFact, list[int]]] = field(default_factory=list)
     current_edges: list[tuple[GraphEdge, list[int]]] = field(default_factory=list)
     historical_edges: list[tuple[GraphEdge, list[int]]] = field(default_factory=list)
+    sources_more: bool = False  # a record of this node had more citations than its window
 
     def all_sources(self) -> list[int]:
         """Every visible event behind the node, newest first."""
@@ -968,7 +974,11 @@ def _classify(status: str, sources: list[tuple[int, str]]) -> tuple[str, list[in
     return None
 
 
-def _sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+SOURCE_WINDOW = 64  # citations read per record, newest first, for an effective view
+
+
+def _all_sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+    """Every (event, status) citing each record, newest first."""
     out: dict[int, list[tuple[int, str]]] = {}
     for part in _chunks(list(record_ids)):
         query = (
@@ -980,6 +990,51 @@ def _sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[in
         )
         for record_id, event_id, status in query:
             out.setdefault(record_id, []).append((event_id, status))
+    return out
+
+
+_WINDOW_SQL: dict[tuple, str] = {}
+
+
+def _sources_of(kind: str, record_ids: Sequence[int], more: set[int] | None = None) -> dict[int, list[tuple[int, str]]]:
+    """(event, status) of each record's newest SOURCE_WINDOW citations, newest first; a record
+    whose window holds no active source but has more citations also gets its newest active
+    and live ones. That decides current / historical / hidden exactly (``_classify``) while a
+    record cited by thousands of events costs what a rarely cited one does; the source lists
+    are the qualifying ones among those read (views show at most GRAPH_PROVENANCE_LIMIT).
+    Records whose window was full are added to ``more``."""
+    database = db.obj
+    out: dict[int, list[tuple[int, str]]] = {}
+    ids = list(dict.fromkeys(record_ids))
+    for start in range(0, len(ids), 200):  # SQLite allows 500 terms in a compound select
+        part = ids[start:start + 200]
+        key = (len(part), SOURCE_WINDOW, type(database))
+        sql = _WINDOW_SQL.get(key)
+        if sql is None:
+            q = database.quote[0] + "{}" + database.quote[1]
+            term = (f"SELECT * FROM (SELECT s.{q.format('record_id')}, s.{q.format('event_id')}, e.{q.format('status')} "
+                    f"FROM {q.format(GraphSource._meta.table_name)} s JOIN {q.format(Event._meta.table_name)} e "
+                    f"ON e.{q.format('id')} = s.{q.format('event_id')} WHERE s.{q.format('kind')} = {database.param} "
+                    f"AND s.{q.format('record_id')} = {database.param} ORDER BY s.{q.format('event_id')} DESC "
+                    f"LIMIT {SOURCE_WINDOW + 1}) AS w{{}}")
+            sql = _WINDOW_SQL[key] = " UNION ALL ".join(term.format(i) for i in range(len(part)))
+        params = [value for record_id in part for value in (kind, record_id)]
+        for record_id, event_id, status in database.execute_sql(sql, params):
+            out.setdefault(record_id, []).append((event_id, status))
+    for record_id, sources in out.items():
+        sources.sort(key=lambda pair: -pair[0])
+        truncated = len(sources) > SOURCE_WINDOW  # one row past the window says there is more
+        del sources[SOURCE_WINDOW:]
+        if truncated and more is not None:
+            more.add(record_id)
+        if truncated and not any(status == "active" for _, status in sources):
+            seen = {event_id for event_id, _ in sources}
+            extra = [(i, "active") for i in _newest_sources(kind, record_id, ("active",), SOURCE_WINDOW)]
+            if not extra:
+                live = _newest_sources(kind, record_id, LIVE, SOURCE_WINDOW)
+                extra = [(i, "superseded") for i in live]  # no active one exists: every live one is superseded
+            sources.extend(pair for pair in extra if pair[0] not in seen)
+            sources.sort(key=lambda pair: -pair[0])
     return out
 
 
@@ -1020,9 +1075,12 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
             GraphNode.id.in_(list(part))
         ).tuples():
             status_of[node_id] = status
-    node_sources = _sources_of("node", ids)
-    fact_sources = _sources_of("fact", [f.id for fs in facts.values() for f in fs])
-    edge_sources = _sources_of("edge", list(edges))
+    more: dict[str, set[int]] = {"node": set(), "fact": set(), "edge": set()}
+    node_sources = _sources_of("node", ids, more["node"])
+    legacy = [n.id for n in nodes if not (isinstance(n.provenance, dict) and n.provenance)]
+    node_sources.update(_all_sources_of("node", legacy))  # their aliases show only while every source is live
+    fact_sources = _sources_of("fact", [f.id for fs in facts.values() for f in fs], more["fact"])
+    edge_sources = _sources_of("edge", list(edges), more["edge"])
     statuses = {i: s for srcs in node_sources.values() for i, s in srcs}
     missing = set()
     for node in nodes:
@@ -1040,7 +1098,9 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         view.node_sources = [i for i, s in own if s in LIVE]
         view.aliases = _visible_metadata(node, "aliases", own, statuses)
         view.tags = _visible_metadata(node, "tags", own, statuses)
+        view.sources_more = node.id in more["node"] and node.id not in legacy
         for fact in facts.get(node.id, []):
+            view.sources_more = view.sources_more or fact.id in more["fact"]
             cls = _classify(fact.status, fact_sources.get(fact.id, []))
             if cls:
                 (view.current_facts if cls[0] == "current" else view.historical_facts).append((fact, cls[1]))
@@ -1053,6 +1113,7 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
             continue
         for node_id in (edge.from_node_id, edge.to_node_id):
             if node_id in out:
+                out[node_id].sources_more = out[node_id].sources_more or edge.id in more["edge"]
                 (out[node_id].current_edges if cls[0] == "current" else out[node_id].historical_edges).append(
                     (edge, cls[1])
                 )
@@ -1238,6 +1299,7 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
             facts=len(view.current_facts),
             edges=len(view.current_edges) + len(view.historical_edges),
             events=len(view.all_sources()),
+            events_more=view.sources_more,
         ))
     rows.sort(key=lambda r: (-r.events, -r.facts - r.edges, r.name.casefold(), r.id))
     return rows[: max(1, min(int(limit), 10_000))]

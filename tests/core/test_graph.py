@@ -682,3 +682,39 @@ def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
     names = {n["ref"]: n["name"] for n in proposal["nodes"]}
     assert {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]} == facts
     assert {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]} == edges
+
+
+def test_views_read_a_window_of_sources_yet_classify_like_reading_them_all(store, monkeypatch):
+    """A record cited by many events is decided from its newest citations; with a window of
+    two, every forget pattern must still give the view that reading every citation gives."""
+    import random
+
+    from core.services import graph as graphsvc
+
+    texts = ["Ann lives in Oslo. She uses Vim and works at Acme Inc.", "Ann uses Vim and Git every day.",
+             "Ann lives in Oslo and uses Git.", "Ann moved to Paris.", "Ann works at Acme Inc and uses Vim."]
+    ids = [_event(f"Ann {i}", text, participants=["Ann", "Bo"]) for i, text in enumerate(texts * 2)]
+    for start in range(0, len(ids), 4):
+        batch = ids[start:start + 4]
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        apply_projection(_ns_id(), batch, project_graph_offline(context))
+    nodes = list(GraphNode.select())
+    assert GraphSource.select().where(GraphSource.kind == "node").count() > 2 * len(nodes)
+
+    def shape(views):
+        return {nid: (v.visible, v.aliases, v.tags, sorted(f.id for f, _ in v.current_facts),
+                      sorted(f.id for f, _ in v.historical_facts), sorted(e.id for e, _ in v.current_edges),
+                      sorted(e.id for e, _ in v.historical_edges), v.all_sources()[:1]) for nid, v in views.items()}
+
+    rng = random.Random(5)
+    for _ in range(6):
+        for event_id in rng.sample(ids, 4):
+            Event.update(status=rng.choice(["forgotten", "active", "superseded"])).where(
+                Event.id == event_id).execute()
+        monkeypatch.setattr(graphsvc, "SOURCE_WINDOW", 10**6)
+        every = graphsvc._compute_views(nodes)
+        monkeypatch.setattr(graphsvc, "SOURCE_WINDOW", 2)
+        windowed = graphsvc._compute_views(nodes)
+        assert shape(windowed) == shape(every)
+        # a count read through a full window is shown as a floor ("3+"), never as exact
+        assert not any(v.sources_more for v in every.values()) and any(v.sources_more for v in windowed.values())

@@ -18,7 +18,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     table(
         "Graph nodes",
         ["id", "type", "name", "facts", "edges", "events"],
-        [[n.id, n.type, n.name + (f" ({', '.join(n.aliases)})" if n.aliases else ""), n.facts, n.edges, n.events]
+        [[n.id, n.type, n.name + (f" ({', '.join(n.aliases)})" if n.aliases else ""), n.facts, n.edges, n.events_text]
          for n in rows],
     )
     return 0

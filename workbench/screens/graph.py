@@ -133,7 +133,7 @@ class GraphScreen(StrataScreen):
         if not event.append:
             table.reset()
         self.cursor = event.cursor
-        table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), str(r.events))
+        table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), r.events_text)
                                        for r in event.rows], event.cursor is not None)
         table.stop_loading()
         self.workbench.mark("graph:list")
