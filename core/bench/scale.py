@@ -146,6 +146,7 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
         "derive_failures": failed,
         **counts,
         "build_peak_rss_bytes": peak_rss_bytes(),
+        "built_at_commit": git_commit(),  # a reused database keeps the commit it was built with
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import islice
 
-from core.bench import scale
+from core.bench import git_commit, scale
 from core.bench.plot import scale_svg
 from core.bench.synthetic import conversation, queries
 from core.db import db
@@ -40,6 +40,7 @@ def test_one_size_builds_measures_and_plots(tmp_path):
             db.close()
     assert built["messages"] == 240 and built["blocks_ready"] == built["blocks"] > 0 and built["events"] > 0
     assert built["ingest_msgs_per_s"] > 0 and built["build_peak_rss_bytes"] > 0 and seen
+    assert built["built_at_commit"] == git_commit()  # kept in the marker, so a reused database says its code
     assert set(measured["latency_ms"]) == set(scale.CHANNELS)
     assert all(v["p95"] >= v["p50"] >= 0 for v in measured["latency_ms"].values())
     assert measured["answered"]["search_raw"] == 4
