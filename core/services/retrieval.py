@@ -245,33 +245,10 @@ def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     return support
 
 
-def _live_events(ids: list[int]) -> set[int]:
-    from core.search.segment import rows_by_ids
-
-    return {i for (i,) in rows_by_ids(
-        "SELECT id FROM event WHERE id IN ({ids}) AND status IN ('active', 'superseded')", ids)}
-
-
-def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[int]:
-    """The ``limit`` best live events by (BM25 desc, id), forgotten/archived ones skipped.
-
-    The top k with MaxScore, k growing until enough are live: a common word matches most
-    events, and scoring them all and checking each one's status cost ~100 ms at 1M messages."""
-    from core.search.index import bm25_top
-
-    k = max(1, limit) * 2
-    while True:
-        best = bm25_top("event", namespace_id, terms, k)
-        live = _live_events([i for i, _ in best])
-        ranked = [i for i, _ in best if i in live][:limit]
-        if len(ranked) >= limit or len(best) < k:
-            return ranked
-        k *= 4
-
-
 def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
     """Messages cited by the best events for the question, in event order."""
     from core.models import EventSource
+    from core.services.search import best_live_events
 
     ranked_events = best_live_events(ns.id, analyze(question), params.event_limit)
     if not ranked_events:

@@ -107,7 +107,7 @@ def test_search_channels_equal_exhaustive_rankings(corpus):
 
 
 def test_best_live_events_equal_sorting_every_live_match(corpus):
-    from core.services.retrieval import best_live_events
+    from core.services.search import best_live_events
 
     # Forget most of the best matches of a common word, so the top k has to grow.
     terms = analyze("Alice kubernetes rollback")
