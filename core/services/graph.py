@@ -1076,9 +1076,10 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         ).tuples():
             status_of[node_id] = status
     more: dict[str, set[int]] = {"node": set(), "fact": set(), "edge": set()}
-    node_sources = _sources_of("node", ids, more["node"])
-    legacy = [n.id for n in nodes if not (isinstance(n.provenance, dict) and n.provenance)]
-    node_sources.update(_all_sources_of("node", legacy))  # their aliases show only while every source is live
+    # A legacy node (no field provenance) shows its aliases only while every source is live: read them all.
+    legacy = {n.id for n in nodes if not (isinstance(n.provenance, dict) and n.provenance)}
+    node_sources = _sources_of("node", [i for i in ids if i not in legacy], more["node"])
+    node_sources.update(_all_sources_of("node", list(legacy)))
     fact_sources = _sources_of("fact", [f.id for fs in facts.values() for f in fs], more["fact"])
     edge_sources = _sources_of("edge", list(edges), more["edge"])
     statuses = {i: s for srcs in node_sources.values() for i, s in srcs}
@@ -1098,7 +1099,7 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         view.node_sources = [i for i, s in own if s in LIVE]
         view.aliases = _visible_metadata(node, "aliases", own, statuses)
         view.tags = _visible_metadata(node, "tags", own, statuses)
-        view.sources_more = node.id in more["node"] and node.id not in legacy
+        view.sources_more = node.id in more["node"]
         for fact in facts.get(node.id, []):
             view.sources_more = view.sources_more or fact.id in more["fact"]
             cls = _classify(fact.status, fact_sources.get(fact.id, []))
