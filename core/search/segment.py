@@ -204,10 +204,11 @@ class _Misplaced(Exception):
     """A posting whose document is not among the messages read in the same snapshot."""
 
 
-def _minor_share(kind: str, namespace_id: int, upto: int) -> bool:
-    """True when the namespace's postings are well under half of the table's (its token count,
-    an upper bound of its posting rows, against the highest row id)."""
-    row = db.execute_sql(f"SELECT total_length FROM corpusstat WHERE namespace = {db.obj.param} AND kind = "
+def _minor_share(kind: str, namespace_id: int, stat: str, upto: int) -> bool:
+    """True when the namespace is well under half of a table: its corpus statistic ``stat``
+    (``total_length``, an upper bound of its posting rows, or ``docs``, its messages) against
+    ``upto``, the table's highest row id."""
+    row = db.execute_sql(f"SELECT {stat} FROM corpusstat WHERE namespace = {db.obj.param} AND kind = "
                          f"{db.obj.param}", (namespace_id, kind)).fetchone()
     return row is not None and int(row[0] or 0) * 2 < upto
 
@@ -225,7 +226,7 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
     # A whole namespace that is a small part of the table (one of many, as in a benchmark with a
     # namespace per question) is read through its index; scanning the id range would read
     # every other namespace's rows too. The rows and their order are the same either way.
-    by_namespace = after == 0 and _minor_share(kind, namespace_id, upto)
+    by_namespace = after == 0 and _minor_share(kind, namespace_id, "total_length", upto)
     cursor = db.execute_sql(
         f"SELECT {doc}, term, tf, length FROM {table} WHERE id > {marker} AND id <= {marker} "
         f"AND namespace{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, upto, namespace_id))
@@ -256,9 +257,8 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
 def _read_messages(namespace_id: int, after: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """(ids, threads, positions, speakers) of the namespace's messages with id > after."""
     marker = db.obj.param
-    by_namespace = after == 0 and bool(db.execute_sql(
-        f"SELECT (SELECT docs FROM corpusstat WHERE namespace = {marker} AND kind = 'message') * 2 "
-        f"< (SELECT MAX(id) FROM message)", (namespace_id,)).fetchone()[0])  # as in _read_postings
+    by_namespace = after == 0 and _minor_share(
+        "message", namespace_id, "docs", db.execute_sql("SELECT MAX(id) FROM message").fetchone()[0] or 0)
     cursor = db.execute_sql(
         f"SELECT id, thread_id, position, speaker FROM message WHERE id > {marker} "
         f"AND namespace_id{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, namespace_id))

@@ -18,10 +18,10 @@ from core.dto import ROLES, MessageIn, RawMessage, ToolTrace
 from core.errors import InvalidInputError, ReceiptConflictError
 from core.layers import deterministic_layers
 from core.models import Block, IngestionReceipt, Message, Namespace, Thread
-from core.timeparse import has_dated_mention
 from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
 from core.services.spaces import get_or_create_namespace, get_or_create_thread
+from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, now_local, parse_timestamp, to_epoch, to_iso
 from core.tokens import estimate_tokens
 
