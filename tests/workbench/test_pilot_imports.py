@@ -25,8 +25,26 @@ EXPORT = {
 }
 
 
-async def test_preview_decide_commit_and_undo(make_app, tmp_path):
+async def confirmed(pilot, key: str) -> None:
+    """Press ``key``, check that it asks first, and say yes."""
     from workbench.screens.confirm import ConfirmScreen
+
+    await pilot.press(key)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConfirmScreen)
+    await pilot.press("y")
+    await settle(pilot)
+
+
+async def timeline_search(pilot, text: str) -> None:
+    """Open the timeline and filter it by ``text``."""
+    await pilot.press("2")
+    await settle(pilot)
+    await pilot.press("f", *text, "enter")
+    await settle(pilot)
+
+
+async def test_preview_decide_commit_and_undo(make_app, tmp_path):
     from workbench.screens.imports import ImportsScreen
 
     export = tmp_path / "export.json"
@@ -57,41 +75,26 @@ async def test_preview_decide_commit_and_undo(make_app, tmp_path):
         assert screen.preview.items[0].choice_action == "add"
         assert "ADD (you)" in str(items.get_row_at(0)[2])
         # commit asks first
-        await pilot.press("C")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")
-        await settle(pilot)
+        await confirmed(pilot, "C")
         assert screen.preview.batch.status == "committed"
         created = screen.preview.items[0].created_event_id
         assert created is not None
         # the result is visible in the timeline
-        await pilot.press("2")
-        await settle(pilot)
-        await pilot.press("f", *"Miso", "enter")
-        await settle(pilot)
+        await timeline_search(pilot, "Miso")
         assert [r.id for r in app.screen.query_one("#events").items] == [created]
         # undo asks first, then shows its result
         await pilot.press("5")
         await settle(pilot)
-        await pilot.press("U")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")
-        await settle(pilot)
+        await confirmed(pilot, "U")
         assert screen.preview.batch.status == "undone"
         assert created in screen.undo_result.removed_event_ids
         assert "undo removed events" in str(screen.query_one("#batch-head", Static).render())
-        await pilot.press("2")
-        await settle(pilot)
-        await pilot.press("f", *"Miso", "enter")
-        await settle(pilot)
+        await timeline_search(pilot, "Miso")
         assert app.screen.query_one("#events").row_count == 0
 
 
 async def test_an_empty_store_imports_into_a_new_namespace(tmp_path, config):
     from workbench.app import Workbench
-    from workbench.screens.confirm import ConfirmScreen
     from workbench.screens.imports import ImportsScreen
 
     export = tmp_path / "export.json"
@@ -116,11 +119,7 @@ async def test_an_empty_store_imports_into_a_new_namespace(tmp_path, config):
         assert screen.preview is not None and screen.preview.batch.namespace == "work"
         assert screen.query_one("#items", DataTable).row_count == 2
         screen.query_one("#items", DataTable).focus()
-        await pilot.press("C")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")
-        await settle(pilot)
+        await confirmed(pilot, "C")
         assert screen.preview.batch.status == "committed"
         # the new namespace is created, listed and opened; its events are in the timeline
         assert app.namespaces == ("work",) and app.namespace == "work"
