@@ -257,9 +257,17 @@ class TimelineScreen(StrataScreen):
             self._histogram_due = True
 
     def on_screen_resume(self) -> None:
-        if self._histogram_due and not any(w.group == "timeline:page" and not w.is_finished for w in self.workers):
-            self._histogram_due = False  # (a page still loading asks for it itself)
-            self.call_after_refresh(self.load_histogram)
+        if not any(w.group == "timeline:page" and not w.is_finished for w in self.workers):
+            self._histogram_if_due(after_refresh=True)  # (a page still loading asks for it itself)
+
+    def _histogram_if_due(self, *, after_refresh: bool = False) -> None:
+        """Read the histogram if one is waiting for its turn (see ``load_histogram``)."""
+        if self._histogram_due:
+            self._histogram_due = False
+            if after_refresh:
+                self.call_after_refresh(self.load_histogram)
+            else:
+                self.load_histogram()
 
     @on(PageLoaded)
     def _page_loaded(self, event: PageLoaded) -> None:
@@ -283,9 +291,8 @@ class TimelineScreen(StrataScreen):
                 self.query_one("#event-links", OptionList).clear_options()
             if self.focused is None:
                 table.focus()
-            if self._histogram_due and not table.items:
-                self._histogram_due = False
-                self.load_histogram()  # else once the first event's detail is shown
+            if not table.items:
+                self._histogram_if_due()  # else once the first event's detail is shown
 
     @on(HistogramLoaded)
     def _histogram_loaded(self, event: HistogramLoaded) -> None:
@@ -321,17 +328,14 @@ class TimelineScreen(StrataScreen):
 
     def load_failed(self, event) -> None:
         super().load_failed(event)
-        if event.group == "detail" and self._histogram_due:
-            self._histogram_due = False
-            self.load_histogram()
+        if event.group == "detail":
+            self._histogram_if_due()
 
     @on(DetailLoaded)
     def _detail_loaded(self, event: DetailLoaded) -> None:
-        if self._histogram_due:
-            # The database thread serves reads in turn: the list, the first event's detail,
-            # then the aggregate.
-            self._histogram_due = False
-            self.load_histogram()
+        # The database thread serves reads in turn: the list, the first event's detail, then
+        # the aggregate.
+        self._histogram_if_due()
         self.detail = event.detail
         self.query_one("#event-text", Static).update(render_event(event.detail))
         links = self.query_one("#event-links", OptionList)
