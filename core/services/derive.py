@@ -16,7 +16,7 @@ from peewee import fn
 from core.db import write_transaction
 from core.errors import InvalidInputError, StrataError
 from core.layers import derivation_view
-from core.models import Block, Job, Message, Namespace, Thread
+from core.models import Block, Job, Message, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.search.index import index_events
@@ -24,7 +24,7 @@ from core.services import jobs as jobsvc
 from core.services.capture import block_messages
 from core.services.events import extraction_timeline, queue_graph_projection, validate_extracted, write_event
 from core.services.graph import run_graph_job
-from core.services.spaces import get_namespace
+from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, wall
 
 ProgressFn = Callable[[int, int, str], None]
@@ -58,12 +58,6 @@ def mark_ready(block: Block) -> None:
     block.save()
 
 
-def _bump(namespace_id: int) -> None:
-    Namespace.update(revision=Namespace.revision + 1, updated_at=now_iso()).where(
-        Namespace.id == namespace_id
-    ).execute()
-
-
 def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
     view = derivation_view(block_messages(job.block_id))
     summary = BlockSummary.validated(provider.summarize_block(view))
@@ -86,7 +80,7 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
             jobsvc.create_job(block.namespace_id, "extraction", block.id, status="skipped")
             mark_ready(block)
             report.blocks_ready += 1
-        _bump(block.namespace_id)
+        bump_revision(block.namespace_id)
     report.succeeded += 1
 
 
@@ -156,7 +150,7 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         if event_ids:
             queue_graph_projection(block.namespace_id, event_ids)
         mark_ready(Block.get_by_id(block.id))
-        _bump(block.namespace_id)
+        bump_revision(block.namespace_id)
     report.blocks_ready += 1
     report.events += len(event_ids)
     if status == "skipped":

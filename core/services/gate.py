@@ -28,7 +28,7 @@ from peewee import fn
 from core.db import write_transaction
 from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, StrataError
 from core.models import BatchRef, Event, GraphEdge, GraphNode, GraphSource, Namespace, RetrievalBatch, UsageReceipt
-from core.services.spaces import get_namespace
+from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
 
@@ -906,7 +906,7 @@ def record_use(
             Event.update(
                 mention_count=Event.mention_count + 1, last_adopted_turn=ns.current_turn, updated_at=now,
             ).where(Event.id.in_(eligible)).execute()
-            Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(Namespace.id == ns.id).execute()
+            bump_revision(ns.id, now)
         UsageReceipt.create(namespace=ns, receipt_id=receipt_id, batch=batch.id, event_ids=eligible,
                             audit=payload, created_at=now)
         RetrievalBatch.update(status="recorded", updated_at=now).where(RetrievalBatch.id == batch.id).execute()

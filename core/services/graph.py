@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Any, Iterable, Iterator, Sequence
 
-from peewee import fn
+from peewee import Value, fn
 
-from core.db import bulk_insert, db, insert_one, write_transaction
+from core.db import Prepared, bulk_insert, db, insert_one, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Namespace
 from core.providers.base import ProviderOutputError
@@ -28,7 +28,7 @@ from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
 from core.services.graph_names import entity_key, node_names, padded
-from core.services.spaces import get_namespace
+from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
 
 PROJECTOR_VERSION = 1
@@ -116,11 +116,29 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
+# The statements derivation runs for every job, rendered once (see core.db.Prepared).
+_STATUSES = Prepared(lambda ids: Event.select(Event.id, Event.status).where(Event.id.in_(ids)).tuples())
+_NODES = Prepared(lambda ids: GraphNode.select().where(GraphNode.id.in_(ids)))
+_BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(Event.id.in_(ids) & (Event.namespace == ns)))
+_LIVE_BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(
+    Event.id.in_(ids) & (Event.namespace == ns) & Event.status.in_(LIVE)).order_by(Event.id))
+_FACTS_OF = Prepared(lambda node, key: GraphFact.select().where(
+    (GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id))
+_EDGES_FROM = Prepared(lambda source, relation, target, to_target, current: GraphEdge.select().where(
+    (GraphEdge.from_node == source) & (GraphEdge.relation == relation) & (
+        ((GraphEdge.to_node == target) | GraphEdge.status.in_(CURRENT)) if to_target and current
+        else (GraphEdge.to_node == target) if to_target else GraphEdge.status.in_(CURRENT))))
+_SET_PARTICIPANTS = Prepared(lambda stored, event_id: Event.update(
+    {Event.participant_node_ids: Value(stored)}).where(Event.id == event_id))
+_TOUCH = {model: Prepared(lambda now, ids, model=model: model.update(updated_at=now).where(model.id.in_(ids)))
+          for model in (GraphFact, GraphEdge)}
+
+
 def _event_statuses(ids: Iterable[int]) -> dict[int, str]:
     ids = list(dict.fromkeys(ids))
     out: dict[int, str] = {}
     for part in _chunks(ids):
-        for event_id, status in Event.select(Event.id, Event.status).where(Event.id.in_(list(part))).tuples():
+        for event_id, status in _STATUSES.rows(list(part)):
             out[event_id] = status
     return out
 
@@ -209,7 +227,7 @@ class _Applier:
         batch = [i for i in (_as_id(v) for v in batch_event_ids) if i is not None]
         self.events: dict[int, Event] = {}
         for part in _chunks(list(dict.fromkeys(batch))):
-            for event in Event.select().where((Event.id.in_(list(part))) & (Event.namespace == namespace_id)):
+            for event in _BATCH_EVENTS.rows(list(part), namespace_id):
                 self.events[event.id] = event
         self.live = {i for i, e in self.events.items() if e.status in LIVE}
         self.active = {i for i, e in self.events.items() if e.status == "active"}
@@ -333,7 +351,7 @@ class _Applier:
         ids = sorted(self.names.with_keys(wanted, node_type))
         missing = [i for i in ids if i not in self._loaded]
         if missing:
-            for node in GraphNode.select().where(GraphNode.id.in_(missing)):
+            for node in _NODES.rows(missing):
                 self._loaded[node.id] = node
         raw_hits = [self._loaded[i] for i in ids if i in self._loaded and self._loaded[i].status in CURRENT]
         by_name, by_alias = None, None
@@ -427,7 +445,7 @@ class _Applier:
                 kept_aliases.insert(0, (plan.name, list(plan.name_sources)))
             self._add_metadata(node, plan.ref, kept_aliases, kept_tags)
             node.updated_at = self.now
-            node.save()
+            save_one(node)
         self._index_node(node)
 
         cited = _merge_ids(plan.sources, plan.name_sources, *(ids for _, ids in kept_aliases),
@@ -501,7 +519,7 @@ class _Applier:
         self._citations.clear()
         for model, ids in self._touched.items():
             for part in _chunks(sorted(ids)):
-                model.update(updated_at=self.now).where(model.id.in_(list(part))).execute()
+                _TOUCH[model].execute(self.now, list(part))
             ids.clear()
 
     # -- facts --------------------------------------------------------------------
@@ -546,7 +564,7 @@ class _Applier:
         status = node.status if node.status in RECORD_STATUSES else "active"
         valid_to = None
         # One read serves both the rivals (current values) and the record to update.
-        known = list(GraphFact.select().where((GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id))
+        known = _FACTS_OF.rows(node.id, key)
         current = [f for f in known if f.status in CURRENT]
         wanted = _value_key(value)
         rivals = [f for f in current if _value_key(f.value) != wanted] if is_functional(key) else []
@@ -566,7 +584,7 @@ class _Applier:
             rival.status = "superseded"
             rival.valid_to = valid_from
             rival.updated_at = self.now
-            rival.save()
+            save_one(rival)
         self._cite("fact", fact.id, sources)
 
     @staticmethod
@@ -625,17 +643,14 @@ class _Applier:
         # edges are kept for the rest of the projection and follow its own writes.
         functional = is_functional(relation)
         loaded = self._edges.setdefault((source.id, relation), {})
-        wanted = []
-        if (source.id, relation, target.id) not in self._edge_reads:
+        to_target = (source.id, relation, target.id) not in self._edge_reads
+        current = functional and (source.id, relation, None) not in self._edge_reads
+        if to_target:
             self._edge_reads.add((source.id, relation, target.id))
-            wanted.append(GraphEdge.to_node == target)
-        if functional and (source.id, relation, None) not in self._edge_reads:
+        if current:
             self._edge_reads.add((source.id, relation, None))
-            wanted.append(GraphEdge.status.in_(CURRENT))
-        if wanted:
-            condition = wanted[0] if len(wanted) == 1 else (wanted[0] | wanted[1])
-            for edge in GraphEdge.select().where(
-                    (GraphEdge.from_node == source) & (GraphEdge.relation == relation) & condition):
+        if to_target or current:
+            for edge in _EDGES_FROM.rows(source.id, relation, target.id if to_target else None, to_target, current):
                 loaded.setdefault(edge.id, edge)
         known = sorted(loaded.values(), key=lambda e: e.id)
         rivals: list[GraphEdge] = []
@@ -658,7 +673,7 @@ class _Applier:
             rival.status = "superseded"
             rival.valid_to = valid_from
             rival.updated_at = self.now
-            rival.save()
+            save_one(rival)
         self._cite("edge", edge.id, sources)
         return edge
 
@@ -672,7 +687,7 @@ class _Applier:
             current = list(event.participant_node_ids or [])
             merged = current + sorted(n for n in node_ids if n not in current)
             if merged != current:
-                Event.update(participant_node_ids=merged).where(Event.id == event_id).execute()
+                _SET_PARTICIPANTS.execute(Event.participant_node_ids.db_value(merged), event_id)
                 event.participant_node_ids = merged
 
 
@@ -746,7 +761,7 @@ def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode
     scored = [(2, i) for i in named] + [(1, i) for i in names.mentioned_in(text) - named]
     scored.sort(key=lambda item: (-item[0], -item[1]))
     chosen = [node_id for _, node_id in scored[: CONTEXT_NODES + CONTEXT_NODES // 2]]
-    by_id = {n.id: n for n in GraphNode.select().where(GraphNode.id.in_(chosen))} if chosen else {}
+    by_id = {n.id: n for n in _NODES.rows(chosen)} if chosen else {}
     return [by_id[i] for i in chosen if i in by_id]
 
 
@@ -826,9 +841,7 @@ def propose_projection(job: Job, provider: Any) -> tuple[list[int], dict[str, An
     batch = [i for i in (_as_id(v) for v in (job.payload or {}).get("event_ids", []) or []) if i is not None]
     events = []
     for part in _chunks(batch):
-        events.extend(Event.select().where(
-            (Event.id.in_(list(part))) & (Event.namespace == job.namespace_id) & (Event.status.in_(LIVE))
-        ).order_by(Event.id))
+        events.extend(_LIVE_BATCH_EVENTS.rows(list(part), job.namespace_id))
     proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
     if events:
         proposal = provider.project_graph(projection_context(job.id, job.namespace_id, events))
@@ -857,13 +870,10 @@ def run_graph_job(job: Job, provider: Any, report: Any) -> None:
             "reason": _reason(result.warnings, proposal.get("reason")),
         })
         now = now_iso()
-        Job.update(status="succeeded", last_error=None, next_retry_at=None, payload=payload, updated_at=now).where(
-            Job.id == job.id
-        ).execute()
+        update_by_id(Job, job.id, dict(status="succeeded", last_error=None, next_retry_at=None, payload=payload,
+                                       updated_at=now))
         if result.node_ids or result.edge_ids:
-            Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(
-                Namespace.id == job.namespace_id
-            ).execute()
+            bump_revision(job.namespace_id, now)
     report.succeeded += 1
 
 

@@ -51,7 +51,7 @@ from core.providers.schemas import IMPORT_ACTIONS
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
 from core.services.events import LIVE, write_event
 from core.services.jobs import create_job
-from core.services.spaces import get_or_create_namespace, validate_name
+from core.services.spaces import bump_revision, get_or_create_namespace, validate_name
 from core.text import clip
 from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, parse_timestamp, to_epoch
@@ -1013,8 +1013,7 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
         Job.update(status="succeeded", last_error=None, next_retry_at=None, payload=payload, updated_at=now).where(
             Job.id == job.id).execute()
         if result.node_ids or result.edge_ids:
-            Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(
-                Namespace.id == job.namespace_id).execute()
+            bump_revision(job.namespace_id, now)
     report.succeeded += 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.db import write_transaction
+from core.db import Prepared, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Namespace, Thread
 from core.timeutil import now_iso
@@ -24,6 +24,16 @@ class NamespaceInfo:
     created_at: str
     threads: int
     messages: int
+
+
+_BUMP = Prepared(lambda now, ns: Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(
+    Namespace.id == ns))
+
+
+def bump_revision(namespace_id: int, now: str | None = None) -> None:
+    """Count a change to the namespace's memory (previews and caches compare revisions).
+    Call inside the write transaction that makes the change."""
+    _BUMP.execute(now or now_iso(), namespace_id)
 
 
 def validate_name(name: object, what: str = "namespace") -> str:

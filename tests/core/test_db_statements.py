@@ -1,0 +1,105 @@
+"""Statements rendered once (core.db.Prepared, update_by_id, save_one) behave like peewee's own."""
+
+from __future__ import annotations
+
+import pytest
+from peewee import Value
+
+from core.db import Prepared, save_one, update_by_id, write_transaction
+from core.models import Event, GraphNode, Job, Namespace
+from core.services.capture import append_turn
+from core.services.graph import apply_projection
+from core.services.spaces import get_namespace
+
+
+def _graph(store):
+    append_turn("ns", "t", "user", "Priya moved to Lisbon and uses Figma.")
+    with write_transaction():
+        ns = get_namespace("ns")
+        events = [Event.create(namespace=ns, title=f"event {i}", summary=f"summary {i}", status=status,
+                               created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")
+                  for i, status in enumerate(["active", "superseded", "forgotten", "active"])]
+    ids = [e.id for e in events]
+    apply_projection(ns.id, ids[:2], {"nodes": [
+        {"ref": "p", "name": "Priya", "type": "person", "source_event_ids": [ids[0]],
+         "provenance": {"name": [ids[0]]}},
+        {"ref": "l", "name": "Lisbon", "type": "place", "source_event_ids": [ids[1]],
+         "provenance": {"name": [ids[1]]}},
+    ], "edges": []})
+    return ns, ids
+
+
+def test_rows_equal_the_built_query_for_every_shape(store):
+    ns, ids = _graph(store)
+    statuses = Prepared(lambda wanted: Event.select(Event.id, Event.status).where(Event.id.in_(wanted)).tuples())
+    for wanted in ([ids[0]], ids[:3], ids, ids[::-1], [ids[2], 10_000]):
+        assert statuses.rows(wanted) == list(
+            Event.select(Event.id, Event.status).where(Event.id.in_(wanted)).tuples())
+    nodes = Prepared(lambda ns_id, kind: GraphNode.select().where(
+        (GraphNode.namespace == ns_id) & (GraphNode.type == kind)).order_by(GraphNode.id))
+    for kind in ("person", "place", "tool"):
+        got = nodes.rows(ns.id, kind)
+        want = list(GraphNode.select().where((GraphNode.namespace == ns.id) & (GraphNode.type == kind))
+                    .order_by(GraphNode.id))
+        assert [n.__data__ for n in got] == [n.__data__ for n in want]
+        assert all(isinstance(n, GraphNode) and not n._dirty for n in got)
+    assert nodes.first(ns.id, "person").name == "Priya"
+    assert nodes.first(ns.id, "tool") is None
+
+
+def test_none_and_booleans_change_the_statement(store):
+    _ns, ids = _graph(store)
+    pick = Prepared(lambda event_id, only_active: Event.select(Event.id).where(
+        (Event.id == event_id) & (Event.status == "active") if only_active else Event.id == event_id).tuples())
+    assert pick.rows(ids[1], False) == [(ids[1],)]
+    assert pick.rows(ids[1], True) == []
+    assert pick.rows(ids[0], True) == [(ids[0],)]
+    blocks = Prepared(lambda block: Event.select(Event.id).where(
+        Event.block.is_null() if block is None else Event.block == block).order_by(Event.id).tuples())
+    assert blocks.rows(None) == [(i,) for i in ids]
+
+
+def test_a_converted_argument_is_refused_not_silently_wrong(store):
+    _graph(store)
+    by_aliases = Prepared(lambda aliases: GraphNode.select().where(GraphNode.aliases == aliases))
+    with pytest.raises(TypeError, match="converted"):
+        by_aliases.rows("x")
+    with pytest.raises(TypeError, match="must be int, str"):
+        Prepared(lambda value: Event.select().where(Event.id == value)).rows(1.5)
+
+
+def test_updates_count_rows_and_convert_json(store):
+    ns, ids = _graph(store)
+    touch = Prepared(lambda stored, event_id: Event.update(
+        {Event.participant_node_ids: Value(stored)}).where(Event.id == event_id))
+    with write_transaction():
+        assert touch.execute(Event.participant_node_ids.db_value([3, 1]), ids[0]) == 1
+        assert touch.execute("[]", 10_000) == 0
+    assert Event.get_by_id(ids[0]).participant_node_ids == [3, 1]
+    job = Job.create(namespace=ns, kind="graph", status="running", created_at="x", updated_at="x")
+    with write_transaction():
+        assert update_by_id(Job, job.id, {"status": "succeeded", "payload": {"node_ids": [1, 2]}}) == 1
+    stored = Job.get_by_id(job.id)
+    assert (stored.status, stored.payload, stored.kind) == ("succeeded", {"node_ids": [1, 2]}, "graph")
+
+
+def test_save_one_writes_every_loaded_field_like_save(store):
+    ns, _ids = _graph(store)
+    node = GraphNode.select().where(GraphNode.name == "Priya").get()
+    twin = GraphNode.get_by_id(node.id)
+    node.aliases = ["Pri", "P."]
+    node.provenance = {"name": [1], "aliases": [], "tags": []}
+    twin.aliases, twin.provenance = list(node.aliases), dict(node.provenance)
+    with write_transaction():
+        assert save_one(node) == 1
+    after = GraphNode.get_by_id(node.id)
+    assert after.__data__ == node.__data__ and not node._dirty
+    with write_transaction():
+        twin.save()
+    assert GraphNode.get_by_id(node.id).__data__ == after.__data__
+    partial = Namespace.select(Namespace.id, Namespace.revision).where(Namespace.id == ns.id).get()
+    partial.revision += 5
+    with write_transaction():
+        save_one(partial)
+    full = Namespace.get_by_id(ns.id)
+    assert full.revision == partial.revision and full.name == "ns"  # fields not loaded stay as they were
