@@ -185,12 +185,14 @@ class Prepared:
     Rendering a statement in peewee costs about ten times what SQLite takes to run a keyed
     lookup, and derivation asks the same few questions tens of thousands of times.
     ``build(*args)`` must return the query; it is called once per shape with stand-in values
-    in place of the arguments (ints, strings and lists of them; None and booleans are part of
-    the shape, so they may change the statement). Rows come back exactly as the built query
+    in place of the arguments (ints, floats, strings and lists of them; None and booleans are
+    part of the shape, so they may change the statement). Rows come back exactly as the built query
     would return them (models, tuples, dicts), through the query's own row conversion.
     """
 
-    _INT = -7_919_000_000_000  # stand-ins no real argument or constant is expected to equal
+    # Stand-ins no real argument or constant is expected to equal (the float ones are never whole).
+    _INT = -7_919_000_000_000
+    _FLOAT = -8_919_000_000_000.5
 
     def __init__(self, build) -> None:
         self.build = build
@@ -200,11 +202,12 @@ class Prepared:
     def _shape(arg) -> object:
         if arg is None or isinstance(arg, bool):
             return ("const", arg)
-        if isinstance(arg, (int, str)):
+        if isinstance(arg, (int, float, str)):
             return type(arg)
         if isinstance(arg, (list, tuple)):
             return ("list", tuple(Prepared._shape(a) for a in arg))
-        raise TypeError(f"Prepared query arguments must be int, str, None, bool or lists of them, got {type(arg)}")
+        raise TypeError(f"Prepared query arguments must be int, float, str, None, bool or lists of them, "
+                        f"got {type(arg).__name__}")
 
     def _compile(self, args: tuple) -> tuple:
         slots: dict[object, int] = {}
@@ -215,19 +218,20 @@ class Prepared:
             if isinstance(arg, (list, tuple)):
                 return [stand_in(a) for a in arg]
             index = len(slots)
-            value = self._INT - index if isinstance(arg, int) else f"\x00slot{index}\x00"
+            value = (self._INT - index if isinstance(arg, int) else self._FLOAT - index if isinstance(arg, float)
+                     else f"\x00slot{index}\x00")
             slots[value] = index
             return value
 
         query = self.build(*[stand_in(a) for a in args])
         sql, params = query.sql()
         # Each parameter is an argument's slot or a constant of the query itself.
-        plan = [(True, slots[p]) if isinstance(p, (int, str)) and not isinstance(p, bool) and p in slots
+        plan = [(True, slots[p]) if isinstance(p, (int, float, str)) and not isinstance(p, bool) and p in slots
                 else (False, p) for p in params]
         used = {i for is_slot, i in plan if is_slot}
         if used != set(slots.values()):
-            raise TypeError("Prepared: an argument was converted on its way into the statement (JSON or "
-                            "date field?); compare such fields with values peewee does not convert")
+            raise TypeError("Prepared: an argument does not reach the statement as given (unused, or converted "
+                            "by a JSON or date field); pass such values already converted, in a peewee Value")
         return query, sql, plan
 
     @staticmethod

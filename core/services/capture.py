@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timezone, tzinfo
 from typing import Iterable, Sequence
 
-from core.db import insert_one, write_transaction
+from core.db import Prepared, insert_one, write_transaction
 from core.dto import ROLES, MessageIn, RawMessage, ToolTrace
 from core.errors import InvalidInputError, ReceiptConflictError
 from core.layers import deterministic_layers
@@ -364,14 +364,12 @@ def thread_messages(namespace: str, thread: str, *, open_tail_only: bool = False
     return [_row_to_raw(r, th.name) for r in query.order_by(Message.position)]
 
 
+_BLOCK_MESSAGES = Prepared(lambda block_id: Message.select(Message, Thread.name).join(Thread).where(
+    Message.block == block_id).order_by(Message.position))
+
+
 def block_messages(block_id: int) -> list[RawMessage]:
-    rows = (
-        Message.select(Message, Thread.name)
-        .join(Thread)
-        .where(Message.block == block_id)
-        .order_by(Message.position)
-    )
-    return [_row_to_raw(r, r.thread.name) for r in rows]
+    return [_row_to_raw(r, r.thread.name) for r in _BLOCK_MESSAGES.rows(block_id)]
 
 
 def close_thread(namespace: str, thread: str) -> tuple[int, ...]:

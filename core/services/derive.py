@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from peewee import fn
 
-from core.db import write_transaction
+from core.db import Prepared, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, StrataError
 from core.layers import derivation_view
 from core.models import Block, Job, Message, Thread
@@ -45,17 +45,38 @@ class DeriveReport:
     seconds: float = 0.0
 
 
+_THREAD = Prepared(lambda thread_id: Thread.select().where(Thread.id == thread_id))
+_BLOCK = Prepared(lambda block_id: Block.select().where(Block.id == block_id))
+_LAST_TURN = Prepared(lambda block_id: Message.select(fn.MAX(Message.ns_turn)).where(Message.block == block_id).tuples())
+
+
+def _neighbor_query(thread_id, sequence, before: bool):
+    query = Block.select().where((Block.thread == thread_id) & Block.l2_keypoints.is_null(False)
+                                 & ((Block.sequence < sequence) if before else (Block.sequence > sequence)))
+    return query.order_by(Block.sequence.desc() if before else Block.sequence).limit(1)
+
+
+_NEIGHBOR = Prepared(_neighbor_query)
+
+
+def _block(block_id: int) -> Block:
+    found = _BLOCK.first(block_id)
+    if found is None:
+        raise Block.DoesNotExist(f"block {block_id} does not exist")
+    return found
+
+
 def mark_ready(block: Block) -> None:
     """Give a block its ready position in its thread and reset its decay pointer to L5."""
-    thread = Thread.get_by_id(block.thread_id)
+    thread = _THREAD.first(block.thread_id)
     thread.ready_count += 1
-    thread.save()
+    save_one(thread)
     block.status = "ready"
     block.ready_position = thread.ready_count
     block.pointer_current_level = 5
     block.pointer_anchor_level = 5
     block.pointer_anchor_position = thread.ready_count
-    block.save()
+    save_one(block)
 
 
 def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
@@ -64,16 +85,14 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
-        block = Block.get_by_id(job.block_id)
+        block = _block(job.block_id)
         block.l0_title = summary.title
         block.l0_tags = list(summary.tags)
         block.l1_summary = summary.summary
         block.l2_keypoints = list(summary.keypoints)
         block.should_extract = summary.should_extract
-        block.save()
-        Job.update(status="succeeded", last_error=None, next_retry_at=None, updated_at=now_iso()).where(
-            Job.id == job.id
-        ).execute()
+        save_one(block)
+        update_by_id(Job, job.id, dict(status="succeeded", last_error=None, next_retry_at=None, updated_at=now_iso()))
         if summary.should_extract:
             jobsvc.create_job(block.namespace_id, "extraction", block.id)
         else:
@@ -86,11 +105,7 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
 
 def _neighbor(block: Block, direction: int) -> dict | None:
     """The nearest earlier/later block of the same thread that already has key points."""
-    query = Block.select().where(
-        (Block.thread == block.thread_id) & Block.l2_keypoints.is_null(False)
-        & ((Block.sequence < block.sequence) if direction < 0 else (Block.sequence > block.sequence))
-    )
-    other = query.order_by(Block.sequence.desc() if direction < 0 else Block.sequence).first()
+    other = _NEIGHBOR.first(block.thread_id, block.sequence, direction < 0)
     if other is None:
         return None
     return {"block_id": other.id, "sequence": other.sequence, "turns": [other.start_turn, other.end_turn],
@@ -101,7 +116,7 @@ def extraction_context(block: Block) -> dict:
     """What the extractor sees: the target's messages, neighbour key points and a bounded timeline."""
     messages = block_messages(block.id)
     query = " ".join([block.l0_title or "", block.l1_summary or "", " ".join(block.l2_keypoints or [])])
-    thread = Thread.get_by_id(block.thread_id)
+    thread = _THREAD.first(block.thread_id)
     speakers = [m.speaker for m in messages if m.speaker]
     return {
         "target": {
@@ -120,7 +135,7 @@ def extraction_context(block: Block) -> dict:
 
 
 def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
-    block = Block.get_by_id(job.block_id)
+    block = _block(job.block_id)
     context = extraction_context(block)
     result = Extraction.validated(provider.extract_events(copy.deepcopy(context)))
     drafts, warnings = validate_extracted(
@@ -132,7 +147,7 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         detail = f" ({'; '.join(warnings[:3])})" if warnings else ""
         raise ProviderOutputError(f"extractor said shouldExtract but returned no valid events{detail}")
     created_at = {m["id"]: m.get("created_at") for m in context["target"]["messages"]}
-    formed_turn = Message.select(fn.MAX(Message.ns_turn)).where(Message.block == block.id).scalar() or 0
+    formed_turn = _LAST_TURN.rows(block.id)[0][0] or 0
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
@@ -145,11 +160,11 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         event_ids = [event.id for event in events]
         status = "succeeded" if event_ids else "skipped"
         payload = {"events": len(event_ids), "warnings": warnings[:20]} if warnings or event_ids else None
-        Job.update(status=status, last_error=None, next_retry_at=None, payload=payload,
-                   updated_at=now_iso()).where(Job.id == job.id).execute()
+        update_by_id(Job, job.id, dict(status=status, last_error=None, next_retry_at=None, payload=payload,
+                                       updated_at=now_iso()))
         if event_ids:
             queue_graph_projection(block.namespace_id, event_ids)
-        mark_ready(Block.get_by_id(block.id))
+        mark_ready(_block(block.id))
         bump_revision(block.namespace_id)
     report.blocks_ready += 1
     report.events += len(event_ids)

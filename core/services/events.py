@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from peewee import JOIN
 
-from core.db import bulk_insert, insert_one, write_transaction
+from core.db import Prepared, bulk_insert, insert_one, update_by_id, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import (
@@ -208,8 +208,16 @@ def _add_participants(event_id: int, names: Sequence[str]) -> None:
     bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], list(rows.values()))
 
 
+_LINK = Prepared(lambda event_id, kind, target_id: EventLink.insert(
+    event=event_id, kind=kind, target=target_id).on_conflict_ignore())
+_LIVE_TARGETS = Prepared(lambda ids, ns: Event.select().where(
+    Event.id.in_(ids) & Event.status.in_(LIVE) & (Event.namespace == ns)))
+_SUPERSEDE = Prepared(lambda by, now, target: Event.update(
+    status="superseded", superseded_by=by, forced_cap=SUPERSEDED_CAP, updated_at=now).where(Event.id == target))
+
+
 def _link(event_id: int, kind: str, target_id: int) -> None:
-    EventLink.insert(event=event_id, kind=kind, target=target_id).on_conflict_ignore().execute()
+    _LINK.execute(event_id, kind, target_id)
 
 
 def write_event(
@@ -264,11 +272,7 @@ def write_event(
         index_events(event.namespace_id, [event])
     relations = draft.get("relations", {})
     targets = {i for ids in relations.values() for i in ids}
-    live = {
-        e.id: e for e in Event.select().where(
-            (Event.id.in_(list(targets))) & (Event.status.in_(LIVE)) & (Event.namespace == event.namespace_id)
-        )
-    } if targets else {}
+    live = {e.id: e for e in _LIVE_TARGETS.rows(sorted(targets), event.namespace_id)} if targets else {}
     for kind, ids in relations.items():
         for target_id in ids:
             if target_id not in live or target_id == event.id:
@@ -277,10 +281,13 @@ def write_event(
             if kind == "conflicts":
                 _link(target_id, "conflicts", event.id)
             if kind == "supersedes":
-                Event.update(
-                    status="superseded", superseded_by=event.id, forced_cap=SUPERSEDED_CAP, updated_at=now
-                ).where(Event.id == target_id).execute()
+                _SUPERSEDE.execute(event.id, now, target_id)
     return event
+
+
+_OPEN_GRAPH_JOB = Prepared(lambda ns, priority: Job.select().where(
+    (Job.namespace == ns) & (Job.kind == "graph") & (Job.status == "pending") & (Job.attempts == 0)
+    & (Job.priority == priority)).order_by(Job.id.desc()).limit(1))
 
 
 def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority: int = GRAPH_PRIORITY) -> None:
@@ -294,16 +301,14 @@ def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority
     ids = list(dict.fromkeys(event_ids))
     if not ids:
         return
-    open_job = (Job.select().where((Job.namespace == namespace_id) & (Job.kind == "graph")
-                                   & (Job.status == "pending") & (Job.attempts == 0) & (Job.priority == priority))
-                .order_by(Job.id.desc()).first())
+    open_job = _OPEN_GRAPH_JOB.first(namespace_id, priority)
     if open_job is not None:
         queued = list((open_job.payload or {}).get("event_ids") or [])
         room = GRAPH_BATCH - len(queued)
         if room > 0:
             payload = dict(open_job.payload or {})
             payload["event_ids"] = queued + [i for i in ids[:room] if i not in queued]
-            Job.update(payload=payload, updated_at=now_iso()).where(Job.id == open_job.id).execute()
+            update_by_id(Job, open_job.id, dict(payload=payload, updated_at=now_iso()))
             ids = ids[room:]
     for start in range(0, len(ids), GRAPH_BATCH):
         create_job(namespace_id, "graph", None, priority=priority, payload={"event_ids": ids[start : start + GRAPH_BATCH]})
@@ -489,7 +494,35 @@ RECENT_LIMIT = 4
 TIMELINE_QUERY_TERMS = 24
 
 
-def _recent_events(namespace_id: int, exclude_block: int | None, live) -> list[Event]:
+def _live(query, namespace_id, exclude_block):
+    """What the extraction timeline may show: live events of the namespace, not of the block
+    being extracted."""
+    query = query.where((Event.namespace == namespace_id) & (Event.status.in_(LIVE)))
+    if exclude_block is not None:
+        query = query.where((Event.block.is_null()) | (Event.block != exclude_block))
+    return query
+
+
+_KEYED = (Event.id, Event.block, Event.formed_turn, Event.created_at)
+def _ready_blocks(namespace_id, below, window):
+    query = Block.select(Block.id, Block.sequence).where((Block.namespace == namespace_id) & (Block.status == "ready"))
+    if below is not None:
+        query = query.where(Block.sequence < below)
+    return query.order_by(Block.sequence.desc()).limit(window).tuples()
+
+
+_READY_BLOCKS = Prepared(_ready_blocks)
+_LIVE_KEYS_IN_BLOCKS = Prepared(lambda ids, ns, exclude: _live(
+    Event.select(*_KEYED).where(Event.block.in_(ids)), ns, exclude).tuples())
+_LIVE_ORPHAN_KEYS = Prepared(lambda ns, exclude, limit: _live(
+    Event.select(*_KEYED).where(Event.block.is_null()), ns, exclude).order_by(
+    Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(limit).tuples())
+_LIVE_IDS = Prepared(lambda ids, ns, exclude: _live(Event.select(Event.id).where(Event.id.in_(ids)), ns, exclude)
+                     .tuples())
+_EVENTS = Prepared(lambda ids: Event.select().where(Event.id.in_(ids)))
+
+
+def _recent_events(namespace_id: int, exclude_block: int | None) -> list[Event]:
     """The RECENT_LIMIT newest live events by source block order (then turn, time, id);
     events without a block (imports) count as oldest.
 
@@ -498,30 +531,24 @@ def _recent_events(namespace_id: int, exclude_block: int | None, live) -> list[E
     (a backlog may be most of them) and reads only the sort keys; the few winners are read
     whole at the end.
     """
-    keyed = (Event.id, Event.block, Event.formed_turn, Event.created_at)
     found: list[tuple[tuple, int]] = []
     window, below = RECENT_LIMIT * 2, None
     while len(found) < RECENT_LIMIT:
         # Only a ready block has events (they are written in the transaction that makes it ready).
-        blocks = Block.select(Block.id, Block.sequence).where((Block.namespace == namespace_id)
-                                                              & (Block.status == "ready"))
-        if below is not None:
-            blocks = blocks.where(Block.sequence < below)
-        sequences = dict(blocks.order_by(Block.sequence.desc()).limit(window).tuples())
+        sequences = dict(_READY_BLOCKS.rows(namespace_id, below, window))
         if not sequences:
             break
         ids = [i for i in sequences if i != exclude_block]
         if ids:
             found.extend(((sequences[block], turn or 0, created or "", eid), eid)
-                         for eid, block, turn, created in live(Event.select(*keyed).where(Event.block.in_(ids))).tuples())
+                         for eid, block, turn, created in _LIVE_KEYS_IN_BLOCKS.rows(ids, namespace_id, exclude_block))
         below, window = min(sequences.values()), window * 2
     if len(found) < RECENT_LIMIT:
-        orphans = live(Event.select(*keyed).where(Event.block.is_null())).order_by(
-            Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(RECENT_LIMIT)
-        found.extend(((0, turn or 0, created or "", eid), eid) for eid, _block, turn, created in orphans.tuples())
+        orphans = _LIVE_ORPHAN_KEYS.rows(namespace_id, exclude_block, RECENT_LIMIT)
+        found.extend(((0, turn or 0, created or "", eid), eid) for eid, _block, turn, created in orphans)
     found.sort(key=lambda item: item[0], reverse=True)
     winners = [eid for _, eid in found[:RECENT_LIMIT]]
-    by_id = {e.id: e for e in Event.select().where(Event.id.in_(winners))} if winners else {}
+    by_id = {e.id: e for e in _EVENTS.rows(winners)} if winners else {}
     return [by_id[eid] for eid in winners]
 
 
@@ -536,12 +563,6 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     from core.search.analyze import analyze
     from core.search.index import bm25
 
-    def live(query):
-        query = query.where((Event.namespace == namespace_id) & (Event.status.in_(LIVE)))
-        if exclude_block is not None:
-            query = query.where((Event.block.is_null()) | (Event.block != exclude_block))
-        return query
-
     # The block's own most repeated terms are enough to find related events; a long query
     # would fetch the postings of every word of a whole summary.
     terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
@@ -553,14 +574,14 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
         for start in range(0, len(ranked_ids), 200):
             chunk = ranked_ids[start : start + 200]
             # Ids first: hydrating a whole chunk of events to keep eight was most of the cost.
-            found = {i for (i,) in live(Event.select(Event.id).where(Event.id.in_(chunk))).tuples()}
+            found = {i for (i,) in _LIVE_IDS.rows(chunk, namespace_id, exclude_block)}
             chosen_ids.extend(i for i in chunk if i in found)
             if len(chosen_ids) >= RELEVANT_LIMIT:
                 break
         chosen_ids = chosen_ids[:RELEVANT_LIMIT]
-        by_id = {e.id: e for e in Event.select().where(Event.id.in_(chosen_ids))} if chosen_ids else {}
+        by_id = {e.id: e for e in _EVENTS.rows(chosen_ids)} if chosen_ids else {}
         relevant = [by_id[i] for i in chosen_ids]
-    recent = _recent_events(namespace_id, exclude_block, live)
+    recent = _recent_events(namespace_id, exclude_block)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]
     return [

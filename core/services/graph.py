@@ -22,7 +22,7 @@ from peewee import Value, fn
 
 from core.db import Prepared, bulk_insert, db, insert_one, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import Event, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Namespace
+from core.models import Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace
 from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
@@ -810,20 +810,18 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
     }
 
 
+_SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker).distinct().join(
+    EventSource, on=(EventSource.message == Message.id)).where(
+    EventSource.event.in_(event_ids) & Message.speaker.is_null(False) & Message.role.in_(["user", "assistant"])
+).tuples())
+
+
 def _speakers(events: Sequence[Event]) -> list[str]:
     """Named speakers of the messages these events cite: people by definition."""
-    from core.models import EventSource, Message
-
     if not events:
         return []
-    rows = (
-        Message.select(Message.speaker).distinct()
-        .join(EventSource, on=(EventSource.message == Message.id))
-        .where(EventSource.event.in_([e.id for e in events]) & Message.speaker.is_null(False)
-               & Message.role.in_(["user", "assistant"]))
-        .tuples()
-    )
-    return sorted(name for (name,) in rows if name and name.casefold() not in ("assistant", "user"))
+    names = {name for part in _chunks([e.id for e in events]) for (name,) in _SPEAKERS.rows(list(part))}
+    return sorted(name for name in names if name and name.casefold() not in ("assistant", "user"))
 
 
 def _reason(warnings: Sequence[str], model_reason: Any) -> str:
@@ -1160,6 +1158,24 @@ def _newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: i
     return [row[0] for row in database.execute_sql(sql, [kind, record_id, *statuses, limit])]
 
 
+def _newest_facts(node_ids):
+    """The newest current facts per node, ranked in SQL so a hub's fact list is not hydrated."""
+    rank = fn.ROW_NUMBER().over(partition_by=[GraphFact.node], order_by=[GraphFact.id.desc()])
+    inner = (GraphFact.select(GraphFact, rank.alias("rank"))
+             .where(GraphFact.node.in_(node_ids) & GraphFact.status.in_(CURRENT)))
+    newest = GraphFact.select(inner.c.id).from_(inner).where(inner.c.rank <= CONTEXT_FACTS * 2)
+    return GraphFact.select().where(GraphFact.id.in_(newest)).order_by(GraphFact.id)
+
+
+_NEWEST_FACTS = Prepared(_newest_facts)
+_EDGES_AMONG = Prepared(lambda sources, targets: GraphEdge.select().where(
+    GraphEdge.from_node.in_(sources) & GraphEdge.to_node.in_(targets) & GraphEdge.status.in_(CURRENT)
+).order_by(GraphEdge.id).limit(CONTEXT_EDGES * 4))
+_CITED_BY_ACTIVE = Prepared(lambda kind, ids: GraphSource.select(GraphSource.record_id).distinct().join(
+    Event, on=(GraphSource.event == Event.id)).where(
+    (GraphSource.kind == kind) & GraphSource.record_id.in_(ids) & (Event.status == "active")).tuples())
+
+
 def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     """Bounded views for the projector's context: newest sources, newest current facts and
     the current edges among ``nodes``. Unlike ``_compute_views`` (the full effective view a
@@ -1179,21 +1195,14 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         own = [(i, "active") for i in view.node_sources]  # only consulted for legacy nodes without provenance
         view.aliases = _visible_metadata(node, "aliases", own, statuses)
         view.tags = _visible_metadata(node, "tags", own, statuses)
-    # The newest current facts per node (ranked in SQL, so a hub's fact list is not hydrated).
-    rank = fn.ROW_NUMBER().over(partition_by=[GraphFact.node], order_by=[GraphFact.id.desc()])
     for part in _chunks(ids):
-        inner = (GraphFact.select(GraphFact, rank.alias("rank"))
-                 .where(GraphFact.node.in_(list(part)) & GraphFact.status.in_(CURRENT)))
-        newest = (GraphFact.select(inner.c.id).from_(inner).where(inner.c.rank <= CONTEXT_FACTS * 2))
-        facts = list(GraphFact.select().where(GraphFact.id.in_(newest)).order_by(GraphFact.id))
+        facts = _NEWEST_FACTS.rows(list(part))
         shown = _cited_by_active("fact", [f.id for f in facts])
         for fact in facts:
             if fact.id in shown:
                 out[fact.node_id].current_facts.append((fact, []))
     for part in _chunks(ids):
-        edges = list(GraphEdge.select().where(
-            GraphEdge.from_node.in_(list(part)) & GraphEdge.to_node.in_(ids) & GraphEdge.status.in_(CURRENT)
-        ).order_by(GraphEdge.id).limit(CONTEXT_EDGES * 4))
+        edges = _EDGES_AMONG.rows(list(part), ids)
         shown = _cited_by_active("edge", [e.id for e in edges])
         for edge in edges:
             if edge.id in shown:
@@ -1210,10 +1219,7 @@ def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
     """Which of the records cite at least one active event (what makes a current record visible)."""
     found: set[int] = set()
     for part in _chunks(list(record_ids)):
-        found.update(r for (r,) in GraphSource.select(GraphSource.record_id).distinct()
-                     .join(Event, on=(GraphSource.event == Event.id))
-                     .where((GraphSource.kind == kind) & GraphSource.record_id.in_(list(part))
-                            & (Event.status == "active")).tuples())
+        found.update(r for (r,) in _CITED_BY_ACTIVE.rows(kind, list(part)))
     return found
 
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
 
-from core.db import db
+from peewee import fn
+
+from core.db import Prepared, db
 from core.models import GraphNode
 from core.search.tokenize import normalize as norm_text
 
@@ -62,6 +64,12 @@ class _Node:
     needles: tuple[str, ...]
 
 
+_COUNT = Prepared(lambda ns: GraphNode.select(fn.COUNT(GraphNode.id)).where(GraphNode.namespace == ns).tuples())
+_CHANGED = Prepared(lambda ns, seen: GraphNode.select(
+    GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type, GraphNode.status, GraphNode.updated_at,
+).where((GraphNode.namespace == ns) & (GraphNode.updated_at > seen)).tuples())
+
+
 @dataclass
 class NodeNames:
     """Name keys and needles of one namespace's nodes (all statuses; callers filter)."""
@@ -76,16 +84,13 @@ class NodeNames:
     seen_updated: str = ""
 
     def refresh(self) -> None:
-        count = GraphNode.select().where(GraphNode.namespace == self.namespace_id).count()
+        ((count,),) = _COUNT.rows(self.namespace_id)
         if count != len(self.nodes):
             # Deleted nodes (an undone import) or ids left by a rolled-back write: start over.
             self.__init__(self.namespace_id)
-        query = GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type,
-                                 GraphNode.status, GraphNode.updated_at).where(
-            (GraphNode.namespace == self.namespace_id) & (GraphNode.updated_at > self.seen_updated))
-        for node_id, name, aliases_json, node_type, status, updated_at in db.execute(query):
-            aliases = GraphNode.aliases.python_value(aliases_json) or []
-            self.note(node_id, name, aliases, node_type, status, updated_at)
+        for node_id, name, aliases, node_type, status, updated_at in _CHANGED.rows(self.namespace_id,
+                                                                                  self.seen_updated):
+            self.note(node_id, name, aliases or [], node_type, status, updated_at)
 
     def note(self, node_id: int, name: str, aliases: Iterable[str], node_type: str, status: str,
              updated_at: str) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from peewee import fn
 
-from core.db import insert_one, write_transaction
+from core.db import Prepared, insert_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Block, Job, Namespace
 from core.timeutil import now_iso, wall
@@ -62,6 +62,21 @@ def _claimable(now: float):
     )
 
 
+def _due_query(retry: bool, now, namespace_id, kinds):
+    due = ((Job.status == "failed") & (Job.next_retry_at <= now)) if retry else (Job.status == "pending")
+    query = Job.select().where(due & (Job.attempts < MAX_ATTEMPTS))
+    if namespace_id is not None:
+        query = query.where(Job.namespace == namespace_id)
+    if kinds:
+        query = query.where(Job.kind.in_(kinds))
+    return query.order_by(Job.priority.desc(), Job.id).limit(1)
+
+
+_PENDING = Prepared(lambda namespace_id, kinds: _due_query(False, None, namespace_id, kinds))
+_DUE_RETRY = Prepared(lambda now, namespace_id, kinds: _due_query(True, now, namespace_id, kinds))
+_JOB = Prepared(lambda job_id: Job.select().where(Job.id == job_id))
+
+
 def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None) -> Job | None:
     """Take the next due job: pending before retries, then priority, then age.
 
@@ -70,28 +85,20 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
     """
     now = wall()
     with write_transaction():
-        job = None
-        for due in ((Job.status == "pending"), (Job.status == "failed") & (Job.next_retry_at <= now)):
-            query = Job.select().where(due & (Job.attempts < MAX_ATTEMPTS))
-            if namespace_id is not None:
-                query = query.where(Job.namespace == namespace_id)
-            if kinds:
-                query = query.where(Job.kind.in_(kinds))
-            job = query.order_by(Job.priority.desc(), Job.id).first()
-            if job is not None:
-                break
+        wanted = list(kinds) if kinds else None
+        job = _PENDING.first(namespace_id, wanted) or _DUE_RETRY.first(now, namespace_id, wanted)
         if job is None:
             return None
         job.status = "running"
         job.attempts += 1
         job.updated_at = now_iso()
-        Job.update(status=job.status, attempts=job.attempts, updated_at=job.updated_at).where(Job.id == job.id).execute()
+        update_by_id(Job, job.id, dict(status=job.status, attempts=job.attempts, updated_at=job.updated_at))
     return job
 
 
 def still_claimed(job: Job) -> bool:
     """True while nobody has recovered, retried or finished the job since we claimed it."""
-    current = Job.get_or_none(Job.id == job.id)
+    current = _JOB.first(job.id)
     return current is not None and current.status == "running" and current.attempts == job.attempts
 
 
