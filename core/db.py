@@ -185,74 +185,78 @@ class Prepared:
     Rendering a statement in peewee costs about ten times what SQLite takes to run a keyed
     lookup, and derivation asks the same few questions tens of thousands of times.
     ``build(*args)`` must return the query; it is called once per shape with stand-in values
-    in place of the arguments (ints, floats, strings and lists of them; None and booleans are
-    part of the shape, so they may change the statement). Rows come back exactly as the built query
-    would return them (models, tuples, dicts), through the query's own row conversion.
+    in place of the arguments: ints, floats, strings, and lists of one of those. None and
+    booleans are part of the shape, so they may change the statement. Lists are for
+    ``IN (...)``: one is padded to the next power of two by repeating its last item (which
+    changes no IN test), so an IN list costs one rendering per size class, not per length.
+    Rows come back exactly as the built query would return them (models, tuples, dicts),
+    through the query's own row conversion.
     """
 
     # Stand-ins no real argument or constant is expected to equal (the float ones are never whole).
     _INT = -7_919_000_000_000
     _FLOAT = -8_919_000_000_000.5
+    _SCALARS = (int, float, str)
 
     def __init__(self, build) -> None:
         self.build = build
         self._shapes: dict[tuple, tuple] = {}
 
-    @staticmethod
-    def _shape(arg) -> object:
-        if arg is None or isinstance(arg, bool):
-            return ("const", arg)
-        if isinstance(arg, (int, float, str)):
-            return type(arg)
-        if isinstance(arg, (list, tuple)):
-            return ("list", tuple(Prepared._shape(a) for a in arg))
-        raise TypeError(f"Prepared query arguments must be int, float, str, None, bool or lists of them, "
-                        f"got {type(arg).__name__}")
+    @classmethod
+    def _prepare(cls, args: tuple) -> tuple[tuple, list]:
+        """(the shape of ``args``, the values that fill the statement's slots in order)."""
+        shape: list[object] = []
+        values: list[object] = []
+        for arg in args:
+            if arg is None or isinstance(arg, bool):
+                shape.append(arg)
+            elif isinstance(arg, cls._SCALARS):
+                shape.append(type(arg))
+                values.append(arg)
+            elif isinstance(arg, (list, tuple)):
+                kind = type(arg[0]) if arg else None
+                if arg and (kind not in cls._SCALARS or any(type(a) is not kind for a in arg)):
+                    raise TypeError("Prepared: a list argument must hold ints, floats or strings, all of one type")
+                size = 1 << (len(arg) - 1).bit_length() if arg else 0
+                shape.append(("list", kind, size))
+                values.extend(arg)
+                if size > len(arg):
+                    values.extend([arg[-1]] * (size - len(arg)))
+            else:
+                raise TypeError(f"Prepared query arguments must be int, float, str, None, bool or lists of them, "
+                                f"got {type(arg).__name__}")
+        return tuple(shape), values
 
-    def _compile(self, args: tuple) -> tuple:
+    def _compile(self, shape: tuple) -> tuple:
         slots: dict[object, int] = {}
 
-        def stand_in(arg):
-            if arg is None or isinstance(arg, bool):
-                return arg
-            if isinstance(arg, (list, tuple)):
-                return [stand_in(a) for a in arg]
+        def stand_in(kind):
             index = len(slots)
-            value = (self._INT - index if isinstance(arg, int) else self._FLOAT - index if isinstance(arg, float)
-                     else f"\x00slot{index}\x00")
+            value = self._INT - index if kind is int else self._FLOAT - index if kind is float else f"\x00slot{index}\x00"
             slots[value] = index
             return value
 
-        query = self.build(*[stand_in(a) for a in args])
+        args = [[stand_in(item[1]) for _ in range(item[2])] if isinstance(item, tuple)
+                else stand_in(item) if item in self._SCALARS else item for item in shape]
+        query = self.build(*args)
         sql, params = query.sql()
         # Each parameter is an argument's slot or a constant of the query itself.
-        plan = [(True, slots[p]) if isinstance(p, (int, float, str)) and not isinstance(p, bool) and p in slots
+        plan = [(True, slots[p]) if isinstance(p, self._SCALARS) and not isinstance(p, bool) and p in slots
                 else (False, p) for p in params]
-        used = {i for is_slot, i in plan if is_slot}
-        if used != set(slots.values()):
+        if {i for is_slot, i in plan if is_slot} != set(slots.values()):
             raise TypeError("Prepared: an argument does not reach the statement as given (unused, or converted "
                             "by a JSON or date field); pass such values already converted, in a peewee Value")
         return query, sql, plan
 
-    @staticmethod
-    def _flat(args) -> list:
-        out = []
-        for arg in args:
-            if isinstance(arg, (list, tuple)):
-                out.extend(Prepared._flat(arg))
-            elif arg is not None and not isinstance(arg, bool):
-                out.append(arg)
-        return out
-
     def _cursor(self, args: tuple):
-        key = (type(db.obj), tuple(self._shape(a) for a in args))
+        shape, values = self._prepare(args)
+        key = (type(db.obj), shape)
         entry = self._shapes.get(key)
         if entry is None:
-            if len(self._shapes) > 512:  # many list lengths: keep the cache bounded
+            if len(self._shapes) > 256:  # keep the cache bounded whatever callers pass
                 self._shapes.clear()
-            entry = self._shapes[key] = self._compile(args)
+            entry = self._shapes[key] = self._compile(shape)
         query, sql, plan = entry
-        values = self._flat(args)
         cursor = db.execute_sql(sql, [values[i] if is_slot else i for is_slot, i in plan])
         return query, cursor
 

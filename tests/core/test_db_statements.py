@@ -113,3 +113,15 @@ def test_float_arguments_compare_as_floats(store):
     assert due.rows(15.0) == [(early.id,)]
     assert due.rows(20.25) == [(early.id,), (late.id,)]
     assert due.rows(1.0) == []
+
+
+def test_in_lists_render_once_per_size_class(store):
+    _ns, ids = _graph(store)
+    statuses = Prepared(lambda wanted: Event.select(Event.id).where(Event.id.in_(wanted)).order_by(Event.id).tuples())
+    for length in range(1, 40):
+        wanted = [ids[i % len(ids)] for i in range(length)] + [50_000 + length]
+        assert statuses.rows(wanted) == [(i,) for i in sorted(set(wanted) & set(ids))]
+    assert len(statuses._shapes) == 6  # 2, 4, 8, 16, 32, 64 items
+    with pytest.raises(TypeError, match="all of one type"):
+        statuses.rows([ids[0], "x"])
+    assert statuses.rows([]) == []
