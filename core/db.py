@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 from peewee import Database, DatabaseProxy, PostgresqlDatabase, SqliteDatabase
 
@@ -116,6 +116,15 @@ def bulk_insert(model, columns: list[str], rows: list[tuple], *, ignore_conflict
     sql = f"{verb} INTO {left}{table}{right} ({quoted}) VALUES ({', '.join([marker] * len(columns))}){tail}"
     cursor = database.cursor()
     cursor.executemany(sql, rows)
+
+
+IN_CHUNK = 500  # ids per IN list: well under every engine's limit on bound parameters
+
+
+def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+    """``items`` in consecutive slices of at most ``size`` (for IN lists)."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 _INSERT_SQL: dict[tuple, str] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from core.db import bulk_insert
 from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm
@@ -181,6 +181,23 @@ def bm25_top(kind: str, namespace_id: int, query_terms: Sequence[str], k: int, *
         return []
     ids, scores = scoring.top_k(query, k, ties=ties)
     return list(zip(ids.tolist(), scores.tolist()))
+
+
+def bm25_top_kept(kind: str, namespace_id: int, query_terms: Sequence[str], limit: int,
+                  keep: Callable[[list[int]], set[int]]) -> list[int]:
+    """The ``limit`` best ids by (BM25 desc, id) among those ``keep`` accepts (given ids, it
+    returns the ones to keep), as filtering all of ``bm25`` sorted would give them.
+
+    The top k by MaxScore with k growing fourfold until enough are kept: a common word
+    matches most documents, and scoring and checking them all grows with the corpus."""
+    depth = max(1, limit) * 4
+    while True:
+        best = [i for i, _ in bm25_top(kind, namespace_id, query_terms, depth)]
+        kept = keep(best) if best else set()
+        ranked = [i for i in best if i in kept][:limit]
+        if len(ranked) >= limit or len(best) < depth:
+            return ranked
+        depth *= 4
 
 
 def bm25_reference(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 from peewee import JOIN
 
-from core.db import Prepared, bulk_insert, insert_one, update_by_id, write_transaction
+from core.db import Prepared, bulk_insert, chunks, insert_one, update_by_id, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import (
@@ -561,26 +561,16 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     """
 
     from core.search.analyze import analyze
-    from core.search.index import bm25
+    from core.search.index import bm25_top_kept
 
     # The block's own most repeated terms are enough to find related events; a long query
     # would fetch the postings of every word of a whole summary.
     terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
-    scores = bm25("event", namespace_id, terms) if terms else {}
-    relevant: list[Event] = []
-    if scores:
-        ranked_ids = sorted(scores, key=lambda i: (-scores[i], i))
-        chosen_ids: list[int] = []
-        for start in range(0, len(ranked_ids), 200):
-            chunk = ranked_ids[start : start + 200]
-            # Ids first: hydrating a whole chunk of events to keep eight was most of the cost.
-            found = {i for (i,) in _LIVE_IDS.rows(chunk, namespace_id, exclude_block)}
-            chosen_ids.extend(i for i in chunk if i in found)
-            if len(chosen_ids) >= RELEVANT_LIMIT:
-                break
-        chosen_ids = chosen_ids[:RELEVANT_LIMIT]
-        by_id = {e.id: e for e in _EVENTS.rows(chosen_ids)} if chosen_ids else {}
-        relevant = [by_id[i] for i in chosen_ids]
+    # Ids first: hydrating the events to keep eight was most of the cost.
+    chosen_ids = bm25_top_kept("event", namespace_id, terms, RELEVANT_LIMIT, lambda ids: {
+        i for part in chunks(ids) for (i,) in _LIVE_IDS.rows(part, namespace_id, exclude_block)}) if terms else []
+    by_id = {e.id: e for e in _EVENTS.rows(chosen_ids)} if chosen_ids else {}
+    relevant = [by_id[i] for i in chosen_ids]
     recent = _recent_events(namespace_id, exclude_block)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]

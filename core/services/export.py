@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.db import chunks
 from core.errors import InvalidInputError
 from core.models import (
     Block, Event, EventLink, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, IngestionReceipt, Message,
@@ -26,11 +27,6 @@ from core.services.spaces import get_namespace
 
 EXPORT_FORMATS = ("json", "markdown")
 EXPORT_VERSION = 1
-
-
-def _chunks(ids: list[int], size: int = 500):
-    for start in range(0, len(ids), size):
-        yield ids[start:start + size]
 
 
 def export_data(namespace: str) -> dict[str, Any]:
@@ -59,7 +55,7 @@ def export_data(namespace: str) -> dict[str, Any]:
     ids = [e.id for e in events]
     sources: dict[int, list[int]] = {}
     links: dict[int, list[list[Any]]] = {}
-    for part in _chunks(ids):
+    for part in chunks(ids):
         for row in EventSource.select().where(EventSource.event.in_(part)).order_by(EventSource.event,
                                                                                      EventSource.position):
             sources.setdefault(row.event_id, []).append(row.message_id)
@@ -83,12 +79,12 @@ def export_data(namespace: str) -> dict[str, Any]:
         })
     nodes = list(GraphNode.select().where(GraphNode.namespace == ns).order_by(GraphNode.id))
     node_ids = [n.id for n in nodes]
-    facts = [f for part in _chunks(node_ids) for f in GraphFact.select().where(GraphFact.node.in_(part))]
+    facts = [f for part in chunks(node_ids) for f in GraphFact.select().where(GraphFact.node.in_(part))]
     facts.sort(key=lambda f: f.id)
     edges = list(GraphEdge.select().where(GraphEdge.namespace == ns).order_by(GraphEdge.id))
     cites: dict[tuple[str, int], list[int]] = {}
     for kind, records in (("node", node_ids), ("fact", [f.id for f in facts]), ("edge", [e.id for e in edges])):
-        for part in _chunks(records):
+        for part in chunks(records):
             for row in GraphSource.select().where((GraphSource.kind == kind) & GraphSource.record_id.in_(part)):
                 cites.setdefault((kind, row.record_id), []).append(row.event_id)
     graph = {

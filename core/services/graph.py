@@ -16,11 +16,11 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from peewee import Value, fn
 
-from core.db import Prepared, bulk_insert, db, insert_one, save_one, update_by_id, write_transaction
+from core.db import Prepared, bulk_insert, chunks, db, insert_one, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace
 from core.providers.base import ProviderOutputError
@@ -70,8 +70,6 @@ FUNCTIONAL_RELATIONS = frozenset({
     "位于", "属于", "住在", "居住地", "所在地", "工作于", "职位", "年龄", "状态", "生日", "出生地",
 })
 
-_CHUNK = 500
-
 
 # ----------------------------------------------------------------------------- keys
 
@@ -95,11 +93,6 @@ def _value_key(value: Any) -> Any:
 
 def render_value(value: Any) -> str:
     return "、".join(value) if isinstance(value, list) else str(value)
-
-
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _as_id(value: Any) -> int | None:
@@ -137,7 +130,7 @@ _TOUCH = {model: Prepared(lambda now, ids, model=model: model.update(updated_at=
 def _event_statuses(ids: Iterable[int]) -> dict[int, str]:
     ids = list(dict.fromkeys(ids))
     out: dict[int, str] = {}
-    for part in _chunks(ids):
+    for part in chunks(ids):
         for event_id, status in _STATUSES.rows(list(part)):
             out[event_id] = status
     return out
@@ -226,7 +219,7 @@ class _Applier:
         self.namespace_id = namespace_id
         batch = [i for i in (_as_id(v) for v in batch_event_ids) if i is not None]
         self.events: dict[int, Event] = {}
-        for part in _chunks(list(dict.fromkeys(batch))):
+        for part in chunks(list(dict.fromkeys(batch))):
             for event in _BATCH_EVENTS.rows(list(part), namespace_id):
                 self.events[event.id] = event
         self.live = {i for i, e in self.events.items() if e.status in LIVE}
@@ -518,7 +511,7 @@ class _Applier:
         bulk_insert(GraphSource, ["kind", "record_id", "event_id"], list(self._citations), ignore_conflicts=True)
         self._citations.clear()
         for model, ids in self._touched.items():
-            for part in _chunks(sorted(ids)):
+            for part in chunks(sorted(ids)):
                 _TOUCH[model].execute(self.now, list(part))
             ids.clear()
 
@@ -820,7 +813,7 @@ def _speakers(events: Sequence[Event]) -> list[str]:
     """Named speakers of the messages these events cite: people by definition."""
     if not events:
         return []
-    names = {name for part in _chunks([e.id for e in events]) for (name,) in _SPEAKERS.rows(list(part))}
+    names = {name for part in chunks([e.id for e in events]) for (name,) in _SPEAKERS.rows(list(part))}
     return sorted(name for name in names if name and name.casefold() not in ("assistant", "user"))
 
 
@@ -838,7 +831,7 @@ def propose_projection(job: Job, provider: Any) -> tuple[list[int], dict[str, An
     transaction: this is the model call."""
     batch = [i for i in (_as_id(v) for v in (job.payload or {}).get("event_ids", []) or []) if i is not None]
     events = []
-    for part in _chunks(batch):
+    for part in chunks(batch):
         events.extend(_LIVE_BATCH_EVENTS.rows(list(part), job.namespace_id))
     proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
     if events:
@@ -988,7 +981,7 @@ SOURCE_WINDOW = 64  # citations read per record, newest first, for an effective 
 def _all_sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
     """Every (event, status) citing each record, newest first."""
     out: dict[int, list[tuple[int, str]]] = {}
-    for part in _chunks(list(record_ids)):
+    for part in chunks(list(record_ids)):
         query = (
             GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
             .join(Event, on=(GraphSource.event == Event.id))
@@ -1067,18 +1060,18 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     if not ids:
         return {}
     facts: dict[int, list[GraphFact]] = {}
-    for part in _chunks(ids):
+    for part in chunks(ids):
         for fact in GraphFact.select().where(GraphFact.node.in_(list(part))).order_by(GraphFact.id):
             facts.setdefault(fact.node_id, []).append(fact)
     edges: dict[int, GraphEdge] = {}
-    for part in _chunks(ids):
+    for part in chunks(ids):
         for edge in GraphEdge.select().where(
             (GraphEdge.from_node.in_(list(part))) | (GraphEdge.to_node.in_(list(part)))
         ).order_by(GraphEdge.id):
             edges[edge.id] = edge
     others = {i for e in edges.values() for i in (e.from_node_id, e.to_node_id)} - set(ids)
     status_of = {n.id: n.status for n in nodes}
-    for part in _chunks(list(others)):
+    for part in chunks(list(others)):
         for node_id, status in GraphNode.select(GraphNode.id, GraphNode.status).where(
             GraphNode.id.in_(list(part))
         ).tuples():
@@ -1195,13 +1188,13 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         own = [(i, "active") for i in view.node_sources]  # only consulted for legacy nodes without provenance
         view.aliases = _visible_metadata(node, "aliases", own, statuses)
         view.tags = _visible_metadata(node, "tags", own, statuses)
-    for part in _chunks(ids):
+    for part in chunks(ids):
         facts = _NEWEST_FACTS.rows(list(part))
         shown = _cited_by_active("fact", [f.id for f in facts])
         for fact in facts:
             if fact.id in shown:
                 out[fact.node_id].current_facts.append((fact, []))
-    for part in _chunks(ids):
+    for part in chunks(ids):
         edges = _EDGES_AMONG.rows(list(part), ids)
         shown = _cited_by_active("edge", [e.id for e in edges])
         for edge in edges:
@@ -1218,7 +1211,7 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
 def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
     """Which of the records cite at least one active event (what makes a current record visible)."""
     found: set[int] = set()
-    for part in _chunks(list(record_ids)):
+    for part in chunks(list(record_ids)):
         found.update(r for (r,) in _CITED_BY_ACTIVE.rows(kind, list(part)))
     return found
 

@@ -19,7 +19,7 @@ from core.errors import InvalidInputError
 from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
 from core.search.analyze import analyze
 from core.search.bm25 import RRF_K, rrf
-from core.search.index import bm25, bm25_top
+from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
@@ -234,16 +234,9 @@ def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[in
 
     The top k with MaxScore, k growing until enough are live: a common word matches most
     events, and scoring them all and checking each one's status cost ~100 ms at 1M messages."""
-    depth = max(1, limit) * 4
     statuses = ", ".join(f"'{status}'" for status in LIVE)
-    while True:
-        best = bm25_top("event", namespace_id, terms, depth)
-        ids = [i for i, _ in best]
-        live = {i for (i,) in rows_by_ids(f"SELECT id FROM event WHERE id IN ({{ids}}) AND status IN ({statuses})", ids)}
-        ranked = [i for i in ids if i in live][:limit]
-        if len(ranked) >= limit or len(best) < depth:
-            return ranked
-        depth *= 4
+    return bm25_top_kept("event", namespace_id, terms, limit, lambda ids: {i for (i,) in rows_by_ids(
+        f"SELECT id FROM event WHERE id IN ({{ids}}) AND status IN ({statuses})", ids)})
 
 
 def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tuple[int, float]]:

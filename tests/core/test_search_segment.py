@@ -122,6 +122,29 @@ def test_best_live_events_equal_sorting_every_live_match(corpus):
             assert best_live_events(corpus.id, terms, limit) == sorted(scores, key=lambda i: (-scores[i], i))[:limit]
 
 
+def test_top_kept_equals_filtering_every_match(corpus):
+    from core.search.index import bm25_top_kept
+
+    for question in QUESTIONS:
+        terms = analyze(question)
+        for kind in ("message", "event"):
+            reference = bm25_reference(kind, corpus.id, terms)
+            ranked = sorted(reference, key=lambda i: (-reference[i], i))
+            for rule in (lambda i: i % 3 == 0, lambda i: i % 17 == 5, lambda i: False, lambda i: True):
+                calls = []
+
+                def keep(ids, rule=rule):
+                    calls.append(len(ids))
+                    return {i for i in ids if rule(i)}
+
+                for limit in (1, 4, 25):
+                    assert bm25_top_kept(kind, corpus.id, terms, limit, keep) == [i for i in ranked if rule(i)][:limit]
+    # When every candidate is kept, one look at the best 4 x limit is enough.
+    calls = []
+    bm25_top_kept("message", corpus.id, analyze("Alice kubernetes"), 4, lambda ids: calls.append(ids) or set(ids))
+    assert [len(c) for c in calls] == [16]
+
+
 def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
     """The default retrieval's raw ranking written out as plain loops over the reference scores."""
     params = DEFAULT_PARAMS
