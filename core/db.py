@@ -23,7 +23,12 @@ SQLITE_PRAGMAS = {
     "foreign_keys": 1,
     "busy_timeout": 5000,
     "synchronous": "normal",
-    "cache_size": -64000,
+    # A million messages make a postings index of tens of millions of rows; each capture
+    # touches hundreds of its pages. A 128 MB cache and a checkpoint every 10,000 WAL pages
+    # (not 1,000) let those pages be rewritten in memory between checkpoints: capture into a
+    # 1M-message store went from ~960 to ~1,150 messages/s.
+    "cache_size": -128000,
+    "wal_autocheckpoint": 10000,
 }
 
 ENV_VAR = "STRATA_DB"

@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -89,12 +89,20 @@ def _v7_message_time_flag(database: Database) -> None:
         last = rows[-1][0]
 
 
+def _v8_open_tail_index(database: Database) -> None:
+    """Version 8: a partial index of unsealed messages by (thread, position), so capture
+    finds a thread's open tail without reading the thread's whole history."""
+    from core.models import Message
+
+    Message._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
                                                  5: _v5_imports, 6: _v6_scale_indexes,
-                                                 7: _v7_message_time_flag}
+                                                 7: _v7_message_time_flag, 8: _v8_open_tail_index}
 
 
 def database_version(database: Database) -> int:

@@ -146,6 +146,12 @@ class Message(BaseModel):
         )
 
 
+# A thread's open tail (schema v8): its unsealed messages in order, without walking the
+# thread's whole history (a long thread has thousands of sealed messages before the tail).
+Message.add_index(Message.index(Message.thread, Message.position, name="message_open_tail",
+                                where=Message.block.is_null()))
+
+
 class IngestionReceipt(BaseModel):
     """Proof that a unit of input was stored; a replay with the same payload is a no-op."""
 

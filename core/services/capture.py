@@ -188,9 +188,12 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     return block
 
 
+_OPEN_TAIL = Prepared(lambda thread_id: Message.select().where(
+    (Message.thread == thread_id) & (Message.block.is_null())).order_by(Message.position))
+
+
 def _open_tail(thread: Thread) -> list[RawMessage]:
-    rows = Message.select().where((Message.thread == thread) & (Message.block.is_null())).order_by(Message.position)
-    return [_row_to_raw(r, thread.name) for r in rows]
+    return [_row_to_raw(r, thread.name) for r in _OPEN_TAIL.rows(thread.id)]
 
 
 def append_messages(

@@ -23,6 +23,8 @@ def test_fresh_database_gets_current_schema_and_wal(store):
     assert db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert db.execute_sql("PRAGMA wal_autocheckpoint").fetchone()[0] == 10000
+    assert db.execute_sql("PRAGMA cache_size").fetchone()[0] == -128000
 
 
 def test_newer_schema_is_refused(db_url, store):
@@ -136,3 +138,17 @@ def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert [m.has_time for m in Message.select().order_by(Message.id)] == captured
+
+
+def test_migration_to_8_adds_the_open_tail_index(db_url, store):
+    from core.services.capture import _OPEN_TAIL, append_messages
+
+    append_messages("ns", "t", [{"role": "user", "content": f"message {i}"} for i in range(3)])
+    db.execute_sql("DROP INDEX message_open_tail")  # a version-7 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=7, applied_at="2026-11-30T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    sql = _OPEN_TAIL.build(1).sql()[0]
+    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1]).fetchall())
+    assert "message_open_tail" in plan  # not a walk over the thread's whole history
