@@ -89,12 +89,14 @@ def _v7_message_time_flag(database: Database) -> None:
         last = rows[-1][0]
 
 
-def _v8_open_tail_index(database: Database) -> None:
+def _v8_open_tail_and_ready_block_indexes(database: Database) -> None:
     """Version 8: a partial index of unsealed messages by (thread, position), so capture
-    finds a thread's open tail without reading the thread's whole history."""
-    from core.models import Message
+    finds a thread's open tail without reading the thread's whole history; blocks by
+    (namespace, status, sequence), so the newest ready blocks are found past a backlog."""
+    from core.models import Block, Message
 
-    Message._schema.create_indexes(safe=True)
+    for model in (Message, Block):
+        model._schema.create_indexes(safe=True)
 
 
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
@@ -102,7 +104,7 @@ def _v8_open_tail_index(database: Database) -> None:
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
                                                  5: _v5_imports, 6: _v6_scale_indexes,
-                                                 7: _v7_message_time_flag, 8: _v8_open_tail_index}
+                                                 7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes}
 
 
 def database_version(database: Database) -> int:

@@ -115,6 +115,9 @@ class Block(BaseModel):
         indexes = (
             (("namespace", "sequence"), True),
             (("thread", "sequence"), False),
+            # Newest blocks of one status (schema v8): the extraction timeline's recency walk
+            # reads ready blocks newest first, past a backlog of pending ones.
+            (("namespace", "status", "sequence"), False),
         )
 
 

@@ -140,11 +140,13 @@ def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
     assert [m.has_time for m in Message.select().order_by(Message.id)] == captured
 
 
-def test_migration_to_8_adds_the_open_tail_index(db_url, store):
+def test_migration_to_8_adds_the_open_tail_and_ready_block_indexes(db_url, store):
     from core.services.capture import _OPEN_TAIL, append_messages
+    from core.services.events import _READY_BLOCKS
 
     append_messages("ns", "t", [{"role": "user", "content": f"message {i}"} for i in range(3)])
     db.execute_sql("DROP INDEX message_open_tail")  # a version-7 store
+    db.execute_sql("DROP INDEX block_namespace_id_status_sequence")
     SchemaVersion.delete().execute()
     SchemaVersion.create(version=7, applied_at="2026-11-30T00:00:00+00:00")
     db.close()
@@ -152,3 +154,6 @@ def test_migration_to_8_adds_the_open_tail_index(db_url, store):
     sql = _OPEN_TAIL.build(1).sql()[0]
     plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1]).fetchall())
     assert "message_open_tail" in plan  # not a walk over the thread's whole history
+    sql = _READY_BLOCKS.build(1, 10, 8).sql()[0]
+    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1, "ready", 10, 8]).fetchall())
+    assert "block_namespace_id_status_sequence" in plan  # not a walk over pending blocks
