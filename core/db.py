@@ -132,7 +132,19 @@ def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]
         yield items[start:start + size]
 
 
-_INSERT_SQL: dict[tuple, str] = {}
+_STATEMENTS: dict[tuple, str] = {}
+
+
+def _statement(verb: str, meta, fields: list, render) -> str:
+    """The SQL of one statement shape (verb, table, columns, engine), rendered once:
+    ``render(database, quoted)`` builds it, ``quoted(name)`` quoting an identifier."""
+    database = db.obj
+    key = (verb, meta.table_name, tuple(f.name for f in fields), type(database))
+    sql = _STATEMENTS.get(key)
+    if sql is None:
+        left, right = database.quote[0], database.quote[1]
+        sql = _STATEMENTS[key] = render(database, lambda name: f"{left}{name}{right}")
+    return sql
 
 
 def insert_one(model, values: dict):
@@ -141,26 +153,18 @@ def insert_one(model, values: dict):
     generation cost more than SQLite's insert on the derivation hot paths.
     """
     meta = model._meta
+    pk = meta.primary_key
     instance = model(**values)
-    data = {name: value for name, value in instance.__data__.items()
-            if not (name == meta.primary_key.name and value is None)}
+    data = {name: value for name, value in instance.__data__.items() if not (name == pk.name and value is None)}
     fields = [meta.fields[name] for name in data]
-    database = db.obj
-    key = (meta.table_name, tuple(data), type(database))
-    sql = _INSERT_SQL.get(key)
-    if sql is None:
-        left, right = database.quote[0], database.quote[1]
-        columns = ", ".join(f"{left}{f.column_name}{right}" for f in fields)
-        markers = ", ".join([database.param] * len(fields))
-        returning = "" if is_sqlite() else f" RETURNING {left}{meta.primary_key.column_name}{right}"
-        sql = _INSERT_SQL[key] = f"INSERT INTO {left}{meta.table_name}{right} ({columns}) VALUES ({markers}){returning}"
-    cursor = database.execute_sql(sql, [f.db_value(v) for f, v in zip(fields, data.values())])
-    setattr(instance, meta.primary_key.name, cursor.lastrowid if is_sqlite() else cursor.fetchone()[0])
+    sql = _statement("insert", meta, fields, lambda database, quoted: (
+        f"INSERT INTO {quoted(meta.table_name)} ({', '.join(quoted(f.column_name) for f in fields)}) "
+        f"VALUES ({', '.join([database.param] * len(fields))})"
+        + ("" if is_sqlite() else f" RETURNING {quoted(pk.column_name)}")))
+    cursor = db.obj.execute_sql(sql, [f.db_value(v) for f, v in zip(fields, data.values())])
+    setattr(instance, pk.name, cursor.lastrowid if is_sqlite() else cursor.fetchone()[0])
     instance._dirty.clear()
     return instance
-
-
-_UPDATE_SQL: dict[tuple, str] = {}
 
 
 def update_by_id(model, record_id, values: dict) -> int:
@@ -170,17 +174,12 @@ def update_by_id(model, record_id, values: dict) -> int:
     meta = model._meta
     pk = meta.primary_key
     fields = [meta.fields[name] for name in values]
-    database = db.obj
-    key = (meta.table_name, tuple(values), type(database))
-    sql = _UPDATE_SQL.get(key)
-    if sql is None:
-        left, right = database.quote[0], database.quote[1]
-        marker = database.param
-        assignments = ", ".join(f"{left}{f.column_name}{right} = {marker}" for f in fields)
-        sql = _UPDATE_SQL[key] = (f"UPDATE {left}{meta.table_name}{right} SET {assignments} "
-                                  f"WHERE {left}{pk.column_name}{right} = {marker}")
+    sql = _statement("update", meta, fields, lambda database, quoted: (
+        f"UPDATE {quoted(meta.table_name)} SET "
+        f"{', '.join(f'{quoted(f.column_name)} = {database.param}' for f in fields)} "
+        f"WHERE {quoted(pk.column_name)} = {database.param}"))
     params = [f.db_value(v) for f, v in zip(fields, values.values())]
-    return database.execute_sql(sql, [*params, pk.db_value(record_id)]).rowcount
+    return db.obj.execute_sql(sql, [*params, pk.db_value(record_id)]).rowcount
 
 
 def save_one(instance) -> int:
