@@ -229,7 +229,9 @@ class Prepared:
             elif isinstance(arg, (list, tuple)):
                 kind = type(arg[0]) if arg else None
                 if arg and (kind not in cls._SCALARS or any(type(a) is not kind for a in arg)):
-                    raise TypeError("Prepared: a list argument must hold ints, floats or strings, all of one type")
+                    if not all(isinstance(a, int) for a in arg):  # booleans among ids bind as 0 and 1
+                        raise TypeError("Prepared: a list argument must hold ints, floats or strings, all of one type")
+                    kind, arg = int, [int(a) for a in arg]
                 size = 1 << (len(arg) - 1).bit_length() if arg else 0
                 shape.append(("list", kind, size))
                 values.extend(arg)

@@ -124,4 +124,6 @@ def test_in_lists_render_once_per_size_class(store):
     assert len(statuses._shapes) == 6  # 2, 4, 8, 16, 32, 64 items
     with pytest.raises(TypeError, match="all of one type"):
         statuses.rows([ids[0], "x"])
+    assert statuses.rows([True, ids[1]]) == list(  # a stray boolean id binds as peewee binds it
+        Event.select(Event.id).where(Event.id.in_([True, ids[1]])).order_by(Event.id).tuples())
     assert statuses.rows([]) == []
