@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core.search import segment
 from core.search.segment import Part, View
 
 EXHAUSTIVE_BELOW = 20_000  # postings under which pruning is not worth its bookkeeping
@@ -123,9 +124,18 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
     candidates only; per candidate, terms in sorted order from 0.0."""
     scores = np.zeros(len(cands), np.float64)
     for index, term in enumerate(q.terms):
-        for _, docs, tf in term.runs:
+        for part, docs, tf in term.runs:
             if index in dense:
                 scores[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
+                continue
+            table = part.dense_tf(term.term) if len(docs) >= segment.DENSE_MIN else None
+            if table is not None and len(docs) == len(part.slice(term.term)[0]):  # not a thread's subset
+                inside = np.flatnonzero(cands < len(table))
+                looked = table[cands[inside]]
+                hit = looked > 0
+                if hit.any():
+                    at = inside[hit]
+                    scores[at] += _contrib(q, term, cands[at], looked[hit])
                 continue
             where = np.searchsorted(docs, cands)
             where[where >= len(docs)] = len(docs) - 1
@@ -137,10 +147,12 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
 
 def _union(q: Query, indexes: Sequence[int]) -> np.ndarray:
     """Sorted distinct documents holding any of the given terms (a dense mask, no sort)."""
+    runs = [docs for index in indexes for _, docs, _ in q.terms[index].runs]
+    if len(runs) == 1:
+        return runs[0]  # one term in one part: its postings already are sorted and distinct
     mask = np.zeros(q.view.size, bool)
-    for index in indexes:
-        for _, docs, _ in q.terms[index].runs:
-            mask[docs] = True
+    for docs in runs:
+        mask[docs] = True
     return np.flatnonzero(mask)
 
 

@@ -38,6 +38,8 @@ from core.db import db, is_sqlite
 MERGE_MIN = 50_000  # delta postings before a merge is considered
 MERGE_SHARE = 0.05  # … and at least this share of the static part
 FETCH = 100_000  # rows per fetch while reading postings
+DENSE_MIN = 50_000  # postings from which a term's lookups go through a dense tf array
+DENSE_TERMS = 64  # dense arrays kept per part: at most ~64 MB at a million documents
 FORMAT = 1
 
 
@@ -88,6 +90,30 @@ class Part:
             docs, tf = self.slice(term)
             found = cache[term] = (int(tf.max()), int(doc_len[docs].min())) if len(docs) else (0, 0)
         return found
+
+    def dense_tf(self, term: str) -> np.ndarray | None:
+        """The term's tf by document index (0 where it is absent), for a term with at least
+        ``DENSE_MIN`` postings; None for the others. The last ``DENSE_TERMS`` are remembered.
+
+        Looking a common term up for many candidates is then one gather instead of a binary
+        search per candidate (at a million messages the difference between 1 and 10 ms)."""
+        cache, lock = self.__dict__.setdefault("_dense", ({}, threading.Lock()))
+        with lock:
+            found = cache.pop(term, None)
+            if found is not None:
+                cache[term] = found  # newest last
+                return found
+        docs, tf = self.slice(term)
+        if len(docs) < DENSE_MIN:
+            return None
+        top = int(tf.max())
+        dense = np.zeros(int(docs[-1]) + 1, np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int32)
+        dense[docs] = tf
+        with lock:
+            cache[term] = dense
+            while len(cache) > DENSE_TERMS:
+                cache.pop(next(iter(cache)))
+        return dense
 
     def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(term ids, docs, tf, vocabulary): the inverse of ``from_rows``."""

@@ -29,6 +29,8 @@ QUESTIONS = queries(10) + ["Alice kubernetes", "rollback plan", "budget deadline
 def corpus(store, monkeypatch):
     segment.forget_views()
     monkeypatch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
+    monkeypatch.setattr(segment, "DENSE_MIN", 40)  # common terms looked up through dense tf arrays
+    monkeypatch.setattr(segment, "DENSE_TERMS", 3)  # and evicted
     monkeypatch.setattr(segment, "MERGE_MIN", 1_000)  # merge (and save) often on this small corpus
     for thread, messages in conversation(500, seed=3):
         append_messages("scale", thread, messages)
