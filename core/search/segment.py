@@ -40,7 +40,7 @@ MERGE_SHARE = 0.05  # … and at least this share of the static part
 FETCH = 100_000  # rows per fetch while reading postings
 DENSE_MIN = 50_000  # postings from which a term's lookups go through a dense tf array
 DENSE_TERMS = 64  # dense arrays kept per part: at most ~64 MB at a million documents
-FORMAT = 1
+FORMAT = 2  # 2: the message attributes default retrieval boosts on
 
 
 # ----------------------------------------------------------------------------- CSR postings
@@ -139,6 +139,10 @@ class View:
     doc_len: np.ndarray  # int32 (0 for a message without postings)
     doc_thread: np.ndarray  # int32 (messages; 0 for events)
     doc_pos: np.ndarray  # int32 position in its thread (messages; 0 for events)
+    # What default retrieval's boosts ask of a candidate, so it never reads 400 random rows:
+    doc_speaker: np.ndarray  # int32 index into ``speaker_names`` (-1: no speaker; events)
+    doc_user: np.ndarray  # int8 1 for a user message
+    doc_time: np.ndarray  # int8 message.has_time: 1, 0, or -1 when a legacy row never got it
     static: Part
     delta: Part = field(default_factory=Part.empty)
     watermark: int = 0  # highest posting row id in static + delta
@@ -149,6 +153,7 @@ class View:
     stat_docs: int = 0  # CorpusStat as of the last refresh (what scoring uses for N and avgdl)
     stat_total: int = 0
     speakers: dict[str, str] = field(default_factory=dict)  # speaker token -> speaker (messages)
+    speaker_names: list[str] = field(default_factory=list)  # doc_speaker code -> speaker
     _neighbours: dict[int, np.ndarray] = field(default_factory=dict)
     _id_order: np.ndarray | None = None
     _sorted_ids: np.ndarray | None = None  # doc_ids[_id_order], kept with it (a copy per call cost ~2 ms at 1M)
@@ -280,27 +285,52 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
     return (cat(docs, np.int64), cat(tfs, np.int32), cat(lengths, np.int32), cat(terms, np.int32), names, upto)
 
 
-def _read_messages(namespace_id: int, after: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(ids, threads, positions, speakers) of the namespace's messages with id > after."""
+@dataclass
+class _Messages:
+    """Document-table columns of messages read from SQL, in id order."""
+
+    ids: np.ndarray  # int64
+    threads: np.ndarray  # int32
+    positions: np.ndarray  # int32
+    speakers: np.ndarray  # int32 codes (see ``_read_messages``)
+    users: np.ndarray  # int8
+    times: np.ndarray  # int8
+    names: list[str]  # speakers in the order of their first message
+
+
+def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Messages:
+    """The namespace's messages with id > after; a speaker is coded by its index in ``codes``
+    (name -> code, extended with new names in order)."""
     marker = db.obj.param
     by_namespace = after == 0 and _minor_share(
         "message", namespace_id, "docs", db.execute_sql("SELECT MAX(id) FROM message").fetchone()[0] or 0)
     cursor = db.execute_sql(
-        f"SELECT id, thread_id, position, speaker FROM message WHERE id > {marker} "
+        f"SELECT id, thread_id, position, speaker, role, has_time FROM message WHERE id > {marker} "
         f"AND namespace_id{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, namespace_id))
-    ids, threads, positions, speakers = [], [], [], {}
+    ids, threads, positions, coded, users, times, speakers = [], [], [], [], [], [], {}
     while True:
         rows = cursor.fetchmany(FETCH)
         if not rows:
             break
-        i, t, p, s = zip(*rows)
+        i, t, p, s, r, h = zip(*rows)
         ids.append(np.fromiter(i, np.int64, len(i)))
         threads.append(np.fromiter(t, np.int32, len(t)))
         positions.append(np.fromiter(p, np.int32, len(p)))
         speakers.update(dict.fromkeys(s))
+        coded.append(np.fromiter((codes.setdefault(x, len(codes)) if x else -1 for x in s), np.int32, len(s)))
+        users.append(np.fromiter((x == "user" for x in r), np.int8, len(r)))
+        times.append(np.fromiter((-1 if x is None else bool(x) for x in h), np.int8, len(h)))
     cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
-    return cat(ids, np.int64), cat(threads, np.int32), cat(positions, np.int32), [x for x in speakers if x]
+    return _Messages(cat(ids, np.int64), cat(threads, np.int32), cat(positions, np.int32), cat(coded, np.int32),
+                     cat(users, np.int8), cat(times, np.int8), [x for x in speakers if x])
+
+
+def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
+    """``values`` of ``ids`` placed among ``merged`` documents, ``fill`` for the others."""
+    out = np.full(len(merged), fill, values.dtype)
+    out[np.searchsorted(merged, ids)] = values
+    return out
 
 
 def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
@@ -311,40 +341,51 @@ def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
             into.setdefault(token, speaker)
 
 
+# The document table's columns, in the View's field names (also the saved array files).
+_ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos", "doc_speaker", "doc_user", "doc_time")
+
+
 def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.ndarray, after_message: int,
-               speakers: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
-    """The new documents (sorted ids, lengths, threads, positions), the highest message id read,
-    and for every posting its document's index among the new documents."""
+               speakers: dict[str, str], codes: dict[str, int]) -> tuple[dict[str, np.ndarray], int, np.ndarray]:
+    """The new documents' columns (by ``_ARRAYS`` name, sorted by id), the highest message id
+    read, and for every posting its document's index among the new documents."""
     if kind == "message":
-        ids, threads, positions, names = _read_messages(namespace_id, after_message)
-        _speaker_tokens(names, speakers)
-        highest = int(ids[-1]) if len(ids) else after_message
+        read = _read_messages(namespace_id, after_message, codes)
+        _speaker_tokens(read.names, speakers)
+        highest = int(read.ids[-1]) if len(read.ids) else after_message
+        columns = {"doc_ids": read.ids, "doc_thread": read.threads, "doc_pos": read.positions,
+                   "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times}
         # Postings belong to messages of the same snapshot: place them without sorting them.
-        index = np.searchsorted(ids, doc_ids)
-        if not len(doc_ids) or (len(ids) and (index < len(ids)).all() and np.array_equal(ids[index], doc_ids)):
-            out_len = np.zeros(len(ids), np.int32)
-            out_len[index] = lengths
-            return ids, out_len, threads, positions, highest, index.astype(np.int32)
+        index = np.searchsorted(read.ids, doc_ids)
+        if not len(doc_ids) or (len(read.ids) and (index < len(read.ids)).all()
+                                and np.array_equal(read.ids[index], doc_ids)):
+            columns["doc_len"] = np.zeros(len(read.ids), np.int32)
+            columns["doc_len"][index] = lengths
+            return columns, highest, index.astype(np.int32)
     unique, first, inverse = np.unique(doc_ids, return_index=True, return_inverse=True)
     lens = lengths[first] if len(first) else np.zeros(0, np.int32)
     if kind != "message":
-        zeros = np.zeros(len(unique), np.int32)
-        return unique, lens.astype(np.int32), zeros, zeros.copy(), 0, inverse
+        return _event_columns(unique, lens.astype(np.int32)), 0, inverse
     # Every message is a document (a message of stop words alone still has neighbours).
-    merged = np.union1d(ids, unique)
-    out_len = np.zeros(len(merged), np.int32)
-    out_len[np.searchsorted(merged, unique)] = lens
-    out_thread = np.zeros(len(merged), np.int32)
-    out_pos = np.zeros(len(merged), np.int32)
-    where = np.searchsorted(merged, ids)
-    out_thread[where], out_pos[where] = threads, positions
-    return merged, out_len, out_thread, out_pos, highest, np.searchsorted(merged, unique)[inverse]
+    merged = np.union1d(read.ids, unique)
+    out = {"doc_ids": merged, "doc_len": _spread_to(merged, unique, lens.astype(np.int32), 0)}
+    for name, fill in (("doc_thread", 0), ("doc_pos", 0), ("doc_speaker", -1), ("doc_user", 0), ("doc_time", -1)):
+        out[name] = _spread_to(merged, read.ids, columns[name], fill)
+    return out, highest, np.searchsorted(merged, unique)[inverse]
 
 
-def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str]) -> tuple:
+def _event_columns(ids: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
+    n = len(ids)
+    return {"doc_ids": ids, "doc_len": lens, "doc_thread": np.zeros(n, np.int32), "doc_pos": np.zeros(n, np.int32),
+            "doc_speaker": np.full(n, -1, np.int32), "doc_user": np.zeros(n, np.int8),
+            "doc_time": np.full(n, -1, np.int8)}
+
+
+def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str], codes: dict[str, int]) -> tuple:
     """Every message of the namespace, then its postings placed among them chunk by chunk."""
-    ids, threads, positions, names = _read_messages(namespace_id, 0)
-    _speaker_tokens(names, speakers)
+    read = _read_messages(namespace_id, 0, codes)
+    _speaker_tokens(read.names, speakers)
+    ids = read.ids
     lens = np.zeros(len(ids), np.int32)
 
     def place(doc_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -355,31 +396,34 @@ def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str])
         return where.astype(np.int32)
 
     index, tf, _, term_ids, vocabulary, _ = _read_postings("message", namespace_id, 0, highest, place)
-    message_max = int(ids[-1]) if len(ids) else 0
-    return ids, lens, threads, positions, message_max, index, tf, term_ids, vocabulary
+    columns = {"doc_ids": ids, "doc_len": lens, "doc_thread": read.threads, "doc_pos": read.positions,
+               "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times}
+    return columns, (int(ids[-1]) if len(ids) else 0), index, tf, term_ids, vocabulary
 
 
 def build_view(kind: str, namespace_id: int, identity: str) -> View:
     """Read every posting of the namespace from SQL into a fresh view."""
     speakers: dict[str, str] = {}
+    codes: dict[str, int] = {}
     with db.atomic():
         docs, total, highest, _ = _stats(kind, namespace_id)
         try:
             if kind != "message":
                 raise _Misplaced
-            ids, lens, threads, positions, message_max, index, tf, term_ids, vocabulary = _message_postings(
-                namespace_id, highest, speakers)
+            columns, message_max, index, tf, term_ids, vocabulary = _message_postings(
+                namespace_id, highest, speakers, codes)
         except _Misplaced:  # events, or a posting without its message: place them all at once
             speakers.clear()
+            codes.clear()
             doc_ids, tf, lengths, term_ids, vocabulary, highest = _read_postings(kind, namespace_id, 0, highest)
-            ids, lens, threads, positions, message_max, index = _doc_table(kind, namespace_id, doc_ids, lengths, 0,
-                                                                           speakers)
+            columns, message_max, index = _doc_table(kind, namespace_id, doc_ids, lengths, 0, speakers, codes)
             del doc_ids, lengths
     static = Part.from_rows(term_ids, index, tf, vocabulary)
     del index, tf, term_ids
-    return View(kind, namespace_id, identity, ids, lens, threads, positions, static, watermark=highest,
-                static_watermark=highest, static_docs=len(ids), message_watermark=message_max,
-                total_length=int(lens.sum()), stat_docs=docs, stat_total=total, speakers=speakers)
+    return View(kind, namespace_id, identity, static=static, watermark=highest, static_watermark=highest,
+                static_docs=len(columns["doc_ids"]), message_watermark=message_max,
+                total_length=int(columns["doc_len"].sum()), stat_docs=docs, stat_total=total, speakers=speakers,
+                speaker_names=list(codes), **columns)
 
 
 def refresh(view: View) -> View | None:
@@ -401,14 +445,15 @@ def _refresh(view: View) -> View | None:
         known = view.index_of(doc_ids) if len(doc_ids) else np.zeros(0, np.int64)
         if (known >= 0).any():
             return None  # a document got postings twice: re-indexed
-        ids, lens, threads, positions, message_high, index = _doc_table(
-            view.kind, view.namespace_id, doc_ids, lengths, view.message_watermark, view.speakers)
-        if len(ids):
-            base = view.size
-            view.doc_ids = np.concatenate([view.doc_ids, ids])
-            view.doc_len = np.concatenate([view.doc_len, lens])
-            view.doc_thread = np.concatenate([view.doc_thread, threads])
-            view.doc_pos = np.concatenate([view.doc_pos, positions])
+        codes = {name: code for code, name in enumerate(view.speaker_names)}
+        columns, message_high, index = _doc_table(
+            view.kind, view.namespace_id, doc_ids, lengths, view.message_watermark, view.speakers, codes)
+        view.speaker_names = list(codes)
+        lens = columns["doc_len"]
+        base = view.size
+        if len(lens):
+            for name in _ARRAYS:
+                setattr(view, name, np.concatenate([getattr(view, name), columns[name]]))
             view._neighbours.clear()
             view._id_order = view._sorted_ids = None
         if len(doc_ids):
@@ -462,9 +507,6 @@ def _folder() -> Path | None:
     return Path(f"{name}.search")
 
 
-_ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos")
-
-
 def save(view: View) -> None:
     """Write the static part (merged first) beside the SQLite file; atomically replace the pointer."""
     folder = _folder()
@@ -484,7 +526,7 @@ def save(view: View) -> None:
     meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
             "message_watermark": view.message_watermark, "total_length": view.total_length,
             "stat_docs": view.stat_docs, "stat_total": view.stat_total,
-            "speakers": view.speakers, "dir": target.name}
+            "speakers": view.speakers, "speaker_names": view.speaker_names, "dir": target.name}
     pointer = folder / f"{stem}.json"
     temporary = folder / f"{stem}.json.{os.getpid()}"
     temporary.write_text(json.dumps(meta), encoding="utf-8")
@@ -519,7 +561,7 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
                 static_watermark=meta["watermark"], static_docs=len(arrays["doc_ids"]),
                 message_watermark=meta["message_watermark"], total_length=meta["total_length"],
                 stat_docs=meta["stat_docs"], stat_total=meta["stat_total"],
-                speakers=dict(meta["speakers"]), **arrays)
+                speakers=dict(meta["speakers"]), speaker_names=list(meta["speaker_names"]), **arrays)
 
 
 # ----------------------------------------------------------------------------- the cache

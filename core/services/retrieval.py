@@ -87,13 +87,12 @@ def _has_time(content: str, created_at: str, stored: bool | None) -> bool:
     return has_dated_mention(content, anchor)
 
 
-def _message_info(ids: list[int]) -> dict[int, tuple]:
-    """(speaker, created_at, content, role, external_id, has_time) of the given messages."""
+def _legacy_time_flags(ids: list[int]) -> dict[int, bool]:
+    """The time flag of messages stored before schema 7 that never got one (parsed here)."""
     from core.search.segment import rows_by_ids
 
-    rows = rows_by_ids("SELECT id, speaker, created_at, content, role, external_id, has_time FROM message "
-                       "WHERE id IN ({ids})", ids)
-    return {row[0]: row[1:] for row in rows}
+    rows = rows_by_ids("SELECT id, content, created_at FROM message WHERE id IN ({ids})", ids)
+    return {mid: _has_time(content, created_at, None) for mid, content, created_at in rows}
 
 
 _SPREAD_SLOTS = ((-1, "neighbour_weight"), (1, "neighbour_weight"), (-2, "second_neighbour_weight"),
@@ -205,22 +204,27 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
             if factor is not None:
                 exact[row] *= factor
     chosen = np.lexsort((arrival, -exact))[:limit]
-    top = view.doc_ids[docs[keep][chosen]].tolist()
+    top_docs = docs[keep][chosen]
+    top = view.doc_ids[top_docs].tolist()
     top_scores = exact[chosen].tolist()
     named = {layout.speakers[t] for t in analyze(question, stemming=False) if t in layout.speakers}
     wants_time = bool(_WHEN.search(question))
     about_user = bool(_FIRST_PERSON.search(question))
-    info = _message_info(top)
+    # The boosts read the segment's message columns: no candidate row is fetched from SQL.
+    speakers = [view.speaker_names[c] if c >= 0 else None for c in view.doc_speaker[top_docs].tolist()]
+    users = view.doc_user[top_docs].tolist()
+    times = view.doc_time[top_docs].tolist()
+    legacy = _legacy_time_flags([m for m, t in zip(top, times) if t < 0]) if wants_time and min(times, default=0) < 0 \
+        else {}
     boosted = {}
-    for mid, score in zip(top, top_scores):
-        speaker, created_at, content, role, _, has_time = info[mid]
+    for mid, score, speaker, user, has_time in zip(top, top_scores, speakers, users, times):
         factor = 1.0
         if named and speaker in named:
             factor += params.speaker_boost
-        elif about_user and role == "user":
+        elif about_user and user:
             # "What did I buy?" asks about what the user said, not the assistant's replies.
             factor += params.user_boost
-        if wants_time and _has_time(content, created_at, has_time):
+        if wants_time and (has_time > 0 or (has_time < 0 and legacy.get(mid, False))):
             factor += params.time_boost
         boosted[mid] = score * factor
     return boosted

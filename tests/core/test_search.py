@@ -134,3 +134,28 @@ def test_first_person_questions_prefer_what_the_user_said(ns):
     from core.models import Message
 
     assert Message.get_by_id(top[0].message_id).role == "user"
+
+
+def test_when_boost_reads_the_segment_flag_and_parses_legacy_rows(ns):
+    from core.db import db
+    from core.models import Message
+    from core.search import segment
+
+    append_messages("ns", "t", [
+        {"role": "user", "content": "We finally went to the harbour concert with Ana on March 3, 2024, after a "
+                                    "long day of errands and a late train.",
+         "created_at": "2024-03-10T10:00:00+00:00"},
+        {"role": "user", "content": "The harbour concert with Ana: loud, the loudest harbour concert yet.",
+         "created_at": "2024-03-10T10:01:00+00:00"},
+    ], close_turn=True)
+    dated, undated = [m.id for m in Message.select().order_by(Message.id)]
+    layout = segment.view("message", get_namespace("ns").id)
+    at = layout.index_of([dated, undated]).tolist()
+    assert layout.doc_time[at].tolist() == [1, 0] and layout.doc_user[at].tolist() == [1, 1]
+    for expected_first in (dated, dated):
+        top = default_retrieval("ns", "When was the harbour concert with Ana?", limit=2)
+        assert top[0].message_id == expected_first
+        # A row written before schema 7 (no flag): the boost parses its text instead.
+        db.execute_sql("UPDATE message SET has_time = NULL")
+        segment.forget_views()
+    assert segment.view("message", get_namespace("ns").id).doc_time.tolist() == [-1, -1]
