@@ -31,6 +31,7 @@ def corpus(store, monkeypatch):
     monkeypatch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
     monkeypatch.setattr(segment, "DENSE_MIN", 40)  # common terms looked up through dense tf arrays
     monkeypatch.setattr(segment, "DENSE_TERMS", 3)  # and evicted
+    monkeypatch.setattr(segment, "BULK_EXTREMES", 2_000)  # the static part bounds every term at once
     monkeypatch.setattr(segment, "MERGE_MIN", 1_000)  # merge (and save) often on this small corpus
     for thread, messages in conversation(500, seed=3):
         append_messages("scale", thread, messages)
