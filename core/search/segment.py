@@ -41,7 +41,7 @@ FETCH = 100_000  # rows per fetch while reading postings
 DENSE_MIN = 50_000  # postings from which a term's lookups go through a dense tf array
 DENSE_TERMS = 64  # dense arrays kept per part: at most ~64 MB at a million documents
 BULK_EXTREMES = 1_000_000  # postings from which a part finds every term's bounds at once
-FORMAT = 2  # 2: the message attributes default retrieval boosts on
+FORMAT = 3  # 2: the message attributes default retrieval boosts on; 3: external-id flag
 
 
 # ----------------------------------------------------------------------------- CSR postings
@@ -156,6 +156,7 @@ class View:
     doc_speaker: np.ndarray  # int32 index into ``speaker_names`` (-1: no speaker; events)
     doc_user: np.ndarray  # int8 1 for a user message
     doc_time: np.ndarray  # int8 message.has_time: 1, 0, or -1 when a legacy row never got it
+    doc_external: np.ndarray  # int8 1 when the message has an external id (results read only those rows)
     static: Part
     delta: Part = field(default_factory=Part.empty)
     watermark: int = 0  # highest posting row id in static + delta
@@ -308,6 +309,7 @@ class _Messages:
     speakers: np.ndarray  # int32 codes (see ``_read_messages``)
     users: np.ndarray  # int8
     times: np.ndarray  # int8
+    externals: np.ndarray  # int8
     names: list[str]  # speakers in the order of their first message
 
 
@@ -318,14 +320,15 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
     by_namespace = after == 0 and _minor_share(
         "message", namespace_id, "docs", db.execute_sql("SELECT MAX(id) FROM message").fetchone()[0] or 0)
     cursor = db.execute_sql(
-        f"SELECT id, thread_id, position, speaker, role, has_time FROM message WHERE id > {marker} "
+        f"SELECT id, thread_id, position, speaker, role, has_time, external_id IS NOT NULL FROM message "
+        f"WHERE id > {marker} "
         f"AND namespace_id{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, namespace_id))
-    ids, threads, positions, coded, users, times, speakers = [], [], [], [], [], [], {}
+    ids, threads, positions, coded, users, times, externals, speakers = [], [], [], [], [], [], [], {}
     while True:
         rows = cursor.fetchmany(FETCH)
         if not rows:
             break
-        i, t, p, s, r, h = zip(*rows)
+        i, t, p, s, r, h, e = zip(*rows)
         ids.append(np.fromiter(i, np.int64, len(i)))
         threads.append(np.fromiter(t, np.int32, len(t)))
         positions.append(np.fromiter(p, np.int32, len(p)))
@@ -333,10 +336,11 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
         coded.append(np.fromiter((codes.setdefault(x, len(codes)) if x else -1 for x in s), np.int32, len(s)))
         users.append(np.fromiter((x == "user" for x in r), np.int8, len(r)))
         times.append(np.fromiter((-1 if x is None else bool(x) for x in h), np.int8, len(h)))
+        externals.append(np.fromiter((bool(x) for x in e), np.int8, len(e)))
     cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
     return _Messages(cat(ids, np.int64), cat(threads, np.int32), cat(positions, np.int32), cat(coded, np.int32),
-                     cat(users, np.int8), cat(times, np.int8), [x for x in speakers if x])
+                     cat(users, np.int8), cat(times, np.int8), cat(externals, np.int8), [x for x in speakers if x])
 
 
 def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
@@ -355,7 +359,7 @@ def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
 
 
 # The document table's columns, in the View's field names (also the saved array files).
-_ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos", "doc_speaker", "doc_user", "doc_time")
+_ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos", "doc_speaker", "doc_user", "doc_time", "doc_external")
 
 
 def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.ndarray, after_message: int,
@@ -367,7 +371,8 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
         _speaker_tokens(read.names, speakers)
         highest = int(read.ids[-1]) if len(read.ids) else after_message
         columns = {"doc_ids": read.ids, "doc_thread": read.threads, "doc_pos": read.positions,
-                   "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times}
+                   "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times,
+                   "doc_external": read.externals}
         # Postings belong to messages of the same snapshot: place them without sorting them.
         index = np.searchsorted(read.ids, doc_ids)
         if not len(doc_ids) or (len(read.ids) and (index < len(read.ids)).all()
@@ -382,7 +387,8 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
     # Every message is a document (a message of stop words alone still has neighbours).
     merged = np.union1d(read.ids, unique)
     out = {"doc_ids": merged, "doc_len": _spread_to(merged, unique, lens.astype(np.int32), 0)}
-    for name, fill in (("doc_thread", 0), ("doc_pos", 0), ("doc_speaker", -1), ("doc_user", 0), ("doc_time", -1)):
+    for name, fill in (("doc_thread", 0), ("doc_pos", 0), ("doc_speaker", -1), ("doc_user", 0), ("doc_time", -1),
+                       ("doc_external", 1)):
         out[name] = _spread_to(merged, read.ids, columns[name], fill)
     return out, highest, np.searchsorted(merged, unique)[inverse]
 
@@ -391,7 +397,7 @@ def _event_columns(ids: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     n = len(ids)
     return {"doc_ids": ids, "doc_len": lens, "doc_thread": np.zeros(n, np.int32), "doc_pos": np.zeros(n, np.int32),
             "doc_speaker": np.full(n, -1, np.int32), "doc_user": np.zeros(n, np.int8),
-            "doc_time": np.full(n, -1, np.int8)}
+            "doc_time": np.full(n, -1, np.int8), "doc_external": np.zeros(n, np.int8)}
 
 
 def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str], codes: dict[str, int]) -> tuple:
@@ -410,7 +416,8 @@ def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str],
 
     index, tf, _, term_ids, vocabulary, _ = _read_postings("message", namespace_id, 0, highest, place)
     columns = {"doc_ids": ids, "doc_len": lens, "doc_thread": read.threads, "doc_pos": read.positions,
-               "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times}
+               "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times,
+               "doc_external": read.externals}
     return columns, (int(ids[-1]) if len(ids) else 0), index, tf, term_ids, vocabulary
 
 

@@ -301,7 +301,10 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     from core.search.segment import rows_by_ids
 
     names = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
-    external = dict(rows_by_ids("SELECT id, external_id FROM message WHERE id IN ({ids})", order))
+    # Only messages the segment marks as having an external id are read (random rows at 1M).
+    view = layout.view
+    marked = [mid for mid, at in zip(order, view.index_of(order).tolist()) if at < 0 or view.doc_external[at]]
+    external = dict(rows_by_ids("SELECT id, external_id FROM message WHERE id IN ({ids})", marked))
     out = []
     for mid in order:
         if mid not in threads:

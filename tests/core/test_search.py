@@ -159,3 +159,19 @@ def test_when_boost_reads_the_segment_flag_and_parses_legacy_rows(ns):
         db.execute_sql("UPDATE message SET has_time = NULL")
         segment.forget_views()
     assert segment.view("message", get_namespace("ns").id).doc_time.tolist() == [-1, -1]
+
+
+def test_results_carry_external_ids_read_only_where_the_segment_marks_one(ns, monkeypatch):
+    from core.search import segment
+
+    append_messages("ns", "t", [
+        {"role": "user", "content": "The violin lesson moved to Friday.", "external_id": "D1:1"},
+        {"role": "assistant", "content": "Noted, the violin lesson is on Friday now."},
+    ], close_turn=True)
+    asked: list[list[int]] = []
+    real = segment.rows_by_ids
+    monkeypatch.setattr(segment, "rows_by_ids", lambda sql, ids, *a: asked.append(list(ids)) or real(sql, ids, *a))
+    top = default_retrieval("ns", "When is the violin lesson?", limit=2)
+    assert {r.external_id for r in top} == {"D1:1", None}
+    marked = [r.message_id for r in top if r.external_id]
+    assert asked[-1] == marked  # the other result's row was never read
