@@ -301,16 +301,15 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
 
 @dataclass
 class _Messages:
-    """Document-table columns of messages read from SQL, in id order."""
+    """Messages read from SQL in id order: their document-table columns (by ``_ARRAYS`` name,
+    all but ``doc_len``) and their speakers in the order of their first message."""
 
-    ids: np.ndarray  # int64
-    threads: np.ndarray  # int32
-    positions: np.ndarray  # int32
-    speakers: np.ndarray  # int32 codes (see ``_read_messages``)
-    users: np.ndarray  # int8
-    times: np.ndarray  # int8
-    externals: np.ndarray  # int8
-    names: list[str]  # speakers in the order of their first message
+    columns: dict[str, np.ndarray]
+    names: list[str]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.columns["doc_ids"]
 
 
 def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Messages:
@@ -339,8 +338,10 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
         externals.append(np.fromiter((bool(x) for x in e), np.int8, len(e)))
     cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
-    return _Messages(cat(ids, np.int64), cat(threads, np.int32), cat(positions, np.int32), cat(coded, np.int32),
-                     cat(users, np.int8), cat(times, np.int8), cat(externals, np.int8), [x for x in speakers if x])
+    return _Messages({"doc_ids": cat(ids, np.int64), "doc_thread": cat(threads, np.int32),
+                      "doc_pos": cat(positions, np.int32), "doc_speaker": cat(coded, np.int32),
+                      "doc_user": cat(users, np.int8), "doc_time": cat(times, np.int8),
+                      "doc_external": cat(externals, np.int8)}, [x for x in speakers if x])
 
 
 def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
@@ -370,9 +371,7 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
         read = _read_messages(namespace_id, after_message, codes)
         _speaker_tokens(read.names, speakers)
         highest = int(read.ids[-1]) if len(read.ids) else after_message
-        columns = {"doc_ids": read.ids, "doc_thread": read.threads, "doc_pos": read.positions,
-                   "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times,
-                   "doc_external": read.externals}
+        columns = dict(read.columns)
         # Postings belong to messages of the same snapshot: place them without sorting them.
         index = np.searchsorted(read.ids, doc_ids)
         if not len(doc_ids) or (len(read.ids) and (index < len(read.ids)).all()
@@ -406,6 +405,7 @@ def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str],
     _speaker_tokens(read.names, speakers)
     ids = read.ids
     lens = np.zeros(len(ids), np.int32)
+    columns = {**read.columns, "doc_len": lens}
 
     def place(doc_ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         where = np.searchsorted(ids, doc_ids)
@@ -415,9 +415,6 @@ def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str],
         return where.astype(np.int32)
 
     index, tf, _, term_ids, vocabulary, _ = _read_postings("message", namespace_id, 0, highest, place)
-    columns = {"doc_ids": ids, "doc_len": lens, "doc_thread": read.threads, "doc_pos": read.positions,
-               "doc_speaker": read.speakers, "doc_user": read.users, "doc_time": read.times,
-               "doc_external": read.externals}
     return columns, (int(ids[-1]) if len(ids) else 0), index, tf, term_ids, vocabulary
 
 
