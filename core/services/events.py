@@ -504,6 +504,8 @@ def _live(query, namespace_id, exclude_block):
 
 
 _KEYED = (Event.id, Event.block, Event.formed_turn, Event.created_at)
+
+
 def _ready_blocks(namespace_id, below, window):
     query = Block.select(Block.id, Block.sequence).where((Block.namespace == namespace_id) & (Block.status == "ready"))
     if below is not None:
@@ -520,6 +522,11 @@ _LIVE_ORPHAN_KEYS = Prepared(lambda ns, exclude, limit: _live(
 _LIVE_IDS = Prepared(lambda ids, ns, exclude: _live(Event.select(Event.id).where(Event.id.in_(ids)), ns, exclude)
                      .tuples())
 _EVENTS = Prepared(lambda ids: Event.select().where(Event.id.in_(ids)))
+
+
+def live_event_ids(ids: Sequence[int], namespace_id: int, exclude_block: int | None = None) -> set[int]:
+    """Which of the events are live in the namespace (and not of ``exclude_block``)."""
+    return {i for part in chunks(list(ids)) for (i,) in _LIVE_IDS.rows(list(part), namespace_id, exclude_block)}
 
 
 def _recent_events(namespace_id: int, exclude_block: int | None) -> list[Event]:
@@ -567,8 +574,8 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     # would fetch the postings of every word of a whole summary.
     terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
     # Ids first: hydrating the events to keep eight was most of the cost.
-    chosen_ids = bm25_top_kept("event", namespace_id, terms, RELEVANT_LIMIT, lambda ids: {
-        i for part in chunks(ids) for (i,) in _LIVE_IDS.rows(part, namespace_id, exclude_block)}) if terms else []
+    chosen_ids = bm25_top_kept("event", namespace_id, terms, RELEVANT_LIMIT,
+                               lambda ids: live_event_ids(ids, namespace_id, exclude_block)) if terms else []
     by_id = {e.id: e for e in _EVENTS.rows(chosen_ids)} if chosen_ids else {}
     relevant = [by_id[i] for i in chosen_ids]
     recent = _recent_events(namespace_id, exclude_block)

@@ -23,7 +23,7 @@ from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
-from core.services.events import LIVE, EventRow, _row as event_row
+from core.services.events import LIVE, EventRow, _row as event_row, live_event_ids
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, period_bounds
 
@@ -234,9 +234,7 @@ def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[in
 
     The top k with MaxScore, k growing until enough are live: a common word matches most
     events, and scoring them all and checking each one's status cost ~100 ms at 1M messages."""
-    statuses = ", ".join(f"'{status}'" for status in LIVE)
-    return bm25_top_kept("event", namespace_id, terms, limit, lambda ids: {i for (i,) in rows_by_ids(
-        f"SELECT id FROM event WHERE id IN ({{ids}}) AND status IN ({statuses})", ids)})
+    return bm25_top_kept("event", namespace_id, terms, limit, lambda ids: live_event_ids(ids, namespace_id))
 
 
 def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tuple[int, float]]:
