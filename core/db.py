@@ -283,6 +283,13 @@ class Prepared:
         found = self.rows(*args)
         return found[0] if found else None
 
+    def get(self, *args):
+        """The first row, or the query's ``DoesNotExist`` when there is none (as ``Model.get``)."""
+        query, cursor = self._cursor(args)
+        for row in query._get_cursor_wrapper(cursor):
+            return row
+        raise query.model.DoesNotExist(f"no {query.model.__name__} matches {args!r}")
+
     def execute(self, *args) -> int:
         """Run an UPDATE or DELETE; the number of rows it changed."""
         return self._cursor(args)[1].rowcount

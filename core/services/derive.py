@@ -59,16 +59,9 @@ def _neighbor_query(thread_id, sequence, before: bool):
 _NEIGHBOR = Prepared(_neighbor_query)
 
 
-def _block(block_id: int) -> Block:
-    found = _BLOCK.first(block_id)
-    if found is None:
-        raise Block.DoesNotExist(f"block {block_id} does not exist")
-    return found
-
-
 def mark_ready(block: Block) -> None:
     """Give a block its ready position in its thread and reset its decay pointer to L5."""
-    thread = _THREAD.first(block.thread_id)
+    thread = _THREAD.get(block.thread_id)
     thread.ready_count += 1
     save_one(thread)
     block.status = "ready"
@@ -85,7 +78,7 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return
-        block = _block(job.block_id)
+        block = _BLOCK.get(job.block_id)
         block.l0_title = summary.title
         block.l0_tags = list(summary.tags)
         block.l1_summary = summary.summary
@@ -116,7 +109,7 @@ def extraction_context(block: Block) -> dict:
     """What the extractor sees: the target's messages, neighbour key points and a bounded timeline."""
     messages = block_messages(block.id)
     query = " ".join([block.l0_title or "", block.l1_summary or "", " ".join(block.l2_keypoints or [])])
-    thread = _THREAD.first(block.thread_id)
+    thread = _THREAD.get(block.thread_id)
     speakers = [m.speaker for m in messages if m.speaker]
     return {
         "target": {
@@ -135,7 +128,7 @@ def extraction_context(block: Block) -> dict:
 
 
 def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
-    block = _block(job.block_id)
+    block = _BLOCK.get(job.block_id)
     context = extraction_context(block)
     result = Extraction.validated(provider.extract_events(copy.deepcopy(context)))
     drafts, warnings = validate_extracted(
@@ -164,7 +157,7 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
                                        updated_at=now_iso()))
         if event_ids:
             queue_graph_projection(block.namespace_id, event_ids)
-        mark_ready(_block(block.id))
+        mark_ready(_BLOCK.get(block.id))
         bump_revision(block.namespace_id)
     report.blocks_ready += 1
     report.events += len(event_ids)

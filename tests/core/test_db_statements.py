@@ -45,6 +45,9 @@ def test_rows_equal_the_built_query_for_every_shape(store):
         assert all(isinstance(n, GraphNode) and not n._dirty for n in got)
     assert nodes.first(ns.id, "person").name == "Priya"
     assert nodes.first(ns.id, "tool") is None
+    assert nodes.get(ns.id, "place").name == "Lisbon"
+    with pytest.raises(GraphNode.DoesNotExist):
+        nodes.get(ns.id, "tool")
 
 
 def test_none_and_booleans_change_the_statement(store):
