@@ -214,8 +214,7 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     speakers = [view.speaker_names[c] if c >= 0 else None for c in view.doc_speaker[top_docs].tolist()]
     users = view.doc_user[top_docs].tolist()
     times = view.doc_time[top_docs].tolist()
-    legacy = _legacy_time_flags([m for m, t in zip(top, times) if t < 0]) if wants_time and min(times, default=0) < 0 \
-        else {}
+    legacy = _legacy_time_flags([m for m, t in zip(top, times) if t < 0]) if wants_time else {}
     boosted = {}
     for mid, score, speaker, user, has_time in zip(top, top_scores, speakers, users, times):
         factor = 1.0
