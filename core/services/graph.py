@@ -1127,7 +1127,10 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     return out
 
 
-_NEWEST_SOURCES_SQL: dict[tuple, str] = {}
+_NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
+    Event, on=(GraphSource.event == Event.id)).where(
+    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
+).order_by(GraphSource.event.desc()).limit(limit).tuples())
 
 
 def _newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
@@ -1136,19 +1139,7 @@ def _newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: i
     Walks the (kind, record_id, event) index from the newest citation and stops at ``limit``,
     so a record cited by thousands of events costs what a rarely cited one does.
     """
-    database = db.obj
-    key = (kind, tuple(statuses), type(database))
-    sql = _NEWEST_SOURCES_SQL.get(key)
-    if sql is None:
-        q = database.quote[0] + "{}" + database.quote[1]
-        marks = ", ".join([database.param] * len(statuses))
-        sql = _NEWEST_SOURCES_SQL[key] = (
-            f"SELECT s.{q.format('event_id')} FROM {q.format(GraphSource._meta.table_name)} s "
-            f"JOIN {q.format(Event._meta.table_name)} e ON e.{q.format('id')} = s.{q.format('event_id')} "
-            f"WHERE s.{q.format('kind')} = {database.param} AND s.{q.format('record_id')} = {database.param} "
-            f"AND e.{q.format('status')} IN ({marks}) ORDER BY s.{q.format('event_id')} DESC LIMIT {database.param}"
-        )
-    return [row[0] for row in database.execute_sql(sql, [kind, record_id, *statuses, limit])]
+    return [event_id for (event_id,) in _NEWEST_SOURCES.rows(kind, record_id, list(statuses), limit)]
 
 
 def _newest_facts(node_ids):
