@@ -13,6 +13,7 @@ k-th best score known so far cannot enter the top k, so only the postings of the
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -85,23 +86,48 @@ def prepare(view: View, query_terms: Sequence[str], *, k1: float, b: float, thre
 
 def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndarray:
     """The reference's ``weight * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))``."""
+    if not q.b:
+        # b = 0: the length term is 1 - 0 + 0.0 = 1.0 exactly, so a posting's part depends on its tf
+        # alone: the same expression over the few tf values, then one gather.
+        values = np.arange(int(tf.max()) + 1 if len(tf) else 1, dtype=np.float64)
+        return (term.w_idf * values * (q.k1 + 1) / (values + q.k1 * (1 - q.b + 0.0)))[tf]
     tf = tf.astype(np.float64)
-    if not q.b:  # b = 0: the length term is 1 - 0 + 0.0 = 1.0 exactly, no need to read lengths
-        return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + 0.0))
     length = q.view.doc_len[docs].astype(np.float64)
     return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
 
 
-def score_all(q: Query) -> tuple[np.ndarray, np.ndarray]:
-    """(document indexes, scores) of every document with a positive score, by index.
+_WORK = threading.local()
 
-    Dense arrays over the view's documents, no sorting: per term ``total[docs] += part`` (a
-    term's documents are distinct), so each document sums its terms in sorted order from 0.0.
-    """
-    total = np.zeros(q.view.size, np.float64)
+
+def work_array(name: str, size: int) -> np.ndarray:
+    """``size`` zeros in a float64 array this thread keeps under ``name`` and hands out again on its
+    next call (at a million documents a fresh array costs more in page faults than the sums done
+    in it). Whatever holds the result must be done with it before the thread asks for ``name`` again."""
+    arrays = _WORK.__dict__.setdefault("arrays", {})
+    buffer = arrays.get(name)
+    if buffer is None or len(buffer) < size:
+        buffer = arrays[name] = np.empty(size, np.float64)
+    out = buffer[:size]
+    out.fill(0.0)
+    return out
+
+
+def dense_scores(q: Query, pad: int = 0, work: str = "dense_scores") -> np.ndarray:
+    """Every document's score by index (0.0 where no term), then ``pad`` trailing zeros, in this
+    thread's ``work`` array (see ``work_array``).
+
+    Per term ``total[docs] += part`` (a term's documents are distinct), so each document sums
+    its terms in sorted order from 0.0."""
+    total = work_array(work, q.view.size + pad)
     for term in q.terms:
         for _, docs, tf in term.runs:
             total[docs] += _contrib(q, term, docs, tf)
+    return total
+
+
+def score_all(q: Query) -> tuple[np.ndarray, np.ndarray]:
+    """(document indexes, scores) of every document with a positive score, by index (no sorting)."""
+    total = dense_scores(q)
     hit = np.flatnonzero(total > 0)
     return hit, total[hit]
 
@@ -118,6 +144,21 @@ def first_terms(q: Query) -> np.ndarray:
     return first
 
 
+def _lookup(term: _Term, part: Part, docs: np.ndarray, tf: np.ndarray, cands: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``cands``, tf there) of the candidates that hold ``term`` in this run."""
+    table = part.dense_tf(term.term) if len(docs) >= segment.DENSE_MIN else None
+    if table is not None and len(docs) == len(part.slice(term.term)[0]):  # not a thread's subset
+        inside = np.flatnonzero(cands < len(table))
+        looked = table[cands[inside]]
+        hit = looked > 0
+        return inside[hit], looked[hit]
+    where = np.searchsorted(docs, cands)
+    where[where >= len(docs)] = len(docs) - 1
+    found = np.flatnonzero(docs[where] == cands)
+    return found, tf[where[found]]
+
+
 def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np.ndarray:
     """Exact scores of the candidate documents (sorted indexes): each term in ``dense`` (whose
     documents are all candidates) is added over its postings, the others looked up for the
@@ -128,24 +169,23 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
             if index in dense:
                 scores[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
                 continue
-            table = part.dense_tf(term.term) if len(docs) >= segment.DENSE_MIN else None
-            if table is not None and len(docs) == len(part.slice(term.term)[0]):  # not a thread's subset
-                inside = np.flatnonzero(cands < len(table))
-                looked = table[cands[inside]]
-                hit = looked > 0
-                if hit.any():
-                    at = inside[hit]
-                    scores[at] += _contrib(q, term, cands[at], looked[hit])
-                continue
-            where = np.searchsorted(docs, cands)
-            where[where >= len(docs)] = len(docs) - 1
-            found = docs[where] == cands
-            if found.any():
-                scores[found] += _contrib(q, term, cands[found], tf[where[found]])
+            at, looked = _lookup(term, part, docs, tf, cands)
+            if len(at):
+                scores[at] += _contrib(q, term, cands[at], looked)
     return scores
 
 
-def _union(q: Query, indexes: Sequence[int]) -> np.ndarray:
+def first_terms_of(q: Query, cands: np.ndarray) -> np.ndarray:
+    """``first_terms`` for some documents (sorted indexes) only, by lookups."""
+    first = np.full(len(cands), len(q.terms), np.int32)
+    for index in range(len(q.terms) - 1, -1, -1):
+        term = q.terms[index]
+        for part, docs, tf in term.runs:
+            first[_lookup(term, part, docs, tf, cands)[0]] = index
+    return first
+
+
+def union(q: Query, indexes: Sequence[int]) -> np.ndarray:
     """Sorted distinct documents holding any of the given terms (a dense mask, no sort)."""
     runs = [docs for index in indexes for _, docs, _ in q.terms[index].runs]
     if len(runs) == 1:
@@ -190,7 +230,7 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
     bounds = [upper_bound(q, t) for t in q.terms]
     # A first threshold: the k-th best among the documents of the rarest term.
     seed = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
-    seed_docs = _union(q, [seed])
+    seed_docs = union(q, [seed])
     seed_scores = score_docs(q, seed_docs, {seed})
     theta = float(np.partition(seed_scores, len(seed_scores) - k)[len(seed_scores) - k]) \
         if len(seed_scores) >= k else 0.0
@@ -204,7 +244,7 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
     if essential == [seed]:
         cands, scores = seed_docs, seed_scores  # the rarest term alone can reach the top: done
     else:
-        cands = _union(q, essential)
+        cands = union(q, essential)
         scores = score_docs(q, cands, set(essential))
     keep = scores > 0
     cands, scores = cands[keep], scores[keep]

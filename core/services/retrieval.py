@@ -95,110 +95,36 @@ def _legacy_time_flags(ids: list[int]) -> dict[int, bool]:
     return {mid: _has_time(content, created_at, None) for mid, content, created_at in rows}
 
 
-_SPREAD_SLOTS = ((-1, "neighbour_weight"), (1, "neighbour_weight"), (-2, "second_neighbour_weight"),
-                 (2, "second_neighbour_weight"))
-
-
-def _spread(layout: _Layout, docs: np.ndarray, own: np.ndarray, params: RetrievalParams
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Each message's own score plus its neighbours' at lower weight: (targets by index, sums).
-
-    The reference loops over the scored messages adding each one's score to itself and a share to
-    the messages −1, +1, −2, +2 positions away. Here each of those five is one vectorised pass
-    (a position holds one message, so a pass never adds twice to one target); a sum of three or
-    more parts may differ from the loop's in the last bit (the order of additions differs)."""
-    view = layout.view
-    total = np.zeros(view.size, np.float64)
-    total[docs] += own
-    for offset, name in _SPREAD_SLOTS:
-        weight = getattr(params, name)
-        if not weight:
-            continue
-        targets = view.neighbour(offset)[docs]
-        reach = targets >= 0
-        total[targets[reach]] += weight * own[reach]
-    targets = np.flatnonzero(total > 0)
-    return targets, total[targets]
-
-
-def _steps(params: RetrievalParams) -> list[tuple[int, int, float]]:
-    """(step, offset from the target to its source, weight) in the reference loop's order."""
-    steps = [(0, 0, 1.0)]
-    for step, (offset, name) in enumerate(_SPREAD_SLOTS, 1):
-        if getattr(params, name):
-            steps.append((step, -offset, getattr(params, name)))
-    return steps
-
-
-_ABSENT = int(np.iinfo(np.int64).max)
-
-
-def _exact(layout: _Layout, targets: np.ndarray, hit: np.ndarray, own: np.ndarray, first: np.ndarray, terms: int,
-           params: RetrievalParams) -> tuple[np.ndarray, np.ndarray]:
-    """The reference loop's sums and arrival order for some targets.
-
-    The loop visits scored messages by (first term, id) and adds, per message, to itself and then
-    to the messages −1, +1, −2, +2 away; a target's sum takes its parts in that order, and its
-    arrival is the first of them. One or two parts add up the same in any order, so only targets
-    with three or more are summed part by part. Returns (sums, arrival keys)."""
-    view = layout.view
-    size = np.int64(view.size)
-    steps = _steps(params)
-    keys = np.full((len(targets), len(steps)), np.iinfo(np.int64).max, np.int64)
-    values = np.zeros((len(targets), len(steps)), np.float64)
-    for column, (step, offset, weight) in enumerate(steps):
-        source = targets if offset == 0 else view.neighbour(offset)[targets]
-        safe = np.where(source >= 0, source, 0)
-        scored = (source >= 0) & (first[safe] < terms)
-        where = np.searchsorted(hit, safe[scored])
-        keys[scored, column] = (first[safe[scored]].astype(np.int64) * size + safe[scored]) * 5 + step
-        values[scored, column] = own[where] if step == 0 else weight * own[where]
-    present = keys != np.iinfo(np.int64).max
-    sums = values.sum(axis=1)
-    rows = np.flatnonzero(present.sum(axis=1) >= 3)
-    for row, row_keys, row_values in zip(rows.tolist(), keys[rows].tolist(), values[rows].tolist()):
-        total = 0.0
-        for key, value in sorted(zip(row_keys, row_values)):
-            if key != _ABSENT:
-                total += value
-        sums[row] = total
-    return sums, keys.min(axis=1)
-
-
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
-    from core.search import scoring
+    from core.search import spread
     from core.search.index import prepared
 
     terms = analyze(question)
     query = prepared("message", ns.id, terms, k1=params.k1, b=params.b)
     if query is None:
         return {}
-    hit, own = scoring.score_all(query)
-    if not len(hit):
-        return {}
     view = layout.view
-    docs, scores = _spread(layout, hit, own, params)
     boost = event_support(ns, terms) if params.event_boost > 0 else {}
     factors: dict[int, float] = {}
     if boost:
         top_event = max(boost.values())
-        where = view.index_of(list(boost))
-        for (mid, value), at in zip(boost.items(), where.tolist()):
-            position = np.searchsorted(docs, at) if at >= 0 else len(docs)
-            if position < len(docs) and docs[position] == at:
+        for value, at in zip(boost.values(), view.index_of(list(boost)).tolist()):
+            if at >= 0:
                 factors[at] = 1 + params.event_boost * value / top_event
-                scores[position] *= factors[at]
+    limit = params.candidate_limit
+    docs, scores, own = spread.ranked(view, query, params, factors, limit)
+    if not len(docs):
+        return {}
     # The candidate_limit best. The vectorised sums may differ from the loop's in the last bit, so
     # everything within a hair of the cut is summed again exactly as the loop does, which also
     # gives the loop's order for equal scores.
-    limit = params.candidate_limit
     if len(scores) > limit:
         kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
         keep = np.flatnonzero(scores >= kth * (1 - 1e-9))
     else:
         keep = np.arange(len(scores))
-    exact, arrival = _exact(layout, docs[keep], hit, own, scoring.first_terms(query), len(query.terms), params)
-    if boost:
+    exact, arrival = spread.exact(view, docs[keep], own, params)
+    if factors:
         for row, target in enumerate(docs[keep].tolist()):
             factor = factors.get(target)
             if factor is not None:

@@ -7,14 +7,17 @@ the copy saved beside the database, the rebuild after a deletion — is compared
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from core.bench.synthetic import conversation, queries
 from core.db import write_transaction
 from core.models import Event, Message, Namespace, Thread
-from core.search import scoring, segment
+from core.search import scoring, segment, spread
 from core.search.analyze import analyze
-from core.search.index import bm25, bm25_reference, bm25_top, unindex_events, unindex_messages
+from core.search.index import bm25, bm25_reference, prepared, bm25_top, unindex_events, unindex_messages
 from core.services.capture import append_messages
 from core.services.events import forget_event, write_event
 from core.services.retrieval import (
@@ -148,9 +151,8 @@ def test_top_kept_equals_filtering_every_match(corpus):
     assert [len(c) for c in calls] == [16]
 
 
-def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
+def _reference_raw_ranking(ns: Namespace, question: str, params=DEFAULT_PARAMS) -> dict[int, float]:
     """The default retrieval's raw ranking written out as plain loops over the reference scores."""
-    params = DEFAULT_PARAMS
     own = bm25_reference("message", ns.id, analyze(question), k1=params.k1, b=params.b)
     rows = list(Message.select(Message.id, Message.thread, Message.position, Message.speaker, Message.created_at,
                                Message.content, Message.role).where(Message.namespace == ns.id)
@@ -192,15 +194,58 @@ def _reference_raw_ranking(ns: Namespace, question: str) -> dict[int, float]:
     return out
 
 
-def test_default_retrieval_raw_ranking_equals_the_reference(corpus):
+@pytest.mark.parametrize("params", [
+    DEFAULT_PARAMS,
+    # a cut far below the corpus size: the floor from block maxima decides what is summed exactly
+    replace(DEFAULT_PARAMS, candidate_limit=7),
+    replace(DEFAULT_PARAMS, candidate_limit=3, second_neighbour_weight=0.0, event_boost=0.0),
+], ids=["default", "small-cut", "one-neighbour"])
+def test_default_retrieval_raw_ranking_equals_the_reference(corpus, params):
     ns = Namespace.get_by_id(corpus.id)
     for question in QUESTIONS + ["when did Alice plan the Lisbon trip", "what did I decide about redis"]:
-        expected = _reference_raw_ranking(ns, question)
-        got = raw_ranking(ns, question, _layout(ns), DEFAULT_PARAMS)
+        expected = _reference_raw_ranking(ns, question, params)
+        got = raw_ranking(ns, question, _layout(ns), params)
         assert list(got) == list(expected)  # the same candidates in the same order (ties included)
         assert all(abs(got[i] - expected[i]) <= 1e-9 for i in expected)
 
 
+def test_spread_convolution_equals_scattering_every_scored_message(corpus):
+    """One convolution plus the rows patched from their real neighbours adds what scattering each
+    scored message to its neighbours adds (up to the grouping of the additions)."""
+    view = _layout(Namespace.get_by_id(corpus.id)).view
+    rows = np.arange(view.size)
+    for weights in (spread._weights(DEFAULT_PARAMS), [(-1, 0.5), (1, 0.25)]):
+        offsets = tuple(-offset for offset, _ in weights)
+        breaks, sources = view.neighbour_breaks(offsets)
+        assert 0 < len(breaks) < view.size // 2  # the corpus interleaves threads, mostly in runs
+        for row, offset in enumerate(offsets):  # every other row's neighbour is the row beside it
+            near = view.neighbour(offset)
+            assert np.array_equal(np.delete(near, breaks), np.delete(rows + offset, breaks))
+            assert np.array_equal(sources[row], np.where(near[breaks] >= 0, near[breaks], view.size))
+        for question in QUESTIONS:
+            query = prepared("message", corpus.id, analyze(question), k1=1.2, b=0.0)
+            if query is None:
+                continue
+            hit, own = scoring.score_all(query)
+            scattered = np.zeros(view.size)
+            scattered[hit] += own
+            for offset, weight in weights:
+                targets = view.neighbour(offset)[hit]
+                reach = targets >= 0
+                scattered[targets[reach]] += weight * own[reach]
+            got = spread.spread_scores(view, np.append(scoring.dense_scores(query), 0.0), weights)
+            assert np.array_equal(got > 0, scattered > 0)
+            assert np.allclose(got, scattered, rtol=1e-12, atol=0)
+
+
+def test_cut_floor_never_passes_the_kth_best():
+    rng = np.random.default_rng(5)
+    for size, limit in ((40, 5), (1_000, 7), (5_000, 400), (20_000, 50)):
+        sums = np.round(rng.random(size), 2) * (rng.random(size) < 0.3)  # ties and zeros
+        floor = spread._floor(sums, limit)
+        assert floor <= np.sort(sums)[-limit]
+        if size >= limit * spread.BLOCKS_PER_PICK * 2:
+            assert floor > 0
 
 
 def test_graph_search_cache_follows_forget_and_restore(store):
