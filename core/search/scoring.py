@@ -147,12 +147,20 @@ def first_terms(q: Query) -> np.ndarray:
 def _lookup(term: _Term, part: Part, docs: np.ndarray, tf: np.ndarray, cands: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``cands``, tf there) of the candidates that hold ``term`` in this run."""
-    table = part.dense_tf(term.term) if len(docs) >= segment.DENSE_MIN else None
+    # Building a table costs a pass over the documents; for a few candidates binary searches are cheaper.
+    table = part.dense_tf(term.term, build=len(cands) * 8 >= len(docs)) if len(docs) >= segment.DENSE_MIN else None
     if table is not None and len(docs) == len(part.slice(term.term)[0]):  # not a thread's subset
         inside = np.flatnonzero(cands < len(table))
         looked = table[cands[inside]]
         hit = looked > 0
         return inside[hit], looked[hit]
+    if not len(cands):
+        return np.zeros(0, np.int64), tf[:0]
+    if len(docs) < len(cands):  # fewer postings than candidates: find each posting among them
+        where = np.searchsorted(cands, docs)
+        where[where >= len(cands)] = len(cands) - 1
+        found = cands[where] == docs
+        return where[found], tf[found]
     where = np.searchsorted(docs, cands)
     where[where >= len(docs)] = len(docs) - 1
     found = np.flatnonzero(docs[where] == cands)
@@ -214,6 +222,39 @@ def _order(ids: np.ndarray, scores: np.ndarray, ties: str) -> np.ndarray:
     return np.lexsort((ids if ties == "asc" else -ids, -scores))
 
 
+def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: int, theta: float
+           ) -> tuple[np.ndarray, float]:
+    """(the candidates that can still reach the top k, a floor under the k-th best score).
+
+    The terms in ``held`` (all of whose documents are candidates) are added over their postings;
+    the others are looked up for the candidates left, highest bound first, and after each term a
+    candidate whose partial score plus the bounds of the terms still to come is under the floor
+    is dropped. Partial scores never exceed full ones, so their k-th best raises the floor."""
+    partial = np.zeros(len(cands), np.float64)
+    for index in held:
+        term = q.terms[index]
+        for _, docs, tf in term.runs:
+            if docs is cands:  # one term in one part: the candidates are its postings
+                partial += _contrib(q, term, docs, tf)
+            else:
+                partial[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
+    rest = sorted((i for i in range(len(q.terms)) if i not in held), key=lambda i: -bounds[i])
+    for step in range(len(rest) + 1):
+        if len(partial) >= k:
+            theta = max(theta, float(np.partition(partial, len(partial) - k)[len(partial) - k]) * (1 - SAFETY))
+        left = sum(bounds[i] for i in rest[step:])
+        keep = partial + left >= theta * (1 - SAFETY)
+        cands, partial = cands[keep], partial[keep]
+        if step == len(rest):
+            break
+        term = q.terms[rest[step]]
+        for part, docs, tf in term.runs:
+            at, looked = _lookup(term, part, docs, tf, cands)
+            if len(at):
+                partial[at] += _contrib(q, term, cands[at], looked)
+    return cands, theta
+
+
 def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarray]:
     """(document ids, scores) of the k best documents, exactly as sorting every score would give."""
     view = q.view
@@ -228,12 +269,13 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         order = _order(ids, scores, ties)[:k]
         return ids[order], scores[order]
     bounds = [upper_bound(q, t) for t in q.terms]
-    # A first threshold: the k-th best among the documents of the rarest term.
-    seed = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
-    seed_docs = union(q, [seed])
-    seed_scores = score_docs(q, seed_docs, {seed})
-    theta = float(np.partition(seed_scores, len(seed_scores) - k)[len(seed_scores) - k]) \
-        if len(seed_scores) >= k else 0.0
+    # A first threshold from the documents of one term: the one with the highest bound (it is the
+    # likeliest to be the only essential one, which ends the search), unless a much rarer one exists.
+    rarest = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
+    seed = max(range(len(q.terms)), key=lambda i: (bounds[i], -q.terms[i].df))
+    if q.terms[seed].df > 4 * q.terms[rarest].df:
+        seed = rarest
+    cands, theta = _prune(q, union(q, [seed]), {seed}, bounds, k, 0.0)
     by_bound = sorted(range(len(q.terms)), key=lambda i: bounds[i])
     essential: list[int] = []
     running = 0.0
@@ -241,11 +283,9 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         running += bounds[i]
         if running >= theta * (1 - SAFETY):
             essential.append(i)
-    if essential == [seed]:
-        cands, scores = seed_docs, seed_scores  # the rarest term alone can reach the top: done
-    else:
-        cands = union(q, essential)
-        scores = score_docs(q, cands, set(essential))
+    if essential != [seed]:  # otherwise the rarest term alone can reach the top: its survivors are all
+        cands, theta = _prune(q, union(q, essential), set(essential), bounds, k, theta)
+    scores = score_docs(q, cands)
     keep = scores > 0
     cands, scores = cands[keep], scores[keep]
     ids = view.doc_ids[cands]

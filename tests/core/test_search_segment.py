@@ -268,3 +268,18 @@ def test_graph_search_cache_follows_forget_and_restore(store):
     assert search_graph("g", "Lisbon") == []  # no live evidence: the cached views were dropped
     restore_event(events[0])
     assert search_graph("g", "Lisbon") != []
+
+
+def test_lookup_finds_each_candidates_tf_by_every_route(corpus):
+    """Binary search either way round, or a dense tf table (built or not yet built), give the same."""
+    view = _layout(Namespace.get_by_id(corpus.id)).view
+    rng = np.random.default_rng(11)
+    query = prepared("message", corpus.id, analyze("Alice kubernetes rollback plan budget deadline"), k1=1.2, b=0.0)
+    for term in query.terms:
+        for part, docs, tf in term.runs:
+            expected = dict(zip(docs.tolist(), tf.tolist()))
+            for size in (1, 5, len(docs) // 2, len(docs) * 3, view.size):
+                cands = np.unique(rng.integers(0, view.size, min(size, view.size)))
+                at, looked = scoring._lookup(term, part, docs, tf, cands)
+                got = dict(zip(cands[at].tolist(), looked.tolist()))
+                assert got == {c: expected[c] for c in cands.tolist() if c in expected}
