@@ -99,16 +99,18 @@ def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndar
 _WORK = threading.local()
 
 
-def work_array(name: str, size: int) -> np.ndarray:
-    """``size`` zeros in a float64 array this thread keeps under ``name`` and hands out again on its
-    next call (at a million documents a fresh array costs more in page faults than the sums done
-    in it). Whatever holds the result must be done with it before the thread asks for ``name`` again."""
+def work_array(name: str, size: int, zero: bool = True) -> np.ndarray:
+    """``size`` zeros (``zero=False``: whatever was left there) in a float64 array this thread keeps
+    under ``name`` and hands out again on its next call (at a million documents a fresh array costs
+    more in page faults than the sums done in it). Whatever holds the result must be done with it
+    before the thread asks for ``name`` again."""
     arrays = _WORK.__dict__.setdefault("arrays", {})
     buffer = arrays.get(name)
     if buffer is None or len(buffer) < size:
         buffer = arrays[name] = np.empty(size, np.float64)
     out = buffer[:size]
-    out.fill(0.0)
+    if zero:
+        out.fill(0.0)
     return out
 
 
@@ -116,12 +118,12 @@ def dense_scores(q: Query, pad: int = 0, work: str = "dense_scores") -> np.ndarr
     """Every document's score by index (0.0 where no term), then ``pad`` trailing zeros, in this
     thread's ``work`` array (see ``work_array``).
 
-    Per term ``total[docs] += part`` (a term's documents are distinct), so each document sums
-    its terms in sorted order from 0.0."""
+    Per term each posting's part is added to its document, so each document sums its terms in
+    sorted order from 0.0."""
     total = work_array(work, q.view.size + pad)
     for term in q.terms:
         for _, docs, tf in term.runs:
-            total[docs] += _contrib(q, term, docs, tf)
+            np.add.at(total, docs, _contrib(q, term, docs, tf))  # unbuffered: ~3x a fancy-index +=
     return total
 
 
@@ -175,11 +177,11 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
     for index, term in enumerate(q.terms):
         for part, docs, tf in term.runs:
             if index in dense:
-                scores[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
+                np.add.at(scores, np.searchsorted(cands, docs), _contrib(q, term, docs, tf))
                 continue
             at, looked = _lookup(term, part, docs, tf, cands)
             if len(at):
-                scores[at] += _contrib(q, term, cands[at], looked)
+                np.add.at(scores, at, _contrib(q, term, cands[at], looked))
     return scores
 
 
@@ -237,7 +239,7 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
             if docs is cands:  # one term in one part: the candidates are its postings
                 partial += _contrib(q, term, docs, tf)
             else:
-                partial[np.searchsorted(cands, docs)] += _contrib(q, term, docs, tf)
+                np.add.at(partial, np.searchsorted(cands, docs), _contrib(q, term, docs, tf))
     rest = sorted((i for i in range(len(q.terms)) if i not in held), key=lambda i: -bounds[i])
     for step in range(len(rest) + 1):
         if len(partial) >= k:
@@ -251,7 +253,7 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
         for part, docs, tf in term.runs:
             at, looked = _lookup(term, part, docs, tf, cands)
             if len(at):
-                partial[at] += _contrib(q, term, cands[at], looked)
+                np.add.at(partial, at, _contrib(q, term, cands[at], looked))
     return cands, theta
 
 

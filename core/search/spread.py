@@ -62,9 +62,13 @@ def spread_scores(view: View, own: np.ndarray, weights: list[tuple[int, float]])
         kernel[REACH + offset] = weight  # target t takes weight x own[t - offset]
     total = np.convolve(own[:size], kernel, mode="full")[REACH:REACH + size]
     breaks, sources = view.neighbour_breaks(tuple(-offset for offset, _ in weights))
-    patched = own[breaks]
+    # in reused work arrays: fresh ones this size cost more in page faults than the arithmetic
+    patched = np.take(own, breaks, out=scoring.work_array("spread_patch", len(breaks), zero=False))
+    part = scoring.work_array("spread_part", len(breaks), zero=False)
     for row, (_, weight) in enumerate(weights):
-        patched = patched + weight * own[sources[row]]
+        np.take(own, sources[row], out=part)
+        part *= weight
+        patched += part
     total[breaks] = patched
     return total
 
