@@ -175,6 +175,64 @@ class View:
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _id_order: np.ndarray | None = None
     _sorted_ids: np.ndarray | None = None  # doc_ids[_id_order], kept with it (a copy per call cost ~2 ms at 1M)
+    _keys: np.ndarray | None = None  # sorted (thread, position) keys, see _thread_keys
+    _key_docs: np.ndarray | None = None
+
+    def grown(self, base: int) -> None:
+        """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
+
+        Rebuilding them costs a sort of every document (~0.1 s each at a million), paid by the
+        first query after every captured turn; instead the new documents are merged in and only
+        the neighbours that involve them change."""
+        new = np.arange(base, self.size, dtype=np.int64)
+        if self._sorted_ids is not None and self._id_order is not None:
+            ids = self.doc_ids[base:]
+            order = np.argsort(ids, kind="stable")
+            if len(self._sorted_ids) and len(ids) and ids[order[0]] <= self._sorted_ids[-1]:
+                self._id_order = self._sorted_ids = None  # an id below the highest: sort again
+            else:
+                self._id_order = np.concatenate([self._id_order, new[order]])
+                self._sorted_ids = np.concatenate([self._sorted_ids, ids[order]])
+        if self._keys is None or self._key_docs is None:
+            self._neighbours.clear()
+            self._breaks.clear()
+            return
+        added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
+        order = np.argsort(added, kind="stable")
+        added, docs = added[order], new[order]
+        at = np.searchsorted(self._keys, added)
+        clash = (at < len(self._keys)) & (self._keys[np.minimum(at, max(len(self._keys) - 1, 0))] == added) \
+            if len(self._keys) else np.zeros(len(added), bool)
+        if clash.any() or (np.diff(added) == 0).any():  # a position taken twice: start over
+            self._keys = self._key_docs = None
+            self._neighbours.clear()
+            self._breaks.clear()
+            return
+        self._keys = np.insert(self._keys, at, added)
+        self._key_docs = np.insert(self._key_docs, at, docs)
+        # The old last rows: "that many rows away" may now be a row, not past the end.
+        reach = max((abs(offset) for offsets in self._breaks for offset in offsets), default=0)
+        changed = [new, np.arange(max(0, base - reach), base)]
+        for offset, old in list(self._neighbours.items()):
+            out = np.concatenate([old, np.full(len(new), -1, np.int64)])
+            out[docs] = self._find_keys(_shifted(added, offset))
+            pointing = self._find_keys(_shifted(added, -offset))
+            found = pointing >= 0
+            out[pointing[found]] = docs[found]
+            changed.append(pointing[found])
+            self._neighbours[offset] = out
+        touched = np.unique(np.concatenate(changed))  # a few rows; the breaks are ~10% of a million
+        for offsets, (breaks, _) in list(self._breaks.items()):
+            where = np.minimum(np.searchsorted(touched, breaks), len(touched) - 1)
+            keep = breaks[touched[where] != breaks]
+            broken = np.zeros(len(touched), bool)
+            for offset in offsets:
+                expected = touched + offset
+                broken |= (self.neighbour(offset)[touched] != expected) | (expected < 0) | (expected >= self.size)
+            extra = touched[broken]
+            merged = np.insert(keep, np.searchsorted(keep, extra), extra)  # both sorted, disjoint
+            self._breaks[offsets] = self._break_sources(merged, offsets)
+
 
     @property
     def size(self) -> int:
@@ -197,22 +255,40 @@ class View:
         hit = (sorted_ids[where] == ids) if found else np.zeros(len(ids), bool)
         return np.where(hit, out, -1)
 
+    def _thread_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(every document's (thread, position) as one sorted int64 key, the document of each)."""
+        if self._keys is None or self._key_docs is None:
+            keys = _position_keys(self.doc_thread, self.doc_pos)
+            self._key_docs = np.argsort(keys, kind="stable")
+            self._keys = keys[self._key_docs]
+        return self._keys, self._key_docs
+
+    def _find_keys(self, wanted: np.ndarray) -> np.ndarray:
+        """The document holding each wanted key (-1 for none)."""
+        keys, docs = self._thread_keys()
+        if not len(keys):
+            return np.full(len(wanted), -1, np.int64)
+        where = np.searchsorted(keys, wanted)
+        where[where >= len(keys)] = 0
+        return np.where(keys[where] == wanted, docs[where], -1)
+
     def neighbour(self, offset: int) -> np.ndarray:
-        """For each document, the index of the message ``offset`` positions away in its thread (-1: none)."""
+        """For each document, the message ``offset`` positions away in its thread (-1: none)."""
         cached = self._neighbours.get(offset)
         if cached is None:
-            order = np.lexsort((self.doc_pos, self.doc_thread))
-            thread, pos = self.doc_thread[order], self.doc_pos[order]
+            keys, docs = self._thread_keys()
             out = np.full(self.size, -1, np.int64)
-            if abs(offset) < len(order):
-                if offset > 0:
-                    a, b = order[:-offset], order[offset:]
-                    ok = (thread[:-offset] == thread[offset:]) & (pos[offset:] - pos[:-offset] == offset)
-                else:
-                    a, b = order[-offset:], order[:offset]
-                    ok = (thread[-offset:] == thread[:offset]) & (pos[-offset:] - pos[:offset] == -offset)
-                # Positions are dense per thread, so a neighbour ``offset`` away sits ``offset`` rows away.
-                out[a[ok]] = b[ok]
+            if 0 < abs(offset) < len(keys):
+                # Positions are dense per thread, so the neighbour mostly sits ``offset`` rows away
+                # in key order; the rows where it does not (thread ends, gaps) are searched.
+                rows = np.arange(len(keys))
+                beside = rows + offset
+                inside = (beside >= 0) & (beside < len(keys))
+                ok = np.zeros(len(keys), bool)
+                ok[inside] = keys[beside[inside]] == keys[inside] + offset
+                out[docs[ok]] = docs[beside[ok]]
+                rest = np.flatnonzero(~ok)
+                out[docs[rest]] = self._find_keys(_shifted(keys[rest], offset))
             cached = self._neighbours[offset] = out
         return cached
 
@@ -227,11 +303,24 @@ class View:
             for offset in offsets:
                 expected = rows + offset
                 broken |= (self.neighbour(offset) != expected) | (expected < 0) | (expected >= self.size)
-            breaks = np.flatnonzero(broken)
-            near = np.stack([self.neighbour(offset)[breaks] for offset in offsets]) if offsets else \
-                np.zeros((0, len(breaks)), np.int64)
-            cached = self._breaks[offsets] = (breaks, np.where(near >= 0, near, self.size))
+            cached = self._breaks[offsets] = self._break_sources(np.flatnonzero(broken), offsets)
         return cached
+
+    def _break_sources(self, breaks: np.ndarray, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        near = np.stack([self.neighbour(offset)[breaks] for offset in offsets]) if offsets else \
+            np.zeros((0, len(breaks)), np.int64)
+        return breaks, np.where(near >= 0, near, self.size)
+
+
+def _position_keys(thread: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """(thread, position) as one int64 that sorts like the pair (positions are under 2**32)."""
+    return (thread.astype(np.int64) << 32) | pos.astype(np.int64)
+
+
+def _shifted(keys: np.ndarray, offset: int) -> np.ndarray:
+    """The key ``offset`` positions along in the same thread (-1, which no key is, off either end)."""
+    pos = (keys & 0xFFFFFFFF) + offset
+    return np.where((pos >= 0) & (pos <= 0xFFFFFFFF), keys + offset, -1)
 
 
 # ----------------------------------------------------------------------------- reading SQL
@@ -492,9 +581,7 @@ def _refresh(view: View) -> View | None:
         if len(lens):
             for name in _ARRAYS:
                 setattr(view, name, np.concatenate([getattr(view, name), columns[name]]))
-            view._neighbours.clear()
-            view._breaks.clear()
-            view._id_order = view._sorted_ids = None
+            view.grown(base)
         if len(doc_ids):
             old_ids, old_docs, old_tf, old_vocab = view.delta.rows()
             remap = {term: i for i, term in enumerate(old_vocab)}

@@ -283,3 +283,40 @@ def test_lookup_finds_each_candidates_tf_by_every_route(corpus):
                 at, looked = scoring._lookup(term, part, docs, tf, cands)
                 got = dict(zip(cands[at].tolist(), looked.tolist()))
                 assert got == {c: expected[c] for c in cands.tolist() if c in expected}
+
+
+def _lookups(view) -> dict:
+    offsets = tuple(-offset for offset, _ in spread._weights(DEFAULT_PARAMS))
+    return {"neighbours": {o: view.neighbour(o).tolist() for o in (-2, -1, 1, 2)},
+            "breaks": [a.tolist() for a in view.neighbour_breaks(offsets)],
+            "index_of": view.index_of(view.doc_ids).tolist()}
+
+
+def test_lookups_follow_appends_like_a_fresh_view(corpus):
+    """Neighbours, their breaks and the id index are merged with each appended turn (no full sort
+    per capture), and stay what a view built from scratch computes."""
+    for i, (thread, messages) in enumerate(conversation(120, seed=21)):
+        _lookups(segment.view("message", corpus.id))  # cached before the append, so it must follow it
+        append_messages("scale", thread if i % 3 else "thread-new", messages[:3])
+        if i % 5 == 0:
+            live = _lookups(segment.view("message", corpus.id))
+            segment.forget_views()
+            assert live == _lookups(segment.view("message", corpus.id))
+    live = segment.view("message", corpus.id)
+    assert live._keys is not None  # the merged keys were kept, not dropped for a re-sort
+    assert _lookups(live) == _lookups(segment.build_view("message", corpus.id, live.identity))
+
+
+def test_neighbours_are_the_messages_that_many_positions_away():
+    """By (thread, position), as the reference reads them: gaps and ends have none."""
+    threads = np.array([2, 1, 2, 1, 1, 2, 3, 1], np.int32)
+    positions = np.array([0, 0, 1, 1, 3, 4, 0, 4], np.int32)  # thread 1: 0,1,3,4; thread 2: 0,1,4
+    n = len(threads)
+    view = segment.View("message", 1, "x", doc_ids=np.arange(10, 10 + n), doc_len=np.ones(n, np.int32),
+                        doc_thread=threads, doc_pos=positions, doc_speaker=np.full(n, -1, np.int32),
+                        doc_user=np.zeros(n, np.int8), doc_time=np.zeros(n, np.int8),
+                        doc_external=np.zeros(n, np.int8), static=segment.Part.empty())
+    at = {(t, p): i for i, (t, p) in enumerate(zip(threads.tolist(), positions.tolist()))}
+    for offset in (-2, -1, 1, 2, 3):
+        expected = [at.get((t, p + offset), -1) for t, p in zip(threads.tolist(), positions.tolist())]
+        assert view.neighbour(offset).tolist() == expected
