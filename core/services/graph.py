@@ -982,14 +982,7 @@ def _all_sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tupl
     """Every (event, status) citing each record, newest first."""
     out: dict[int, list[tuple[int, str]]] = {}
     for part in chunks(list(record_ids)):
-        query = (
-            GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
-            .join(Event, on=(GraphSource.event == Event.id))
-            .where((GraphSource.kind == kind) & (GraphSource.record_id.in_(list(part))))
-            .order_by(GraphSource.event.desc())
-            .tuples()
-        )
-        for record_id, event_id, status in query:
+        for record_id, event_id, status in _ALL_SOURCES.rows(kind, list(part)):
             out.setdefault(record_id, []).append((event_id, status))
     return out
 
@@ -1053,6 +1046,21 @@ def _visible_metadata(node: GraphNode, kind: str, node_sources: list[tuple[int, 
     return [v for v in values if entity_key(v) in shown]
 
 
+# What a person's view of some nodes reads (node_view, list_nodes, search_graph): rendered once each.
+_FACTS_OF_NODES = Prepared(lambda ids: GraphFact.select().where(GraphFact.node.in_(ids)).order_by(GraphFact.id))
+_EDGES_TOUCHING = Prepared(lambda ids: GraphEdge.select().where(
+    GraphEdge.from_node.in_(ids) | GraphEdge.to_node.in_(ids)).order_by(GraphEdge.id))
+_NODE_STATUSES = Prepared(lambda ids: GraphNode.select(GraphNode.id, GraphNode.status).where(
+    GraphNode.id.in_(ids)).tuples())
+_ALL_SOURCES = Prepared(lambda kind, ids: GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
+                        .join(Event, on=(GraphSource.event == Event.id))
+                        .where((GraphSource.kind == kind) & GraphSource.record_id.in_(ids))
+                        .order_by(GraphSource.event.desc()).tuples())
+_EVENT_REFS = Prepared(lambda ids: Event.select(Event.id, Event.title, Event.status, Event.happened_start).where(
+    Event.id.in_(ids)))
+_NAMESPACE = Prepared(lambda namespace_id: Namespace.select().where(Namespace.id == namespace_id))
+
+
 def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     """Effective views of ``nodes`` in a handful of queries (chunked, no per-node queries)."""
     by_id = {n.id: n for n in nodes}
@@ -1061,20 +1069,16 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
         return {}
     facts: dict[int, list[GraphFact]] = {}
     for part in chunks(ids):
-        for fact in GraphFact.select().where(GraphFact.node.in_(list(part))).order_by(GraphFact.id):
+        for fact in _FACTS_OF_NODES.rows(list(part)):
             facts.setdefault(fact.node_id, []).append(fact)
     edges: dict[int, GraphEdge] = {}
     for part in chunks(ids):
-        for edge in GraphEdge.select().where(
-            (GraphEdge.from_node.in_(list(part))) | (GraphEdge.to_node.in_(list(part)))
-        ).order_by(GraphEdge.id):
+        for edge in _EDGES_TOUCHING.rows(list(part)):
             edges[edge.id] = edge
     others = {i for e in edges.values() for i in (e.from_node_id, e.to_node_id)} - set(ids)
     status_of = {n.id: n.status for n in nodes}
     for part in chunks(list(others)):
-        for node_id, status in GraphNode.select(GraphNode.id, GraphNode.status).where(
-            GraphNode.id.in_(list(part))
-        ).tuples():
+        for node_id, status in _NODE_STATUSES.rows(list(part)):
             status_of[node_id] = status
     more: dict[str, set[int]] = {"node": set(), "fact": set(), "edge": set()}
     # A legacy node (no field provenance) shows its aliases only while every source is live: read them all.
@@ -1225,13 +1229,13 @@ def _fact_view(fact: GraphFact, sources: list[int]) -> FactView:
 
 def node_view(node_id: int) -> NodeView:
     """The Event-authoritative view of one node (§6.3); hidden nodes do not exist here."""
-    node = GraphNode.get_or_none(GraphNode.id == node_id)
+    node = _NODES.first([node_id])
     view = _compute_views([node]).get(node_id) if node is not None else None
     if view is None or not view.visible:
         raise NotFoundError(f"graph node {node_id} does not exist or has no visible evidence (see `strata graph`)")
     edges = view.current_edges + view.historical_edges
     other_ids = {e.to_node_id if e.from_node_id == node_id else e.from_node_id for e, _ in edges}
-    others = {n.id: n for n in GraphNode.select().where(GraphNode.id.in_(list(other_ids)))} if other_ids else {}
+    others = {n.id: n for n in _NODES.rows(list(other_ids))} if other_ids else {}
 
     def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
         other = others[edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id]
@@ -1247,13 +1251,12 @@ def node_view(node_id: int) -> NodeView:
     edges_out = tuple(edge_view(e, s, c) for e, s, c in ordered if e.from_node_id == node_id)
     edges_in = tuple(edge_view(e, s, c) for e, s, c in ordered if e.to_node_id == node_id)
     support = view.all_sources()[:GRAPH_PROVENANCE_LIMIT]
-    rows = {e.id: e for e in Event.select(Event.id, Event.title, Event.status, Event.happened_start).where(
-        Event.id.in_(support))} if support else {}
+    rows = {e.id: e for e in _EVENT_REFS.rows(list(support))} if support else {}
     events = [EventRef(r.id, r.title, r.status, r.happened_start) for r in (rows.get(i) for i in support)
               if r is not None and r.status in LIVE]
     return NodeView(
         id=node.id,
-        namespace=Namespace.get_by_id(node.namespace_id).name,
+        namespace=_NAMESPACE.get(node.namespace_id).name,
         name=node.name,
         type=node.type,
         aliases=tuple(view.aliases),
