@@ -730,3 +730,27 @@ def test_longmemeval_session_shown_twice_gets_two_threads(store, tmp_path):
     assert [m.external_id for m in again] == [m.external_id for m in first] == ["sess_a:0", "sess_a:1"]
     assert again[0].created_at.startswith("2023-05-09") and first[0].created_at.startswith("2023-05-01")
     assert ingest("longmemeval", path).messages == 0
+
+
+def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatch):
+    """After a large ingest the next process loads the message segment instead of reading every
+    posting from SQL; a small ingest leaves search alone."""
+    import core.ingest as ingest_module
+    from core.search import segment
+    from core.services.search import search_raw
+
+    monkeypatch.setattr(ingest_module, "BULK_INDEX_MIN", 40)
+    monkeypatch.setattr(segment, "MERGE_MIN", 10)  # a segment this small is saved too
+    small = [jl("alpha", "user", f"small note {i} about kubernetes", id=f"s-{i}") for i in range(10)]
+    ingest("jsonl", write_jsonl(tmp_path / "small.jsonl", small), namespace="small")
+    folder = segment._folder()
+    assert not folder.exists() or not list(folder.glob("message-*.json"))
+    rows = [jl(f"t{i % 3}", "user" if i % 2 else "assistant", f"turn {i}: the kubernetes rollback plan step {i}",
+               id=f"b-{i}") for i in range(60)]
+    report = ingest("jsonl", write_jsonl(tmp_path / "bulk.jsonl", rows), namespace="bulk")
+    assert report.messages == 60
+    assert list(folder.glob("message-*.json"))  # saved beside the database
+    segment.forget_views()  # a new process
+    monkeypatch.setattr(segment, "build_view", lambda *a, **k: pytest.fail("the saved segment was not used"))
+    hits = search_raw("bulk", "kubernetes rollback", limit=3)
+    assert len(hits) == 3
