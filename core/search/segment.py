@@ -173,10 +173,9 @@ class View:
     speaker_names: list[str] = field(default_factory=list)  # doc_speaker code -> speaker
     _neighbours: dict[int, np.ndarray] = field(default_factory=dict)
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    _id_order: np.ndarray | None = None
-    _sorted_ids: np.ndarray | None = None  # doc_ids[_id_order], kept with it (a copy per call cost ~2 ms at 1M)
-    _keys: np.ndarray | None = None  # sorted (thread, position) keys, see _thread_keys
-    _key_docs: np.ndarray | None = None
+    # Each lookup pair is one attribute, replaced whole, so a reader never sees halves of two states.
+    _id_index: tuple[np.ndarray, np.ndarray] | None = None  # (argsort of doc_ids, doc_ids in that order)
+    _key_index: tuple[np.ndarray, np.ndarray] | None = None  # sorted (thread, position) keys, their documents
 
     def grown(self, base: int) -> None:
         """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
@@ -185,31 +184,31 @@ class View:
         first query after every captured turn; instead the new documents are merged in and only
         the neighbours that involve them change."""
         new = np.arange(base, self.size, dtype=np.int64)
-        if self._sorted_ids is not None and self._id_order is not None:
+        if self._id_index is not None:
+            id_order, sorted_ids = self._id_index
             ids = self.doc_ids[base:]
             order = np.argsort(ids, kind="stable")
-            if len(self._sorted_ids) and len(ids) and ids[order[0]] <= self._sorted_ids[-1]:
-                self._id_order = self._sorted_ids = None  # an id below the highest: sort again
+            if len(sorted_ids) and len(ids) and ids[order[0]] <= sorted_ids[-1]:
+                self._id_index = None  # an id below the highest: sort again
             else:
-                self._id_order = np.concatenate([self._id_order, new[order]])
-                self._sorted_ids = np.concatenate([self._sorted_ids, ids[order]])
-        if self._keys is None or self._key_docs is None:
+                self._id_index = (np.concatenate([id_order, new[order]]), np.concatenate([sorted_ids, ids[order]]))
+        if self._key_index is None:
             self._neighbours.clear()
             self._breaks.clear()
             return
+        keys, key_docs = self._key_index
         added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
         order = np.argsort(added, kind="stable")
         added, docs = added[order], new[order]
-        at = np.searchsorted(self._keys, added)
-        clash = (at < len(self._keys)) & (self._keys[np.minimum(at, max(len(self._keys) - 1, 0))] == added) \
-            if len(self._keys) else np.zeros(len(added), bool)
+        at = np.searchsorted(keys, added)
+        clash = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == added) \
+            if len(keys) else np.zeros(len(added), bool)
         if clash.any() or (np.diff(added) == 0).any():  # a position taken twice: start over
-            self._keys = self._key_docs = None
+            self._key_index = None
             self._neighbours.clear()
             self._breaks.clear()
             return
-        self._keys = np.insert(self._keys, at, added)
-        self._key_docs = np.insert(self._key_docs, at, docs)
+        self._key_index = (np.insert(keys, at, added), np.insert(key_docs, at, docs))
         # The old last rows: "that many rows away" may now be a row, not past the end.
         reach = max((abs(offset) for offsets in self._breaks for offset in offsets), default=0)
         changed = [new, np.arange(max(0, base - reach), base)]
@@ -244,24 +243,24 @@ class View:
     def index_of(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """Document indexes of ids (-1 where unknown)."""
         ids = np.asarray(ids, dtype=np.int64)
-        if self._id_order is None or self._sorted_ids is None:
-            self._id_order = np.argsort(self.doc_ids, kind="stable")
-            self._sorted_ids = self.doc_ids[self._id_order]
-        sorted_ids = self._sorted_ids
+        if self._id_index is None:
+            order = np.argsort(self.doc_ids, kind="stable")
+            self._id_index = (order, self.doc_ids[order])  # the sorted copy kept: ~2 ms a call at 1M
+        id_order, sorted_ids = self._id_index
         where = np.searchsorted(sorted_ids, ids)
         where[where >= len(sorted_ids)] = 0
         found = len(sorted_ids) > 0
-        out = self._id_order[where] if found else np.zeros(len(ids), np.int64)
+        out = id_order[where] if found else np.zeros(len(ids), np.int64)
         hit = (sorted_ids[where] == ids) if found else np.zeros(len(ids), bool)
         return np.where(hit, out, -1)
 
     def _thread_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(every document's (thread, position) as one sorted int64 key, the document of each)."""
-        if self._keys is None or self._key_docs is None:
+        if self._key_index is None:
             keys = _position_keys(self.doc_thread, self.doc_pos)
-            self._key_docs = np.argsort(keys, kind="stable")
-            self._keys = keys[self._key_docs]
-        return self._keys, self._key_docs
+            order = np.argsort(keys, kind="stable")
+            self._key_index = (keys[order], order)
+        return self._key_index
 
     def _find_keys(self, wanted: np.ndarray) -> np.ndarray:
         """The document holding each wanted key (-1 for none)."""

@@ -303,7 +303,7 @@ def test_lookups_follow_appends_like_a_fresh_view(corpus):
             segment.forget_views()
             assert live == _lookups(segment.view("message", corpus.id))
     live = segment.view("message", corpus.id)
-    assert live._keys is not None  # the merged keys were kept, not dropped for a re-sort
+    assert live._key_index is not None  # the merged keys were kept, not dropped for a re-sort
     assert _lookups(live) == _lookups(segment.build_view("message", corpus.id, live.identity))
 
 
