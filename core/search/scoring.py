@@ -134,18 +134,6 @@ def score_all(q: Query) -> tuple[np.ndarray, np.ndarray]:
     return hit, total[hit]
 
 
-def first_terms(q: Query) -> np.ndarray:
-    """For every document, the index of the first (sorted) query term it holds (len(terms): none).
-
-    The reference reads its rows term by term, so (first term, id) is the order in which its
-    score dict first held each document."""
-    first = np.full(q.view.size, len(q.terms), np.int32)
-    for index in range(len(q.terms) - 1, -1, -1):  # the earliest term is written last and wins
-        for _, docs, _ in q.terms[index].runs:
-            first[docs] = index
-    return first
-
-
 def _lookup(term: _Term, part: Part, docs: np.ndarray, tf: np.ndarray, cands: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``cands``, tf there) of the candidates that hold ``term`` in this run."""
@@ -186,9 +174,11 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
 
 
 def first_terms_of(q: Query, cands: np.ndarray) -> np.ndarray:
-    """``first_terms`` for some documents (sorted indexes) only, by lookups."""
+    """For each candidate (sorted indexes), the index of the first (sorted) query term it holds
+    (len(terms): none). The reference reads its rows term by term, so (first term, id) is the
+    order in which its score dict first held each document."""
     first = np.full(len(cands), len(q.terms), np.int32)
-    for index in range(len(q.terms) - 1, -1, -1):
+    for index in range(len(q.terms) - 1, -1, -1):  # the earliest term is written last and wins
         term = q.terms[index]
         for part, docs, tf in term.runs:
             first[_lookup(term, part, docs, tf, cands)[0]] = index
