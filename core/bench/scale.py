@@ -204,8 +204,36 @@ def measure(path: Path, questions: list[str], *, progress: ProgressFn = _progres
         "cold_first_query_ms": cold_ms,
         "latency_ms": {c: summary_ms(latency[c]) for c in CHANNELS},
         "answered": hits,
+        "after_capture_ms": summary_ms(after_capture(questions[:CAPTURES])),
         "query_peak_rss_bytes": peak_rss_bytes(),
     }
+
+
+CAPTURES = 10  # capture-then-recall rounds timed after the channels
+
+
+def after_capture(questions: list[str]) -> list[float]:
+    """ms of the default retrieval that follows each captured turn (an agent's loop: store the turn,
+    recall for the next one), which must bring the search segment up to date with the new message.
+
+    The turns go to a thread of their own inside one transaction that is rolled back, so the
+    database measured stays as it was built (a ``--reuse`` run measures the same corpus)."""
+    from core.db import db
+    from core.services.capture import append_messages
+    from core.services.retrieval import default_retrieval
+
+    samples = []
+    with db.atomic() as transaction:
+        for i, question in enumerate(questions):
+            append_messages(NAMESPACE, "bench-capture", [{"role": "user", "content": f"{question} (turn {i})"}])
+            started = time.perf_counter()
+            default_retrieval(NAMESPACE, question, limit=50)
+            samples.append((time.perf_counter() - started) * 1000)
+        transaction.rollback()
+    from core.search.segment import forget_views
+
+    forget_views()  # the cached views saw the rolled-back turns
+    return samples
 
 
 # ----------------------------------------------------------------------------- phase 3: baseline

@@ -171,67 +171,10 @@ class View:
     stat_total: int = 0
     speakers: dict[str, str] = field(default_factory=dict)  # speaker token -> speaker (messages)
     speaker_names: list[str] = field(default_factory=list)  # doc_speaker code -> speaker
-    _neighbours: dict[int, np.ndarray] = field(default_factory=dict)
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     # Each lookup pair is one attribute, replaced whole, so a reader never sees halves of two states.
     _id_index: tuple[np.ndarray, np.ndarray] | None = None  # (argsort of doc_ids, doc_ids in that order)
     _key_index: tuple[np.ndarray, np.ndarray] | None = None  # sorted (thread, position) keys, their documents
-
-    def grown(self, base: int) -> None:
-        """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
-
-        Rebuilding them costs a sort of every document (~0.1 s each at a million), paid by the
-        first query after every captured turn; instead the new documents are merged in and only
-        the neighbours that involve them change."""
-        new = np.arange(base, self.size, dtype=np.int64)
-        if self._id_index is not None:
-            id_order, sorted_ids = self._id_index
-            ids = self.doc_ids[base:]
-            order = np.argsort(ids, kind="stable")
-            if len(sorted_ids) and len(ids) and ids[order[0]] <= sorted_ids[-1]:
-                self._id_index = None  # an id below the highest: sort again
-            else:
-                self._id_index = (np.concatenate([id_order, new[order]]), np.concatenate([sorted_ids, ids[order]]))
-        if self._key_index is None:
-            self._neighbours.clear()
-            self._breaks.clear()
-            return
-        keys, key_docs = self._key_index
-        added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
-        order = np.argsort(added, kind="stable")
-        added, docs = added[order], new[order]
-        at = np.searchsorted(keys, added)
-        clash = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == added) \
-            if len(keys) else np.zeros(len(added), bool)
-        if clash.any() or (np.diff(added) == 0).any():  # a position taken twice: start over
-            self._key_index = None
-            self._neighbours.clear()
-            self._breaks.clear()
-            return
-        self._key_index = (np.insert(keys, at, added), np.insert(key_docs, at, docs))
-        # The old last rows: "that many rows away" may now be a row, not past the end.
-        reach = max((abs(offset) for offsets in self._breaks for offset in offsets), default=0)
-        changed = [new, np.arange(max(0, base - reach), base)]
-        for offset, old in list(self._neighbours.items()):
-            out = np.concatenate([old, np.full(len(new), -1, np.int64)])
-            out[docs] = self._find_keys(_shifted(added, offset))
-            pointing = self._find_keys(_shifted(added, -offset))
-            found = pointing >= 0
-            out[pointing[found]] = docs[found]
-            changed.append(pointing[found])
-            self._neighbours[offset] = out
-        touched = np.unique(np.concatenate(changed))  # a few rows; the breaks are ~10% of a million
-        for offsets, (breaks, _) in list(self._breaks.items()):
-            where = np.minimum(np.searchsorted(touched, breaks), len(touched) - 1)
-            keep = breaks[touched[where] != breaks]
-            broken = np.zeros(len(touched), bool)
-            for offset in offsets:
-                expected = touched + offset
-                broken |= (self.neighbour(offset)[touched] != expected) | (expected < 0) | (expected >= self.size)
-            extra = touched[broken]
-            merged = np.insert(keep, np.searchsorted(keep, extra), extra)  # both sorted, disjoint
-            self._breaks[offsets] = self._break_sources(merged, offsets)
-
 
     @property
     def size(self) -> int:
@@ -271,25 +214,30 @@ class View:
         where[where >= len(keys)] = 0
         return np.where(keys[where] == wanted, docs[where], -1)
 
-    def neighbour(self, offset: int) -> np.ndarray:
-        """For each document, the message ``offset`` positions away in its thread (-1: none)."""
-        cached = self._neighbours.get(offset)
-        if cached is None:
-            keys, docs = self._thread_keys()
-            out = np.full(self.size, -1, np.int64)
-            if 0 < abs(offset) < len(keys):
-                # Positions are dense per thread, so the neighbour mostly sits ``offset`` rows away
-                # in key order; the rows where it does not (thread ends, gaps) are searched.
-                rows = np.arange(len(keys))
-                beside = rows + offset
-                inside = (beside >= 0) & (beside < len(keys))
-                ok = np.zeros(len(keys), bool)
-                ok[inside] = keys[beside[inside]] == keys[inside] + offset
-                out[docs[ok]] = docs[beside[ok]]
-                rest = np.flatnonzero(~ok)
-                out[docs[rest]] = self._find_keys(_shifted(keys[rest], offset))
-            cached = self._neighbours[offset] = out
-        return cached
+    def neighbours_of(self, offset: int, docs: np.ndarray) -> np.ndarray:
+        """For each of ``docs``, the message ``offset`` positions away in its thread (-1: none)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        return self._find_keys(_shifted(_position_keys(self.doc_thread[docs], self.doc_pos[docs]), offset))
+
+    def _adjacent(self, rows: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
+        """Whether, for every offset, each row's neighbour that far away is the row that far away."""
+        ok = np.ones(len(rows), bool)
+        for offset in offsets:
+            beside = rows + offset
+            inside = (beside >= 0) & (beside < self.size)
+            here, there = rows[inside], beside[inside]
+            same = np.zeros(len(rows), bool)
+            # Keys are unique, so the same thread one position along is that neighbour.
+            same[inside] = (self.doc_thread[there] == self.doc_thread[here]) & (
+                self.doc_pos[there] == self.doc_pos[here] + offset)
+            ok &= same
+        return ok
+
+    def _sources(self, rows: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
+        """Each row's neighbour per offset (one row per offset), ``size`` for none."""
+        near = np.stack([self.neighbours_of(offset, rows) for offset in offsets]) if offsets else \
+            np.zeros((0, len(rows)), np.int64)
+        return np.where(near >= 0, near, self.size)
 
     def neighbour_breaks(self, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(documents with a neighbour at one of ``offsets`` that is not that many rows away, their
@@ -297,18 +245,57 @@ class View:
         rows, so a pass over neighbours can treat every row as its thread's and patch these few."""
         cached = self._breaks.get(offsets)
         if cached is None:
-            rows = np.arange(self.size, dtype=np.int64)
-            broken = np.zeros(self.size, bool)
-            for offset in offsets:
-                expected = rows + offset
-                broken |= (self.neighbour(offset) != expected) | (expected < 0) | (expected >= self.size)
-            cached = self._breaks[offsets] = self._break_sources(np.flatnonzero(broken), offsets)
+            breaks = np.flatnonzero(~self._adjacent(np.arange(self.size, dtype=np.int64), offsets))
+            cached = self._breaks[offsets] = (breaks, self._sources(breaks, offsets))
         return cached
 
-    def _break_sources(self, breaks: np.ndarray, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        near = np.stack([self.neighbour(offset)[breaks] for offset in offsets]) if offsets else \
-            np.zeros((0, len(breaks)), np.int64)
-        return breaks, np.where(near >= 0, near, self.size)
+    def grown(self, base: int) -> None:
+        """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
+
+        Rebuilding them costs sorts and passes over every document, paid by the first query after
+        every captured turn; instead the new documents' keys are merged in and only the breaks of
+        the rows whose neighbours changed are looked at again."""
+        new = np.arange(base, self.size, dtype=np.int64)
+        if self._id_index is not None:
+            id_order, sorted_ids = self._id_index
+            ids = self.doc_ids[base:]
+            order = np.argsort(ids, kind="stable")
+            if len(sorted_ids) and len(ids) and ids[order[0]] <= sorted_ids[-1]:
+                self._id_index = None  # an id below the highest: sort again
+            else:
+                self._id_index = (np.concatenate([id_order, new[order]]), np.concatenate([sorted_ids, ids[order]]))
+        if self._key_index is None:
+            self._breaks.clear()
+            return
+        keys, key_docs = self._key_index
+        added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
+        order = np.argsort(added, kind="stable")
+        added, docs = added[order], new[order]
+        at = np.searchsorted(keys, added)
+        clash = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == added) \
+            if len(keys) else np.zeros(len(added), bool)
+        if clash.any() or (np.diff(added) == 0).any():  # a position taken twice: start over
+            self._key_index = None
+            self._breaks.clear()
+            return
+        self._key_index = (np.insert(keys, at, added), np.insert(key_docs, at, docs))
+        for offsets, (breaks, sources) in list(self._breaks.items()):
+            # The new rows, the old last rows ("that many rows away" may now be a row, not past the
+            # end) and the old rows whose neighbour at some offset is now a new document.
+            reach = max((abs(offset) for offset in offsets), default=0)
+            changed = [new, np.arange(max(0, base - reach), base)]
+            for offset in offsets:
+                pointing = self._find_keys(_shifted(added, -offset))
+                changed.append(pointing[pointing >= 0])
+            touched = np.unique(np.concatenate(changed))  # a few rows; the breaks are ~10% of a million
+            where = np.minimum(np.searchsorted(touched, breaks), len(touched) - 1)
+            stay = touched[where] != breaks
+            kept = breaks[stay]
+            kept_sources = np.where(sources[:, stay] == base, self.size, sources[:, stay])  # "none" moved
+            extra = touched[~self._adjacent(touched, offsets)]
+            place = np.searchsorted(kept, extra)  # both sorted and disjoint
+            self._breaks[offsets] = (np.insert(kept, place, extra),
+                                     np.insert(kept_sources, place, self._sources(extra, offsets), axis=1))
 
 
 def _position_keys(thread: np.ndarray, pos: np.ndarray) -> np.ndarray:

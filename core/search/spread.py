@@ -120,7 +120,7 @@ def exact(view: View, targets: np.ndarray, own: Own, params) -> tuple[np.ndarray
     values = np.zeros((len(targets), len(steps)), np.float64)
     columns = []
     for step, offset, weight in steps:
-        source = targets if offset == 0 else view.neighbour(offset)[targets]
+        source = targets if offset == 0 else view.neighbours_of(offset, targets)
         columns.append((step, weight, source, own.found(source)))
     used = np.unique(np.concatenate([source[found] for _, _, source, found in columns]))
     first = scoring.first_terms_of(own.query, used)

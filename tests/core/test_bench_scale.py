@@ -44,6 +44,12 @@ def test_one_size_builds_measures_and_plots(tmp_path):
     assert set(measured["latency_ms"]) == set(scale.CHANNELS)
     assert all(v["p95"] >= v["p50"] >= 0 for v in measured["latency_ms"].values())
     assert measured["answered"]["search_raw"] == 4
+    assert measured["after_capture_ms"]["p95"] >= measured["after_capture_ms"]["p50"] > 0
+    import sqlite3
+
+    with sqlite3.connect(path) as check:  # the captured turns were rolled back: the corpus is as built
+        assert check.execute("SELECT COUNT(*) FROM message").fetchone()[0] == 240
+        assert check.execute("SELECT COUNT(*) FROM thread WHERE name = 'bench-capture'").fetchone()[0] == 0
     assert base["baseline_latency_ms"]["p95"] > 0
     row = {"messages": 240, **measured, **base}
     svg = scale_svg({"results": {"240": row, "2400": {**row, "messages": 2400}}})

@@ -219,7 +219,7 @@ def test_spread_convolution_equals_scattering_every_scored_message(corpus):
         breaks, sources = view.neighbour_breaks(offsets)
         assert 0 < len(breaks) < view.size // 2  # the corpus interleaves threads, mostly in runs
         for row, offset in enumerate(offsets):  # every other row's neighbour is the row beside it
-            near = view.neighbour(offset)
+            near = view.neighbours_of(offset, rows)
             assert np.array_equal(np.delete(near, breaks), np.delete(rows + offset, breaks))
             assert np.array_equal(sources[row], np.where(near[breaks] >= 0, near[breaks], view.size))
         for question in QUESTIONS:
@@ -230,7 +230,7 @@ def test_spread_convolution_equals_scattering_every_scored_message(corpus):
             scattered = np.zeros(view.size)
             scattered[hit] += own
             for offset, weight in weights:
-                targets = view.neighbour(offset)[hit]
+                targets = view.neighbours_of(offset, hit)
                 reach = targets >= 0
                 scattered[targets[reach]] += weight * own[reach]
             got = spread.spread_scores(view, np.append(scoring.dense_scores(query), 0.0), weights)
@@ -287,7 +287,8 @@ def test_lookup_finds_each_candidates_tf_by_every_route(corpus):
 
 def _lookups(view) -> dict:
     offsets = tuple(-offset for offset, _ in spread._weights(DEFAULT_PARAMS))
-    return {"neighbours": {o: view.neighbour(o).tolist() for o in (-2, -1, 1, 2)},
+    everyone = np.arange(view.size)
+    return {"neighbours": {o: view.neighbours_of(o, everyone).tolist() for o in (-2, -1, 1, 2)},
             "breaks": [a.tolist() for a in view.neighbour_breaks(offsets)],
             "index_of": view.index_of(view.doc_ids).tolist()}
 
@@ -319,4 +320,4 @@ def test_neighbours_are_the_messages_that_many_positions_away():
     at = {(t, p): i for i, (t, p) in enumerate(zip(threads.tolist(), positions.tolist()))}
     for offset in (-2, -1, 1, 2, 3):
         expected = [at.get((t, p + offset), -1) for t, p in zip(threads.tolist(), positions.tolist())]
-        assert view.neighbour(offset).tolist() == expected
+        assert view.neighbours_of(offset, np.arange(n)).tolist() == expected

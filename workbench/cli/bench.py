@@ -153,6 +153,9 @@ def cmd_scale(args: argparse.Namespace) -> int:
             rows.append([f"{channel} p50 / p95 ms"] + [
                 f"{report['results'][n]['latency_ms'][channel]['p50']} / {report['results'][n]['latency_ms'][channel]['p95']}"
                 for n in sizes])
+        rows.append(["retrieval after a capture p50 / p95 ms"] + [
+            f"{report['results'][n]['after_capture_ms']['p50']} / {report['results'][n]['after_capture_ms']['p95']}"
+            if report["results"][n].get("after_capture_ms") else "–" for n in sizes])
         rows.append(["rank-bm25 p50 / p95 ms"] + [
             "–" if not report["results"][n]["baseline_latency_ms"] else
             f"{report['results'][n]['baseline_latency_ms']['p50']} / {report['results'][n]['baseline_latency_ms']['p95']}"
