@@ -190,12 +190,7 @@ class View:
             order = np.argsort(self.doc_ids, kind="stable")
             self._id_index = (order, self.doc_ids[order])  # the sorted copy kept: ~2 ms a call at 1M
         id_order, sorted_ids = self._id_index
-        where = np.searchsorted(sorted_ids, ids)
-        where[where >= len(sorted_ids)] = 0
-        found = len(sorted_ids) > 0
-        out = id_order[where] if found else np.zeros(len(ids), np.int64)
-        hit = (sorted_ids[where] == ids) if found else np.zeros(len(ids), bool)
-        return np.where(hit, out, -1)
+        return _find_sorted(sorted_ids, id_order, ids)
 
     def _thread_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(every document's (thread, position) as one sorted int64 key, the document of each)."""
@@ -208,11 +203,7 @@ class View:
     def _find_keys(self, wanted: np.ndarray) -> np.ndarray:
         """The document holding each wanted key (-1 for none)."""
         keys, docs = self._thread_keys()
-        if not len(keys):
-            return np.full(len(wanted), -1, np.int64)
-        where = np.searchsorted(keys, wanted)
-        where[where >= len(keys)] = 0
-        return np.where(keys[where] == wanted, docs[where], -1)
+        return _find_sorted(keys, docs, wanted)
 
     def neighbours_of(self, offset: int, docs: np.ndarray) -> np.ndarray:
         """For each of ``docs``, the message ``offset`` positions away in its thread (-1: none)."""
@@ -271,13 +262,12 @@ class View:
         added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
         order = np.argsort(added, kind="stable")
         added, docs = added[order], new[order]
-        at = np.searchsorted(keys, added)
-        clash = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == added) \
-            if len(keys) else np.zeros(len(added), bool)
-        if clash.any() or (np.diff(added) == 0).any():  # a position taken twice: start over
+        if (_find_sorted(keys, key_docs, added) >= 0).any() or (np.diff(added) == 0).any():
+            # a position taken twice: start over
             self._key_index = None
             self._breaks.clear()
             return
+        at = np.searchsorted(keys, added)
         self._key_index = (np.insert(keys, at, added), np.insert(key_docs, at, docs))
         for offsets, (breaks, sources) in list(self._breaks.items()):
             # The new rows, the old last rows ("that many rows away" may now be a row, not past the
@@ -296,6 +286,16 @@ class View:
             place = np.searchsorted(kept, extra)  # both sorted and disjoint
             self._breaks[offsets] = (np.insert(kept, place, extra),
                                      np.insert(kept_sources, place, self._sources(extra, offsets), axis=1))
+
+
+def _find_sorted(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The value beside each wanted key in ``keys`` (sorted; -1 where the key is absent)."""
+    wanted = np.asarray(wanted, dtype=np.int64)
+    if not len(keys):
+        return np.full(len(wanted), -1, np.int64)
+    where = np.searchsorted(keys, wanted)
+    where[where >= len(keys)] = 0
+    return np.where(keys[where] == wanted, values[where], -1)
 
 
 def _position_keys(thread: np.ndarray, pos: np.ndarray) -> np.ndarray:
