@@ -219,6 +219,7 @@ def after_capture(questions: list[str]) -> list[float]:
     The turns go to a thread of their own inside one transaction that is rolled back, so the
     database measured stays as it was built (a ``--reuse`` run measures the same corpus)."""
     from core.db import db
+    from core.search.segment import forget_views
     from core.services.capture import append_messages
     from core.services.retrieval import default_retrieval
 
@@ -230,8 +231,6 @@ def after_capture(questions: list[str]) -> list[float]:
             default_retrieval(NAMESPACE, question, limit=50)
             samples.append((time.perf_counter() - started) * 1000)
         transaction.rollback()
-    from core.search.segment import forget_views
-
     forget_views()  # the cached views saw the rolled-back turns
     return samples
 

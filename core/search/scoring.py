@@ -275,7 +275,7 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         running += bounds[i]
         if running >= theta * (1 - SAFETY):
             essential.append(i)
-    if essential != [seed]:  # otherwise the rarest term alone can reach the top: its survivors are all
+    if essential != [seed]:  # otherwise the seed term alone can reach the top: its survivors are all
         cands, theta = _prune(q, union(q, essential), set(essential), bounds, k, theta)
     scores = score_docs(q, cands)
     keep = scores > 0
