@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -99,12 +99,21 @@ def _v8_open_tail_and_ready_block_indexes(database: Database) -> None:
         model._schema.create_indexes(safe=True)
 
 
+def _v9_search_removals(database: Database) -> None:
+    """Version 9: the log of documents removed from the search index, so a cached segment
+    drops them instead of being rebuilt from every posting."""
+    from core.models import SearchRemoval
+
+    database.create_tables([SearchRemoval])
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
                                                  5: _v5_imports, 6: _v6_scale_indexes,
-                                                 7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes}
+                                                 7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
+                                                 9: _v9_search_removals}
 
 
 def database_version(database: Database) -> int:

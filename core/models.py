@@ -389,6 +389,20 @@ class CorpusStat(BaseModel):
         indexes = ((("namespace", "kind"), True),)
 
 
+class SearchRemoval(BaseModel):
+    """Documents taken out of a search index, in the order it happened (rows are never deleted).
+
+    A cached search segment drops exactly these documents instead of rebuilding from every
+    posting. The floors say from which ids on rows written later can be: SQLite gives a new row
+    the highest id + 1, so deleting the newest rows frees their ids for the next ones."""
+
+    kind = CharField(max_length=16)
+    namespace = IntegerField()
+    doc_ids = JSONTextField()
+    posting_floor = IntegerField()  # highest id left in the postings table right after the removal
+    message_floor = IntegerField(default=0)  # highest message id other than these (message removals)
+
+
 class RetrievalBatch(BaseModel):
     """One retrieval an agent made: its channel, query and evidence refs, then its
     assessment and use receipt. Persisted, so an unresolved batch survives a restart."""
@@ -556,6 +570,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     MessageTerm,
     EventTerm,
     CorpusStat,
+    SearchRemoval,
     RetrievalBatch,
     BatchRef,
     UsageReceipt,

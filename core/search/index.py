@@ -11,8 +11,10 @@ import math
 from collections import Counter
 from typing import Any, Callable, Iterable, Sequence
 
+from peewee import fn
+
 from core.db import bulk_insert
-from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm
+from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm, SearchRemoval
 from core.search.analyze import analyze
 
 MAX_TERM = 64
@@ -100,9 +102,12 @@ def unindex_events(namespace_id: int, event_ids: Sequence[int]) -> None:
                    .distinct().tuples())
     EventTerm.delete().where(EventTerm.event.in_(ids)).execute()
     _bump_stats(namespace_id, "event", -len(lengths), -sum(lengths.values()))
+    _log_removal("event", namespace_id, ids)
 
 
 def unindex_messages(namespace_id: int, message_ids: Sequence[int]) -> None:
+    """Remove messages from the index before they are deleted, in the same transaction: every
+    message deletion goes through here (the search segment's document table holds every message)."""
     ids = list(message_ids)
     if not ids:
         return
@@ -110,6 +115,20 @@ def unindex_messages(namespace_id: int, message_ids: Sequence[int]) -> None:
                    .distinct().tuples())
     MessageTerm.delete().where(MessageTerm.message.in_(ids)).execute()
     _bump_stats(namespace_id, "message", -len(lengths), -sum(lengths.values()))
+    _log_removal("message", namespace_id, ids)
+
+
+def _log_removal(kind: str, namespace_id: int, ids: list[int]) -> None:
+    """Record the removal for cached segments (``SearchRemoval``), with the highest ids left."""
+    model = MessageTerm if kind == "message" else EventTerm
+    posting_floor = model.select(fn.MAX(model.id)).scalar() or 0
+    message_floor = 0
+    if kind == "message":  # the messages themselves are deleted next, in this transaction
+        removed = set(ids)
+        newest = Message.select(Message.id).order_by(Message.id.desc()).limit(len(removed) + 1).tuples()
+        message_floor = next((i for (i,) in newest if i not in removed), 0)
+    SearchRemoval.create(kind=kind, namespace=namespace_id, doc_ids=sorted(set(ids)), posting_floor=posting_floor,
+                         message_floor=message_floor)
 
 
 def corpus(namespace_id: int, kind: str) -> tuple[int, float]:

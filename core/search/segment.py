@@ -11,8 +11,10 @@ cache that can always be rebuilt from them. A ``View`` is
 
 When the delta grows past a threshold it is merged into the static part in memory (numpy,
 no SQL scan) and, for a SQLite store, saved beside the database file (``<db>.search/``) so
-the next process opens it without reading the postings again. A deletion (the corpus
-statistics no longer match what the view holds) makes the view rebuild from SQL.
+the next process opens it without reading the postings again. A removal from the index is
+logged (``SearchRemoval``): the view drops exactly those documents in memory and reads again
+from the lowest ids the removals freed. Statistics that still do not match what the view holds
+(a deletion that bypassed the log) make the view rebuild from SQL.
 
 Scoring is vectorised over the postings of the query terms (``score_all``) or pruned with
 MaxScore (``top_k``): terms whose upper bounds together cannot reach the k-th best score are
@@ -27,7 +29,7 @@ import json
 import os
 import shutil
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -171,6 +173,8 @@ class View:
     stat_total: int = 0
     speakers: dict[str, str] = field(default_factory=dict)  # speaker token -> speaker (messages)
     speaker_names: list[str] = field(default_factory=list)  # doc_speaker code -> speaker
+    removal_watermark: int = 0  # highest SearchRemoval id applied
+    compacted: bool = False  # documents were dropped since the view was last saved
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     # Each lookup pair is one attribute, replaced whole, so a reader never sees halves of two states.
     _id_index: tuple[np.ndarray, np.ndarray] | None = None  # (argsort of doc_ids, doc_ids in that order)
@@ -327,18 +331,19 @@ def _table(kind: str) -> tuple[str, str]:
     return ("messageterm", "message_id") if kind == "message" else ("eventterm", "event_id")
 
 
-def _stats(kind: str, namespace_id: int) -> tuple[int, int, int, int]:
-    """(docs, total length, highest posting row id, highest message id) in one round trip."""
+def _stats(kind: str, namespace_id: int) -> tuple[int, int, int, int, int]:
+    """(docs, total length, highest posting row id, highest message id, highest removal id) in one
+    round trip."""
     table, _ = _table(kind)
     marker = db.obj.param
     message_max = "(SELECT MAX(id) FROM message)" if kind == "message" else "0"
     row = db.execute_sql(
         f"SELECT (SELECT docs FROM corpusstat WHERE namespace = {marker} AND kind = {marker}), "
         f"(SELECT total_length FROM corpusstat WHERE namespace = {marker} AND kind = {marker}), "
-        f"(SELECT MAX(id) FROM {table}), {message_max}",
+        f"(SELECT MAX(id) FROM {table}), {message_max}, (SELECT MAX(id) FROM searchremoval)",
         (namespace_id, kind, namespace_id, kind),
     ).fetchone()
-    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0), int(row[4] or 0)
 
 
 class _Misplaced(Exception):
@@ -519,7 +524,7 @@ def build_view(kind: str, namespace_id: int, identity: str) -> View:
     speakers: dict[str, str] = {}
     codes: dict[str, int] = {}
     with db.atomic():
-        docs, total, highest, _ = _stats(kind, namespace_id)
+        docs, total, highest, _, removals = _stats(kind, namespace_id)
         try:
             if kind != "message":
                 raise _Misplaced
@@ -536,7 +541,7 @@ def build_view(kind: str, namespace_id: int, identity: str) -> View:
     return View(kind, namespace_id, identity, static=static, watermark=highest, static_watermark=highest,
                 static_docs=len(columns["doc_ids"]), message_watermark=message_max,
                 total_length=int(columns["doc_len"].sum()), stat_docs=docs, stat_total=total, speakers=speakers,
-                speaker_names=list(codes), **columns)
+                speaker_names=list(codes), removal_watermark=removals, **columns)
 
 
 def refresh(view: View) -> View | None:
@@ -548,7 +553,11 @@ def refresh(view: View) -> View | None:
 
 
 def _refresh(view: View) -> View | None:
-    docs, total, highest, message_max = _stats(view.kind, view.namespace_id)
+    docs, total, highest, message_max, removals = _stats(view.kind, view.namespace_id)
+    if removals > view.removal_watermark:
+        view = _apply_removals(view, removals)
+        if view is None:
+            return None
     if highest < view.watermark or (view.kind == "message" and message_max < view.message_watermark):
         return None
     added = 0
@@ -587,6 +596,74 @@ def _refresh(view: View) -> View | None:
         return None
     view.stat_docs, view.stat_total = docs, total
     return view
+
+
+def _apply_removals(view: View, upto: int) -> View | None:
+    """A new view without the documents removed since the view's snapshot (logged up to ``upto``),
+    whose watermarks are lowered to the floors the removals left, so rows that reuse freed ids
+    are read as new; None when the log and the view disagree (rebuild)."""
+    marker = db.obj.param
+    rows = db.execute_sql(
+        f"SELECT namespace, doc_ids, posting_floor, message_floor FROM searchremoval WHERE kind = {marker} "
+        f"AND id > {marker} AND id <= {marker} ORDER BY id", (view.kind, view.removal_watermark, upto)).fetchall()
+    dead: set[int] = set()
+    posting_floor, message_floor = view.watermark, view.message_watermark
+    for namespace, ids, posting, message in rows:
+        # Any namespace's removal frees ids of the shared tables; only this one's documents go.
+        posting_floor = min(posting_floor, int(posting))
+        if view.kind == "message":
+            message_floor = min(message_floor, int(message))
+        if namespace == view.namespace_id:
+            dead.update(json.loads(ids))
+    index = view.index_of(sorted(dead))
+    keep = np.ones(view.size, bool)
+    keep[index[index >= 0]] = False
+    if view.kind == "message" and not (~keep | (view.doc_ids <= message_floor)).all():
+        return None  # a message above the floor was not logged as removed
+    out = _compacted(view, keep) if not keep.all() else view
+    out.watermark, out.static_watermark = posting_floor, min(out.static_watermark, posting_floor)
+    out.message_watermark = message_floor
+    out.removal_watermark = upto
+    return out
+
+
+def _compacted(view: View, keep: np.ndarray) -> View:
+    """The view with only the kept documents: their postings, columns and speakers, as a build
+    from SQL would hold them (documents in the same order, speakers coded by first message)."""
+    remap = np.cumsum(keep, dtype=np.int64) - 1
+    columns = {name: getattr(view, name)[keep] for name in _ARRAYS}
+    removed_length = view.total_length - int(columns["doc_len"].sum())
+    speakers, names = view.speakers, view.speaker_names
+    if view.kind == "message":
+        coded = columns["doc_speaker"]
+        present = coded[coded >= 0]
+        used, first = np.unique(present, return_index=True)
+        order = used[np.argsort(first, kind="stable")]
+        recode = np.full(len(names) + 1, -1, np.int32)  # the last slot serves -1 (no speaker)
+        recode[order] = np.arange(len(order), dtype=np.int32)
+        columns["doc_speaker"] = recode[coded]
+        names = [view.speaker_names[code] for code in order.tolist()]
+        speakers = {}
+        _speaker_tokens(names, speakers)
+    return replace(view, static=_kept_postings(view.static, keep, remap),
+                   delta=_kept_postings(view.delta, keep, remap), static_docs=int(keep[:view.static_docs].sum()),
+                   total_length=view.total_length - removed_length, stat_total=view.stat_total - removed_length,
+                   speakers=speakers, speaker_names=names, compacted=True, _breaks={}, _id_index=None,
+                   _key_index=None, **columns)
+
+
+def _kept_postings(part: Part, keep: np.ndarray, remap: np.ndarray) -> Part:
+    """The part's postings of kept documents, renumbered; terms left without postings dropped."""
+    if not part.size:
+        return Part.empty()
+    mask = keep[part.docs]
+    passed = np.concatenate([np.zeros(1, np.int64), np.cumsum(mask, dtype=np.int64)])
+    counts = np.diff(passed[part.offsets])
+    used = np.flatnonzero(counts)
+    offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts[used], dtype=np.int64)])
+    by_index = {t: term for term, t in part.terms.items()}
+    return Part({by_index[t]: i for i, t in enumerate(used.tolist())}, offsets,
+                remap[part.docs[mask]].astype(np.int32), part.tf[mask].astype(np.int32))
 
 
 def merge(view: View) -> View:
@@ -637,12 +714,13 @@ def save(view: View) -> None:
     (target / "terms.txt").write_text("\n".join(vocabulary), encoding="utf-8")
     meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
             "message_watermark": view.message_watermark, "total_length": view.total_length,
-            "stat_docs": view.stat_docs, "stat_total": view.stat_total,
+            "stat_docs": view.stat_docs, "stat_total": view.stat_total, "removal_watermark": view.removal_watermark,
             "speakers": view.speakers, "speaker_names": view.speaker_names, "dir": target.name}
     pointer = folder / f"{stem}.json"
     temporary = folder / f"{stem}.json.{os.getpid()}"
     temporary.write_text(json.dumps(meta), encoding="utf-8")
     os.replace(temporary, pointer)
+    view.compacted = False
     for old in folder.glob(f"{stem}-*"):
         if old.is_dir() and old != target:
             shutil.rmtree(old, ignore_errors=True)  # readers that mapped it keep their pages
@@ -673,6 +751,8 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
                 static_watermark=meta["watermark"], static_docs=len(arrays["doc_ids"]),
                 message_watermark=meta["message_watermark"], total_length=meta["total_length"],
                 stat_docs=meta["stat_docs"], stat_total=meta["stat_total"],
+                # A copy saved before removals were logged predates every logged removal.
+                removal_watermark=meta.get("removal_watermark", 0),
                 speakers=dict(meta["speakers"]), speaker_names=list(meta["speaker_names"]), **arrays)
 
 
@@ -710,6 +790,8 @@ def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
                     save(fresh)
         elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
             save(fresh) if _folder() is not None else merge(fresh)
+        if fresh.compacted and fresh.static.size >= MERGE_MIN:
+            save(fresh)  # else every new process would drop the same documents again
         _VIEWS[key] = fresh
         if len(_VIEWS) > 64:
             _VIEWS.pop(next(iter(_VIEWS)))
