@@ -205,15 +205,21 @@ def bm25_top(kind: str, namespace_id: int, query_terms: Sequence[str], k: int, *
 def bm25_top_kept(kind: str, namespace_id: int, query_terms: Sequence[str], limit: int,
                   keep: Callable[[list[int]], set[int]]) -> list[int]:
     """The ``limit`` best ids by (BM25 desc, id) among those ``keep`` accepts (given ids, it
-    returns the ones to keep), as filtering all of ``bm25`` sorted would give them.
+    returns the ones to keep), as filtering all of ``bm25`` sorted would give them."""
+    return [i for i, _ in bm25_top_kept_scored(kind, namespace_id, query_terms, limit, keep)]
+
+
+def bm25_top_kept_scored(kind: str, namespace_id: int, query_terms: Sequence[str], limit: int,
+                         keep: Callable[[list[int]], set[int]]) -> list[tuple[int, float]]:
+    """``bm25_top_kept`` with the scores: (id, score) pairs, best first.
 
     The top k by MaxScore with k growing fourfold until enough are kept: a common word
     matches most documents, and scoring and checking them all grows with the corpus."""
     depth = max(1, limit) * 4
     while True:
-        best = [i for i, _ in bm25_top(kind, namespace_id, query_terms, depth)]
-        kept = keep(best) if best else set()
-        ranked = [i for i in best if i in kept][:limit]
+        best = bm25_top(kind, namespace_id, query_terms, depth)
+        kept = keep([i for i, _ in best]) if best else set()
+        ranked = [pair for pair in best if pair[0] in kept][:limit]
         if len(ranked) >= limit or len(best) < depth:
             return ranked
         depth *= 4

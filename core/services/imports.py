@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from core.db import write_transaction
+from core.db import chunks, write_transaction
 from core.dto import MessageIn
 from core.errors import InvalidInputError, NotFoundError, StorageConflictError, StrataError
 from core.imports.formats import (
@@ -49,7 +49,7 @@ from core.providers import Provider, get_provider
 from core.providers.base import ProviderOutputError
 from core.providers.schemas import IMPORT_ACTIONS
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
-from core.services.events import LIVE, write_event
+from core.services.events import LIVE, live_event_ids, write_event
 from core.services.jobs import create_job
 from core.services.spaces import bump_revision, get_or_create_namespace, validate_name
 from core.text import clip
@@ -430,26 +430,23 @@ def _match_items(namespace: str, candidate: dict[str, Any], top_k: int) -> list[
 
 def _about_people(namespace_id: int, query: str, people: Sequence[str], limit: int) -> list[tuple[Event, float]]:
     """Live events whose index entries name one of ``people`` (as participant or in the text),
-    ranked by BM25 of ``query``; read from the postings, never the whole namespace."""
+    ranked by BM25 of ``query`` and the names; the best few checked at a time, so a name that
+    half the namespace's events carry costs what a rare one does."""
     from core.models import EventTerm
     from core.search.analyze import analyze
-    from core.search.index import MAX_TERM, bm25
-
+    from core.search.index import MAX_TERM, bm25_top_kept_scored
     names = list(dict.fromkeys(t[:MAX_TERM] for t in analyze(" ".join(people))))
     if not names:
         return []
-    scores = bm25("event", namespace_id, analyze(query) + names)
-    naming = {doc for (doc,) in EventTerm.select(EventTerm.event).where(
-        (EventTerm.namespace == namespace_id) & EventTerm.term.in_(names)).tuples()}
-    ranked = sorted((i for i in scores if i in naming), key=lambda i: (-scores[i], i))
-    out: list[tuple[Event, float]] = []
-    for start in range(0, len(ranked), 100):
-        chunk = ranked[start:start + 100]
-        live = {e.id: e for e in Event.select().where(Event.id.in_(chunk) & Event.status.in_(LIVE))}
-        out += [(live[i], scores[i]) for i in chunk if i in live]
-        if len(out) >= limit:
-            break
-    return out[:limit]
+
+    def naming_and_live(ids: list[int]) -> set[int]:
+        live = live_event_ids(ids, namespace_id)
+        return {doc for part in chunks(sorted(live)) for (doc,) in EventTerm.select(EventTerm.event).where(
+            EventTerm.event.in_(part) & EventTerm.term.in_(names)).distinct().tuples()}
+
+    ranked = bm25_top_kept_scored("event", namespace_id, analyze(query) + names, limit, naming_and_live)
+    by_id = {e.id: e for part in chunks([i for i, _ in ranked]) for e in Event.select().where(Event.id.in_(part))}
+    return [(by_id[i], score) for i, score in ranked]
 
 
 def _match_context(event, score: float) -> dict[str, Any]:

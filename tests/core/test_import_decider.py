@@ -187,3 +187,40 @@ def test_a_subjectless_memory_is_about_the_user():
     assert (moved["action"], moved["existing_event_ids"][:1]) == ("supersede", [1])
     assert decide("Works as a backend engineer at Zalando", stored)["action"] == "ignore"
     assert decide("Likes sushi", stored)["action"] == "add"
+
+
+def test_events_about_people_equal_filtering_every_scored_event(store):
+    """The ranking of a candidate's people's events is taken from the pruned top k; it must be
+    what scoring every matching event and keeping the live ones naming a person gives."""
+    import random
+
+    from core.models import Event, EventTerm
+    from core.search.analyze import analyze
+    from core.search.index import bm25_reference
+    from core.services.events import forget_event
+    from core.services.imports import _about_people
+
+    rng = random.Random(4)
+    people = ["Maya", "Ben", "Priya Raman", "Ola"]
+    topics = ["lives in Lisbon", "works at Acme", "adopted a dog", "moved to Porto", "plays the cello",
+              "started a new job", "visited Berlin", "bought a flat near the river"]
+    with write_transaction():
+        ns = get_or_create_namespace("about")
+        for i in range(400):
+            who = rng.sample(people, rng.choice([0, 1, 1, 2]))
+            text = f"{' and '.join(who) or 'Someone'} {rng.choice(topics)} in week {i % 13}."
+            write_event(ns.id, {"title": text[:60], "summary": text, "temporal": {"participants": who}},
+                        block=None, formed_turn=i)
+    for event_id in rng.sample([i for (i,) in Event.select(Event.id).tuples()], 60):
+        forget_event(event_id)
+    live = {i for (i,) in Event.select(Event.id).where(Event.status.in_(["active", "superseded"])).tuples()}
+    for query, who in (("Maya moved to Porto", ["Maya"]), ("works at Acme", ["Ben", "Ola"]),
+                       ("Priya plays the cello", ["Priya Raman"]), ("Lisbon flat", ["Nobody"])):
+        names = list(dict.fromkeys(analyze(" ".join(who))))
+        naming = {e for (e,) in EventTerm.select(EventTerm.event).where(EventTerm.term.in_(names)).tuples()}
+        scores = bm25_reference("event", ns.id, analyze(query) + names)
+        expected = sorted((i for i in scores if i in naming and i in live), key=lambda i: (-scores[i], i))
+        for limit in (1, 5, 40):
+            got = _about_people(ns.id, query, who, limit)
+            assert [e.id for e, _ in got] == expected[:limit]
+            assert all(abs(score - scores[e.id]) <= 1e-9 for e, score in got)
