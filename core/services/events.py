@@ -514,8 +514,9 @@ def _ready_blocks(namespace_id, below, window):
 
 
 _READY_BLOCKS = Prepared(_ready_blocks)
-_LIVE_KEYS_IN_BLOCKS = Prepared(lambda ids, ns, exclude: _live(
-    Event.select(*_KEYED).where(Event.block.in_(ids)), ns, exclude).tuples())
+# By block alone: with the namespace and status in the WHERE clause SQLite walked the
+# (namespace, status) index, every live event of the namespace, to find a few blocks' events.
+_KEYS_IN_BLOCKS = Prepared(lambda ids: Event.select(*_KEYED, Event.status).where(Event.block.in_(ids)).tuples())
 _LIVE_ORPHAN_KEYS = Prepared(lambda ns, exclude, limit: _live(
     Event.select(*_KEYED).where(Event.block.is_null()), ns, exclude).order_by(
     Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(limit).tuples())
@@ -545,10 +546,10 @@ def _recent_events(namespace_id: int, exclude_block: int | None) -> list[Event]:
         sequences = dict(_READY_BLOCKS.rows(namespace_id, below, window))
         if not sequences:
             break
-        ids = [i for i in sequences if i != exclude_block]
+        ids = [i for i in sequences if i != exclude_block]  # the namespace's blocks
         if ids:
             found.extend(((sequences[block], turn or 0, created or "", eid), eid)
-                         for eid, block, turn, created in _LIVE_KEYS_IN_BLOCKS.rows(ids, namespace_id, exclude_block))
+                         for eid, block, turn, created, status in _KEYS_IN_BLOCKS.rows(ids) if status in LIVE)
         below, window = min(sequences.values()), window * 2
     if len(found) < RECENT_LIMIT:
         orphans = _LIVE_ORPHAN_KEYS.rows(namespace_id, exclude_block, RECENT_LIMIT)
