@@ -252,14 +252,7 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
     view = q.view
     if q.postings < EXHAUSTIVE_BELOW or len(q.terms) == 1:
         hit, scores = score_all(q)
-        ids = view.doc_ids[hit]
-        if len(ids) > k:
-            # Keep everything tied with the k-th score before ordering by id.
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            keep = scores >= kth
-            ids, scores = ids[keep], scores[keep]
-        order = _order(ids, scores, ties)[:k]
-        return ids[order], scores[order]
+        return _best(view.doc_ids[hit], scores, k, ties)
     bounds = [upper_bound(q, t) for t in q.terms]
     # A first threshold from the documents of one term: the one with the highest bound (it is the
     # likeliest to be the only essential one, which ends the search), unless a much rarer one exists.
@@ -279,9 +272,13 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         cands, theta = _prune(q, union(q, essential), set(essential), bounds, k, theta)
     scores = score_docs(q, cands)
     keep = scores > 0
-    cands, scores = cands[keep], scores[keep]
-    ids = view.doc_ids[cands]
+    return _best(view.doc_ids[cands[keep]], scores[keep], k, ties)
+
+
+def _best(ids: np.ndarray, scores: np.ndarray, k: int, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (ids, scores), best first, equal scores by id."""
     if len(ids) > k:
+        # Keep everything tied with the k-th score before ordering by id.
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         keep = scores >= kth
         ids, scores = ids[keep], scores[keep]
