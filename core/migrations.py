@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -107,13 +107,21 @@ def _v9_search_removals(database: Database) -> None:
     database.create_tables([SearchRemoval])
 
 
+def _v10_event_change_index(database: Database) -> None:
+    """Version 10: events by (namespace, updated_at), so the newest change to a namespace's
+    events is found without counting them (graph search asks before every query)."""
+    from core.models import Event
+
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
                                                  5: _v5_imports, 6: _v6_scale_indexes,
                                                  7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
-                                                 9: _v9_search_removals}
+                                                 9: _v9_search_removals, 10: _v10_event_change_index}
 
 
 def database_version(database: Database) -> int:

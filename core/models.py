@@ -238,7 +238,9 @@ class Event(BaseModel):
     updated_at = CharField()
 
     class Meta:
-        indexes = ((("namespace", "status"), False),)
+        # (namespace, updated_at): the newest change to a namespace's events is one index step
+        # (graph search's node views stay valid until it moves).
+        indexes = ((("namespace", "status"), False), (("namespace", "updated_at"), False))
 
 
 # The timeline's order (happened time, else mention time, then id) as an index, so a page of

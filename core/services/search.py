@@ -398,20 +398,17 @@ _NODE_VIEWS: dict[int, tuple[tuple, dict]] = {}
 
 def _view_fingerprint(namespace_id: int) -> tuple:
     """What a node's effective view depends on beyond the graph tables: which of its evidence
-    events are live. Live events are counted per status from the (namespace, status) index; the
-    few forgotten or archived ones also give their latest change, so a forget and a restore
-    between two searches still differ. New provenance rows raise graphsource's highest id."""
+    events are live. Every status change (forget, restore, supersede, an undone import) stamps
+    the event's ``updated_at``, so the namespace's newest stamp moves with it; a deleted event
+    is logged in ``searchremoval``; new provenance rows raise graphsource's highest id. Each is
+    one index step: counting the events by status grew with the namespace (13 ms at 85k events)."""
     marker = db.obj.param
-    counts = db.execute_sql(
-        f"SELECT status, COUNT(*) FROM event WHERE namespace_id = {marker} GROUP BY status", (namespace_id,)).fetchall()
-    # The hidden statuses present, named: "NOT IN (live)" made SQLite read every event's row.
-    hidden_statuses = sorted(status for status, _ in counts if status not in LIVE)
-    hidden = db.execute_sql(
-        f"SELECT MAX(updated_at) FROM event WHERE namespace_id = {marker} AND status IN "
-        f"({', '.join([marker] * len(hidden_statuses))})", (namespace_id, *hidden_statuses)).fetchone()[0] \
-        if hidden_statuses else None
-    source = db.execute_sql("SELECT MAX(id) FROM graphsource").fetchone()
-    return (_graph_fingerprint(namespace_id), tuple(sorted(counts)), hidden, source[0])
+    row = db.execute_sql(
+        f"SELECT (SELECT MAX(updated_at) FROM event WHERE namespace_id = {marker}), "
+        f"(SELECT MAX(id) FROM event WHERE namespace_id = {marker}), "
+        f"(SELECT MAX(id) FROM searchremoval WHERE kind = 'event'), (SELECT MAX(id) FROM graphsource)",
+        (namespace_id, namespace_id)).fetchone()
+    return (_graph_fingerprint(namespace_id), *row)
 
 
 def _cached_node_view(namespace_id: int, fingerprint: tuple, node_id: int):
