@@ -112,6 +112,9 @@ def _clip(text: str, limit: int) -> str:
 # The statements derivation runs for every job, rendered once (see core.db.Prepared).
 _STATUSES = Prepared(lambda ids: Event.select(Event.id, Event.status).where(Event.id.in_(ids)).tuples())
 _NODES = Prepared(lambda ids: GraphNode.select().where(GraphNode.id.in_(ids)))
+# What an edge shows of its other end (no JSON columns decoded for a hub's hundred neighbours).
+_NODE_NAMES = Prepared(lambda ids: GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.type).where(
+    GraphNode.id.in_(ids)).tuples())
 _BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(Event.id.in_(ids) & (Event.namespace == ns)))
 _LIVE_BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(
     Event.id.in_(ids) & (Event.namespace == ns) & Event.status.in_(LIVE)).order_by(Event.id))
@@ -1235,13 +1238,14 @@ def node_view(node_id: int) -> NodeView:
         raise NotFoundError(f"graph node {node_id} does not exist or has no visible evidence (see `strata graph`)")
     edges = view.current_edges + view.historical_edges
     other_ids = {e.to_node_id if e.from_node_id == node_id else e.from_node_id for e, _ in edges}
-    others = {n.id: n for n in _NODES.rows(list(other_ids))} if other_ids else {}
+    others = {i: (name, kind) for i, name, kind in _NODE_NAMES.rows(list(other_ids))} if other_ids else {}
 
     def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
-        other = others[edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id]
+        other_id = edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id
+        other_name, other_type = others[other_id]
         return EdgeView(
-            id=edge.id, relation=edge.relation, status=edge.status, current=current, other_id=other.id,
-            other_name=other.name, other_type=other.type, valid_from=edge.valid_from, valid_to=edge.valid_to,
+            id=edge.id, relation=edge.relation, status=edge.status, current=current, other_id=other_id,
+            other_name=other_name, other_type=other_type, valid_from=edge.valid_from, valid_to=edge.valid_to,
             confidence=edge.confidence, source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
         )
 
