@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Sequence
 
-from core.db import db, write_transaction
+from core.db import Prepared, db, write_transaction
 from core.dto import RawMessage, ToolTrace
 from core.errors import InvalidInputError
 from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
@@ -23,7 +23,7 @@ from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
-from core.services.events import LIVE, EventRow, _row as event_row, live_event_ids
+from core.services.events import _EVENTS, LIVE, EventRow, _row as event_row, live_event_ids
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, period_bounds
 
@@ -167,7 +167,7 @@ def search_events(
         fused = _live_text_head(ns.id, terms, limit)
         if not fused:
             return []
-        candidates = {e.id: e for e in Event.select().where(Event.id.in_([i for i, _ in fused]))}
+        candidates = {e.id: e for e in _EVENTS.rows([i for i, _ in fused])}
         return _event_hits(ns, fused, candidates, track)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
@@ -243,16 +243,23 @@ def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tup
     return [(i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(best_live_events(namespace_id, terms, limit))]
 
 
+# Read on every event search: rendered once (core.db.Prepared), not per call.
+_SOURCE_MESSAGES = Prepared(lambda ids: EventSource.select(EventSource.event, EventSource.message).where(
+    EventSource.event.in_(ids)).order_by(EventSource.position).tuples())
+_THREAD_NAMES = Prepared(lambda namespace_id: Thread.select(Thread.id, Thread.name).where(
+    Thread.namespace == namespace_id).tuples())
+
+
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
                 track: bool) -> list[EventHit]:
     ids = [i for i, _ in fused]
     sources: dict[int, list[int]] = {}
-    for row in EventSource.select().where(EventSource.event.in_(ids)).order_by(EventSource.position):
-        sources.setdefault(row.event_id, []).append(row.message_id)
+    for event_id, message_id in _SOURCE_MESSAGES.rows(ids) if ids else ():
+        sources.setdefault(event_id, []).append(message_id)
     if track and ids:
         with write_transaction():
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(ids)).execute()
-    threads = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
+    threads = dict(_THREAD_NAMES.rows(ns.id))
     return [
         EventHit(
             event=event_row(candidates[i], ns, threads.get(candidates[i].thread_id)),

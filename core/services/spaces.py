@@ -60,8 +60,11 @@ def get_or_create_namespace(name: str, *, block_turn_size: int | None = None) ->
     return row
 
 
+_BY_NAME = Prepared(lambda name: Namespace.select().where(Namespace.name == name))
+
+
 def get_namespace(name: str) -> Namespace:
-    row = Namespace.get_or_none(Namespace.name == name)
+    row = _BY_NAME.first(name)  # every search starts here: rendered once, not per call
     if row is None:
         raise NotFoundError(f"namespace {name!r} does not exist (see `strata namespaces`)")
     return row
