@@ -768,11 +768,9 @@ def _cache_key(kind: str, namespace_id: int) -> tuple:
 
 def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
     """The current view of a namespace's postings (built, loaded, refreshed or merged as needed)."""
-    if identity is None:
-        from core.models import Namespace
-
-        row = Namespace.get_or_none(Namespace.id == namespace_id)
-        identity = row.created_at if row is not None else ""
+    if identity is None:  # plain SQL: a peewee get here cost ~1 ms of every search
+        row = db.execute_sql(f"SELECT created_at FROM namespace WHERE id = {db.obj.param}", (namespace_id,)).fetchone()
+        identity = row[0] if row is not None else ""
     key = _cache_key(kind, namespace_id)
     with _LOCK:
         current = _VIEWS.get(key)
