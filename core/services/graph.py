@@ -1232,13 +1232,36 @@ def _fact_view(fact: GraphFact, sources: list[int]) -> FactView:
 
 def node_view(node_id: int) -> NodeView:
     """The Event-authoritative view of one node (§6.3); hidden nodes do not exist here."""
-    node = _NODES.first([node_id])
-    view = _compute_views([node]).get(node_id) if node is not None else None
-    if view is None or not view.visible:
+    found = node_views([node_id]).get(node_id)
+    if found is None:
         raise NotFoundError(f"graph node {node_id} does not exist or has no visible evidence (see `strata graph`)")
-    edges = view.current_edges + view.historical_edges
-    other_ids = {e.to_node_id if e.from_node_id == node_id else e.from_node_id for e, _ in edges}
-    others = {i: (name, kind) for i, name, kind in _NODE_NAMES.rows(list(other_ids))} if other_ids else {}
+    return found
+
+
+def node_views(node_ids: Sequence[int]) -> dict[int, NodeView]:
+    """``node_view`` of several nodes from one set of reads: nodes that are linked (a person and
+    the people, tools and places around them) share their edges and those edges' citations.
+    Nodes that do not exist or have no visible evidence are left out."""
+    nodes = [n for part in chunks(list(dict.fromkeys(node_ids))) for n in _NODES.rows(list(part))]
+    views = {i: v for i, v in _compute_views(nodes).items() if v.visible}
+    other_ids = {i for v in views.values() for e, _ in v.current_edges + v.historical_edges
+                 for i in (e.from_node_id, e.to_node_id)}
+    others = {i: (name, kind) for part in chunks(list(other_ids)) for i, name, kind in _NODE_NAMES.rows(list(part))}
+    support = {i: v.all_sources()[:GRAPH_PROVENANCE_LIMIT] for i, v in views.items()}
+    wanted = sorted({e for ids in support.values() for e in ids})
+    refs = {r.id: r for part in chunks(wanted) for r in _EVENT_REFS.rows(list(part))}
+    namespaces = {ns_id: _NAMESPACE.get(ns_id).name for ns_id in {n.namespace_id for n in nodes}}
+    out = {}
+    for node in nodes:
+        view = views.get(node.id)
+        if view is not None:
+            out[node.id] = _node_view(node, view, others, refs, support[node.id], namespaces[node.namespace_id])
+    return out
+
+
+def _node_view(node: GraphNode, view: _Computed, others: dict[int, tuple[str, str]], refs: dict[int, Event],
+               support: list[int], namespace: str) -> NodeView:
+    node_id = node.id
 
     def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
         other_id = edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id
@@ -1254,13 +1277,11 @@ def node_view(node_id: int) -> NodeView:
     ]
     edges_out = tuple(edge_view(e, s, c) for e, s, c in ordered if e.from_node_id == node_id)
     edges_in = tuple(edge_view(e, s, c) for e, s, c in ordered if e.to_node_id == node_id)
-    support = view.all_sources()[:GRAPH_PROVENANCE_LIMIT]
-    rows = {e.id: e for e in _EVENT_REFS.rows(list(support))} if support else {}
-    events = [EventRef(r.id, r.title, r.status, r.happened_start) for r in (rows.get(i) for i in support)
+    events = [EventRef(r.id, r.title, r.status, r.happened_start) for r in (refs.get(i) for i in support)
               if r is not None and r.status in LIVE]
     return NodeView(
         id=node.id,
-        namespace=_NAMESPACE.get(node.namespace_id).name,
+        namespace=namespace,
         name=node.name,
         type=node.type,
         aliases=tuple(view.aliases),
@@ -1316,5 +1337,5 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
 __all__ = [
     "ApplyResult", "EdgeView", "EventRef", "FactView", "FUNCTIONAL_RELATIONS", "GRAPH_PROVENANCE_LIMIT",
     "NodeRow", "NodeView", "PROJECTOR_VERSION", "apply_projection", "entity_key", "is_functional",
-    "list_nodes", "node_view", "projection_context", "relation_key", "run_graph_job",
+    "list_nodes", "node_view", "node_views", "projection_context", "relation_key", "run_graph_job",
 ]

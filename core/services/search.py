@@ -418,10 +418,11 @@ def _view_fingerprint(namespace_id: int) -> tuple:
     return (_graph_fingerprint(namespace_id), *row)
 
 
-def _cached_node_view(namespace_id: int, fingerprint: tuple, node_id: int):
-    """``node_view`` remembered until the namespace's graph or its evidence changes."""
+def _cached_node_views(namespace_id: int, fingerprint: tuple, node_ids: list[int]) -> dict:
+    """``node_view`` of each node (or the NotFoundError it raises), remembered until the
+    namespace's graph or its evidence changes; the ones not remembered are read in one batch."""
     from core.errors import NotFoundError
-    from core.services.graph import node_view
+    from core.services.graph import node_views
 
     key = (id(db.obj), fingerprint)
     cached = _NODE_VIEWS.get(namespace_id)
@@ -430,12 +431,12 @@ def _cached_node_view(namespace_id: int, fingerprint: tuple, node_id: int):
         if len(_NODE_VIEWS) > 16:
             _NODE_VIEWS.pop(next(iter(_NODE_VIEWS)))
     views = cached[1]
-    if node_id not in views:
-        try:
-            views[node_id] = node_view(node_id)
-        except NotFoundError as exc:  # remembered too: it is as stable as a view
-            views[node_id] = exc
-    return views[node_id]
+    missing = [i for i in node_ids if i not in views]
+    if missing:
+        found = node_views(missing)
+        for node_id in missing:  # a hidden node is remembered too: it is as stable as a view
+            views[node_id] = found.get(node_id) or NotFoundError(f"graph node {node_id} has no visible evidence")
+    return {i: views[i] for i in node_ids}
 
 
 def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
@@ -455,8 +456,12 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     scores = _prerank_nodes(ns.id, terms, fingerprint[0])
     wanted = set(terms)
     hits = []
-    for nid in sorted(scores, key=lambda i: (-scores[i], i))[: limit * 3]:
-        view = _cached_node_view(ns.id, fingerprint, nid)
+    ranked = sorted(scores, key=lambda i: (-scores[i], i))[: limit * 3]
+    views: dict = {}
+    for position, nid in enumerate(ranked):
+        if nid not in views:  # the next ``limit`` candidates' views in one batch, as far as needed
+            views.update(_cached_node_views(ns.id, fingerprint, ranked[position:position + limit]))
+        view = views[nid]
         if isinstance(view, NotFoundError):
             continue
         field_tokens = {f: set(analyze(t)) for f, t in _node_fields(view).items()}

@@ -718,3 +718,38 @@ def test_views_read_a_window_of_sources_yet_classify_like_reading_them_all(store
         assert shape(windowed) == shape(every)
         # a count read through a full window is shown as a floor ("3+"), never as exact
         assert not any(v.sources_more for v in every.values()) and any(v.sources_more for v in windowed.values())
+
+
+def test_views_read_together_equal_views_read_one_by_one(store):
+    """Graph search reads its candidates' views in one batch (linked nodes share edges and
+    citations); each must be the view node_view gives alone, whatever was forgotten."""
+    import random
+
+    from core.services.graph import node_views
+
+    texts = ["Ann lives in Oslo and works at Acme Inc with Bo.", "Bo uses Vim and Git; Ann uses Git.",
+             "Cy moved to Paris and works at Globex with Ann.", "Bo lives in Oslo, Cy visited Oslo.",
+             "Ann and Cy use Postgres at Acme Inc.", "Dee has a dog named Rex and lives in Rome."]
+    ids = [_event(f"e{i}", text, participants=["Ann", "Bo", "Cy", "Dee"][i % 4:i % 4 + 2])
+           for i, text in enumerate(texts * 3)]
+    for start in range(0, len(ids), 5):
+        batch = ids[start:start + 5]
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        apply_projection(_ns_id(), batch, project_graph_offline(context))
+    node_ids = [n.id for n in GraphNode.select()] + [10**6]  # one that does not exist
+    assert len(node_ids) > 6 and GraphEdge.select().count() > 4
+    rng = random.Random(3)
+    for round_ in range(4):
+        alone = {}
+        for node_id in node_ids:
+            try:
+                alone[node_id] = node_view(node_id)
+            except NotFoundError:
+                pass
+        together = node_views(rng.sample(node_ids, len(node_ids)))
+        assert together == alone
+        if round_ == 0:
+            assert len(alone) == len(node_ids) - 1
+        for event_id in rng.sample(ids, 5):  # some nodes lose their evidence, some get it back
+            Event.update(status=rng.choice(["forgotten", "active", "superseded"])).where(
+                Event.id == event_id).execute()
