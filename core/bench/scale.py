@@ -93,6 +93,7 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
 
     if path.exists():
         raise FileExistsError(path)
+    commit = git_commit()  # the code that builds, even if the checkout moves during a long build
     open_store(f"sqlite:///{path}")
     ingest_s = derive_s = 0.0
     done = since_derive = 0
@@ -146,7 +147,7 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
         "derive_failures": failed,
         **counts,
         "build_peak_rss_bytes": peak_rss_bytes(),
-        "built_at_commit": git_commit(),  # a reused database keeps the commit it was built with
+        "built_at_commit": commit,  # a reused database keeps the commit it was built with
     }
 
 
@@ -319,7 +320,11 @@ def _ratio(new: float | None, old: float | None) -> float | None:
 def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int = 7,
               derive_limit: int | None = None, reuse: bool = False, skip_baseline: bool = False,
               skip_ui: bool = False, progress: ProgressFn | None = None) -> dict:
-    """Build, measure and compare every size; each phase in its own process."""
+    """Build, measure and compare every size; each phase in its own process.
+
+    Each phase's process imports the checkout as it is when the phase starts: keep it still
+    during a run (the report's commit is the one the run started from)."""
+    commit = git_commit()
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     previous: dict | None = None
@@ -381,7 +386,7 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
     return {
         "benchmark": "scale",
         "provider": "offline",
-        "commit": git_commit(),
+        "commit": commit,
         "seed": seed,
         "queries": queries,
         "sizes": sizes,
