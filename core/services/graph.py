@@ -978,7 +978,13 @@ def _classify(status: str, sources: list[tuple[int, str]]) -> tuple[str, list[in
     return None
 
 
-SOURCE_WINDOW = 64  # citations read per record, newest first, for an effective view
+# Citations read per record, newest first, for an effective view: the provenance a view shows
+# (GRAPH_PROVENANCE_LIMIT) with room for hidden ones. Classification is exact whatever the window
+# (_sources_of reads further back when the window holds no active source); counts past it are
+# shown as floors ("21+"). Each citation costs a lookup in the event table, and a cold view of a
+# hub reads this many for each of its hundreds of edges: 64 made graph search's cold views the
+# slowest thing it did at a million messages.
+SOURCE_WINDOW = 16
 
 
 def _all_sources_of(kind: str, record_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
