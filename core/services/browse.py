@@ -391,8 +391,10 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
         if cursor is not None:
             select = select.where((GraphNode.name_norm > cursor[0])
                                   | ((GraphNode.name_norm == cursor[0]) & (GraphNode.id > cursor[1])))
-        chunk = list(select.order_by(GraphNode.name_norm, GraphNode.id).limit(limit * 2))
-        exhausted = len(chunk) < limit * 2
+        # A few more than the page: views are the cost here, and a node is rarely hidden.
+        want = limit - len(rows) + max(8, limit // 4)
+        chunk = list(select.order_by(GraphNode.name_norm, GraphNode.id).limit(want))
+        exhausted = len(chunk) < want
         views = _compute_views(chunk)
         for node in chunk:
             cursor = (node.name_norm, node.id)
