@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -115,13 +115,22 @@ def _v10_event_change_index(database: Database) -> None:
     Event._schema.create_indexes(safe=True)
 
 
+def _v11_event_day_lane_index(database: Database) -> None:
+    """Version 11: events by (namespace, chronology, happened, mentioned), so the timeline
+    histogram's counts by day and lane are read from the index alone."""
+    from core.models import Event
+
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
 MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
                                                  5: _v5_imports, 6: _v6_scale_indexes,
                                                  7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
-                                                 9: _v9_search_removals, 10: _v10_event_change_index}
+                                                 9: _v9_search_removals, 10: _v10_event_change_index,
+                                                 11: _v11_event_day_lane_index}
 
 
 def database_version(database: Database) -> int:

@@ -248,6 +248,10 @@ class Event(BaseModel):
 # adds it to older stores); SQL(0) keeps the literal inline so queries match it.
 EVENT_CHRONOLOGY = fn.COALESCE(Event.happened_start_ts, Event.mentioned_ts, SQL("0"))
 Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.id, name="event_chronology"))
+# The timeline histogram counts a namespace's events by day and lane: with both times beside the
+# chronology in one index it never reads the (wide) event rows (1.4 s -> 0.24 s cold at 252k events).
+Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.happened_start_ts, Event.mentioned_ts,
+                            name="event_day_lane"))
 
 
 class EventSource(BaseModel):
