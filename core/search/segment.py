@@ -67,12 +67,22 @@ class Part:
         """Build from parallel arrays (any order); ``term_ids`` index ``vocabulary``."""
         order = np.argsort((term_ids.astype(np.int64) << 32) | docs.astype(np.int64))  # (term, doc) pairs are distinct
         counts = np.bincount(term_ids, minlength=len(vocabulary))
-        docs, tf = docs[order].astype(np.int32), tf[order].astype(np.int32)
-        del order
+        return cls.packed(counts, docs[order].astype(np.int32), tf[order].astype(np.int32), vocabulary)
+
+    @classmethod
+    def packed(cls, counts: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
+        """From postings already in (term, doc) order, ``counts[t]`` of them for ``vocabulary[t]``;
+        terms without postings are left out."""
         used = np.flatnonzero(counts)
         offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts[used], dtype=np.int64)])
-        terms = {vocabulary[t]: i for i, t in enumerate(used.tolist())}
-        return cls(terms, offsets, docs, tf)
+        return cls({vocabulary[t]: i for i, t in enumerate(used.tolist())}, offsets, docs, tf)
+
+    def vocabulary(self) -> list[str]:
+        """The terms by their index in this part."""
+        out = [""] * len(self.terms)
+        for term, t in self.terms.items():
+            out[t] = term
+        return out
 
     @property
     def size(self) -> int:
@@ -135,9 +145,7 @@ class Part:
 
     def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """(term ids, docs, tf, vocabulary): the inverse of ``from_rows``."""
-        vocabulary = [""] * len(self.terms)
-        for term, t in self.terms.items():
-            vocabulary[t] = term
+        vocabulary = self.vocabulary()
         term_ids = np.repeat(np.arange(len(vocabulary), dtype=np.int64), np.diff(self.offsets))
         return term_ids, np.asarray(self.docs), np.asarray(self.tf), vocabulary
 
@@ -658,12 +666,8 @@ def _kept_postings(part: Part, keep: np.ndarray, remap: np.ndarray) -> Part:
         return Part.empty()
     mask = keep[part.docs]
     passed = np.concatenate([np.zeros(1, np.int64), np.cumsum(mask, dtype=np.int64)])
-    counts = np.diff(passed[part.offsets])
-    used = np.flatnonzero(counts)
-    offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts[used], dtype=np.int64)])
-    by_index = {t: term for term, t in part.terms.items()}
-    return Part({by_index[t]: i for i, t in enumerate(used.tolist())}, offsets,
-                remap[part.docs[mask]].astype(np.int32), part.tf[mask].astype(np.int32))
+    return Part.packed(np.diff(passed[part.offsets]), remap[part.docs[mask]].astype(np.int32),
+                       part.tf[mask].astype(np.int32), part.vocabulary())
 
 
 def merge(view: View) -> View:
@@ -710,7 +714,7 @@ def save(view: View) -> None:
         np.save(target / f"{name}.npy", getattr(view, name))
     for name in ("offsets", "docs", "tf"):
         np.save(target / f"post_{name}.npy", getattr(view.static, name))
-    _, _, _, vocabulary = view.static.rows()
+    vocabulary = view.static.vocabulary()  # not rows(): its term id per posting is 160 MB at 1M
     (target / "terms.txt").write_text("\n".join(vocabulary), encoding="utf-8")
     meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
             "message_watermark": view.message_watermark, "total_length": view.total_length,
