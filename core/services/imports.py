@@ -435,6 +435,7 @@ def _about_people(namespace_id: int, query: str, people: Sequence[str], limit: i
     from core.models import EventTerm
     from core.search.analyze import analyze
     from core.search.index import MAX_TERM, bm25_top_kept_scored
+
     names = list(dict.fromkeys(t[:MAX_TERM] for t in analyze(" ".join(people))))
     if not names:
         return []
