@@ -143,11 +143,40 @@ class Part:
                 cache.pop(next(iter(cache)))
         return dense
 
-    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        """(term ids, docs, tf, vocabulary): the inverse of ``from_rows``."""
-        vocabulary = self.vocabulary()
-        term_ids = np.repeat(np.arange(len(vocabulary), dtype=np.int64), np.diff(self.offsets))
-        return term_ids, np.asarray(self.docs), np.asarray(self.tf), vocabulary
+    def followed_by(self, later: "Part") -> "Part":
+        """This part and ``later`` as one, when every document of ``later`` comes after every
+        document of this part (appended documents): each term's run is its run here, then its run
+        there, so the postings are placed, not sorted. The same part as ``from_rows`` over both
+        (terms numbered here first, then ``later``'s new ones in its order); appending a few
+        documents to a delta of 200k postings no longer sorts the delta again.
+        """
+        if not later.size:
+            return self
+        if not self.size:
+            return later
+        if int(later.docs.min()) <= int(self.docs.max()):
+            raise ValueError("Part.followed_by: the later part's documents must all come after this part's")
+        terms = dict(self.terms)
+        for term in later.vocabulary():
+            terms.setdefault(term, len(terms))
+        own = len(self.terms)
+        theirs_at = np.fromiter((terms[t] for t in later.vocabulary()), np.int64, len(later.terms))
+        mine = np.zeros(len(terms), np.int64)
+        mine[:own] = np.diff(self.offsets)
+        counts = mine.copy()
+        later_counts = np.diff(later.offsets)
+        counts[theirs_at] += later_counts
+        offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts, dtype=np.int64)])
+        # A posting's new place: its rank in its run plus where that run now starts (after this
+        # part's run of the same term, for ``later``'s postings).
+        here = np.arange(self.size, dtype=np.int64) + np.repeat(offsets[:own] - self.offsets[:-1], mine[:own])
+        there = np.arange(later.size, dtype=np.int64) + np.repeat(
+            offsets[theirs_at] + mine[theirs_at] - later.offsets[:-1], later_counts)
+        docs = np.empty(self.size + later.size, np.int32)
+        tf = np.empty(self.size + later.size, np.int32)
+        docs[here], docs[there] = self.docs, later.docs
+        tf[here], tf[there] = self.tf, later.tf
+        return Part(terms, offsets, docs, tf)
 
 
 _EMPTY_I = np.zeros(0, np.int32)
@@ -586,14 +615,7 @@ def _refresh(view: View) -> View | None:
                 setattr(view, name, np.concatenate([getattr(view, name), columns[name]]))
             view.grown(base)
         if len(doc_ids):
-            old_ids, old_docs, old_tf, old_vocab = view.delta.rows()
-            remap = {term: i for i, term in enumerate(old_vocab)}
-            for term in vocabulary:
-                remap.setdefault(term, len(remap))
-            shift = np.array([remap[t] for t in vocabulary], np.int64)
-            view.delta = Part.from_rows(
-                np.concatenate([old_ids, shift[term_ids]]), np.concatenate([old_docs, index + base]),
-                np.concatenate([old_tf, tf]), list(remap))
+            view.delta = view.delta.followed_by(Part.from_rows(term_ids, index + base, tf, vocabulary))
         added = int(lens.sum())
         view.total_length += added
         # Everything up to the snapshot's highest rows has been seen (other namespaces' rows too).
@@ -674,14 +696,7 @@ def merge(view: View) -> View:
     """Fold the delta into the static part (in memory; no SQL)."""
     if not view.delta.size:
         return view
-    s_ids, s_docs, s_tf, s_vocab = view.static.rows()
-    d_ids, d_docs, d_tf, d_vocab = view.delta.rows()
-    remap = {term: i for i, term in enumerate(s_vocab)}
-    for term in d_vocab:
-        remap.setdefault(term, len(remap))
-    shift = np.array([remap[t] for t in d_vocab], np.int64)
-    view.static = Part.from_rows(np.concatenate([s_ids, shift[d_ids] if len(d_ids) else d_ids]),
-                                 np.concatenate([s_docs, d_docs]), np.concatenate([s_tf, d_tf]), list(remap))
+    view.static = view.static.followed_by(view.delta)  # the delta holds the documents appended since
     view.delta = Part.empty()
     view.static_watermark = view.watermark
     view.static_docs = view.size

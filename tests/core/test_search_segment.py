@@ -435,3 +435,39 @@ def test_neighbours_are_the_messages_that_many_positions_away():
     for offset in (-2, -1, 1, 2, 3):
         expected = [at.get((t, p + offset), -1) for t, p in zip(threads.tolist(), positions.tolist())]
         assert view.neighbours_of(offset, np.arange(n)).tolist() == expected
+
+
+def _random_part(rng, vocabulary: list[str], first_doc: int, docs: int) -> segment.Part:
+    pairs = {(int(rng.integers(len(vocabulary))), first_doc + int(rng.integers(docs))) for _ in range(docs * 3)}
+    term_ids, doc_ids = (np.array(column, np.int64) for column in zip(*sorted(pairs)))
+    return segment.Part.from_rows(term_ids, doc_ids, rng.integers(1, 9, len(term_ids)), vocabulary)
+
+
+def test_appending_a_later_part_equals_building_from_both():
+    """``followed_by`` places the postings of appended documents instead of sorting everything
+    again; it must give the very part ``from_rows`` gives over the rows of both."""
+    rng = np.random.default_rng(11)
+    words = [f"w{i}" for i in range(40)]
+    for trial in range(30):
+        early_vocab = list(rng.permutation(words)[:25])
+        late_vocab = list(rng.permutation(words)[:int(rng.integers(1, 30))])
+        early = _random_part(rng, early_vocab, 0, 50)
+        late = _random_part(rng, late_vocab, 50, 20)
+        joined = early.followed_by(late)
+        terms, docs, tf = [], [], []
+        for part in (early, late):
+            for term, t in part.terms.items():
+                lo, hi = part.offsets[t], part.offsets[t + 1]
+                terms += [term] * int(hi - lo)
+                docs += part.docs[lo:hi].tolist()
+                tf += part.tf[lo:hi].tolist()
+        vocabulary = list(dict.fromkeys(early.vocabulary() + late.vocabulary()))
+        expected = segment.Part.from_rows(np.array([vocabulary.index(t) for t in terms]), np.array(docs),
+                                          np.array(tf), vocabulary)
+        assert joined.terms == expected.terms, trial
+        for name in ("offsets", "docs", "tf"):
+            assert np.array_equal(getattr(joined, name), getattr(expected, name)), (trial, name)
+    empty = segment.Part.empty()
+    assert empty.followed_by(late) is late and late.followed_by(empty) is late
+    with pytest.raises(ValueError):
+        late.followed_by(early)  # earlier documents after later ones: the runs would be unsorted
