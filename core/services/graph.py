@@ -1168,9 +1168,32 @@ _NEWEST_FACTS = Prepared(_newest_facts)
 _EDGES_AMONG = Prepared(lambda sources, targets: GraphEdge.select().where(
     GraphEdge.from_node.in_(sources) & GraphEdge.to_node.in_(targets) & GraphEdge.status.in_(CURRENT)
 ).order_by(GraphEdge.id).limit(CONTEXT_EDGES * 4))
-_CITED_BY_ACTIVE = Prepared(lambda kind, ids: GraphSource.select(GraphSource.record_id).distinct().join(
-    Event, on=(GraphSource.event == Event.id)).where(
-    (GraphSource.kind == kind) & GraphSource.record_id.in_(ids) & (Event.status == "active")).tuples())
+
+
+def _cited_by_active_query(model, kind: str):
+    def build(ids):
+        # EXISTS stops at a record's first active citation; selecting the distinct record ids of
+        # the active citations read every citation of a hub (thousands, more every day).
+        active = GraphSource.select(GraphSource.id).join(Event, on=(GraphSource.event == Event.id)).where(
+            (GraphSource.kind == kind) & (GraphSource.record_id == model.id) & (Event.status == "active"))
+        return model.select(model.id).where(model.id.in_(ids) & fn.EXISTS(active)).tuples()
+    return Prepared(build)
+
+
+_CITED_BY_ACTIVE = {kind: _cited_by_active_query(model, kind) for kind, model in (("fact", GraphFact),
+                                                                                  ("edge", GraphEdge))}
+
+
+def _metadata_statuses(nodes: Sequence[GraphNode]) -> dict[int, str]:
+    """Event statuses enough to tell which alias and tag entries of the nodes have a live source
+    (``_visible_metadata``): each entry's newest source, then every source only of entries whose
+    newest is not live. A hub's entries cite up to 64 events each, nearly always the newest live."""
+    entries = [ids for n in nodes if isinstance(n.provenance, dict)
+               for kind in ("aliases", "tags") for entry in n.provenance.get(kind, []) if isinstance(entry, dict)
+               for ids in [[i for i in entry.get("source_event_ids", []) if isinstance(i, int)]] if ids]
+    statuses = _event_statuses(max(ids) for ids in entries)
+    statuses.update(_event_statuses(i for ids in entries if statuses.get(max(ids)) not in LIVE for i in ids))
+    return statuses
 
 
 def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
@@ -1181,11 +1204,7 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     if not ids:
         return {}
     out = {n.id: _Computed(node=n) for n in nodes}
-    statuses = _event_statuses(
-        i for n in nodes if isinstance(n.provenance, dict)
-        for kind in ("aliases", "tags") for entry in n.provenance.get(kind, []) if isinstance(entry, dict)
-        for i in entry.get("source_event_ids", []) if isinstance(i, int)
-    )
+    statuses = _metadata_statuses(nodes)
     for node in nodes:
         view = out[node.id]
         view.node_sources = _newest_sources("node", node.id, LIVE, CONTEXT_SOURCES)
@@ -1216,7 +1235,7 @@ def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
     """Which of the records cite at least one active event (what makes a current record visible)."""
     found: set[int] = set()
     for part in chunks(list(record_ids)):
-        found.update(r for (r,) in _CITED_BY_ACTIVE.rows(kind, list(part)))
+        found.update(r for (r,) in _CITED_BY_ACTIVE[kind].rows(list(part)))
     return found
 
 

@@ -753,3 +753,42 @@ def test_views_read_together_equal_views_read_one_by_one(store):
         for event_id in rng.sample(ids, 5):  # some nodes lose their evidence, some get it back
             Event.update(status=rng.choice(["forgotten", "active", "superseded"])).where(
                 Event.id == event_id).execute()
+
+
+def test_context_visibility_reads_equal_reading_every_citation(store):
+    """The projector's context decides which facts and edges show (some active citation) and
+    which aliases and tags show (some live source) from as few rows as it can: an EXISTS per
+    record, and each entry's newest source first. Under any forget pattern the answers must be
+    those that reading every citation and every status gives."""
+    import random
+
+    from core.services import graph as graphsvc
+
+    ids = [_event(f"e{i}", f"Ann and Bo, note {i}", participants=["Ann", "Bo"]) for i in range(12)]
+    rng = random.Random(7)
+    nodes = [_node(f"n{k}", name, "person", rng.sample(ids, 4), aliases=[f"{name}ie", f"{name}o"],
+                   tags=["friend"], alias_ids=sorted(rng.sample(ids, 3)), tag_ids=sorted(rng.sample(ids, 2)),
+                   facts=[("likes", f"tea {k}", rng.sample(ids, 3)), ("role", f"chef {k}", rng.sample(ids, 2))])
+             for k, name in enumerate(["Ann", "Bo", "Cy"])]
+    edges = [_edge("n0", "n1", "knows", rng.sample(ids, 3)), _edge("n1", "n2", "knows", rng.sample(ids, 2)),
+             _edge("n2", "n0", "knows", rng.sample(ids, 4))]
+    _apply(ids, nodes, edges)
+    stored = list(GraphNode.select())
+    assert stored and all(n.provenance.get("aliases") for n in stored)
+
+    def every_citation(kind: str, model) -> set[int]:
+        return {s.record_id for s in GraphSource.select().where(GraphSource.kind == kind)
+                if Event.get_by_id(s.event_id).status == "active"} & {r.id for r in model.select()}
+
+    for _ in range(8):
+        for event_id in rng.sample(ids, 5):
+            Event.update(status=rng.choice(["forgotten", "active", "superseded", "archived"])).where(
+                Event.id == event_id).execute()
+        for kind, model in (("fact", GraphFact), ("edge", GraphEdge)):
+            assert graphsvc._cited_by_active(kind, [r.id for r in model.select()]) == every_citation(kind, model)
+        statuses = {e.id: e.status for e in Event.select()}
+        few = graphsvc._metadata_statuses(stored)
+        for node in stored:
+            for kind in ("aliases", "tags"):
+                assert (graphsvc._visible_metadata(node, kind, [], few)
+                        == graphsvc._visible_metadata(node, kind, [], statuses))
