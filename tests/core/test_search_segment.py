@@ -32,6 +32,7 @@ QUESTIONS = queries(10) + ["Alice kubernetes", "rollback plan", "budget deadline
 def corpus(store, monkeypatch):
     segment.forget_views()
     monkeypatch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
+    monkeypatch.setattr(scoring, "LONG_QUERY", 10**6)  # even for long queries
     monkeypatch.setattr(segment, "DENSE_MIN", 40)  # common terms looked up through dense tf arrays
     monkeypatch.setattr(segment, "DENSE_TERMS", 3)  # and evicted
     monkeypatch.setattr(segment, "BULK_EXTREMES", 2_000)  # the static part bounds every term at once
@@ -471,3 +472,21 @@ def test_appending_a_later_part_equals_building_from_both():
     assert empty.followed_by(late) is late and late.followed_by(empty) is late
     with pytest.raises(ValueError):
         late.followed_by(early)  # earlier documents after later ones: the runs would be unsorted
+
+
+def test_long_queries_score_every_posting_with_the_same_result(corpus, monkeypatch):
+    """From LONG_QUERY terms on, top_k scores exhaustively (MaxScore only pays off for a few
+    terms); both paths must give the same ranking."""
+    for kind in ("message", "event"):
+        words = sorted(segment.view(kind, corpus.id).static.terms)[::7][:20]
+        query = prepared(kind, corpus.id, words)
+        assert len(query.terms) >= 16
+        monkeypatch.setattr(scoring, "LONG_QUERY", 10**6)
+        pruned = scoring.top_k(query, 9)
+        monkeypatch.setattr(scoring, "LONG_QUERY", 16)
+        calls = []
+        real = scoring.score_all
+        monkeypatch.setattr(scoring, "score_all", lambda q: calls.append(q) or real(q))
+        exhaustive = scoring.top_k(query, 9)
+        monkeypatch.setattr(scoring, "score_all", real)
+        assert calls and all(np.array_equal(a, b) for a, b in zip(pruned, exhaustive))
