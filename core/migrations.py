@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -123,6 +123,14 @@ def _v11_event_day_lane_index(database: Database) -> None:
     Event._schema.create_indexes(safe=True)
 
 
+def _v12_job_claim_by_namespace_index(database: Database) -> None:
+    """Version 12: jobs in claim order within a namespace, so claiming one namespace's next job
+    does not walk past the pending jobs of every other namespace."""
+    from core.models import Job
+
+    Job._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -130,7 +138,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  5: _v5_imports, 6: _v6_scale_indexes,
                                                  7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
                                                  9: _v9_search_removals, 10: _v10_event_change_index,
-                                                 11: _v11_event_day_lane_index}
+                                                 11: _v11_event_day_lane_index,
+                                                 12: _v12_job_claim_by_namespace_index}
 
 
 def database_version(database: Database) -> int:

@@ -193,6 +193,9 @@ class Job(BaseModel):
 
 # The claim order (schema v6): pending or failed jobs by priority, then age.
 Job.add_index(Job.status, Job.priority.desc(), Job.id)
+# The same order within one namespace (schema v12): a claim for one namespace walked past every
+# other namespace's backlog (a bulk import's hundred thousand pending jobs) to find its own.
+Job.add_index(Job.namespace, Job.status, Job.priority.desc(), Job.id)
 
 class Event(BaseModel):
     """An event card: one atomic fact, decision, plan, outcome or change, citing its sources.

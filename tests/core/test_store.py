@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.db import db, resolve_url, sqlite_path
+from core.db import db, resolve_url, sqlite_path, write_transaction
 from core.errors import InvalidInputError, SchemaTooNewError
 from core.migrations import SCHEMA_VERSION, database_version
 from core.models import Message, SchemaVersion
@@ -112,7 +112,7 @@ def test_migration_to_6_adds_the_scale_indexes(db_url, store):
         return {ix.name for table in ("graphnode", "job", "event") for ix in db.get_indexes(table)}
 
     wanted = {ix.name for ix in db.get_indexes("graphnode") if ix.columns == ["namespace_id", "updated_at"]}
-    wanted |= {ix.name for ix in db.get_indexes("job") if "priority" in ix.sql and "DESC" in ix.sql.upper()}
+    wanted |= {ix.name for ix in db.get_indexes("job") if ix.columns == ["status", "priority", "id"]}
     wanted |= {"event_chronology"} & names()
     assert len(wanted) == 3
     for name in wanted:
@@ -157,3 +157,23 @@ def test_migration_to_8_adds_the_open_tail_and_ready_block_indexes(db_url, store
     sql = _READY_BLOCKS.build(1, 10, 8).sql()[0]
     plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1, "ready", 10, 8]).fetchall())
     assert "block_namespace_id_status_sequence" in plan  # not a walk over pending blocks
+
+
+def test_migration_to_12_lets_a_claim_skip_other_namespaces_backlog(db_url, store):
+    from core.services.jobs import _PENDING, claim_next, create_job
+    from core.services.spaces import get_or_create_namespace
+
+    with write_transaction():
+        busy, quiet = get_or_create_namespace("busy"), get_or_create_namespace("quiet")
+        for _ in range(5):
+            create_job(busy, "summary")
+        mine = create_job(quiet, "summary")
+    db.execute_sql("DROP INDEX job_namespace_id_status_priority_id")  # a version-11 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=11, applied_at="2026-11-30T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    sql, params = _PENDING.build(quiet.id, ["summary"]).sql()
+    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+    assert "job_namespace_id_status_priority_id" in plan  # not a walk past "busy"'s pending jobs
+    assert claim_next(quiet.id).id == mine.id
