@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -131,6 +131,14 @@ def _v12_job_claim_by_namespace_index(database: Database) -> None:
     Job._schema.create_indexes(safe=True)
 
 
+def _v13_event_status_by_id_index(database: Database) -> None:
+    """Version 13: events' statuses by id in an index, so reading the statuses of a record's
+    citations touches a few index pages instead of one event row page per citation."""
+    from core.models import Event
+
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -139,7 +147,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
                                                  9: _v9_search_removals, 10: _v10_event_change_index,
                                                  11: _v11_event_day_lane_index,
-                                                 12: _v12_job_claim_by_namespace_index}
+                                                 12: _v12_job_claim_by_namespace_index,
+                                                 13: _v13_event_status_by_id_index}
 
 
 def database_version(database: Database) -> int:

@@ -20,9 +20,11 @@ from typing import Any, Iterable, Sequence
 
 from peewee import Value, fn
 
-from core.db import Prepared, bulk_insert, chunks, db, insert_one, save_one, update_by_id, write_transaction
+from core.db import Prepared, bulk_insert, chunks, db, insert_one, is_sqlite, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace
+from core.models import (
+    EVENT_STATUS_INDEX, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace,
+)
 from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
@@ -1015,8 +1017,9 @@ def _sources_of(kind: str, record_ids: Sequence[int], more: set[int] | None = No
         sql = _WINDOW_SQL.get(key)
         if sql is None:
             q = database.quote[0] + "{}" + database.quote[1]
+            hint = f" INDEXED BY {EVENT_STATUS_INDEX}" if is_sqlite() else ""  # see the index's note
             term = (f"SELECT * FROM (SELECT s.{q.format('record_id')}, s.{q.format('event_id')}, e.{q.format('status')} "
-                    f"FROM {q.format(GraphSource._meta.table_name)} s JOIN {q.format(Event._meta.table_name)} e "
+                    f"FROM {q.format(GraphSource._meta.table_name)} s JOIN {q.format(Event._meta.table_name)} e{hint} "
                     f"ON e.{q.format('id')} = s.{q.format('event_id')} WHERE s.{q.format('kind')} = {database.param} "
                     f"AND s.{q.format('record_id')} = {database.param} ORDER BY s.{q.format('event_id')} DESC "
                     f"LIMIT {SOURCE_WINDOW + 1}) AS w{{}}")

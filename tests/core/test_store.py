@@ -177,3 +177,27 @@ def test_migration_to_12_lets_a_claim_skip_other_namespaces_backlog(db_url, stor
     plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
     assert "job_namespace_id_status_priority_id" in plan  # not a walk past "busy"'s pending jobs
     assert claim_next(quiet.id).id == mine.id
+
+
+def test_migration_to_13_adds_the_index_citation_windows_read_statuses_from(db_url, store):
+    from core.models import EVENT_STATUS_INDEX, GraphNode
+    from core.services.events import write_event
+    from core.services.graph import apply_projection, node_view
+    from core.services.spaces import get_or_create_namespace
+
+    with write_transaction():
+        ns = get_or_create_namespace("ns")
+        event = write_event(ns, {"title": "Ann", "summary": "Ann lives in Oslo.", "temporal": {}}, block=None,
+                            formed_turn=0)
+    apply_projection(ns.id, [event.id], {"reason": "ok", "edges": [], "nodes": [
+        {"ref": "a", "name": "Ann", "type": "person", "source_event_ids": [event.id],
+         "provenance": {"name": [event.id]}, "facts": [{"key": "lives_in", "value": "Oslo",
+                                                         "source_event_ids": [event.id]}]}]})
+    db.execute_sql(f"DROP INDEX {EVENT_STATUS_INDEX}")  # a version-12 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=12, applied_at="2026-11-30T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    assert EVENT_STATUS_INDEX in {ix.name for ix in db.get_indexes("event")}
+    view = node_view(GraphNode.get(GraphNode.name == "Ann").id)  # its citation windows name the index
+    assert [(f.key, f.value) for f in view.current_facts] == [("lives_in", "Oslo")]
