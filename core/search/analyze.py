@@ -61,9 +61,7 @@ def stem(word: str) -> str:
 
 def analyze(text: str, *, stop: bool = True, stemming: bool = True) -> list[str]:
     """Index/query tokens for ``text`` (duplicates kept for term frequency)."""
-    out = []
-    for token in tokenize(text):
-        if stop and token in STOP_WORDS:
-            continue
-        out.append(stem(token) if stemming else token)
-    return out
+    tokens = tokenize(text)
+    if stop:
+        tokens = [token for token in tokens if token not in STOP_WORDS]
+    return [stem(token) for token in tokens] if stemming else tokens

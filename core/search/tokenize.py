@@ -27,6 +27,8 @@ def tokenize(text: str) -> list[str]:
     if not text:
         return []
     norm = normalize(text)
+    if not _HAN.search(norm):
+        return _WORD.findall(norm)  # most text: one pass instead of a Han check per word
     tokens: list[str] = []
     for match in _WORD.finditer(norm):
         word = match.group(0)

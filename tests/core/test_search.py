@@ -44,6 +44,10 @@ def test_tokenizer_and_analyzer():
     assert tokenize("Ｃａｆé  LGBTQ") == ["café", "lgbtq"]
     assert tokenize("我们去上海") == ["我们", "们去", "去上", "上海"]
     assert tokenize("去") == ["去"]
+    # Latin-only text takes a one-pass path; text with Han anywhere splits mixed runs per word.
+    assert tokenize("Plan_B v2, état-major") == ["plan", "b", "v2", "état", "major"]
+    assert tokenize("API上海x and 我") == ["api", "上海", "x", "and", "我"]
+    assert analyze("the the a", stop=False, stemming=False) == ["the", "the", "a"]
     assert analyze("The cats were painting") == ["cat", "paint"]
     assert stem("hiking") == stem("hikes") == stem("hike")
     assert stem("studies") == stem("study")
