@@ -284,7 +284,7 @@ class _Builder:
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
-        self.edges: dict[tuple[str, str, str], list[int]] = {}
+        self.edges: dict[tuple[str, str, str, str], list[int]] = {}
 
     def node(self, node_type: str, name: str, event_id: int, alias: str | None = None) -> str | None:
         name = " ".join(name.split())
@@ -302,18 +302,21 @@ class _Builder:
                 ids.append(event_id)
         return ref
 
-    def fact(self, ref: str | None, key: str, value: str, event_id: int) -> None:
+    def fact(self, ref: str | None, key: str, value: str, event_id: int, status: str = "active") -> None:
+        """``status`` "superseded" states that the fact held and has ended (it ends the current one)."""
         if ref is None or not value:
             return
         facts = self.nodes[ref]["facts"]
-        entry = facts.setdefault((key, value.casefold()), {"key": key, "value": value, "ids": []})
+        entry = facts.setdefault((key, value.casefold(), status), {"key": key, "value": value, "ids": [],
+                                                                    "status": status})
         if event_id not in entry["ids"]:
             entry["ids"].append(event_id)
 
-    def edge(self, source: str | None, target: str | None, relation: str, event_id: int) -> None:
+    def edge(self, source: str | None, target: str | None, relation: str, event_id: int,
+             status: str = "active") -> None:
         if source is None or target is None or source == target:
             return
-        ids = self.edges.setdefault((source, target, relation), [])
+        ids = self.edges.setdefault((source, target, relation, status), [])
         if event_id not in ids:
             ids.append(event_id)
 
@@ -336,14 +339,16 @@ class _Builder:
                     "tags": [],
                 },
                 "facts": [
-                    {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"])}
+                    {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
+                     **({"status": f["status"]} if f["status"] != "active" else {})}
                     for f in node["facts"].values()
                 ],
                 "source_event_ids": ids,
             })
         edges = [
-            {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids)}
-            for (s, t, rel), ids in self.edges.items() if s in kept and t in kept
+            {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids),
+             **({"status": status} if status != "active" else {})}
+            for (s, t, rel, status), ids in self.edges.items() if s in kept and t in kept
         ][:MAX_EDGES]
         return {
             "reason": f"offline rules: {len(nodes)} nodes and {len(edges)} edges from {events} events",
@@ -485,6 +490,9 @@ class _EventReader:
             if denial == "denied":
                 continue
             past = verb == "worked" or _PAST_WORK.search(s[: m.start()]) or denial == "ended"
+            if denial == "ended":  # "no longer works at": the current employment ends here
+                self.b.fact(subject, "works_at", self.b.nodes[ref]["name"], self.id, "superseded")
+                self.b.edge(subject, ref, "works_at", self.id, "superseded")
             if past:
                 self.b.edge(subject, ref, "worked_at", self.id)
             else:
@@ -507,8 +515,10 @@ class _EventReader:
                 denial = _denial(s, m.start())
                 if denial == "denied":
                     continue
-                if denial == "ended":
+                if denial == "ended":  # "no longer lives in": the current residence ends here
                     relation = "lived_in"
+                    self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id, "superseded")
+                    self.b.edge(subject, ref, "lives_in", self.id, "superseded")
                 if relation == "lives_in":
                     self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
                 self.b.edge(subject, ref, relation, self.id)
@@ -563,11 +573,13 @@ class _EventReader:
                     self._use(s, m.start(), ref)
 
     def _use(self, s: str, at: int, ref: str) -> None:
-        if _denial(s, at):
+        denial = _denial(s, at)
+        if denial == "denied":
             return
+        status = "superseded" if denial == "ended" else "active"  # "stopped using X" ends the use
         subject = self.subject(s, at)
-        self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id)
-        self.b.edge(subject, ref, "uses", self.id)
+        self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id, status)
+        self.b.edge(subject, ref, "uses", self.id, status)
 
     def _roles(self, s: str) -> None:
         found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]

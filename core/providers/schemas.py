@@ -110,6 +110,8 @@ GRAPH_SCHEMA = {
                     "facts": {"type": "array", "items": {"type": "object", "required": ["key", "value", "source_event_ids"],
                               "properties": {"key": {"type": "string"},
                                              "value": {"anyOf": [{"type": "string"}, _STR_LIST]},
+                                             "status": {"type": "string", "enum": ["active", "superseded"]},
+                                             "valid_to": {"type": "string"},
                                              "source_event_ids": _ID_LIST}}},
                     "status": {"type": "string", "enum": list(RECORD_STATUSES)},
                     "valid_from": {"type": "string"},
@@ -164,8 +166,9 @@ GRAPH_INSTRUCTIONS = (
     "You project event cards into a knowledge graph of people, projects, organisations, tools and "
     "places. Events are the only source of truth: every node, fact and edge must cite the ids of the "
     "supplied events that support it, and a node must say which events give its name. Put "
-    "relationships in edges, not in fact strings. Touch only the nodes and edges these events are "
-    "about: at most 24 nodes and 32 edges."
+    "relationships in edges, not in fact strings. A fact or edge the events say has ended ('stopped "
+    "using X', 'no longer works at Y') is stated with status superseded: that ends the current one. "
+    "Touch only the nodes and edges these events are about: at most 24 nodes and 32 edges."
 )
 
 IMPORT_ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")

@@ -159,6 +159,11 @@ def _chronology(event: Event) -> tuple[float, str] | None:
         return None
 
 
+def _given_time(value: Any) -> str | None:
+    """A proposal's own ``valid_to``, when it gives one."""
+    return value.strip()[:64] if isinstance(value, str) and value.strip() else None
+
+
 def _epoch(text: str | None) -> float | None:
     bounds = period_bounds(text, timezone.utc) if text else None
     return bounds[0] if bounds else None
@@ -553,10 +558,40 @@ class _Applier:
             if not sources:
                 self.warn(f"{where} ({key}) dropped: no valid source events")
                 continue
-            if node.status in CURRENT and not any(i in self.active for i in sources):
+            ended = fact.get("status") == "superseded"
+            if node.status in CURRENT and not ended and not any(i in self.active for i in sources):
                 self.warn(f"{where} ({key}) dropped: a current fact needs an active source event")
                 continue
-            self._write_fact(node, key, value, sources, self.valid_from(raw.get("valid_from"), sources))
+            valid_from = self.valid_from(raw.get("valid_from"), sources)
+            if ended:
+                self._end_fact(node, key, value, sources, valid_from, _given_time(fact.get("valid_to")))
+            else:
+                self._write_fact(node, key, value, sources, valid_from)
+
+    def _end_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], stated: str,
+                  valid_to: str | None) -> None:
+        """A fact stated as ended ("stopped using Vim"): the current fact with that value ends
+        when the statement says (``valid_to``, else the time of its events); with none current,
+        it is kept as history. A current fact that began after the statement is left alone."""
+        wanted = _value_key(value)
+        known = _FACTS_OF.rows(node.id, key)
+        ending = [f for f in known if f.status in CURRENT and _value_key(f.value) == wanted
+                  and self._older_than(stated, [f.valid_from]) is None]
+        for fact in ending:
+            fact.status, fact.valid_to, fact.updated_at = "superseded", valid_to or stated, self.now
+            save_one(fact)
+            self._cite("fact", fact.id, sources)
+        if ending:
+            return
+        fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
+        if fact is None:
+            fact = insert_one(GraphFact, dict(
+                node=node.id, key=key, value=value, status="superseded", valid_from=stated,
+                valid_to=valid_to or stated, confidence=node.confidence, created_at=self.now, updated_at=self.now,
+            ))
+        else:
+            self._touched[GraphFact].add(fact.id)
+        self._cite("fact", fact.id, sources)
 
     def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str) -> None:
         status = node.status if node.status in RECORD_STATUSES else "active"
@@ -628,7 +663,7 @@ class _Applier:
             confidence = raw.get("confidence")
             if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
                 confidence = DEFAULT_CONFIDENCE
-            valid_to = raw.get("valid_to").strip()[:64] if isinstance(raw.get("valid_to"), str) and raw["valid_to"].strip() else None
+            valid_to = _given_time(raw.get("valid_to"))
             edge = self._write_edge(source, target, relation, status, sources,
                                     self.valid_from(raw.get("valid_from"), sources), valid_to, float(confidence))
             if edge.id not in self.result.edge_ids:
@@ -651,6 +686,18 @@ class _Applier:
             for edge in _EDGES_FROM.rows(source.id, relation, target.id if to_target else None, to_target, current):
                 loaded.setdefault(edge.id, edge)
         known = sorted(loaded.values(), key=lambda e: e.id)
+        if status == "superseded":
+            # Stated as ended ("no longer works at Acme"): the current edge to that target ends
+            # when the statement says, unless it began after the statement (it started again).
+            ending = [e for e in known if e.to_node_id == target.id and e.status in CURRENT
+                      and self._older_than(valid_from, [e.valid_from]) is None]
+            for edge in ending:
+                edge.status, edge.valid_to, edge.updated_at = "superseded", valid_to or valid_from, self.now
+                save_one(edge)
+                self._cite("edge", edge.id, sources)
+            if ending:
+                return ending[0]
+            valid_to = valid_to or valid_from
         rivals: list[GraphEdge] = []
         if status in CURRENT and functional:
             rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]

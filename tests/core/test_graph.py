@@ -664,24 +664,71 @@ def test_offline_proposal_applies_cleanly(store):
     assert [(f.key, f.value) for f in view.historical_facts] == [("lives_in", "Oslo")]
 
 
+ENDED = "superseded"
+
+
 @pytest.mark.parametrize(("text", "facts", "edges"), [
     ("Maya keeps using Airflow instead of switching to Dagster.", {("Maya", "uses", "Airflow")},
      {("Maya", "uses", "Airflow")}),
     ("Maya uses Dagster now, not Airflow.", {("Maya", "uses", "Dagster")}, {("Maya", "uses", "Dagster")}),
-    ("Maya stopped using Jenkins. She won't use Kafka.", set(), set()),
-    ("Maya no longer uses Jenkins but uses GitLab now.", {("Maya", "uses", "GitLab")}, {("Maya", "uses", "GitLab")}),
-    ("Maya no longer works at Acme Inc.", set(), {("Maya", "worked_at", "Acme")}),
+    ("Maya stopped using Jenkins. She won't use Kafka.", {("Maya", "uses", "Jenkins", ENDED)},
+     {("Maya", "uses", "Jenkins", ENDED)}),
+    ("Maya no longer uses Jenkins but uses GitLab now.", {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)},
+     {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)}),
+    ("Maya no longer works at Acme Inc.", {("Maya", "works_at", "Acme", ENDED)},
+     {("Maya", "worked_at", "Acme"), ("Maya", "works_at", "Acme", ENDED)}),
     ("Maya doesn't live in Berlin anymore. She never went to Paris.", set(), set()),
-    ("Maya no longer lives in Berlin but moved to Oslo.", {("Maya", "lives_in", "Oslo")},
-     {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Oslo")}),
+    ("Maya no longer lives in Berlin but moved to Oslo.", {("Maya", "lives_in", "Oslo"), ("Maya", "lives_in", "Berlin", ENDED)},
+     {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Berlin", ENDED), ("Maya", "lives_in", "Oslo")}),
     ("Maya is not leading Project Atlas.", set(), set()),
 ])
 def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
+    """A denied clause states nothing; an ended one ("no longer", "stopped") states the record
+    as superseded, which ends the current one when applied."""
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": text, "quotes": [], "participants": ["Maya"], "temporal": {}}]})
     names = {n["ref"]: n["name"] for n in proposal["nodes"]}
-    assert {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]} == facts
-    assert {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]} == edges
+
+    def stated(*parts, status=None):
+        return parts + ((status,) if status not in (None, "active") else ())
+
+    assert {stated(n["name"], f["key"], f["value"], status=f.get("status"))
+            for n in proposal["nodes"] for f in n["facts"]} == facts
+    assert {stated(names[e["from_ref"]], e["relation"], names[e["to_ref"]], status=e.get("status"))
+            for e in proposal["edges"]} == edges
+
+
+def test_a_stated_end_ends_the_current_record_and_keeps_its_history(store):
+    """"Ann stopped using Vim" after "Ann uses Vim": the current use (fact and edge) becomes
+    history ended when the later event happened, citing both events; a tool never stated as used
+    before is kept as history only; and a use that began after the statement of its end stays."""
+    e1 = _event("Ann tools", "Ann uses Vim and Git.", participants=["Ann"], happened_start="2026-01-10")
+    e2 = _event("Ann drops Vim", "Ann stopped using Vim.", participants=["Ann"], happened_start="2026-03-02")
+    e3 = _event("Ann and Emacs", "Ann no longer uses Emacs.", participants=["Ann"], happened_start="2026-03-05")
+    for batch in ([e1], [e2, e3]):
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        result = apply_projection(_ns_id(), batch, project_graph_offline(context))
+        assert result.warnings == []
+    view = node_view(GraphNode.get(GraphNode.name == "Ann").id)
+    assert {(f.key, f.value) for f in view.current_facts} == {("uses", "Git")}
+    history = {(f.key, f.value): f for f in view.historical_facts}
+    assert set(history) == {("uses", "Vim"), ("uses", "Emacs")}
+    assert history[("uses", "Vim")].valid_to.startswith("2026-03-02")
+    assert set(history[("uses", "Vim")].source_event_ids) == {e1, e2}
+    tools: dict[str, list[str]] = {}
+    for edge in GraphEdge.select().where(GraphEdge.relation == "uses").order_by(GraphEdge.id):
+        tools.setdefault(GraphNode.get_by_id(edge.to_node_id).name, []).append(edge.status)
+    assert tools == {"Git": ["active"], "Vim": ["superseded"], "Emacs": ["superseded"]}  # ended, not duplicated
+
+    # Stated as ended before it (re)started: the later use stays current.
+    e4 = _event("Bo and Vim", "Bo uses Vim daily.", participants=["Bo"], happened_start="2026-05-01")
+    e5 = _event("Bo old tools", "Bo stopped using Vim.", participants=["Bo"], happened_start="2025-01-01")
+    for batch in ([e4], [e5]):
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        apply_projection(_ns_id(), batch, project_graph_offline(context))
+    bo = node_view(GraphNode.get(GraphNode.name == "Bo").id)
+    assert ("uses", "Vim") in {(f.key, f.value) for f in bo.current_facts}
+    assert ("uses", "Vim") in {(f.key, f.value) for f in bo.historical_facts}
 
 
 def test_views_read_a_window_of_sources_yet_classify_like_reading_them_all(store, monkeypatch):
