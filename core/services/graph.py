@@ -575,13 +575,7 @@ class _Applier:
         it is kept as history. A current fact that began after the statement is left alone."""
         wanted = _value_key(value)
         known = _FACTS_OF.rows(node.id, key)
-        ending = [f for f in known if f.status in CURRENT and _value_key(f.value) == wanted
-                  and self._older_than(stated, [f.valid_from]) is None]
-        for fact in ending:
-            fact.status, fact.valid_to, fact.updated_at = "superseded", valid_to or stated, self.now
-            save_one(fact)
-            self._cite("fact", fact.id, sources)
-        if ending:
+        if self._end("fact", [f for f in known if _value_key(f.value) == wanted], stated, valid_to, sources):
             return
         fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
         if fact is None:
@@ -619,6 +613,16 @@ class _Applier:
             rival.updated_at = self.now
             save_one(rival)
         self._cite("fact", fact.id, sources)
+
+    def _end(self, kind: str, records: list, stated: str, valid_to: str | None, sources: list[int]) -> list:
+        """End the current ``records`` a statement says have ended (one begun after the statement
+        stays): superseded at ``valid_to``, else the statement's time, citing the statement."""
+        ending = [r for r in records if r.status in CURRENT and self._older_than(stated, [r.valid_from]) is None]
+        for record in ending:
+            record.status, record.valid_to, record.updated_at = "superseded", valid_to or stated, self.now
+            save_one(record)
+            self._cite(kind, record.id, sources)
+        return ending
 
     @staticmethod
     def _older_than(valid_from: str, rival_froms: list[str | None]) -> str | None:
@@ -689,12 +693,7 @@ class _Applier:
         if status == "superseded":
             # Stated as ended ("no longer works at Acme"): the current edge to that target ends
             # when the statement says, unless it began after the statement (it started again).
-            ending = [e for e in known if e.to_node_id == target.id and e.status in CURRENT
-                      and self._older_than(valid_from, [e.valid_from]) is None]
-            for edge in ending:
-                edge.status, edge.valid_to, edge.updated_at = "superseded", valid_to or valid_from, self.now
-                save_one(edge)
-                self._cite("edge", edge.id, sources)
+            ending = self._end("edge", [e for e in known if e.to_node_id == target.id], valid_from, valid_to, sources)
             if ending:
                 return ending[0]
             valid_to = valid_to or valid_from
