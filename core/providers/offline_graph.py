@@ -201,6 +201,8 @@ def _denial(text: str, at: int) -> str | None:
     return "ended" if _ENDED.search(clause) else "denied"
 
 
+# A tool left for another: "switched from Jenkins", "migrating away from Airflow".
+_SWITCHED_FROM = re.compile(r"\b(?:switch\w*|migrat\w*|mov(?:e|ed|es|ing))\s+(?:away\s+)?from\s+$", re.IGNORECASE)
 _USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b",
                        re.IGNORECASE)
 
@@ -569,14 +571,17 @@ class _EventReader:
                     continue
                 seen.add(ref)
                 before = s[: m.start()]
-                if _USE_VERB.search(before) and not re.search(r"\bfrom\s+$", before):
+                if _SWITCHED_FROM.search(before):
+                    self._use(s, m.start(), ref, ended=True)  # "switched from Jenkins to GitLab"
+                elif _USE_VERB.search(before) and not re.search(r"\bfrom\s+$", before):
                     self._use(s, m.start(), ref)
 
-    def _use(self, s: str, at: int, ref: str) -> None:
+    def _use(self, s: str, at: int, ref: str, ended: bool = False) -> None:
         denial = _denial(s, at)
         if denial == "denied":
             return
-        status = "superseded" if denial == "ended" else "active"  # "stopped using X" ends the use
+        # "stopped using X" and "switched from X" end the use
+        status = "superseded" if ended or denial == "ended" else "active"
         subject = self.subject(s, at)
         self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id, status)
         self.b.edge(subject, ref, "uses", self.id, status)

@@ -681,6 +681,10 @@ ENDED = "superseded"
     ("Maya no longer lives in Berlin but moved to Oslo.", {("Maya", "lives_in", "Oslo"), ("Maya", "lives_in", "Berlin", ENDED)},
      {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Berlin", ENDED), ("Maya", "lives_in", "Oslo")}),
     ("Maya is not leading Project Atlas.", set(), set()),
+    ("Maya switched from Jenkins to GitLab.", {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)},
+     {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)}),
+    ("Maya moved away from Jenkins and never used Kafka.", {("Maya", "uses", "Jenkins", ENDED)},
+     {("Maya", "uses", "Jenkins", ENDED)}),
 ])
 def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
     """A denied clause states nothing; an ended one ("no longer", "stopped") states the record
