@@ -157,10 +157,11 @@ class Part:
         if int(later.docs.min()) <= int(self.docs.max()):
             raise ValueError("Part.followed_by: the later part's documents must all come after this part's")
         terms = dict(self.terms)
-        for term in later.vocabulary():
+        theirs = later.vocabulary()
+        for term in theirs:
             terms.setdefault(term, len(terms))
         own = len(self.terms)
-        theirs_at = np.fromiter((terms[t] for t in later.vocabulary()), np.int64, len(later.terms))
+        theirs_at = np.fromiter((terms[t] for t in theirs), np.int64, len(theirs))
         mine = np.zeros(len(terms), np.int64)
         mine[:own] = np.diff(self.offsets)
         counts = mine.copy()
