@@ -214,9 +214,9 @@ class View:
     removal_watermark: int = 0  # highest SearchRemoval id applied
     compacted: bool = False  # documents were dropped since the view was last saved
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    # Each lookup pair is one attribute, replaced whole, so a reader never sees halves of two states.
-    _id_index: tuple[np.ndarray, np.ndarray] | None = None  # (argsort of doc_ids, doc_ids in that order)
-    _key_index: tuple[np.ndarray, np.ndarray] | None = None  # sorted (thread, position) keys, their documents
+    # Each lookup is one attribute, replaced whole, so a reader never sees halves of two states.
+    _id_index: "_SortedLookup | None" = None  # sorted doc ids -> their documents
+    _key_index: "_SortedLookup | None" = None  # sorted (thread, position) keys -> their documents
 
     @property
     def size(self) -> int:
@@ -229,23 +229,18 @@ class View:
         """Document indexes of ids (-1 where unknown)."""
         ids = np.asarray(ids, dtype=np.int64)
         if self._id_index is None:
-            order = np.argsort(self.doc_ids, kind="stable")
-            self._id_index = (order, self.doc_ids[order])  # the sorted copy kept: ~2 ms a call at 1M
-        id_order, sorted_ids = self._id_index
-        return _find_sorted(sorted_ids, id_order, ids)
+            self._id_index = _SortedLookup.of(self.doc_ids)  # the sorted copy kept: ~2 ms a call at 1M
+        return self._id_index.find(ids)
 
-    def _thread_keys(self) -> tuple[np.ndarray, np.ndarray]:
-        """(every document's (thread, position) as one sorted int64 key, the document of each)."""
+    def _thread_keys(self) -> "_SortedLookup":
+        """Every document's (thread, position) as one int64 key, sorted, and the document of each."""
         if self._key_index is None:
-            keys = _position_keys(self.doc_thread, self.doc_pos)
-            order = np.argsort(keys, kind="stable")
-            self._key_index = (keys[order], order)
+            self._key_index = _SortedLookup.of(_position_keys(self.doc_thread, self.doc_pos))
         return self._key_index
 
     def _find_keys(self, wanted: np.ndarray) -> np.ndarray:
         """The document holding each wanted key (-1 for none)."""
-        keys, docs = self._thread_keys()
-        return _find_sorted(keys, docs, wanted)
+        return self._thread_keys().find(wanted)
 
     def neighbours_of(self, offset: int, docs: np.ndarray) -> np.ndarray:
         """For each of ``docs``, the message ``offset`` positions away in its thread (-1: none)."""
@@ -290,27 +285,19 @@ class View:
         the rows whose neighbours changed are looked at again."""
         new = np.arange(base, self.size, dtype=np.int64)
         if self._id_index is not None:
-            id_order, sorted_ids = self._id_index
-            ids = self.doc_ids[base:]
-            order = np.argsort(ids, kind="stable")
-            if len(sorted_ids) and len(ids) and ids[order[0]] <= sorted_ids[-1]:
-                self._id_index = None  # an id below the highest: sort again
-            else:
-                self._id_index = (np.concatenate([id_order, new[order]]), np.concatenate([sorted_ids, ids[order]]))
+            self._id_index = self._id_index.with_added(self.doc_ids[base:], new)
         if self._key_index is None:
             self._breaks.clear()
             return
-        keys, key_docs = self._key_index
         added = _position_keys(self.doc_thread[base:], self.doc_pos[base:])
         order = np.argsort(added, kind="stable")
         added, docs = added[order], new[order]
-        if (_find_sorted(keys, key_docs, added) >= 0).any() or (np.diff(added) == 0).any():
+        if (self._find_keys(added) >= 0).any() or (np.diff(added) == 0).any():
             # a position taken twice: start over
             self._key_index = None
             self._breaks.clear()
             return
-        at = np.searchsorted(keys, added)
-        self._key_index = (np.insert(keys, at, added), np.insert(key_docs, at, docs))
+        self._key_index = self._key_index.with_added(added, docs)
         for offsets, (breaks, sources) in list(self._breaks.items()):
             # The new rows, the old last rows ("that many rows away" may now be a row, not past the
             # end) and the old rows whose neighbour at some offset is now a new document.
@@ -328,6 +315,47 @@ class View:
             place = np.searchsorted(kept, extra)  # both sorted and disjoint
             self._breaks[offsets] = (np.insert(kept, place, extra),
                                      np.insert(kept_sources, place, self._sources(extra, offsets), axis=1))
+
+
+NEW_KEYS_MIN = 4_096  # keys a lookup holds apart from its base before they are merged into it
+
+
+@dataclass(frozen=True)
+class _SortedLookup:
+    """Sorted keys and the value beside each: a large base, and the few added since kept apart
+    until they pass a share of it. Merging copies the base (16 MB at a million documents), which
+    every captured message paid before the next search; now one in many thousands does."""
+
+    keys: np.ndarray
+    values: np.ndarray
+    new_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    new_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @classmethod
+    def of(cls, keys: np.ndarray) -> "_SortedLookup":
+        """Keys (distinct) by their positions in ``keys``."""
+        order = np.argsort(keys, kind="stable")
+        return cls(keys[order], order)
+
+    def find(self, wanted: np.ndarray) -> np.ndarray:
+        """The value beside each wanted key (-1 where the key is absent)."""
+        found = _find_sorted(self.keys, self.values, wanted)
+        if len(self.new_keys):
+            missing = np.flatnonzero(found < 0)
+            if len(missing):
+                found[missing] = _find_sorted(self.new_keys, self.new_values, np.asarray(wanted, np.int64)[missing])
+        return found
+
+    def with_added(self, keys: np.ndarray, values: np.ndarray) -> "_SortedLookup":
+        """A lookup that also holds ``keys`` (none of them held yet) beside ``values``."""
+        keys = np.concatenate([self.new_keys, np.asarray(keys, np.int64)])
+        values = np.concatenate([self.new_values, np.asarray(values, np.int64)])
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        if len(keys) <= max(NEW_KEYS_MIN, len(self.keys) >> 6):
+            return _SortedLookup(self.keys, self.values, keys, values)
+        at = np.searchsorted(self.keys, keys)
+        return _SortedLookup(np.insert(self.keys, at, keys), np.insert(self.values, at, values))
 
 
 def _find_sorted(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:

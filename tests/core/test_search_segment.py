@@ -408,9 +408,12 @@ def _lookups(view) -> dict:
             "index_of": view.index_of(view.doc_ids).tolist()}
 
 
-def test_lookups_follow_appends_like_a_fresh_view(corpus):
+@pytest.mark.parametrize("apart", [2, 10**6])
+def test_lookups_follow_appends_like_a_fresh_view(corpus, monkeypatch, apart):
     """Neighbours, their breaks and the id index are merged with each appended turn (no full sort
-    per capture), and stay what a view built from scratch computes."""
+    per capture), and stay what a view built from scratch computes: with the appended keys kept
+    apart from the base, and with them merged into it every few appends."""
+    monkeypatch.setattr(segment, "NEW_KEYS_MIN", apart)
     for i, (thread, messages) in enumerate(conversation(120, seed=21)):
         _lookups(segment.view("message", corpus.id))  # cached before the append, so it must follow it
         append_messages("scale", thread if i % 3 else "thread-new", messages[:3])
@@ -421,6 +424,26 @@ def test_lookups_follow_appends_like_a_fresh_view(corpus):
     live = segment.view("message", corpus.id)
     assert live._key_index is not None  # the merged keys were kept, not dropped for a re-sort
     assert _lookups(live) == _lookups(segment.build_view("message", corpus.id, live.identity))
+    if apart > 2:
+        assert len(live._key_index.new_keys) and len(live._id_index.new_keys)  # still kept apart
+
+
+def test_sorted_lookup_finds_keys_kept_apart_and_merged(monkeypatch):
+    monkeypatch.setattr(segment, "NEW_KEYS_MIN", 8)
+    rng = np.random.default_rng(4)
+    keys = rng.choice(10**6, 3_000, replace=False).astype(np.int64)
+    lookup = segment._SortedLookup.of(keys[:1_000])
+    expected = {int(k): i for i, k in enumerate(keys[:1_000])}
+    bases = {len(lookup.keys)}
+    for start in range(1_000, 3_000, 37):
+        batch = keys[start:start + 37]
+        values = np.arange(start, start + len(batch), dtype=np.int64)
+        lookup = lookup.with_added(batch, values)
+        expected.update({int(k): int(v) for k, v in zip(batch, values)})
+        bases.add(len(lookup.keys))
+        wanted = np.concatenate([rng.choice(keys[:start + 37], 50), rng.integers(10**6, 2 * 10**6, 10)])
+        assert lookup.find(wanted).tolist() == [expected.get(int(k), -1) for k in wanted]
+    assert len(bases) > 2 and len(lookup.new_keys) <= max(8, len(lookup.keys) >> 6)  # merged now and then
 
 
 def test_neighbours_are_the_messages_that_many_positions_away():
