@@ -262,15 +262,15 @@ class View:
         return ok
 
     def _sources(self, rows: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
-        """Each row's neighbour per offset (one row per offset), ``size`` for none."""
-        near = np.stack([self.neighbours_of(offset, rows) for offset in offsets]) if offsets else \
+        """Each row's neighbour per offset (one row per offset), -1 for none."""
+        return np.stack([self.neighbours_of(offset, rows) for offset in offsets]) if offsets else \
             np.zeros((0, len(rows)), np.int64)
-        return np.where(near >= 0, near, self.size)
 
     def neighbour_breaks(self, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(documents with a neighbour at one of ``offsets`` that is not that many rows away, their
-        neighbours: one row per offset, ``size`` for none). A thread's turns mostly sit in consecutive
-        rows, so a pass over neighbours can treat every row as its thread's and patch these few."""
+        neighbours: one row per offset, -1 for none, which reads the trailing 0.0 of a padded score
+        array). A thread's turns mostly sit in consecutive rows, so a pass over neighbours can treat
+        every row as its thread's and patch these few."""
         cached = self._breaks.get(offsets)
         if cached is None:
             breaks = np.flatnonzero(~self._adjacent(np.arange(self.size, dtype=np.int64), offsets))
@@ -307,10 +307,10 @@ class View:
                 pointing = self._find_keys(_shifted(added, -offset))
                 changed.append(pointing[pointing >= 0])
             touched = np.unique(np.concatenate(changed))  # a few rows; the breaks are ~10% of a million
-            where = np.minimum(np.searchsorted(touched, breaks), len(touched) - 1)
-            stay = touched[where] != breaks
-            kept = breaks[stay]
-            kept_sources = np.where(sources[:, stay] == base, self.size, sources[:, stay])  # "none" moved
+            # Found from the few touched rows, not by a pass over every break.
+            at = np.minimum(np.searchsorted(breaks, touched), max(len(breaks) - 1, 0))
+            gone = at[breaks[at] == touched] if len(breaks) else at[:0]
+            kept, kept_sources = np.delete(breaks, gone), np.delete(sources, gone, axis=1)
             extra = touched[~self._adjacent(touched, offsets)]
             place = np.searchsorted(kept, extra)  # both sorted and disjoint
             self._breaks[offsets] = (np.insert(kept, place, extra),

@@ -52,7 +52,8 @@ def spread_scores(view: View, own: np.ndarray, weights: list[tuple[int, float]])
 
     One convolution treats every row's neighbours as the rows beside it; the rows where that is
     wrong for some slot (``neighbour_breaks``) are summed again from their real neighbours. A sum
-    may differ from the reference's in the last bit (the parts are grouped differently)."""
+    may differ from the reference's in the last bit (the parts are grouped differently). ``own``
+    ends with one 0.0 past the documents: a missing neighbour (-1) reads it."""
     size = view.size
     if not size:
         return np.zeros(0, np.float64)
