@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Namespace, Thread
+from core.models import Namespace
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.spaces import get_namespace
@@ -225,7 +225,9 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     score = dict(fused)
     from core.search.segment import rows_by_ids
 
-    names = dict(Thread.select(Thread.id, Thread.name).where(Thread.namespace == ns).tuples())
+    # The names of the threads shown, not of every thread of the namespace (thousands, in time).
+    shown = sorted({threads[mid] for mid in order if mid in threads})
+    names = dict(rows_by_ids("SELECT id, name FROM thread WHERE id IN ({ids})", shown))
     # Only messages the segment marks as having an external id are read (random rows at 1M).
     view = layout.view
     marked = [mid for mid, at in zip(order, view.index_of(order).tolist()) if at < 0 or view.doc_external[at]]
