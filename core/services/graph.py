@@ -580,7 +580,7 @@ class _Applier:
         fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
         if fact is None:
             fact = insert_one(GraphFact, dict(
-                node=node.id, key=key, value=value, status="superseded", valid_from=stated,
+                node=node.id, key=key, value=value, status="superseded", valid_from=None,  # start unknown
                 valid_to=valid_to or stated, confidence=node.confidence, created_at=self.now, updated_at=self.now,
             ))
         else:
@@ -669,12 +669,14 @@ class _Applier:
                 confidence = DEFAULT_CONFIDENCE
             valid_to = _given_time(raw.get("valid_to"))
             edge = self._write_edge(source, target, relation, status, sources,
-                                    self.valid_from(raw.get("valid_from"), sources), valid_to, float(confidence))
+                                    self.valid_from(raw.get("valid_from"), sources), valid_to, float(confidence),
+                                    given_from=_given_time(raw.get("valid_from")))
             if edge.id not in self.result.edge_ids:
                 self.result.edge_ids.append(edge.id)
 
     def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
-                    valid_from: str, valid_to: str | None, confidence: float) -> GraphEdge:
+                    valid_from: str, valid_to: str | None, confidence: float,
+                    given_from: str | None = None) -> GraphEdge:
         # Read only what the decision needs — the edges to this target and, for a functional
         # relation, the current ones — never every edge of a much-connected node. The loaded
         # edges are kept for the rest of the projection and follow its own writes.
@@ -696,7 +698,8 @@ class _Applier:
             ending = self._end("edge", [e for e in known if e.to_node_id == target.id], valid_from, valid_to, sources)
             if ending:
                 return ending[0]
-            valid_to = valid_to or valid_from
+            # History only: it ended when stated; when it began is unknown unless the proposal says.
+            valid_to, valid_from = valid_to or valid_from, given_from
         rivals: list[GraphEdge] = []
         if status in CURRENT and functional:
             rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]

@@ -719,10 +719,14 @@ def test_a_stated_end_ends_the_current_record_and_keeps_its_history(store):
     assert set(history) == {("uses", "Vim"), ("uses", "Emacs")}
     assert history[("uses", "Vim")].valid_to.startswith("2026-03-02")
     assert set(history[("uses", "Vim")].source_event_ids) == {e1, e2}
+    emacs = history[("uses", "Emacs")]  # never stated as used: it ended then, began who knows when
+    assert emacs.valid_from is None and emacs.valid_to.startswith("2026-03-05")
     tools: dict[str, list[str]] = {}
     for edge in GraphEdge.select().where(GraphEdge.relation == "uses").order_by(GraphEdge.id):
         tools.setdefault(GraphNode.get_by_id(edge.to_node_id).name, []).append(edge.status)
     assert tools == {"Git": ["active"], "Vim": ["superseded"], "Emacs": ["superseded"]}  # ended, not duplicated
+    emacs_edge = GraphEdge.get(GraphEdge.to_node == GraphNode.get(GraphNode.name == "Emacs").id)
+    assert emacs_edge.valid_from is None and emacs_edge.valid_to.startswith("2026-03-05")
 
     # Stated as ended before it (re)started: the later use stays current.
     e4 = _event("Bo and Vim", "Bo uses Vim daily.", participants=["Bo"], happened_start="2026-05-01")
