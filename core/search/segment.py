@@ -339,11 +339,12 @@ class _SortedLookup:
 
     def find(self, wanted: np.ndarray) -> np.ndarray:
         """The value beside each wanted key (-1 where the key is absent)."""
+        wanted = np.asarray(wanted, np.int64)
         found = _find_sorted(self.keys, self.values, wanted)
         if len(self.new_keys):
             missing = np.flatnonzero(found < 0)
             if len(missing):
-                found[missing] = _find_sorted(self.new_keys, self.new_values, np.asarray(wanted, np.int64)[missing])
+                found[missing] = _find_sorted(self.new_keys, self.new_values, wanted[missing])
         return found
 
     def with_added(self, keys: np.ndarray, values: np.ndarray) -> "_SortedLookup":

@@ -160,7 +160,7 @@ def _chronology(event: Event) -> tuple[float, str] | None:
 
 
 def _given_time(value: Any) -> str | None:
-    """A proposal's own ``valid_to``, when it gives one."""
+    """A time a proposal gives itself (``valid_from``, ``valid_to``), when it gives one."""
     return value.strip()[:64] if isinstance(value, str) and value.strip() else None
 
 
@@ -264,8 +264,8 @@ class _Applier:
         return ids
 
     def valid_from(self, given: Any, sources: Sequence[int]) -> str:
-        if isinstance(given, str) and given.strip():
-            return given.strip()[:64]
+        if (stated := _given_time(given)) is not None:
+            return stated
         keys = [k for k in (_chronology(self.events[i]) for i in sources if i in self.events) if k]
         return max(keys)[1] if keys else self.now
 
@@ -608,10 +608,7 @@ class _Applier:
         else:
             self._touched[GraphFact].add(fact.id)
         for rival in rivals:
-            rival.status = "superseded"
-            rival.valid_to = valid_from
-            rival.updated_at = self.now
-            save_one(rival)
+            self._supersede(rival, valid_from)
         self._cite("fact", fact.id, sources)
 
     def _end(self, kind: str, records: list, stated: str, valid_to: str | None, sources: list[int]) -> list:
@@ -619,10 +616,14 @@ class _Applier:
         stays): superseded at ``valid_to``, else the statement's time, citing the statement."""
         ending = [r for r in records if r.status in CURRENT and self._older_than(stated, [r.valid_from]) is None]
         for record in ending:
-            record.status, record.valid_to, record.updated_at = "superseded", valid_to or stated, self.now
-            save_one(record)
+            self._supersede(record, valid_to or stated)
             self._cite(kind, record.id, sources)
         return ending
+
+    def _supersede(self, record: GraphFact | GraphEdge, valid_to: str) -> None:
+        """A current fact or edge becomes history, ending at ``valid_to``."""
+        record.status, record.valid_to, record.updated_at = "superseded", valid_to, self.now
+        save_one(record)
 
     @staticmethod
     def _older_than(valid_from: str, rival_froms: list[str | None]) -> str | None:
@@ -717,10 +718,7 @@ class _Applier:
         else:
             self._touched[GraphEdge].add(edge.id)
         for rival in rivals:
-            rival.status = "superseded"
-            rival.valid_to = valid_from
-            rival.updated_at = self.now
-            save_one(rival)
+            self._supersede(rival, valid_from)
         self._cite("edge", edge.id, sources)
         return edge
 
