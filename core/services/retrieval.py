@@ -21,7 +21,7 @@ import numpy as np
 from core.models import Namespace
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
-from core.services.spaces import get_namespace
+from core.services.spaces import get_namespace, thread_names
 from core.timeparse import has_dated_mention
 from core.timeutil import parse_timestamp
 
@@ -225,9 +225,7 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     score = dict(fused)
     from core.search.segment import rows_by_ids
 
-    # The names of the threads shown, not of every thread of the namespace (thousands, in time).
-    shown = sorted({threads[mid] for mid in order if mid in threads})
-    names = dict(rows_by_ids("SELECT id, name FROM thread WHERE id IN ({ids})", shown))
+    names = thread_names(threads[mid] for mid in order if mid in threads)
     # Only messages the segment marks as having an external id are read (random rows at 1M).
     view = layout.view
     marked = [mid for mid, at in zip(order, view.index_of(order).tolist()) if at < 0 or view.doc_external[at]]

@@ -24,7 +24,7 @@ from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
 from core.services.events import _EVENTS, LIVE, EventRow, _row as event_row, live_event_ids
-from core.services.spaces import get_namespace
+from core.services.spaces import get_namespace, thread_names
 from core.timeutil import now_iso, period_bounds
 
 
@@ -246,8 +246,6 @@ def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tup
 # Read on every event search: rendered once (core.db.Prepared), not per call.
 _SOURCE_MESSAGES = Prepared(lambda ids: EventSource.select(EventSource.event, EventSource.message).where(
     EventSource.event.in_(ids)).order_by(EventSource.position).tuples())
-_THREAD_NAMES = Prepared(lambda namespace_id: Thread.select(Thread.id, Thread.name).where(
-    Thread.namespace == namespace_id).tuples())
 
 
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
@@ -259,7 +257,7 @@ def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[
     if track and ids:
         with write_transaction():
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(ids)).execute()
-    threads = dict(_THREAD_NAMES.rows(ns.id))
+    threads = thread_names(candidates[i].thread_id for i in ids if candidates[i].thread_id is not None)
     return [
         EventHit(
             event=event_row(candidates[i], ns, threads.get(candidates[i].thread_id)),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
-from core.db import Prepared, write_transaction
+from core.db import Prepared, chunks, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Namespace, Thread
 from core.timeutil import now_iso
@@ -77,6 +78,16 @@ def get_or_create_thread(namespace: Namespace, name: str) -> Thread:
         now = now_iso()
         row = Thread.create(namespace=namespace, name=name, created_at=now, updated_at=now)
     return row
+
+
+_THREAD_NAMES = Prepared(lambda ids: Thread.select(Thread.id, Thread.name).where(Thread.id.in_(ids)).tuples())
+
+
+def thread_names(thread_ids: Iterable[int]) -> dict[int, str]:
+    """Thread id -> name for the threads asked about (a result's few, not every thread of a
+    namespace that gains one per session)."""
+    ids = sorted(set(thread_ids))
+    return {i: name for part in chunks(ids) for i, name in _THREAD_NAMES.rows(list(part))}
 
 
 def configure_namespace(

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from core.db import write_transaction
-from core.models import Event
+from core.models import Event, Message
 from core.search.analyze import analyze, stem
 from core.search.bm25 import bm25_scores, ranked, rrf
 from core.search.index import bm25 as index_bm25
@@ -179,3 +179,22 @@ def test_results_carry_external_ids_read_only_where_the_segment_marks_one(ns, mo
     assert {r.external_id for r in top} == {"D1:1", None}
     marked = [r.message_id for r in top if r.external_id]
     assert asked[-1] == marked  # the other result's row was never read
+
+
+def test_results_name_their_own_threads(ns):
+    """Event hits and retrieved messages name the thread each came from (read for the results'
+    threads only), and an event without a thread (an import) names none."""
+    for thread in ("trip", "work", "quiet"):
+        append_messages("ns", thread, [
+            {"role": "user", "content": f"The {thread} plan: Maya booked the kettle repair in Lisbon."},
+            {"role": "assistant", "content": "Noted."},
+        ], close_thread=True)
+    run_pending("ns")
+    orphan = _event(ns.id, "Maya's kettle repair in Lisbon, imported")
+    hits = search_events("ns", "kettle repair Lisbon", track=False)
+    named = {h.event.id: h.event.thread for h in hits}
+    expected = {e.id: (e.thread.name if e.thread_id else None) for e in Event.select().where(Event.id.in_(list(named)))}
+    assert named == expected and named[orphan.id] is None and {"trip", "work", "quiet"} <= set(named.values())
+    retrieved = default_retrieval("ns", "kettle repair Lisbon", limit=10)
+    threads = {m.id: m.thread.name for m in Message.select().where(Message.id.in_([r.message_id for r in retrieved]))}
+    assert {r.message_id: r.thread for r in retrieved} == threads and len(set(threads.values())) == 3
