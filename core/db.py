@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import peewee
 from peewee import Database, DatabaseProxy, PostgresqlDatabase, SqliteDatabase
 
 from core.errors import InvalidInputError
@@ -202,8 +203,11 @@ class Prepared:
     booleans are part of the shape, so they may change the statement. Lists are for
     ``IN (...)``: one is padded to the next power of two by repeating its last item (which
     changes no IN test), so an IN list costs one rendering per size class, not per length.
-    Rows come back exactly as the built query would return them (models, tuples, dicts),
-    through the query's own row conversion.
+    Rows come back exactly as the built query would return them (models, tuples, dicts). The
+    first run of a shape converts them through the query's own cursor wrapper; what it resolved
+    (columns, converters, attribute names) is then kept as a ``_Reader`` that converts all rows
+    of a later run at once, since peewee's per-row path (one fetch, one dict, one ``setattr`` per
+    column) costs more than the lookup itself.
     """
 
     # Stand-ins no real argument or constant is expected to equal (the float ones are never whole).
@@ -270,14 +274,24 @@ class Prepared:
         if entry is None:
             if len(self._shapes) > 256:  # keep the cache bounded whatever callers pass
                 self._shapes.clear()
-            entry = self._shapes[key] = self._compile(shape)
-        query, sql, plan = entry
+            entry = self._shapes[key] = [*self._compile(shape), None]  # the reader comes with the first rows
+        query, sql, plan = entry[:3]
         cursor = db.execute_sql(sql, [values[i] if is_slot else i for is_slot, i in plan])
-        return query, cursor
+        return query, cursor, entry
 
     def rows(self, *args) -> list:
-        query, cursor = self._cursor(args)
-        return list(query._get_cursor_wrapper(cursor))
+        return self._read(*self._cursor(args))
+
+    @staticmethod
+    def _read(query, cursor, entry: list) -> list:
+        reader = entry[3]
+        if reader is not None:
+            return reader.read(cursor.fetchall())
+        wrapper = query._get_cursor_wrapper(cursor)
+        found = list(wrapper)
+        if wrapper.initialized:  # a first run without rows learns nothing
+            entry[3] = _Reader.of(wrapper, query)
+        return found
 
     def first(self, *args):
         found = self.rows(*args)
@@ -285,11 +299,91 @@ class Prepared:
 
     def get(self, *args):
         """The first row, or the query's ``DoesNotExist`` when there is none (as ``Model.get``)."""
-        query, cursor = self._cursor(args)
-        for row in query._get_cursor_wrapper(cursor):
-            return row
+        query, cursor, entry = self._cursor(args)
+        found = self._read(query, cursor, entry)
+        if found:
+            return found[0]
         raise query.model.DoesNotExist(f"no {query.model.__name__} matches {args!r}")
 
     def execute(self, *args) -> int:
         """Run an UPDATE or DELETE; the number of rows it changed."""
         return self._cursor(args)[1].rowcount
+
+
+_NOT_MAPPED = object()
+
+
+class _Reader:
+    """Converts a statement's rows as peewee's cursor wrapper did on its first run.
+
+    Built from that (initialized) wrapper: the same converters and keys, and for model rows the
+    ``__data__`` entry each column's ``setattr`` would have written. Only the wrappers of plain
+    model, dict and tuple rows are read this way; ``of`` returns None for anything else (joins
+    into related models, named tuples, a column that lands on a property), which stays on peewee.
+    """
+
+    def __init__(self, kind: str, ncols: int, converters: list, order: list[int], names: list[str],
+                 model=None) -> None:
+        self.kind = kind
+        self.ncols = ncols
+        self.converters = converters
+        self.order = order  # column indexes in the order the wrapper fills its dict
+        self.names = names  # per column: dict key, or the model's __data__ key
+        self.model = model
+
+    @classmethod
+    def of(cls, wrapper, query) -> "_Reader | None":
+        kind = type(wrapper)
+        if kind is peewee.ModelTupleCursorWrapper:
+            return cls("tuple", wrapper.ncols, list(wrapper.converters), [], [])
+        if kind is peewee.ModelDictCursorWrapper:
+            return cls("dict", wrapper.ncols, list(wrapper.converters),
+                       list(wrapper.no_convert) + list(wrapper.convert), list(wrapper.unique_columns))
+        if kind is not peewee.ModelObjectCursorWrapper or wrapper.constructor is not query.model:
+            return None
+        names = []
+        for key in wrapper.unique_columns:
+            name = _data_key(query.model, key)
+            if name is _NOT_MAPPED:
+                return None
+            names.append(name)
+        return cls("model", wrapper.ncols, list(wrapper.converters),
+                   list(wrapper.no_convert) + list(wrapper.convert), names, query.model)
+
+    def read(self, rows: list) -> list:
+        converters, order, names = self.converters, self.order, self.names
+        if self.kind == "tuple":
+            if not any(converters):
+                return rows
+            steps = list(enumerate(converters))
+            return [tuple([convert(row[i]) if convert is not None else row[i] for i, convert in steps])
+                    for row in rows]
+        steps = [(i, names[i], converters[i]) for i in order]
+        if self.kind == "dict":
+            return [{name: convert(row[i]) if convert is not None else row[i] for i, name, convert in steps}
+                    for row in rows]
+        model, new = self.model, object.__new__
+        out = []
+        for row in rows:
+            obj = new(model)
+            obj.__data__ = {name: convert(row[i]) if convert is not None else row[i] for i, name, convert in steps}
+            obj._dirty = set()
+            obj.__rel__ = {}
+            out.append(obj)
+        return out
+
+
+def _data_key(model, key: str):
+    """The ``__data__`` key that ``setattr(instance, key, value)`` writes on a fresh instance of
+    ``model`` with a plain (non-model) value, or _NOT_MAPPED when it does something else."""
+    for klass in model.__mro__:
+        if key in klass.__dict__:
+            attribute = klass.__dict__[key]
+            break
+    else:
+        return _NOT_MAPPED  # an instance attribute, not a field: left to peewee
+    if type(attribute) in (peewee.FieldAccessor, peewee.ForeignKeyAccessor):
+        return attribute.name
+    if type(attribute) is peewee.ObjectIdAccessor:
+        return _data_key(model, attribute.field.name)
+    return _NOT_MAPPED
