@@ -184,10 +184,13 @@ _USE_RE = re.compile(
 # what follows the last punctuation mark or joining word before the mention.
 _CLAUSE_START = re.compile(r"(?:[.;,:!?()]|\b(?:but|and|so|then|while|whereas|although|though|yet)\b)", re.I)
 _DENIAL = re.compile(r"\b(?:not|never|no\s+longer|nor|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|"
-                     r"abandon\w*|avoid\w*|instead\s+of|rather\s+than|without|against|\w+n't|cannot)\b", re.I)
+                     r"abandon\w*|ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of|avoid\w*|"
+                     r"instead\s+of|rather\s+than|without|against|\w+n't|cannot)\b", re.I)
 
 
-_ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?)\b", re.I)
+# Denials that say the thing held until then: "dropped Jenkins" ends a use, "never used" does not.
+_ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|abandon\w*|"
+                    r"ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\b", re.I)
 
 
 def _denial(text: str, at: int) -> str | None:
@@ -201,8 +204,13 @@ def _denial(text: str, at: int) -> str | None:
     return "ended" if _ENDED.search(clause) else "denied"
 
 
-# A tool left for another: "switched from Jenkins", "migrating away from Airflow".
-_SWITCHED_FROM = re.compile(r"\b(?:switch\w*|migrat\w*|mov(?:e|ed|es|ing))\s+(?:away\s+)?from\s+$", re.IGNORECASE)
+# A tool left: "switched from Jenkins", "migrating away from Airflow", "replaced Jenkins", "dropped Jira".
+_LEFT = re.compile(r"\b(?:(?:switch\w*|migrat\w*|mov(?:e|ed|es|ing))\s+(?:away\s+)?from|replac(?:e|es|ed|ing)|"
+                   r"swap(?:s|ped|ping)?|drop(?:s|ped|ping)?|ditch\w*|abandon\w*|"
+                   r"(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\s+$", re.IGNORECASE)
+# ... and the one it was left for: "replaced Jenkins with GitLab", "ditched Jira for Linear".
+_TAKEN_FOR = re.compile(r"\b(?:replac\w*|swap\w*|ditch\w*|drop\w*)\s+\S+(?:\s+\S+)?\s+(?:with|for|by)\s+$",
+                        re.IGNORECASE)
 _USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b",
                        re.IGNORECASE)
 
@@ -571,8 +579,11 @@ class _EventReader:
                     continue
                 seen.add(ref)
                 before = s[: m.start()]
-                if _SWITCHED_FROM.search(before):
+                taken = _TAKEN_FOR.search(before)
+                if _LEFT.search(before):
                     self._use(s, m.start(), ref, ended=True)  # "switched from Jenkins to GitLab"
+                elif taken:  # whatever denies the verb ("ditched") is about the tool left, not this one
+                    self._use(s, taken.start(), ref)
                 elif _USE_VERB.search(before) and not re.search(r"\bfrom\s+$", before):
                     self._use(s, m.start(), ref)
 

@@ -685,6 +685,15 @@ ENDED = "superseded"
      {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)}),
     ("Maya moved away from Jenkins and never used Kafka.", {("Maya", "uses", "Jenkins", ENDED)},
      {("Maya", "uses", "Jenkins", ENDED)}),
+    ("Maya replaced Jenkins with GitLab.", {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)},
+     {("Maya", "uses", "GitLab"), ("Maya", "uses", "Jenkins", ENDED)}),
+    ("Maya dropped Jira and uses Linear.", {("Maya", "uses", "Linear"), ("Maya", "uses", "Jira", ENDED)},
+     {("Maya", "uses", "Linear"), ("Maya", "uses", "Jira", ENDED)}),
+    ("Maya gave up using Notion last year.", {("Maya", "uses", "Notion", ENDED)}, {("Maya", "uses", "Notion", ENDED)}),
+    ("Maya ditched Slack for Discord.", {("Maya", "uses", "Discord"), ("Maya", "uses", "Slack", ENDED)},
+     {("Maya", "uses", "Discord"), ("Maya", "uses", "Slack", ENDED)}),
+    ("Maya avoids using Jenkins.", set(), set()),
+    ("Maya never replaced Jira with Linear.", set(), set()),
 ])
 def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
     """A denied clause states nothing; an ended one ("no longer", "stopped") states the record
