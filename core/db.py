@@ -339,7 +339,8 @@ class _Reader:
         if kind is peewee.ModelDictCursorWrapper:
             return cls("dict", wrapper.ncols, list(wrapper.converters),
                        list(wrapper.no_convert) + list(wrapper.convert), list(wrapper.unique_columns))
-        if kind is not peewee.ModelObjectCursorWrapper or wrapper.constructor is not query.model:
+        if (kind is not peewee.ModelObjectCursorWrapper or wrapper.constructor is not query.model
+                or query.model.__init__ is not peewee.Model.__init__):  # the instance is built here, not by __init__
             return None
         names = []
         for key in wrapper.unique_columns:
