@@ -322,10 +322,8 @@ class _Reader:
     into related models, named tuples, a column that lands on a property), which stays on peewee.
     """
 
-    def __init__(self, kind: str, ncols: int, converters: list, order: list[int], names: list[str],
-                 model=None) -> None:
+    def __init__(self, kind: str, converters: list, order: list[int], names: list[str], model=None) -> None:
         self.kind = kind
-        self.ncols = ncols
         self.converters = converters
         self.order = order  # column indexes in the order the wrapper fills its dict
         self.names = names  # per column: dict key, or the model's __data__ key
@@ -335,9 +333,9 @@ class _Reader:
     def of(cls, wrapper, query) -> "_Reader | None":
         kind = type(wrapper)
         if kind is peewee.ModelTupleCursorWrapper:
-            return cls("tuple", wrapper.ncols, list(wrapper.converters), [], [])
+            return cls("tuple", list(wrapper.converters), [], [])
         if kind is peewee.ModelDictCursorWrapper:
-            return cls("dict", wrapper.ncols, list(wrapper.converters),
+            return cls("dict", list(wrapper.converters),
                        list(wrapper.no_convert) + list(wrapper.convert), list(wrapper.unique_columns))
         if (kind is not peewee.ModelObjectCursorWrapper or wrapper.constructor is not query.model
                 or query.model.__init__ is not peewee.Model.__init__):  # the instance is built here, not by __init__
@@ -348,7 +346,7 @@ class _Reader:
             if name is _NOT_MAPPED:
                 return None
             names.append(name)
-        return cls("model", wrapper.ncols, list(wrapper.converters),
+        return cls("model", list(wrapper.converters),
                    list(wrapper.no_convert) + list(wrapper.convert), names, query.model)
 
     def read(self, rows: list) -> list:
