@@ -124,6 +124,10 @@ _PLACE_CANON = {p.casefold(): p for p in _KNOWN_PLACES}
 _LIVE_RE = re.compile(rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})")
 _LIVED_RE = re.compile(rf"\blived\s+in\s+({_CAPS})")
 _MOVE_RE = re.compile(rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})")
+# A residence left: "moved out of Berlin", "relocated from Berlin to Oslo" (Oslo is the new one).
+_MOVE_FROM_RE = re.compile(
+    rf"\b(?:moved|moving|moves|move|relocated|relocating|relocates|relocate)\s+(?:out\s+of|away\s+from|from)\s+"
+    rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?")
 _VISIT_RE = re.compile(
     rf"\b(?:visit|visits|visited|visiting|toured|trip\s+to|travel(?:l?ed|l?ing|s)?\s+to|flew\s+to|fly\s+to|"
     rf"vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
@@ -159,6 +163,14 @@ _ORG_SUFFIX_RE = re.compile(
 )
 _UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
 _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
+# An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
+# "quit" only a name with a company suffix is an employer ("left Acme Inc"; "left Paris", "left Maya a note").
+_LEAVE_ORG_RE = re.compile(
+    rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
+    rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
+    rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
+    rf"(?:Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|Foundation))\b"
+)
 _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
     rf"(?:at|for|by)\s+(?:the\s+)?(?P<org>{_CAPS})"
@@ -193,12 +205,17 @@ _ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(
                     r"ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\b", re.I)
 
 
+def _clause_before(text: str, at: int) -> str:
+    """The part of the clause holding position ``at`` that comes before it."""
+    before = text[:at]
+    starts = [m.end() for m in _CLAUSE_START.finditer(before)]
+    return before[starts[-1] if starts else 0:]
+
+
 def _denial(text: str, at: int) -> str | None:
     """How the clause holding position ``at`` denies what is stated there: "ended" (it held
     once: "no longer works at", "stopped using"), "denied" (any other negation) or None."""
-    before = text[:at]
-    starts = [m.end() for m in _CLAUSE_START.finditer(before)]
-    clause = before[starts[-1] if starts else 0:]
+    clause = _clause_before(text, at)
     if not _DENIAL.search(clause):
         return None
     return "ended" if _ENDED.search(clause) else "denied"
@@ -485,6 +502,7 @@ class _EventReader:
                 self.org(f"University of {place}")
         matches = [(m, m.group("org") or m.group("org2"), m.group("verb")) for m in _WORK_AT_RE.finditer(s)]
         matches += [(m, m.group("org"), "works") for m in _ROLE_AT_RE.finditer(s)]
+        matches += [(m, m.group("org") or m.group("org2"), "left") for m in _LEAVE_ORG_RE.finditer(s)]
         for m, raw, verb in matches:
             suffix = _ORG_SUFFIX_RE.match(raw + " ")  # "Acme Inc" names the company "Acme"
             name = _clean_name(raw)
@@ -499,8 +517,10 @@ class _EventReader:
             denial = _denial(s, m.start())
             if denial == "denied":
                 continue
-            past = verb == "worked" or _PAST_WORK.search(s[: m.start()]) or denial == "ended"
-            if denial == "ended":  # "no longer works at": the current employment ends here
+            ended = denial == "ended" or verb == "left"
+            # "left Acme and joined Beta": what was left is past, not what was joined
+            past = verb == "worked" or _PAST_WORK.search(_clause_before(s, m.start())) or ended
+            if ended:  # "no longer works at", "resigned from": the current employment ends here
                 self.b.fact(subject, "works_at", self.b.nodes[ref]["name"], self.id, "superseded")
                 self.b.edge(subject, ref, "works_at", self.id, "superseded")
             if past:
@@ -532,6 +552,27 @@ class _EventReader:
                 if relation == "lives_in":
                     self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
                 self.b.edge(subject, ref, relation, self.id)
+        for m in _MOVE_FROM_RE.finditer(s):
+            denial = _denial(s, m.start())
+            if denial == "denied":
+                continue
+            subject = self.subject(s, m.start())
+            for group in ("old", "new"):
+                name = m.group(group)
+                if not name or name.casefold() in _TOOL_CANON or (
+                        name.casefold() not in _PLACE_CANON and _TECH_WORDS.search(s)):
+                    continue  # "moved the service away from Heroku": a tool
+                ref = self.place(name)
+                if ref is None:
+                    continue
+                place = self.b.nodes[ref]["name"]
+                if group == "old":  # the residence left ends here
+                    self.b.fact(subject, "lives_in", place, self.id, "superseded")
+                    self.b.edge(subject, ref, "lives_in", self.id, "superseded")
+                    self.b.edge(subject, ref, "lived_in", self.id)
+                else:
+                    self.b.fact(subject, "lives_in", place, self.id)
+                    self.b.edge(subject, ref, "lives_in", self.id)
         for m in _VISIT_RE.finditer(s):
             name = _clean_name(m.group(1))
             strict = _STRICT_VISIT.match(m.group(0))
@@ -683,7 +724,8 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
     single = ((_KNOWN_TOOL_RE, 1), (_ANY_CASE_TOOL_RE, 1), (_KNOWN_PLACE_RE, 1), (_IN_NAME_RE, 1), (_LIVE_RE, 1),
               (_MOVE_RE, 1), (_WORK_AT_RE, "org"), (_WORK_AT_RE, "org2"), (_ROLE_AT_RE, "org"),
               (_UNIVERSITY_OF_RE, 1), (_PET_RE, "pname"), (_PLACE_NOUN_RE, 1), (_PARTICLE_BEFORE_RE, 1),
-              (_PARTICLE_AFTER_RE, 1), (_TRAVEL_PLACE_RE, 1), (_PET_APPOSITIVE_RE, 1))
+              (_PARTICLE_AFTER_RE, 1), (_TRAVEL_PLACE_RE, 1), (_PET_APPOSITIVE_RE, 1), (_MOVE_FROM_RE, "old"),
+              (_MOVE_FROM_RE, "new"), (_LEAVE_ORG_RE, "org"), (_LEAVE_ORG_RE, "org2"))
     for text in sentences:
         for m in _PROJECT_RE.finditer(text):
             if m.group("surface"):

@@ -694,6 +694,16 @@ ENDED = "superseded"
      {("Maya", "uses", "Discord"), ("Maya", "uses", "Slack", ENDED)}),
     ("Maya avoids using Jenkins.", set(), set()),
     ("Maya never replaced Jira with Linear.", set(), set()),
+    ("Maya resigned from Acme.", {("Maya", "works_at", "Acme", ENDED)},
+     {("Maya", "worked_at", "Acme"), ("Maya", "works_at", "Acme", ENDED)}),
+    ("Maya left Acme Inc and joined Beta Corp.", {("Maya", "works_at", "Beta"), ("Maya", "works_at", "Acme", ENDED)},
+     {("Maya", "works_at", "Beta"), ("Maya", "worked_at", "Acme"), ("Maya", "works_at", "Acme", ENDED)}),
+    ("Maya left Paris on Monday.", set(), set()),  # a trip, not a residence or an employer
+    ("Maya moved from Berlin to Oslo.", {("Maya", "lives_in", "Oslo"), ("Maya", "lives_in", "Berlin", ENDED)},
+     {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Berlin", ENDED), ("Maya", "lives_in", "Oslo")}),
+    ("Maya moved out of Berlin.", {("Maya", "lives_in", "Berlin", ENDED)},
+     {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Berlin", ENDED)}),
+    ("Maya never moved out of Berlin.", set(), set()),
 ])
 def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
     """A denied clause states nothing; an ended one ("no longer", "stopped") states the record
