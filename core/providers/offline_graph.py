@@ -423,6 +423,12 @@ class _EventReader:
                 return ref
         return self.people[0][1] if self.people else None
 
+    def clause_subject(self, sentence: str, before: int) -> str | None:
+        """``subject`` read from the clause holding the match only: in "… and our daughter Ivy, and
+        you moved from Dublin" the one who moved is not Ivy."""
+        start = before - len(_clause_before(sentence, before))
+        return self.subject(sentence[start:], before - start)
+
     def is_person(self, name: str) -> bool:
         return _key(name) in self.person_keys or _key(name.split()[0]) in self.person_keys
 
@@ -513,7 +519,7 @@ class _EventReader:
             ref = self.org(name)
             if ref is None:
                 continue
-            subject = self.subject(s, m.start())
+            subject = self.clause_subject(s, m.start()) if verb == "left" else self.subject(s, m.start())
             denial = _denial(s, m.start())
             if denial == "denied":
                 continue
@@ -556,7 +562,7 @@ class _EventReader:
             denial = _denial(s, m.start())
             if denial == "denied":
                 continue
-            subject = self.subject(s, m.start())
+            subject = self.clause_subject(s, m.start())
             for group in ("old", "new"):
                 name = m.group(group)
                 if not name or name.casefold() in _TOOL_CANON or (
