@@ -240,6 +240,30 @@ _ROLE_NAMED_RE = re.compile(
     r"(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
 )
 
+# People named by how they relate to someone: "my partner Tomás", "our six-year-old daughter Ivy", "Maya's
+# manager Lena", "her ex-husband Rob" (an "ex" or "former" one is a relation that has ended). The edge runs
+# from the owner: owner parent_of daughter, owner child_of mother, owner reports_to manager.
+_KIN = {
+    **dict.fromkeys(("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancé",
+                     "fiancée"), "partner_of"),
+    **dict.fromkeys(("daughter", "son", "child", "kid", "stepdaughter", "stepson"), "parent_of"),
+    **dict.fromkeys(("mother", "mom", "mum", "father", "dad"), "child_of"),
+    **dict.fromkeys(("sister", "brother", "sibling"), "sibling_of"),
+    **dict.fromkeys(("colleague", "coworker", "co-worker", "teammate"), "works_with"),
+    **dict.fromkeys(("boss", "manager"), "reports_to"),
+    "friend": "friend_of",
+}
+_KIN_RE = re.compile(
+    rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir|{_NAME}['’]s)\s+(?P<mods>(?:[\w-]+\s+){{0,2}}?)"
+    rf"(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\s+(?P<name>{_NAME}(?:\s+{_NAME})?)(?!['’]s\b)"
+)
+# ... and after the name: "Priya Raman, my manager and our head of data".
+_KIN_APPOSITIVE_RE = re.compile(
+    rf"(?P<name>{_NAME}(?:\s+{_NAME})?),\s+(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir)\s+"
+    rf"(?P<mods>(?:[\w-]+\s+){{0,2}}?)(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\b(?!['’])"
+)
+_KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
+
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
 )
@@ -429,6 +453,14 @@ class _EventReader:
         start = before - len(_clause_before(sentence, before))
         return self.subject(sentence[start:], before - start)
 
+    def last_person(self, sentence: str, before: int) -> str | None:
+        """The person named last before ``before``: whom "his" or "her" most likely means (None
+        when no one is; guessing the speaker would make "Tomás and his brother" Maya's brother)."""
+        found = None
+        for match in re.finditer(_NAME, sentence[:before]):
+            found = self.person_keys.get(_key(re.sub(r"['’]s$", "", match.group(0)))) or found
+        return found
+
     def is_person(self, name: str) -> bool:
         return _key(name) in self.person_keys or _key(name.split()[0]) in self.person_keys
 
@@ -479,6 +511,7 @@ class _EventReader:
         self._roles(s)
         self._likes(s)
         self._pets(s)
+        self._kin(s)
 
     def _projects(self, s: str) -> set[str]:
         names = set()
@@ -677,6 +710,31 @@ class _EventReader:
                 if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP:
                     continue
                 self.b.fact(subject, key, " ".join(words), self.id)
+
+    def _kin(self, s: str) -> None:
+        for m in [*_KIN_RE.finditer(s), *_KIN_APPOSITIVE_RE.finditer(s)]:
+            name = _clean_name(m.group("name"))
+            if not name or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
+                continue
+            if m.re is _KIN_APPOSITIVE_RE and " " not in name and not self.is_person(name) and not s[
+                    : m.start()].strip():
+                continue  # "Thankfully, my son's ok": one unknown word opening the sentence is no name
+            owner_word = m.group("owner")
+            if owner_word.casefold() in ("my", "our", "your"):
+                owner = self.people[0][1] if self.people else None  # who speaks, or is spoken to
+            elif owner_word.casefold() in ("his", "her", "their"):
+                owner = self.last_person(s, m.start())
+            else:
+                owner = self.person_keys.get(_key(re.sub(r"['’]s$", "", owner_word)))
+            denial = _denial(s, m.start())
+            if owner is None or denial == "denied":
+                continue
+            known = self.person_keys.get(_key(name)) or self.person_keys.get(_key(name.split()[0]))
+            ref = known or self.b.node("person", name, self.id)
+            if ref is None or ref == owner:
+                continue
+            ended = denial == "ended" or bool(m.group("ex")) or bool(_KIN_ENDED.search(m.group("mods") or ""))
+            self.b.edge(owner, ref, _KIN[m.group("kin").casefold()], self.id, "superseded" if ended else "active")
 
     def _pets(self, s: str) -> None:
         for m in _PET_APPOSITIVE_RE.finditer(s):

@@ -866,3 +866,34 @@ def test_context_visibility_reads_equal_reading_every_citation(store):
             for kind in ("aliases", "tags"):
                 assert (graphsvc._visible_metadata(node, kind, [], few)
                         == graphsvc._visible_metadata(node, kind, [], statuses))
+
+
+@pytest.mark.parametrize(("text", "participants", "edges"), [
+    ("I live with my partner Tomás and our six-year-old daughter Ivy.", ["Maya", "Ivy"],
+     {("Maya", "partner_of", "Tomás"), ("Maya", "parent_of", "Ivy")}),
+    ("Noted: your mum Ruth lands on Friday.", ["Maya"], {("Maya", "child_of", "Ruth")}),
+    ("Maya's manager Lena approved it.", ["Maya", "Lena"], {("Maya", "reports_to", "Lena")}),
+    ("Priya Raman, my manager and our head of data, signed off.", ["Maya", "Priya Raman"],
+     {("Maya", "reports_to", "Priya Raman")}),
+    ("Yesterday Maya and her sister Ana went hiking.", ["Maya"], {("Maya", "sibling_of", "Ana")}),
+    ("Maya met her ex-husband Rob for coffee.", ["Maya"], {("Maya", "partner_of", "Rob", ENDED)}),
+    ("My former boss Dirk retired.", ["Maya"], {("Maya", "reports_to", "Dirk", ENDED)}),
+    # "his" with no one named before it is not guessed to be the speaker
+    ("Tomás and his brother Luis cooked.", ["Maya"], set()),
+    ("Lena is not my manager.", ["Maya", "Lena"], set()),
+    ("My friend Paris is visiting.", ["Maya"], set()),  # a place name is not taken for a person
+    ("Thankfully, my son's ok.", ["Maya"], set()),  # an opening word before a comma is no name
+    ("I met Sam, my old colleague, at the airport.", ["Maya"], {("Maya", "works_with", "Sam")}),
+])
+def test_offline_names_people_by_how_they_relate(text, participants, edges):
+    """"my partner Tomás", "Maya's manager Lena", "Priya, my manager": an edge from the owner (the
+    speaker for my/our/your, the last person named for his/her), ended for an "ex-" or "former" one."""
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": text, "quotes": [], "participants": participants, "temporal": {}}]})
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    got = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]])
+           + ((e["status"],) if e.get("status", "active") != "active" else ())
+           for e in proposal["edges"] if e["relation"] != "knows"}
+    assert got == edges
+    kin = {to for _, _, to, *_ in edges}
+    assert all(n["type"] == "person" for n in proposal["nodes"] if n["name"] in kin)
