@@ -262,6 +262,10 @@ _KIN_APPOSITIVE_RE = re.compile(
     rf"(?P<name>{_NAME}(?:\s+{_NAME})?),\s+(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir)\s+"
     rf"(?P<mods>(?:[\w-]+\s+){{0,2}}?)(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\b(?!['’])"
 )
+# Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
+# one spoken to (the event's first participant).
+_SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you)\b")
+_SPEAKER_WORDS = frozenset({"i", "we", "you"})
 _KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
 
 _ROLE_APPOSITIVE_RE = re.compile(
@@ -448,10 +452,18 @@ class _EventReader:
         return self.people[0][1] if self.people else None
 
     def clause_subject(self, sentence: str, before: int) -> str | None:
-        """``subject`` read from the clause holding the match only: in "… and our daughter Ivy, and
-        you moved from Dublin" the one who moved is not Ivy."""
-        start = before - len(_clause_before(sentence, before))
-        return self.subject(sentence[start:], before - start)
+        """Who does what the match states: the person or first/second-person pronoun named last
+        before it in its clause ("… and our daughter Ivy, and you moved from Dublin": the one spoken
+        to, not Ivy; "Maya's partner Tomás moved": Tomás), else ``subject`` over the sentence."""
+        clause = _clause_before(sentence, before)
+        found = None
+        for match in _SUBJECT_WORD.finditer(clause):
+            word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
+            if word.casefold() in _SPEAKER_WORDS:
+                found = self.people[0][1] if self.people else found
+            else:
+                found = self.person_keys.get(_key(word)) or found
+        return found or self.subject(sentence, before)
 
     def last_person(self, sentence: str, before: int) -> str | None:
         """The person named last before ``before``: whom "his" or "her" most likely means (None
@@ -525,7 +537,7 @@ class _EventReader:
             ref = self.b.node("project", name, self.id, m.group("surface"))
             verb = _WORKS_ON_VERB.search(s[max(0, m.start() - 40) : m.start()])
             if verb and not _denial(s, m.start()):
-                self.b.edge(self.subject(s, m.start()), ref, "works_on", self.id)
+                self.b.edge(self.clause_subject(s, m.start()), ref, "works_on", self.id)
         return names
 
     def _orgs(self, s: str, projects: set[str]) -> None:
@@ -552,7 +564,7 @@ class _EventReader:
             ref = self.org(name)
             if ref is None:
                 continue
-            subject = self.clause_subject(s, m.start()) if verb == "left" else self.subject(s, m.start())
+            subject = self.clause_subject(s, m.start())
             denial = _denial(s, m.start())
             if denial == "denied":
                 continue
@@ -580,7 +592,7 @@ class _EventReader:
                 ref = self.place(name)
                 if ref is None:
                     continue
-                subject = self.subject(s, m.start())
+                subject = self.clause_subject(s, m.start())
                 denial = _denial(s, m.start())
                 if denial == "denied":
                     continue
@@ -619,14 +631,15 @@ class _EventReader:
                 continue  # "went to Pride" or "visited Sarah" is not a place; "went to Paris" is
             ref = self.place(name)
             if ref is not None and not _denial(s, m.start()):
-                self.b.edge(self.subject(s, m.start()), ref, "plans_to_visit" if self.planned else "visited", self.id)
+                relation = "plans_to_visit" if self.planned else "visited"
+                self.b.edge(self.clause_subject(s, m.start()), ref, relation, self.id)
         origins = [(m.start(), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
         origins += [(m.start(), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
                     if _clean_name(m.group(1)).casefold() in _PLACE_CANON]
         for at, name in origins:
             ref = self.place(name)
             if ref is not None:
-                subject = self.subject(s, at)
+                subject = self.clause_subject(s, at)
                 self.b.fact(subject, "hometown", self.b.nodes[ref]["name"], self.id)
                 self.b.edge(subject, ref, "hometown", self.id)
         for m in _CITY_STATE_RE.finditer(s):
@@ -673,7 +686,7 @@ class _EventReader:
             return
         # "stopped using X" and "switched from X" end the use
         status = "superseded" if ended or denial == "ended" else "active"
-        subject = self.subject(s, at)
+        subject = self.clause_subject(s, at)
         self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id, status)
         self.b.edge(subject, ref, "uses", self.id, status)
 
@@ -702,7 +715,7 @@ class _EventReader:
             verb = m.group("verb").casefold()
             key = "prefers" if "prefer" in verb else "likes"
             obj = _OBJ_STOP.sub("", m.group("obj").strip())
-            subject = self.subject(s, m.start())
+            subject = self.clause_subject(s, m.start())
             for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj):
                 words = item.strip().split()
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
@@ -747,7 +760,7 @@ class _EventReader:
                 continue
             pet_name = _clean_name(m.group("pname") or "")
             value = f"{pet} {pet_name}" if pet_name and not self.is_person(pet_name) else pet
-            self.b.fact(self.subject(s, m.start()), "has_pet", value, self.id)
+            self.b.fact(self.clause_subject(s, m.start()), "has_pet", value, self.id)
 
 
 def _texts(event: dict[str, Any]) -> list[str]:

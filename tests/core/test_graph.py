@@ -897,3 +897,20 @@ def test_offline_names_people_by_how_they_relate(text, participants, edges):
     assert got == edges
     kin = {to for _, _, to, *_ in edges}
     assert all(n["type"] == "person" for n in proposal["nodes"] if n["name"] in kin)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Ivy loves swimming and Maya lives in Utrecht.", ("Maya", "lives_in", "Utrecht")),
+    ("I told Priya that I moved to Lisbon.", ("Maya", "lives_in", "Lisbon")),
+    ("Maya says Priya works at Acme Inc.", ("Priya", "works_at", "Acme")),
+    ("Maya's partner Tomás moved to Porto.", ("Tomás", "lives_in", "Porto")),
+])
+def test_offline_reads_who_does_it_from_the_clause(text, expected):
+    """The subject of a stated fact is the person (or "I"/"we"/"you": the speaker) named last
+    before it in its clause, not the first person the sentence names."""
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": text, "quotes": [], "participants": ["Maya", "Ivy", "Priya", "Tomás"],
+         "temporal": {}}]})
+    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    assert expected in facts
+    assert not {f for f in facts if f[1:] == expected[1:] and f[0] != expected[0]}
