@@ -262,6 +262,34 @@ _KIN_APPOSITIVE_RE = re.compile(
     rf"(?P<name>{_NAME}(?:\s+{_NAME})?),\s+(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir)\s+"
     rf"(?P<mods>(?:[\w-]+\s+){{0,2}}?)(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\b(?!['’])"
 )
+# Facts about a person an assistant must not forget: allergies, diet, languages, birthday, age.
+_BE = r"(?:I'm|I\s+am|we're|we\s+are|(?:is|are|was|has\s+been|have\s+been))"
+_ALLERGY_RE = re.compile(
+    rf"\b{_BE}\s+(?:(?:very|severely|mildly|really|also|quite)\s+)?allergic\s+to\s+(?P<what>[^.;:!?()]+)"
+    r"|\b(?:has|have|had)\s+(?:an?\s+|a\s+\w+\s+)?(?P<what2>[a-z][a-z -]{1,30}?)\s+allergy\b", re.IGNORECASE)
+_DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "lactose-intolerant",
+          "coeliac", "celiac", "diabetic", "halal", "kosher", "teetotal", "sober")
+_DIET_RE = re.compile(rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s+longer|not)\s+)*"
+                      rf"(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
+# "I'm pescatarian now, not vegetarian", "not vegan anymore": a diet that held and has ended.
+_DIET_LEFT_RE = re.compile(rf"\b(?:not|no\s+longer)\s+(?:a\s+|an\s+)?(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
+_SINCE_NOW = re.compile(r"\b(?:now|anymore|any\s+more|no\s+longer)\b", re.IGNORECASE)
+_SEVERITY = frozenset({"a", "an", "the", "some", "to", "severe", "mild", "serious", "bad", "slight", "strong"})
+_LANGUAGES = ("English", "Dutch", "German", "French", "Spanish", "Portuguese", "Italian", "Irish", "Polish",
+              "Russian", "Ukrainian", "Arabic", "Hindi", "Chinese", "Mandarin", "Cantonese", "Japanese", "Korean",
+              "Turkish", "Greek", "Swedish", "Norwegian", "Danish", "Finnish", "Hebrew", "Czech")
+_LANGUAGE_LIST = rf"(?:{'|'.join(_LANGUAGES)})"
+_SPEAKS_RE = re.compile(
+    rf"\b(?:speaks?|speaking|fluent\s+in|learning|learn|learns|learned|learnt)\s+(?:(?:some|a\s+little|fluent|"
+    rf"basic|good|decent)\s+)?(?P<langs>{_LANGUAGE_LIST}(?:\s*(?:,|and|&)\s*{_LANGUAGE_LIST})*)")
+_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December")
+_DAY_OF_MONTH = rf"(?:(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS}))"
+_BIRTHDAY_RE = re.compile(
+    rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|{_NAME}['’]s)\s+birthday\s+(?:is|was|falls)\s+(?:on\s+)?"
+    rf"(?P<date>{_DAY_OF_MONTH})")
+_AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
+                     rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
+
 # Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
 # one spoken to (the event's first participant).
 _SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you)\b")
@@ -421,6 +449,10 @@ class _EventReader:
         self.id = event["id"]
         self.texts = texts
         self.planned = (event.get("temporal") or {}).get("status") == "planned"
+        # Who "you" is: the user when the assistant speaks (it is listed first and is no person, so
+        # the first person listed is the one spoken to); between people, someone this reader cannot tell.
+        first = next((p for p in event.get("participants") or [] if isinstance(p, str)), "")
+        self.assistant_speaks = first.strip().casefold() in ("assistant", "system", "ai", "bot")
         self.people: list[tuple[str, str]] = []  # (name as given, ref)
         self.person_keys: dict[str, str] = {}
         for name in people:
@@ -456,14 +488,22 @@ class _EventReader:
         before it in its clause ("… and our daughter Ivy, and you moved from Dublin": the one spoken
         to, not Ivy; "Maya's partner Tomás moved": Tomás), else ``subject`` over the sentence."""
         clause = _clause_before(sentence, before)
-        found = None
+        found, named = None, False
         for match in _SUBJECT_WORD.finditer(clause):
             word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
             if word.casefold() in _SPEAKER_WORDS:
-                found = self.people[0][1] if self.people else found
-            else:
-                found = self.person_keys.get(_key(word)) or found
-        return found or self.subject(sentence, before)
+                found, named = self.speaker_or_addressee(word), True  # None: a "you" no one here is
+            elif _key(word) in self.person_keys:
+                found, named = self.person_keys[_key(word)], True
+        return found if named else self.subject(sentence, before)
+
+    def speaker_or_addressee(self, pronoun: str) -> str | None:
+        """The person "I"/"we"/"my"/"our" (the speaker) or "you"/"your" means, when known."""
+        if not self.people:
+            return None
+        if pronoun.casefold() in ("you", "your") and not self.assistant_speaks:
+            return None
+        return self.people[0][1]
 
     def last_person(self, sentence: str, before: int) -> str | None:
         """The person named last before ``before``: whom "his" or "her" most likely means (None
@@ -524,6 +564,7 @@ class _EventReader:
         self._likes(s)
         self._pets(s)
         self._kin(s)
+        self._personal(s)
 
     def _projects(self, s: str) -> set[str]:
         names = set()
@@ -633,8 +674,9 @@ class _EventReader:
             if ref is not None and not _denial(s, m.start()):
                 relation = "plans_to_visit" if self.planned else "visited"
                 self.b.edge(self.clause_subject(s, m.start()), ref, relation, self.id)
-        origins = [(m.start(), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
-        origins += [(m.start(), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
+        # at the place, so that "I'm" inside the match is read as the subject
+        origins = [(m.start(1) if m.group(1) else m.start(2), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
+        origins += [(m.start(1), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
                     if _clean_name(m.group(1)).casefold() in _PLACE_CANON]
         for at, name in origins:
             ref = self.place(name)
@@ -715,7 +757,7 @@ class _EventReader:
             verb = m.group("verb").casefold()
             key = "prefers" if "prefer" in verb else "likes"
             obj = _OBJ_STOP.sub("", m.group("obj").strip())
-            subject = self.clause_subject(s, m.start())
+            subject = self.clause_subject(s, m.start("obj"))  # "I" in "I love" is inside the match
             for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj):
                 words = item.strip().split()
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
@@ -734,7 +776,7 @@ class _EventReader:
                 continue  # "Thankfully, my son's ok": one unknown word opening the sentence is no name
             owner_word = m.group("owner")
             if owner_word.casefold() in ("my", "our", "your"):
-                owner = self.people[0][1] if self.people else None  # who speaks, or is spoken to
+                owner = self.speaker_or_addressee(owner_word)
             elif owner_word.casefold() in ("his", "her", "their"):
                 owner = self.last_person(s, m.start())
             else:
@@ -748,6 +790,46 @@ class _EventReader:
                 continue
             ended = denial == "ended" or bool(m.group("ex")) or bool(_KIN_ENDED.search(m.group("mods") or ""))
             self.b.edge(owner, ref, _KIN[m.group("kin").casefold()], self.id, "superseded" if ended else "active")
+
+    def _personal(self, s: str) -> None:
+        # (where the value starts: what precedes it in its clause says who and whether it is denied, key, value)
+        facts: list[tuple[int, str, str]] = []
+        for m in _ALLERGY_RE.finditer(s):
+            group = "what" if m.group("what") else "what2"
+            what = _OBJ_STOP.sub("", (m.group(group) or "").strip())
+            for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", what):
+                words = [w for w in item.split() if w.casefold() not in _SEVERITY]
+                if words and len(words) <= 3:
+                    facts.append((m.start(group), "allergic_to", " ".join(words).casefold()))
+        facts += [(m.start("diet"), "diet", m.group("diet").casefold().replace("-", " ").replace("celiac", "coeliac"))
+                  for m in _DIET_RE.finditer(s)]
+        for m in _SPEAKS_RE.finditer(s):
+            verb = s[m.start():m.start("langs")].split()[0].casefold()
+            key = "learning" if verb.startswith("learn") and not verb.endswith(("ed", "nt")) else "speaks"
+            facts += [(m.start("langs"), key, lang) for lang in re.findall(_LANGUAGE_LIST, m.group("langs"))]
+        facts += [(m.start("age" if m.group("age") else "age2"), "age", m.group("age") or m.group("age2"))
+                  for m in _AGE_RE.finditer(s)]
+        stated = {(at, value) for at, key, value in facts if key == "diet"}
+        for m in _DIET_LEFT_RE.finditer(s):
+            diet = m.group("diet").casefold().replace("-", " ").replace("celiac", "coeliac")
+            if _SINCE_NOW.search(s) and (m.start("diet"), diet) not in stated:
+                self.b.fact(self.clause_subject(s, m.start()), "diet", diet, self.id, "superseded")
+        for at, key, value in facts:
+            denial = _denial(s, at)
+            if denial == "denied":
+                continue
+            self.b.fact(self.clause_subject(s, at), key, value, self.id,
+                        "superseded" if denial == "ended" else "active")
+        for m in _BIRTHDAY_RE.finditer(s):
+            owner = m.group("owner")
+            if owner.casefold() in ("my", "our", "your"):
+                ref = self.speaker_or_addressee(owner)
+            elif owner.casefold() in ("his", "her"):
+                ref = self.last_person(s, m.start())
+            else:
+                ref = self.person_keys.get(_key(re.sub(r"['’]s$", "", owner)))
+            if ref is not None and not _denial(s, m.start()):
+                self.b.fact(ref, "birthday", " ".join(m.group("date").split()), self.id)
 
     def _pets(self, s: str) -> None:
         for m in _PET_APPOSITIVE_RE.finditer(s):

@@ -871,7 +871,9 @@ def test_context_visibility_reads_equal_reading_every_citation(store):
 @pytest.mark.parametrize(("text", "participants", "edges"), [
     ("I live with my partner Tomás and our six-year-old daughter Ivy.", ["Maya", "Ivy"],
      {("Maya", "partner_of", "Tomás"), ("Maya", "parent_of", "Ivy")}),
-    ("Noted: your mum Ruth lands on Friday.", ["Maya"], {("Maya", "child_of", "Ruth")}),
+    ("Noted: your mum Ruth lands on Friday.", ["Assistant", "Maya"], {("Maya", "child_of", "Ruth")}),
+    # between people "your" is the other one, whom the rules cannot name
+    ("Say hi to your sister Ana!", ["Maya", "Ivy"], set()),
     ("Maya's manager Lena approved it.", ["Maya", "Lena"], {("Maya", "reports_to", "Lena")}),
     ("Priya Raman, my manager and our head of data, signed off.", ["Maya", "Priya Raman"],
      {("Maya", "reports_to", "Priya Raman")}),
@@ -914,3 +916,31 @@ def test_offline_reads_who_does_it_from_the_clause(text, expected):
     facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
     assert expected in facts
     assert not {f for f in facts if f[1:] == expected[1:] and f[0] != expected[0]}
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("I am allergic to peanuts and shellfish.", {("Maya", "allergic_to", "peanuts"), ("Maya", "allergic_to", "shellfish")}),
+    ("Ivy has a severe nut allergy.", {("Ivy", "allergic_to", "nut")}),
+    ("I am not allergic to cats.", set()),
+    ("Tomás is a vegan.", {("Tomás", "diet", "vegan")}),
+    ("I'm no longer vegetarian.", {("Maya", "diet", "vegetarian", ENDED)}),
+    ("I speak English, German and Irish.", {("Maya", "speaks", "English"), ("Maya", "speaks", "German"),
+                                            ("Maya", "speaks", "Irish")}),
+    ("I'm learning Portuguese but I don't speak French.", {("Maya", "learning", "Portuguese")}),
+    ("Impressive that you're learning German.", set()),  # said by Maya to someone else
+    ("Ivy's birthday is 14 March.", {("Ivy", "birthday", "14 March")}),
+    ("My birthday is on May 3.", {("Maya", "birthday", "May 3")}),
+    ("Tomás is 41 years old and Ivy turned 7 last week.", {("Tomás", "age", "41"), ("Ivy", "age", "7")}),
+    ("The build turned 3 times red.", set()),
+    ("I eat fish now, so I'm pescatarian, not vegetarian anymore.",
+     {("Maya", "diet", "pescatarian"), ("Maya", "diet", "vegetarian", ENDED)}),
+    ("I'm pescatarian, not vegetarian.", {("Maya", "diet", "pescatarian")}),  # no sign it ever held
+])
+def test_offline_keeps_what_an_assistant_must_not_forget(text, facts):
+    """Allergies, diet, languages, birthdays and ages are facts of the person they are about."""
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": text, "quotes": [], "participants": ["Maya", "Ivy", "Tomás"],
+         "temporal": {}}]})
+    keys = {"allergic_to", "diet", "speaks", "learning", "birthday", "age"}
+    assert {(n["name"], f["key"], f["value"]) + ((f["status"],) if f.get("status", "active") != "active" else ())
+            for n in proposal["nodes"] for f in n["facts"] if f["key"] in keys} == facts
