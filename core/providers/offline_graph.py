@@ -424,7 +424,7 @@ class _Builder:
                 "facts": [
                     {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
                      **({"status": f["status"]} if f["status"] != "active" else {})}
-                    for f in node["facts"].values()
+                    for f in _named_pets_only(node["facts"].values())
                 ],
                 "source_event_ids": ids,
             })
@@ -843,6 +843,12 @@ class _EventReader:
             pet_name = _clean_name(m.group("pname") or "")
             value = f"{pet} {pet_name}" if pet_name and not self.is_person(pet_name) else pet
             self.b.fact(self.clause_subject(s, m.start()), "has_pet", value, self.id)
+
+
+def _named_pets_only(facts):
+    """The facts without a bare "dog" when the same facts name it ("dog Biscuit"): one pet, not two."""
+    named = {f["value"].split()[0].casefold() for f in facts if f["key"] == "has_pet" and " " in f["value"]}
+    return [f for f in facts if not (f["key"] == "has_pet" and f["value"].casefold() in named)]
 
 
 def _texts(event: dict[str, Any]) -> list[str]:

@@ -944,3 +944,11 @@ def test_offline_keeps_what_an_assistant_must_not_forget(text, facts):
     keys = {"allergic_to", "diet", "speaks", "learning", "birthday", "age"}
     assert {(n["name"], f["key"], f["value"]) + ((f["status"],) if f.get("status", "active") != "active" else ())
             for n in proposal["nodes"] for f in n["facts"] if f["key"] in keys} == facts
+
+
+def test_offline_names_a_pet_once():
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "And there's Biscuit, our beagle. We got the dog in 2022.", "quotes": [
+            "We have a dog called Biscuit."], "participants": ["Maya"], "temporal": {}}]})
+    pets = [f["value"] for n in proposal["nodes"] for f in n["facts"] if f["key"] == "has_pet"]
+    assert pets == ["dog Biscuit"]
