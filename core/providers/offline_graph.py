@@ -157,10 +157,11 @@ _NOT_BEFORE_PERSON = re.compile(
     r"into|across)\s+$",
     re.IGNORECASE,
 )
-_ORG_SUFFIX_RE = re.compile(
-    rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+(Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|"
-    rf"Logistics|Labs|Institute|Foundation)\b\.?"
-)
+# Words that end an organisation's name ("Northwind Freight", "Kestrel Logistics", "Acme Inc").
+_ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|"
+                 "Foundation|Freight|Group|Partners|Systems|Technologies|Solutions|Software|Consulting|Capital|"
+                 "Ventures|Media|Studios|Airlines|Motors|Insurance|Analytics|Robotics|Holdings|Industries")
+_ORG_SUFFIX_RE = re.compile(rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+({_ORG_SUFFIXES})\b\.?")
 _UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
 _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
 # An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
@@ -169,7 +170,7 @@ _LEAVE_ORG_RE = re.compile(
     rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
     rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
     rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
-    rf"(?:Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|Foundation))\b"
+    rf"(?:{_ORG_SUFFIXES}))\b"
 )
 _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"

@@ -952,3 +952,12 @@ def test_offline_names_a_pet_once():
             "We have a dog called Biscuit."], "participants": ["Maya"], "temporal": {}}]})
     pets = [f["value"] for n in proposal["nodes"] for f in n["facts"] if f["key"] == "has_pet"]
     assert pets == ["dog Biscuit"]
+
+
+@pytest.mark.parametrize("name", ["Northwind Freight", "Universal Studios", "Acme Analytics", "Blue Harbor Group"])
+def test_offline_takes_a_company_suffix_for_an_organisation(name):
+    """A participant named like a company is an organisation, never a person."""
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": f"Lena booked a demo with {name}, our biggest customer.", "quotes": [],
+         "participants": ["Maya", "Lena", name], "temporal": {}}]})
+    assert {n["type"] for n in proposal["nodes"] if n["name"] == name} == {"organization"}
