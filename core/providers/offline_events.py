@@ -95,6 +95,26 @@ _NOT_NAMES = frozenset(
     "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
     "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split()
 )
+# "I live" reads "Maya lives": the present-tense verbs first-person sentences most often use.
+_PRESENT = frozenset("""live work love like need want think know feel use play hope plan prefer enjoy try teach
+    study run own speak eat drink make take see watch read write remember believe miss hate wish agree guess mean
+    get keep spend volunteer paint cook hike swim find look come go do say tell ask help call visit travel train
+    practice practise lead manage build learn stay sleep walk drive ride care worry wonder understand""".split())
+_ADVERBS = ("really", "also", "just", "still", "never", "always", "usually", "often", "sometimes", "actually",
+            "totally", "absolutely", "even", "only", "mostly", "rarely", "definitely", "truly")
+_I_VERB = re.compile(rf"\bI((?:\s+(?:{'|'.join(_ADVERBS)}))*)\s+({'|'.join(sorted(_PRESENT))})\b")
+
+
+def _third_singular(verb: str) -> str:
+    if verb in ("go", "do"):
+        return verb + "es"
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
 _REPLACEMENTS = (
     (re.compile(r"\bI'm\b"), "{s} is"),
     (re.compile(r"\bI've\b"), "{s} has"),
@@ -103,6 +123,9 @@ _REPLACEMENTS = (
     (re.compile(r"\bI am\b"), "{s} is"),
     (re.compile(r"\bI was\b"), "{s} was"),
     (re.compile(r"\bI have\b"), "{s} has"),
+    (re.compile(r"\bI don't\b"), "{s} doesn't"),
+    (re.compile(r"\bI do not\b"), "{s} does not"),
+    (_I_VERB, lambda speaker: lambda m: f"{speaker}{m.group(1)} {_third_singular(m.group(2))}"),
     (re.compile(r"\bI\b"), "{s}"),
     (re.compile(r"\b[Mm]y\b"), "{s}'s"),
     (re.compile(r"\b[Mm]ine\b"), "{s}'s"),
@@ -167,7 +190,7 @@ def third_person(sentence: str, speaker: str) -> str:
     """Rewrite a first-person sentence so the card names who it is about."""
     out = sentence
     for pattern, replacement in _REPLACEMENTS:
-        out = pattern.sub(replacement.format(s=speaker), out)
+        out = pattern.sub(replacement(speaker) if callable(replacement) else replacement.format(s=speaker), out)
     return out
 
 

@@ -93,7 +93,11 @@ def test_classification_and_criticality():
     assert criticality("I'm a data engineer") == "identity"
     assert criticality("I love hiking") == "preference"
     assert criticality("I bought bread") == "routine"
-    assert third_person("I think my cat likes me", "Ana") == "Ana think Ana's cat likes Ana"
+    assert third_person("I think my cat likes me", "Ana") == "Ana thinks Ana's cat likes Ana"
+    assert third_person("I live in Utrecht and I really enjoy it", "Ana") == (
+        "Ana lives in Utrecht and Ana really enjoys it")
+    assert third_person("I don't study, I go and I try", "Ana") == "Ana doesn't study, Ana goes and Ana tries"
+    assert third_person("I moved and I can swim", "Ana") == "Ana moved and Ana can swim"  # past, modal: as they are
 
 
 def test_derivation_end_to_end_cites_messages_inside_the_block(store):
