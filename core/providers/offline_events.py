@@ -85,7 +85,9 @@ _CHANGE_CUE = re.compile(
     r"resched\w*|postpon\w*|moved (it|the \w+|our \w+|my \w+) to|cancel\w*|correction|turns out)\b|"
     r"改成|改为|不再|取消", re.IGNORECASE)
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
-_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s[A-Z][a-z]+)?\b")
+# Latin letters with accents too: "Tomás", "Zoë", "Łukasz" are names as much as "Tom".
+_UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
+_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s[{_UPPER}][{_LOWER}]+)?\b")
 _NOT_NAMES = frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
     "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Just Also What Why How "
@@ -164,15 +166,16 @@ def informative(sentence: str) -> bool:
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n)\s*$")
 
 
-def _names(text: str, lower_vocab: frozenset[str] = frozenset()) -> list[str]:
-    """Capitalised words that look like names: not at a sentence start, not a common word
-    (``lower_vocab`` holds words the surrounding text also uses in lower case)."""
+def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> list[str]:
+    """Capitalised words that look like names: not a common word (``lower_vocab`` holds words the
+    surrounding text also uses in lower case), and not at a sentence start unless ``known`` (names
+    the surrounding text uses inside a sentence: "Tomás will take him" after "my partner Tomás")."""
     found = []
     for match in _NAME.finditer(text):
         first = match.group(0).split()[0]
         if first in _NOT_NAMES or first.casefold() in STOPWORDS or first.casefold() in lower_vocab:
             continue
-        if _SENTENCE_START.search(text[: match.start()]):
+        if _SENTENCE_START.search(text[: match.start()]) and first not in known:
             continue
         found.append(match.group(0))
     return found
@@ -280,7 +283,7 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
 
 def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Sequence[str],
           sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
-          lower_vocab: frozenset[str] = frozenset()) -> dict[str, Any]:
+          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> dict[str, Any]:
     joined = " ".join(parts)
     rewritten = [third_person(p, speaker) for p in parts]
     anchor = None
@@ -297,7 +300,7 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
     other = _other_speaker(speaker, speakers)
     if other and (_SECOND_PERSON.search(joined) or (question and other in (question or ""))):
         participants.append(other)
-    for name in _names(joined, lower_vocab):
+    for name in _names(joined, lower_vocab, known):
         name = _canonical(name, speakers)
         if name not in participants:
             participants.append(name)
@@ -337,6 +340,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     speakers = context.get("speakers") or list(dict.fromkeys(m.get("speaker") for m in messages if m.get("speaker")))
     timeline = context.get("timeline", [])
     lower_vocab = frozenset(w for m in messages for w in words(m.get("text") or "") if w.islower())
+    known = frozenset(n.split()[0] for m in messages for n in _names(m.get("text") or "", lower_vocab))
     events: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for message in messages:
@@ -359,9 +363,10 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 rest = [p for p in parts if p not in anchor_parts]
                 for i, part in enumerate(anchor_parts):
                     group = [part] + (rest if i == 0 else [])
-                    events.append(_card(group, message, speaker, speakers, sources, question, timeline, lower_vocab))
+                    events.append(_card(group, message, speaker, speakers, sources, question, timeline,
+                                        lower_vocab, known))
             else:
-                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab))
+                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known))
         previous = message
     return {
         "should_extract": bool(events),

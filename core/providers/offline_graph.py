@@ -162,6 +162,7 @@ _ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Ban
                  "Foundation|Freight|Group|Partners|Systems|Technologies|Solutions|Software|Consulting|Capital|"
                  "Ventures|Media|Studios|Airlines|Motors|Insurance|Analytics|Robotics|Holdings|Industries")
 _ORG_SUFFIX_RE = re.compile(rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+({_ORG_SUFFIXES})\b\.?")
+_ORG_SUFFIX_WORDS = frozenset(_ORG_SUFFIXES.split("|"))
 _UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
 _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
 # An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
@@ -290,6 +291,11 @@ _BIRTHDAY_RE = re.compile(
     rf"(?P<date>{_DAY_OF_MONTH})")
 _AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
                      rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
+
+# Who moved: the word just before "moved" (past "just", "recently", "have", …) must be a person or a
+# personal pronoun.
+_MOVER = re.compile(r"([\w'’]+?)(?:['’]s)?\s+(?:(?:just|recently|finally|already|have|has|had|also)\s+)*$")
+_MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
 
 # Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
 # one spoken to (the event's first participant).
@@ -647,8 +653,10 @@ class _EventReader:
                 self.b.edge(subject, ref, relation, self.id)
         for m in _MOVE_FROM_RE.finditer(s):
             denial = _denial(s, m.start())
-            if denial == "denied":
-                continue
+            mover = _MOVER.search(s[: m.start()])
+            if denial == "denied" or mover is None or not (
+                    mover.group(1).casefold() in _MOVER_PRONOUNS or self.is_person(mover.group(1))):
+                continue  # "swimming moved from Saturdays to Sundays": a thing moved, not a home
             subject = self.clause_subject(s, m.start())
             for group in ("old", "new"):
                 name = m.group(group)
@@ -931,9 +939,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
     words = name.split()
     if key in not_people or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
         return False
-    if words[0] == "Project" or words[-1].rstrip(".") in _LEGAL_SUFFIXES | {
-        "University", "College", "Company", "Bank", "Logistics", "Labs", "Institute", "Foundation",
-    }:
+    if words[0] == "Project" or words[-1].rstrip(".") in _ORG_SUFFIX_WORDS:
         return False
     if not words[0][0].isupper():
         return not words[0][0].islower()  # lower-case Latin is no name; scripts without case pass

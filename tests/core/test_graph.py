@@ -704,6 +704,8 @@ ENDED = "superseded"
     ("Maya moved out of Berlin.", {("Maya", "lives_in", "Berlin", ENDED)},
      {("Maya", "lived_in", "Berlin"), ("Maya", "lives_in", "Berlin", ENDED)}),
     ("Maya never moved out of Berlin.", set(), set()),
+    ("Ivy's swimming moved from Saturdays to Sundays.", set(), set()),  # a thing moved, not a home
+    ("The meeting moved from Monday to Friday.", set(), set()),
 ])
 def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
     """A denied clause states nothing; an ended one ("no longer", "stopped") states the record

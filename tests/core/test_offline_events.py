@@ -100,6 +100,21 @@ def test_classification_and_criticality():
     assert third_person("I moved and I can swim", "Ana") == "Ana moved and Ana can swim"  # past, modal: as they are
 
 
+def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_elsewhere():
+    """"Tomás will take him" names Tomás when the block says "my partner Tomás" too; a capitalised
+    word that only ever opens sentences ("Lovely", "Sure") is not a name."""
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "text": "I live here with my partner Tomás and our dog.",
+         "created_at": "2026-01-13T20:20:00+01:00"},
+        {"id": 2, "role": "user", "speaker": "Maya", "text": "Tomás will take the dog to the vet on Thursday.",
+         "created_at": "2026-01-13T20:25:00+01:00"},
+        {"id": 3, "role": "user", "speaker": "Maya", "text": "Lovely weather today, we walked to the harbour.",
+         "created_at": "2026-01-13T20:30:00+01:00"}]}})
+    by_source = {tuple(e["source_message_ids"]): e["temporal"]["participants"] for e in out["events"]}
+    assert "Tomás" in by_source[(2,)]
+    assert all("Lovely" not in p for p in by_source.values())
+
+
 def test_derivation_end_to_end_cites_messages_inside_the_block(store):
     configure_namespace("ns", block_turn_size=2)
     append_messages("ns", "t", [
