@@ -154,7 +154,7 @@ _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht".
 _NOT_BEFORE_PERSON = re.compile(
     r"\b(?:the|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
-    r"into|across)\s+$",
+    r"into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\s+$",  # "Easter Sunday Belém": an itinerary
     re.IGNORECASE,
 )
 # Words that end an organisation's name ("Northwind Freight", "Kestrel Logistics", "Acme Inc").

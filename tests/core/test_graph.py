@@ -963,3 +963,11 @@ def test_offline_takes_a_company_suffix_for_an_organisation(name):
         {"id": 1, "title": "", "summary": f"Lena booked a demo with {name}, our biggest customer.", "quotes": [],
          "participants": ["Maya", "Lena", name], "temporal": {}}]})
     assert {n["type"] for n in proposal["nodes"] if n["name"] == name} == {"organization"}
+
+
+def test_offline_does_not_take_an_itinerary_stop_for_a_person():
+    """A name right after a weekday in a plan ("Easter Sunday Belém") is a stop, not a person."""
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "Saturday the aquarium, Easter Sunday Belém and pastries, then home.",
+         "quotes": [], "participants": ["Assistant", "Maya", "Belém"], "temporal": {}}]})
+    assert "Belém" not in {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
