@@ -512,6 +512,14 @@ class _EventReader:
             return None
         return self.people[0][1]
 
+    def owner(self, word: str, sentence: str, at: int) -> str | None:
+        """Whose ("my", "her", "Maya's") the thing named at ``at`` is, when it can be told."""
+        if word.casefold() in ("my", "our", "your"):
+            return self.speaker_or_addressee(word)
+        if word.casefold() in ("his", "her", "their"):
+            return self.last_person(sentence, at)
+        return self.person_keys.get(_key(re.sub(r"['’]s$", "", word)))
+
     def last_person(self, sentence: str, before: int) -> str | None:
         """The person named last before ``before``: whom "his" or "her" most likely means (None
         when no one is; guessing the speaker would make "Tomás and his brother" Maya's brother)."""
@@ -783,13 +791,7 @@ class _EventReader:
             if m.re is _KIN_APPOSITIVE_RE and " " not in name and not self.is_person(name) and not s[
                     : m.start()].strip():
                 continue  # "Thankfully, my son's ok": one unknown word opening the sentence is no name
-            owner_word = m.group("owner")
-            if owner_word.casefold() in ("my", "our", "your"):
-                owner = self.speaker_or_addressee(owner_word)
-            elif owner_word.casefold() in ("his", "her", "their"):
-                owner = self.last_person(s, m.start())
-            else:
-                owner = self.person_keys.get(_key(re.sub(r"['’]s$", "", owner_word)))
+            owner = self.owner(m.group("owner"), s, m.start())
             denial = _denial(s, m.start())
             if owner is None or denial == "denied":
                 continue
@@ -810,8 +812,7 @@ class _EventReader:
                 words = [w for w in item.split() if w.casefold() not in _SEVERITY]
                 if words and len(words) <= 3:
                     facts.append((m.start(group), "allergic_to", " ".join(words).casefold()))
-        facts += [(m.start("diet"), "diet", m.group("diet").casefold().replace("-", " ").replace("celiac", "coeliac"))
-                  for m in _DIET_RE.finditer(s)]
+        facts += [(m.start("diet"), "diet", _diet(m.group("diet"))) for m in _DIET_RE.finditer(s)]
         for m in _SPEAKS_RE.finditer(s):
             verb = s[m.start():m.start("langs")].split()[0].casefold()
             key = "learning" if verb.startswith("learn") and not verb.endswith(("ed", "nt")) else "speaks"
@@ -820,7 +821,7 @@ class _EventReader:
                   for m in _AGE_RE.finditer(s)]
         stated = {(at, value) for at, key, value in facts if key == "diet"}
         for m in _DIET_LEFT_RE.finditer(s):
-            diet = m.group("diet").casefold().replace("-", " ").replace("celiac", "coeliac")
+            diet = _diet(m.group("diet"))
             if _SINCE_NOW.search(s) and (m.start("diet"), diet) not in stated:
                 self.b.fact(self.clause_subject(s, m.start()), "diet", diet, self.id, "superseded")
         for at, key, value in facts:
@@ -830,13 +831,7 @@ class _EventReader:
             self.b.fact(self.clause_subject(s, at), key, value, self.id,
                         "superseded" if denial == "ended" else "active")
         for m in _BIRTHDAY_RE.finditer(s):
-            owner = m.group("owner")
-            if owner.casefold() in ("my", "our", "your"):
-                ref = self.speaker_or_addressee(owner)
-            elif owner.casefold() in ("his", "her"):
-                ref = self.last_person(s, m.start())
-            else:
-                ref = self.person_keys.get(_key(re.sub(r"['’]s$", "", owner)))
+            ref = self.owner(m.group("owner"), s, m.start())
             if ref is not None and not _denial(s, m.start()):
                 self.b.fact(ref, "birthday", " ".join(m.group("date").split()), self.id)
 
@@ -852,6 +847,11 @@ class _EventReader:
             pet_name = _clean_name(m.group("pname") or "")
             value = f"{pet} {pet_name}" if pet_name and not self.is_person(pet_name) else pet
             self.b.fact(self.clause_subject(s, m.start()), "has_pet", value, self.id)
+
+
+def _diet(word: str) -> str:
+    """One spelling per diet: "Gluten-free" and "gluten free", "celiac" and "coeliac"."""
+    return word.casefold().replace("-", " ").replace("celiac", "coeliac")
 
 
 def _named_pets_only(facts):
