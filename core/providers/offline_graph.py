@@ -652,13 +652,14 @@ class _EventReader:
                 denial = _denial(s, m.start())
                 if denial == "denied":
                     continue
+                stated = relation
                 if denial == "ended":  # "no longer lives in": the current residence ends here
-                    relation = "lived_in"
+                    stated = "lived_in"  # for this match only, not the pattern's next one
                     self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id, "superseded")
                     self.b.edge(subject, ref, "lives_in", self.id, "superseded")
-                if relation == "lives_in":
+                if stated == "lives_in":
                     self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
-                self.b.edge(subject, ref, relation, self.id)
+                self.b.edge(subject, ref, stated, self.id)
         for m in _MOVE_FROM_RE.finditer(s):
             denial = _denial(s, m.start())
             mover = _MOVER.search(s[: m.start()])
