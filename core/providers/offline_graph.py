@@ -402,6 +402,11 @@ class _Builder:
         if event_id not in entry["ids"]:
             entry["ids"].append(event_id)
 
+    def fact_and_edge(self, source: str | None, target: str, key: str, event_id: int, status: str = "active") -> None:
+        """``key`` stated both ways: a fact of ``source`` whose value is the target's name, and an edge."""
+        self.fact(source, key, self.nodes[target]["name"], event_id, status)
+        self.edge(source, target, key, event_id, status)
+
     def edge(self, source: str | None, target: str | None, relation: str, event_id: int,
              status: str = "active") -> None:
         if source is None or target is None or source == target:
@@ -485,7 +490,7 @@ class _EventReader:
     def subject(self, sentence: str, before: int) -> str | None:
         """The first participant named before the match in this sentence, else the event's first."""
         for match in re.finditer(_NAME, sentence[:before]):
-            ref = self.person_keys.get(_key(re.sub(r"['’]s$", "", match.group(0))))
+            ref = self.person(match.group(0))
             if ref:
                 return ref
         return self.people[0][1] if self.people else None
@@ -500,8 +505,8 @@ class _EventReader:
             word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
             if word.casefold() in _SPEAKER_WORDS:
                 found, named = self.speaker_or_addressee(word), True  # None: a "you" no one here is
-            elif _key(word) in self.person_keys:
-                found, named = self.person_keys[_key(word)], True
+            elif self.person(word):
+                found, named = self.person(word), True
         return found if named else self.subject(sentence, before)
 
     def speaker_or_addressee(self, pronoun: str) -> str | None:
@@ -518,15 +523,19 @@ class _EventReader:
             return self.speaker_or_addressee(word)
         if word.casefold() in ("his", "her", "their"):
             return self.last_person(sentence, at)
-        return self.person_keys.get(_key(re.sub(r"['’]s$", "", word)))
+        return self.person(word)
 
     def last_person(self, sentence: str, before: int) -> str | None:
         """The person named last before ``before``: whom "his" or "her" most likely means (None
         when no one is; guessing the speaker would make "Tomás and his brother" Maya's brother)."""
         found = None
         for match in re.finditer(_NAME, sentence[:before]):
-            found = self.person_keys.get(_key(re.sub(r"['’]s$", "", match.group(0)))) or found
+            found = self.person(match.group(0)) or found
         return found
+
+    def person(self, word: str) -> str | None:
+        """The person a word names ("Maya", "Maya's"), if one of the event's."""
+        return self.person_keys.get(_key(re.sub(r"['’]s$", "", word)))
 
     def is_person(self, name: str) -> bool:
         return _key(name) in self.person_keys or _key(name.split()[0]) in self.person_keys
@@ -628,23 +637,18 @@ class _EventReader:
             # "left Acme and joined Beta": what was left is past, not what was joined
             past = verb == "worked" or _PAST_WORK.search(_clause_before(s, m.start())) or ended
             if ended:  # "no longer works at", "resigned from": the current employment ends here
-                self.b.fact(subject, "works_at", self.b.nodes[ref]["name"], self.id, "superseded")
-                self.b.edge(subject, ref, "works_at", self.id, "superseded")
+                self.b.fact_and_edge(subject, ref, "works_at", self.id, "superseded")
             if past:
                 self.b.edge(subject, ref, "worked_at", self.id)
             else:
-                self.b.fact(subject, "works_at", self.b.nodes[ref]["name"], self.id)
-                self.b.edge(subject, ref, "works_at", self.id)
+                self.b.fact_and_edge(subject, ref, "works_at", self.id)
 
     def _places(self, s: str) -> None:
         for pattern, relation in ((_LIVE_RE, "lives_in"), (_MOVE_RE, "lives_in"), (_LIVED_RE, "lived_in")):
             for m in pattern.finditer(s):
                 name = m.group(1)
-                if relation == "lives_in" and pattern is _MOVE_RE:
-                    if name.casefold() in _TOOL_CANON or (
-                        name.casefold() not in _PLACE_CANON and _TECH_WORDS.search(s)
-                    ):
-                        continue  # "moved the service to Postgres": a tool, handled below
+                if pattern is _MOVE_RE and _moved_tool(name, s):
+                    continue  # "moved the service to Postgres": a tool, handled below
                 ref = self.place(name)
                 if ref is None:
                     continue
@@ -652,14 +656,13 @@ class _EventReader:
                 denial = _denial(s, m.start())
                 if denial == "denied":
                     continue
-                stated = relation
                 if denial == "ended":  # "no longer lives in": the current residence ends here
-                    stated = "lived_in"  # for this match only, not the pattern's next one
-                    self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id, "superseded")
-                    self.b.edge(subject, ref, "lives_in", self.id, "superseded")
-                if stated == "lives_in":
-                    self.b.fact(subject, "lives_in", self.b.nodes[ref]["name"], self.id)
-                self.b.edge(subject, ref, stated, self.id)
+                    self.b.fact_and_edge(subject, ref, "lives_in", self.id, "superseded")
+                    self.b.edge(subject, ref, "lived_in", self.id)
+                elif relation == "lives_in":
+                    self.b.fact_and_edge(subject, ref, "lives_in", self.id)
+                else:
+                    self.b.edge(subject, ref, relation, self.id)
         for m in _MOVE_FROM_RE.finditer(s):
             denial = _denial(s, m.start())
             mover = _MOVER.search(s[: m.start()])
@@ -669,20 +672,16 @@ class _EventReader:
             subject = self.clause_subject(s, m.start())
             for group in ("old", "new"):
                 name = m.group(group)
-                if not name or name.casefold() in _TOOL_CANON or (
-                        name.casefold() not in _PLACE_CANON and _TECH_WORDS.search(s)):
+                if not name or _moved_tool(name, s):
                     continue  # "moved the service away from Heroku": a tool
                 ref = self.place(name)
                 if ref is None:
                     continue
-                place = self.b.nodes[ref]["name"]
                 if group == "old":  # the residence left ends here
-                    self.b.fact(subject, "lives_in", place, self.id, "superseded")
-                    self.b.edge(subject, ref, "lives_in", self.id, "superseded")
+                    self.b.fact_and_edge(subject, ref, "lives_in", self.id, "superseded")
                     self.b.edge(subject, ref, "lived_in", self.id)
                 else:
-                    self.b.fact(subject, "lives_in", place, self.id)
-                    self.b.edge(subject, ref, "lives_in", self.id)
+                    self.b.fact_and_edge(subject, ref, "lives_in", self.id)
         for m in _VISIT_RE.finditer(s):
             name = _clean_name(m.group(1))
             strict = _STRICT_VISIT.match(m.group(0))
@@ -747,8 +746,7 @@ class _EventReader:
         # "stopped using X" and "switched from X" end the use
         status = "superseded" if ended or denial == "ended" else "active"
         subject = self.clause_subject(s, at)
-        self.b.fact(subject, "uses", self.b.nodes[ref]["name"], self.id, status)
-        self.b.edge(subject, ref, "uses", self.id, status)
+        self.b.fact_and_edge(subject, ref, "uses", self.id, status)
 
     def _roles(self, s: str) -> None:
         found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]
@@ -848,6 +846,12 @@ class _EventReader:
             pet_name = _clean_name(m.group("pname") or "")
             value = f"{pet} {pet_name}" if pet_name and not self.is_person(pet_name) else pet
             self.b.fact(self.clause_subject(s, m.start()), "has_pet", value, self.id)
+
+
+def _moved_tool(name: str, sentence: str) -> bool:
+    """Whether a name after "moved to/from" is a tool ("moved the service to Postgres"), not a home."""
+    key = name.casefold()
+    return key in _TOOL_CANON or (key not in _PLACE_CANON and bool(_TECH_WORDS.search(sentence)))
 
 
 def _diet(word: str) -> str:
