@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -139,6 +139,15 @@ def _v13_event_status_by_id_index(database: Database) -> None:
     Event._schema.create_indexes(safe=True)
 
 
+def _v14_graph_endings(database: Database) -> None:
+    """Version 14: why each fact or edge ended, so forgetting the event (or the newer value)
+    that ended one makes it current again. Records ended earlier have no such rows and stay
+    history: what ended them was not kept."""
+    from core.models import GraphEnding
+
+    database.create_tables([GraphEnding])
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -148,7 +157,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  9: _v9_search_removals, 10: _v10_event_change_index,
                                                  11: _v11_event_day_lane_index,
                                                  12: _v12_job_claim_by_namespace_index,
-                                                 13: _v13_event_status_by_id_index}
+                                                 13: _v13_event_status_by_id_index,
+                                                 14: _v14_graph_endings}
 
 
 def database_version(database: Database) -> int:

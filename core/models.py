@@ -361,6 +361,29 @@ class GraphSource(BaseModel):
         indexes = ((("kind", "record_id", "event"), True), (("event",), False))
 
 
+class GraphEnding(BaseModel):
+    """Why a fact or edge is history: a statement that ended it (``cause_kind`` "event") or a
+    newer value of the same one-at-a-time slot (the rival record's kind and id).
+
+    The ending stands while its cause is visible (an event not forgotten; a rival with a live
+    citation). When every ending of a record has fallen, the record is current again with the
+    status and ``valid_to`` it had before (``prior_status``, ``prior_valid_to``); when one
+    stands again it ends again at this row's ``valid_to``. Records ended before schema 14 have
+    no rows and stay history."""
+
+    kind = CharField(max_length=8)
+    record_id = IntegerField()
+    cause_kind = CharField(max_length=8)
+    cause_id = IntegerField()
+    valid_to = CharField(null=True)
+    prior_status = CharField(max_length=16, null=True)
+    prior_valid_to = CharField(null=True)
+    created_at = CharField()
+
+    class Meta:
+        indexes = ((("kind", "record_id", "cause_kind", "cause_id"), True), (("cause_kind", "cause_id"), False))
+
+
 class MessageTerm(BaseModel):
     """Postings of the raw-message index: one row per (message, term) with its frequency.
 
@@ -581,6 +604,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     GraphFact,
     GraphEdge,
     GraphSource,
+    GraphEnding,
     MessageTerm,
     EventTerm,
     CorpusStat,

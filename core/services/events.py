@@ -33,6 +33,7 @@ from core.models import (
 from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
 from core.services.capture import _row_to_raw
+from core.services.graph_endings import reconsider
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds, to_epoch
@@ -325,6 +326,7 @@ def forget_event(event_id: int) -> EventRow:
             event.status = "forgotten"
             event.updated_at = now_iso()
             event.save()
+            reconsider(event_ids=[event.id], namespace_id=event.namespace_id)
     return get_event(event_id).event
 
 
@@ -339,6 +341,7 @@ def restore_event(event_id: int) -> EventRow:
         event.status = "superseded" if successor is not None and successor.status in LIVE else "active"
         event.updated_at = now_iso()
         event.save()
+        reconsider(event_ids=[event.id], namespace_id=event.namespace_id)
     return get_event(event_id).event
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from core.db import chunks
 from core.errors import InvalidInputError
 from core.models import (
-    Block, Event, EventLink, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, IngestionReceipt, Message,
-    Thread, UsageReceipt,
+    Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
+    Message, Thread, UsageReceipt,
 )
 from core.services.events import event_weight
 from core.services.spaces import get_namespace
@@ -87,6 +87,15 @@ def export_data(namespace: str) -> dict[str, Any]:
         for part in chunks(records):
             for row in GraphSource.select().where((GraphSource.kind == kind) & GraphSource.record_id.in_(part)):
                 cites.setdefault((kind, row.record_id), []).append(row.event_id)
+    endings: dict[tuple[str, int], list[dict]] = {}
+    for kind, records in (("fact", [f.id for f in facts]), ("edge", [e.id for e in edges])):
+        for part in chunks(records):
+            for row in GraphEnding.select().where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)):
+                endings.setdefault((kind, row.record_id), []).append(
+                    {"cause": row.cause_kind, "id": row.cause_id, "valid_to": row.valid_to,
+                     "prior_status": row.prior_status, "prior_valid_to": row.prior_valid_to})
+    for found in endings.values():
+        found.sort(key=lambda e: (e["cause"], e["id"]))
     graph = {
         "nodes": [{"id": n.id, "name": n.name, "type": n.type, "aliases": n.aliases, "tags": n.tags,
                    "provenance": n.provenance, "status": n.status, "confidence": n.confidence,
@@ -95,11 +104,13 @@ def export_data(namespace: str) -> dict[str, Any]:
         "facts": [{"id": f.id, "node_id": f.node_id, "key": f.key, "value": f.value, "status": f.status,
                    "valid_from": f.valid_from, "valid_to": f.valid_to, "confidence": f.confidence,
                    "created_at": f.created_at, "updated_at": f.updated_at,
-                   "sources": sorted(cites.get(("fact", f.id), []))} for f in facts],
+                   "sources": sorted(cites.get(("fact", f.id), [])),
+                   "ended_by": endings.get(("fact", f.id), [])} for f in facts],
         "edges": [{"id": e.id, "from": e.from_node_id, "to": e.to_node_id, "relation": e.relation,
                    "status": e.status, "valid_from": e.valid_from, "valid_to": e.valid_to,
                    "confidence": e.confidence, "created_at": e.created_at, "updated_at": e.updated_at,
-                   "sources": sorted(cites.get(("edge", e.id), []))} for e in edges],
+                   "sources": sorted(cites.get(("edge", e.id), [])),
+                   "ended_by": endings.get(("edge", e.id), [])} for e in edges],
     }
     receipts = {
         "usage": [{"receipt_id": r.receipt_id, "batch_id": r.batch_id, "event_ids": r.event_ids, "audit": r.audit,

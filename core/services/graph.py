@@ -29,6 +29,7 @@ from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
+from core.services.graph_endings import EndingLog
 from core.services.graph_names import entity_key, node_names, padded
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
@@ -105,6 +106,11 @@ def _as_id(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
     return None
+
+
+def _status_of(node: GraphNode) -> str:
+    """The status a node's new current fact gets: the node's own."""
+    return node.status if node.status in RECORD_STATUSES else "active"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -244,6 +250,7 @@ class _Applier:
         self._edges: dict[tuple[int, str], dict[int, GraphEdge]] = {}  # (from, relation) -> loaded edges
         self._edge_reads: set[tuple[int, str, int | None]] = set()  # (from, relation, to or None=current)
         self._live_known: dict[int, bool] = {}  # event id -> live, read by resolve()
+        self._endings = EndingLog(self.now)  # why records end, so a forgotten reason revives them
 
     def warn(self, text: str) -> None:
         self.result.warnings.append(text)
@@ -520,6 +527,7 @@ class _Applier:
         """Write the collected citations and touches (nothing in a projection reads them back)."""
         bulk_insert(GraphSource, ["kind", "record_id", "event_id"], list(self._citations), ignore_conflicts=True)
         self._citations.clear()
+        self._endings.flush()
         for model, ids in self._touched.items():
             for part in chunks(sorted(ids)):
                 _TOUCH[model].execute(self.now, list(part))
@@ -578,6 +586,7 @@ class _Applier:
         if self._end("fact", [f for f in known if _value_key(f.value) == wanted], stated, valid_to, sources):
             return
         fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
+        created = fact is None
         if fact is None:
             fact = insert_one(GraphFact, dict(
                 node=node.id, key=key, value=value, status="superseded", valid_from=None,  # start unknown
@@ -585,11 +594,13 @@ class _Applier:
             ))
         else:
             self._touched[GraphFact].add(fact.id)
+        self._history("fact", fact, created, [("event", i) for i in sources], _status_of(node))
         self._cite("fact", fact.id, sources)
 
     def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str) -> None:
-        status = node.status if node.status in RECORD_STATUSES else "active"
+        status = _status_of(node)
         valid_to = None
+        newer: list[GraphFact] = []  # the current values an older one arriving late is history behind
         # One read serves both the rivals (current values) and the record to update.
         known = _FACTS_OF.rows(node.id, key)
         current = [f for f in known if f.status in CURRENT]
@@ -598,8 +609,9 @@ class _Applier:
         if rivals and status in CURRENT:
             valid_to = self._older_than(valid_from, [f.valid_from for f in rivals])
             if valid_to is not None:
-                status, rivals = "superseded", []
+                status, rivals, newer = "superseded", [], rivals
         fact = next((f for f in known if f.status == status and _value_key(f.value) == wanted), None)
+        created = fact is None
         if fact is None:
             fact = insert_one(GraphFact, dict(
                 node=node.id, key=key, value=value, status=status, valid_from=valid_from, valid_to=valid_to,
@@ -607,8 +619,10 @@ class _Applier:
             ))
         else:
             self._touched[GraphFact].add(fact.id)
+        if newer:
+            self._history("fact", fact, created, [("fact", f.id) for f in newer], _status_of(node))
         for rival in rivals:
-            self._supersede(rival, valid_from)
+            self._supersede("fact", rival, valid_from, [("fact", fact.id)])
         self._cite("fact", fact.id, sources)
 
     def _end(self, kind: str, records: list, stated: str, valid_to: str | None, sources: list[int]) -> list:
@@ -616,14 +630,22 @@ class _Applier:
         stays): superseded at ``valid_to``, else the statement's time, citing the statement."""
         ending = [r for r in records if r.status in CURRENT and self._older_than(stated, [r.valid_from]) is None]
         for record in ending:
-            self._supersede(record, valid_to or stated)
+            self._supersede(kind, record, valid_to or stated, [("event", i) for i in sources])
             self._cite(kind, record.id, sources)
         return ending
 
-    def _supersede(self, record: GraphFact | GraphEdge, valid_to: str) -> None:
-        """A current fact or edge becomes history, ending at ``valid_to``."""
+    def _supersede(self, kind: str, record: GraphFact | GraphEdge, valid_to: str,
+                   causes: list[tuple[str, int]]) -> None:
+        """A current fact or edge becomes history, ending at ``valid_to`` because of ``causes``."""
+        self._endings.add(kind, record.id, causes, valid_to, record.status, record.valid_to)
         record.status, record.valid_to, record.updated_at = "superseded", valid_to, self.now
         save_one(record)
+
+    def _history(self, kind: str, record: GraphFact | GraphEdge, created: bool, causes: list[tuple[str, int]],
+                 would_be: str) -> None:
+        """Note why a record written as history is history. A new one could have been ``would_be``
+        (what it goes back to once no reason stands); an old one only gains another reason."""
+        self._endings.add(kind, record.id, causes, record.valid_to, would_be if created else None, None)
 
     @staticmethod
     def _older_than(valid_from: str, rival_froms: list[str | None]) -> str | None:
@@ -702,12 +724,16 @@ class _Applier:
             # History only: it ended when stated; when it began is unknown unless the proposal says.
             valid_to, valid_from = valid_to or valid_from, given_from
         rivals: list[GraphEdge] = []
+        causes = [("event", i) for i in sources] if status == "superseded" else []
+        would_be = "active"
         if status in CURRENT and functional:
             rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]
             older = self._older_than(valid_from, [e.valid_from for e in rivals]) if rivals else None
             if older is not None:
+                causes, would_be = [("edge", e.id) for e in rivals], status
                 status, valid_to, rivals = "superseded", older, []
         edge = next((e for e in known if e.to_node_id == target.id and e.status == status), None)
+        created = edge is None
         if edge is None:
             edge = insert_one(GraphEdge, dict(
                 namespace=self.namespace_id, from_node=source.id, to_node=target.id, relation=relation,
@@ -717,8 +743,10 @@ class _Applier:
             loaded[edge.id] = edge
         else:
             self._touched[GraphEdge].add(edge.id)
+        if causes:
+            self._history("edge", edge, created, causes, would_be)
         for rival in rivals:
-            self._supersede(rival, valid_from)
+            self._supersede("edge", rival, valid_from, [("edge", edge.id)])
         self._cite("edge", edge.id, sources)
         return edge
 

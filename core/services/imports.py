@@ -50,6 +50,7 @@ from core.providers.base import ProviderOutputError
 from core.providers.schemas import IMPORT_ACTIONS
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
 from core.services.events import LIVE, live_event_ids, write_event
+from core.services.graph_endings import affected_by, forget_endings_by_events, forget_endings_of, settle
 from core.services.jobs import create_job
 from core.services.spaces import bump_revision, get_or_create_namespace, validate_name
 from core.text import clip
@@ -1051,6 +1052,8 @@ def _undo_graph(batch_id: int, removed: set[int]) -> tuple[int, int]:
                                    or GraphEdge.select().where((GraphEdge.from_node == row.id)
                                                                | (GraphEdge.to_node == row.id)).exists()):
                 continue
+            if kind != "node":
+                forget_endings_of(kind, [row.id])
             model.delete().where(model.id == row.id).execute()
             removed_count += 1
     for change in (c for c in changes if c.before is not None):
@@ -1138,10 +1141,15 @@ def undo_batch(batch_id: int | str) -> UndoResult:
                     UsageReceipt.update(event_ids=kept).where(UsageReceipt.id == receipt.id).execute()
                 else:
                     receipt.delete_instance()
+        # Records the batch's events ended, stated, or made history behind: settled once the
+        # graph rows are back (read now, while the events and their citations still exist).
+        unsettled = affected_by(removed)
         if removed:
             unindex_events(ns.id, sorted(removed))
+            forget_endings_by_events(sorted(removed))
             Event.delete().where(Event.id.in_(sorted(removed))).execute()
         graph_removed, graph_restored = _undo_graph(batch.id, removed)
+        settle(unsettled, now)
         if block is not None:
             message_ids = [i for (i,) in Message.select(Message.id).where(Message.block == block.id).tuples()]
             unindex_messages(ns.id, message_ids)

@@ -332,6 +332,41 @@ def test_undo_restores_the_store_exactly_even_after_graph_projection(seeded):
     assert all(i.created_event_id for i in kept.items)
 
 
+def test_an_imported_move_ends_the_old_home_until_forgotten_or_undone(seeded):
+    """An imported "moved to Porto" makes an imported Lisbon history; forgetting that event
+    brings Lisbon back, restoring it ends Lisbon again, and undo leaves no reason behind."""
+    from core.models import GraphEnding, GraphFact, GraphNode
+    from core.services.events import restore_event
+
+    def imported(summary: str) -> tuple[int, int]:
+        preview = preview_import(NS, v2(c(summary, temporal={"participants": ["Nora"]})),
+                                 provider=ScriptedProvider({"decide_external_memory": [answer("add")]}))
+        event_id = commit_batch(preview.batch.id).items[0].created_event_id
+        assert run_pending(NS).failed == 0
+        return preview.batch.id, event_id
+
+    def homes() -> dict[str, str]:
+        person = GraphNode.get(GraphNode.name == "Nora")
+        return {f.value: f.status for f in GraphFact.select().where((GraphFact.node == person.id)
+                                                                     & (GraphFact.key == "lives_in"))}
+
+    imported("Nora lives in Lisbon.")
+    before = export_namespace(NS)
+    batch, _ = imported("Nora moved to Porto.")
+    assert homes() == {"Lisbon": "superseded", "Porto": "active"} and GraphEnding.select().count() >= 1
+    undo_batch(batch)
+    assert homes() == {"Lisbon": "active"} and GraphEnding.select().count() == 0
+    assert export_namespace(NS) == before
+
+    batch, moved = imported("Nora moved to Porto.")
+    forget_event(moved)
+    assert homes() == {"Lisbon": "active", "Porto": "active"}  # Porto cites only the forgotten event
+    restore_event(moved)
+    assert homes() == {"Lisbon": "superseded", "Porto": "active"}
+    undo_batch(batch)
+    assert homes() == {"Lisbon": "active"} and GraphEnding.select().count() == 0
+
+
 def test_undo_keeps_later_writes_and_scrubs_receipts(seeded):
     from core.services.gate import assess, open_batch, refs_for_events
     from core.services.search import search_events

@@ -201,3 +201,16 @@ def test_migration_to_13_adds_the_index_citation_windows_read_statuses_from(db_u
     assert EVENT_STATUS_INDEX in {ix.name for ix in db.get_indexes("event")}
     view = node_view(GraphNode.get(GraphNode.name == "Ann").id)  # its citation windows name the index
     assert [(f.key, f.value) for f in view.current_facts] == [("lives_in", "Oslo")]
+
+
+def test_migration_to_14_adds_the_graph_endings(db_url, store):
+    from core.models import GraphEnding
+
+    db.execute_sql("DROP TABLE graphending")  # a version-13 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=13, applied_at="2026-11-30T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    assert db.table_exists("graphending") and GraphEnding.select().count() == 0
+    assert {tuple(ix.columns) for ix in db.get_indexes("graphending")} == {
+        ("kind", "record_id", "cause_kind", "cause_id"), ("cause_kind", "cause_id")}
