@@ -95,7 +95,9 @@ _NOT_NAMES = frozenset(
     "Congrats Congratulations Haha Lol Omg Love Really Maybe Definitely Totally Absolutely Exactly Same Monday Tuesday "
     "Wednesday Thursday Friday Saturday Sunday January February March April May June July August September October "
     "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
-    "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split()
+    "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Nothing Everything Something Anything "
+    "Everyone Someone Anyone Nobody Everybody Somebody Anybody None Both Each Every All Most Many Some Few Several "
+    "Here There Now".split()
 )
 # "I live" reads "Maya lives": the present-tense verbs first-person sentences most often use.
 _PRESENT = frozenset("""live work love like need want think know feel use play hope plan prefer enjoy try teach
@@ -164,18 +166,32 @@ def informative(sentence: str) -> bool:
 
 
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n)\s*$")
+# "Maya lives in Lisbon.": a capitalised word opening a sentence is a name when what follows is
+# something people do and things rarely do. Copulas, light verbs and verbs that double as plural
+# nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
+_PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted thinks knows prefers enjoys enjoyed
+    teaches taught studied owns speaks says learns manages played visited travelled traveled moved started joined
+    left bought adopted met said told asked called graduated quit decided booked signed hired""".split()
+# Sentence adverbs read like names there too ("Recently started", "Happily married"): those ending
+# in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
+# else in the block she is still found), these by name.
+_OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
+_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b")
 
 
 def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> list[str]:
     """Capitalised words that look like names: not a common word (``lower_vocab`` holds words the
     surrounding text also uses in lower case), and not at a sentence start unless ``known`` (names
-    the surrounding text uses inside a sentence: "Tomás will take him" after "my partner Tomás")."""
+    the surrounding text uses inside a sentence: "Tomás will take him" after "my partner Tomás")
+    or followed by something people do ("Maya lives in Lisbon")."""
     found = []
     for match in _NAME.finditer(text):
         first = match.group(0).split()[0]
         if first in _NOT_NAMES or first.casefold() in STOPWORDS or first.casefold() in lower_vocab:
             continue
-        if _SENTENCE_START.search(text[: match.start()]) and first not in known:
+        if _SENTENCE_START.search(text[: match.start()]) and first not in known and (
+                first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
+                or not _PERSON_VERB_AFTER.match(text, match.end())):
             continue
         found.append(match.group(0))
     return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from core.models import Event, EventSource, Message
 from core.providers.offline_events import classify, criticality, extract_events_offline, informative, third_person
 from core.services.capture import append_messages
@@ -113,6 +115,30 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     by_source = {tuple(e["source_message_ids"]): e["temporal"]["participants"] for e in out["events"]}
     assert "Tomás" in by_source[(2,)]
     assert all("Lovely" not in p for p in by_source.values())
+
+
+@pytest.mark.parametrize("text, named", [
+    ("Maya lives in Lisbon.", ["Maya", "Lisbon"]),
+    ("Priya started playing the cello in 2020.", ["Priya"]),
+    ("Maya Chen really loves Porto.", ["Maya Chen", "Porto"]),
+    ("We met in June. Jonas moved to Oslo after that.", ["Jonas", "Oslo"]),
+    # What opens a sentence without being anybody.
+    ("Coffee is great.", []),
+    ("Music has a way of bringing back memories.", []),
+    ("Work got busy. Lunch looks good.", []),
+    ("Safe travels and see you soon.", []),
+    ("Studies show that sleep matters.", []),
+    ("Nothing works here. Everything changed.", []),
+    ("Recently started learning an instrument.", []),
+    ("Happily married for ten years now.", []),
+    ("Also started a new job.", []),
+])
+def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
+    """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "User", "text": text, "created_at": "2026-01-13T20:20:00+01:00"}]}})
+    participants = [p for e in out["events"] for p in e["temporal"]["participants"] if p != "User"]
+    assert participants == named
 
 
 def test_derivation_end_to_end_cites_messages_inside_the_block(store):
