@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.text import FENCED_CODE
 from core.tokens import estimate_tokens
 
 LEVEL_LABELS: dict[int, str] = {
@@ -47,7 +48,6 @@ _FILLER_TRAILING = "。！？，、,.!?～~"
 _WHOLE_FENCE = re.compile(
     r"^```[ \t]*(?:json)?[ \t]*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE
 )
-_FENCED_BLOCK = re.compile(r"```.*?```", re.DOTALL)
 _TOOLISH = re.compile(r'tool_calls|tool_call|"function"|"arguments"')
 _QUOTED_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _BLANK_LINES = re.compile(r"(?:[ \t]*\n){2,}")
@@ -361,7 +361,7 @@ def _split_segments(content: str) -> list[tuple[bool, str]]:
     """Split content into (is_fenced_code, text) segments in order."""
     segments: list[tuple[bool, str]] = []
     cursor = 0
-    for match in _FENCED_BLOCK.finditer(content):
+    for match in FENCED_CODE.finditer(content):
         segments.append((False, content[cursor:match.start()]))
         segments.append((True, match.group(0)))
         cursor = match.end()
@@ -484,7 +484,7 @@ def _derivation_text(message: Any, limit: int) -> str:
     elif message.role == "tool":
         text = _compact_tool_output(content, limit)
     else:
-        text = _FENCED_BLOCK.sub(lambda m: _cut_fence(m.group(0), limit), content)
+        text = FENCED_CODE.sub(lambda m: _cut_fence(m.group(0), limit), content)
     lines = [text] if text else []
     lines.extend(trace_line(trace) for trace in _tool_calls(message))
     return "\n".join(lines)

@@ -6,7 +6,11 @@ import re
 import unicodedata
 
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|$)", re.UNICODE)
+# A line without end punctuation is a sentence too ("Things to do:\n- buy milk\n- call Ana").
+_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|(?=\n)|$)", re.UNICODE)
+# Titles and abbreviations whose full stop ends no sentence: "an appointment with Dr. Visser".
+ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "vs")
+_ENDS_IN_ABBREVIATION = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.$")
 
 # English function words: never distinctive, never a title word.
 STOPWORDS = frozenset(
@@ -34,9 +38,30 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text)
 
 
+FENCED_CODE = re.compile(r"```.*?```", re.DOTALL)
+_OPEN_FENCE = re.compile(r"```.*\Z", re.DOTALL)  # a fence never closed runs to the end
+_MARKUP = re.compile(r"^[ \t]*(?:[-*+•>]|#{1,6}|\d{1,3}[.)])[ \t]+|\*\*", re.MULTILINE)
+
+
+def prose(text: str) -> str:
+    """What a message says in words: fenced code out, list bullets, headings and bold marks off
+    ("**Date detected:** Jan 27" reads "Date detected: Jan 27"; a log pasted in a fence says nothing)."""
+    return _MARKUP.sub("", _OPEN_FENCE.sub("", FENCED_CODE.sub("\n", text)))
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences in order, trimmed, empty ones dropped."""
-    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+    """Sentences in order, trimmed, empty ones dropped; a title's full stop ("Dr.") ends none."""
+    out: list[str] = []
+    held = ""
+    for match in _SENTENCE_RE.finditer(text):
+        piece = held + match.group(0)
+        at_line_end = text.startswith("\n", match.end())
+        held = piece if not at_line_end and _ENDS_IN_ABBREVIATION.search(piece) else ""
+        if not held and piece.strip():
+            out.append(piece.strip())
+    if held.strip():
+        out.append(held.strip())
+    return out
 
 
 def clip(text: str, limit: int) -> str:

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from core.providers.base import BlockSummary, Extraction
-from core.text import STOPWORDS, clip, normalize, sentences, words
+from core.text import STOPWORDS, clip, normalize, prose, sentences, words
 
 _FILLER = frozenset(
     "ok okay got it thanks thank you yes correct sure 好 好的 嗯 嗯嗯 明白 收到 谢谢 感谢 是 是的 对 可以 行".split()
@@ -64,7 +64,7 @@ class OfflineProvider:
         ]
         terms = _distinctive_terms(texts, 5)
         title = ", ".join(terms[:3]) if terms else clip(texts[0] if texts else "conversation", 60)
-        all_sentences = [s for text in texts for s in sentences(text)]
+        all_sentences = [s for text in texts for s in sentences(prose(text))]
         substantive = [s for s in all_sentences if normalize(s).strip(".!?。！？ ") not in _FILLER]
         summary = clip(" ".join(substantive[:2]) or (labelled[0] if labelled else title), 400)
         ranked = sorted(

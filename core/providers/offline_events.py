@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Sequence
 
 from core.providers.schemas import EVENT_TYPES
-from core.text import STOPWORDS, clip, normalize, sentences, words
+from core.text import ABBREVIATIONS, STOPWORDS, clip, normalize, prose, sentences, words
 from core.timeparse import find_time_mentions
 from core.timeutil import parse_timestamp
 
@@ -176,6 +176,7 @@ _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
 _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
+_AFTER_TITLE = re.compile(rf"\b(?:{'|'.join(ABBREVIATIONS)})\.\s*$")
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b")
 
 
@@ -189,7 +190,10 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
         first = match.group(0).split()[0]
         if first in _NOT_NAMES or first.casefold() in STOPWORDS or first.casefold() in lower_vocab:
             continue
-        if _SENTENCE_START.search(text[: match.start()]) and first not in known and (
+        if match.group(0) in ABBREVIATIONS and text.startswith(".", match.end()):
+            continue  # "Dr." is a title, the name comes after it
+        before = text[: match.start()]
+        if _SENTENCE_START.search(before) and not _AFTER_TITLE.search(before) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
                 or not _PERSON_VERB_AFTER.match(text, match.end())):
             continue
@@ -355,15 +359,15 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     messages = [m for m in target.get("messages", []) if m.get("role") != "system"]
     speakers = context.get("speakers") or list(dict.fromkeys(m.get("speaker") for m in messages if m.get("speaker")))
     timeline = context.get("timeline", [])
-    lower_vocab = frozenset(w for m in messages for w in words(m.get("text") or "") if w.islower())
-    known = frozenset(n.split()[0] for m in messages for n in _names(m.get("text") or "", lower_vocab))
+    texts = [prose(m.get("text") or "") for m in messages]
+    lower_vocab = frozenset(w for text in texts for w in words(text) if w.islower())
+    known = frozenset(n.split()[0] for text in texts for n in _names(text, lower_vocab))
     events: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for message in messages:
+    for message, text in zip(messages, texts):
         if message.get("role") == "tool":
             previous = message
             continue
-        text = message.get("text") or ""
         speaker = message.get("speaker") or ("User" if message.get("role") == "user" else "Assistant")
         parts = [s for s in sentences(text) if informative(s)]
         if parts:

@@ -15,6 +15,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
+from core.text import ABBREVIATIONS
+
 MAX_NODES = 24
 MAX_EDGES = 32
 
@@ -107,7 +109,7 @@ _TECH_WORDS = re.compile(
     re.IGNORECASE,
 )
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;。！？；])\s+|\n+")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;。！？；])" + "".join(rf"(?<!\b{a}\.)" for a in ABBREVIATIONS) + r"\s+|\n+")
 _KNOWN_PLACE_RE = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(p) for p in sorted(_KNOWN_PLACES, key=len, reverse=True)) + r")(?![\w-])"
 )
@@ -151,9 +153,9 @@ _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS
 _PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le)"
 _PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
 _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
-# Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht".
+# Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
 _NOT_BEFORE_PERSON = re.compile(
-    r"\b(?:the|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
+    r"\b(?:the|a|an|new|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
     r"into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\s+$",  # "Easter Sunday Belém": an itinerary
     re.IGNORECASE,
 )
@@ -912,6 +914,10 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.add(_key(_clean_name(m.group("name") or m.group("name2") or "")))
         for m in _ORG_SUFFIX_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
+        for m in _PLACE_NOUN_RE.finditer(text):
+            # Extractors may cut "São Jorge Castle" into "São Jorge" and "Castle": neither is a person.
+            name, _, noun = m.group(1).rpartition(" ")
+            keys.update({_key(_clean_name(name)), _key(noun)})
         for pattern, group in single:
             for m in pattern.finditer(text):
                 if m.group(group):

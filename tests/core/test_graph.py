@@ -974,3 +974,18 @@ def test_offline_does_not_take_an_itinerary_stop_for_a_person():
         {"id": 1, "title": "", "summary": "Saturday the aquarium, Easter Sunday Belém and pastries, then home.",
          "quotes": [], "participants": ["Assistant", "Maya", "Belém"], "temporal": {}}]})
     assert "Belém" not in {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+
+
+@pytest.mark.parametrize("summary, participants, not_people", [
+    # An extractor cut a landmark in two: neither half is anybody.
+    ("Fri Apr 3: tram 28 and São Jorge Castle", ["Assistant", "São Jorge", "Castle"], {"São Jorge", "Castle"}),
+    # An article before a capitalised word makes it a thing ("a new Impact section").
+    ("Added it under a new Impact section of the report.", ["Assistant", "Impact"], {"Impact"}),
+])
+def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, participants, not_people):
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": summary, "quotes": [], "participants": participants, "temporal": {}}]})
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    assert people & not_people == set()
+    if "Castle" in not_people:
+        assert ("São Jorge Castle", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}

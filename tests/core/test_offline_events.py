@@ -10,6 +10,7 @@ from core.services.capture import append_messages
 from core.services.derive import run_pending
 from core.services.events import get_event
 from core.services.spaces import configure_namespace
+from core.text import prose, sentences
 
 
 def _context(messages, timeline=()):
@@ -139,6 +140,39 @@ def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(t
         {"id": 1, "role": "user", "speaker": "User", "text": text, "created_at": "2026-01-13T20:20:00+01:00"}]}})
     participants = [p for e in out["events"] for p in e["temporal"]["participants"] if p != "User"]
     assert participants == named
+
+
+def test_sentences_keep_unpunctuated_lines_and_titles():
+    assert sentences("Plans:\nbook the ferry\nask Ana to water the plants") == [
+        "Plans:", "book the ferry", "ask Ana to water the plants"]  # the first lines were dropped
+    assert sentences("Saw Dr. Visser and Mrs. Jones. Then home!") == ["Saw Dr. Visser and Mrs. Jones.", "Then home!"]
+    assert sentences("It was fine, Dr.\nNext week again.") == ["It was fine, Dr.", "Next week again."]
+
+
+def test_lists_are_statements_and_pasted_code_is_not():
+    """Each item of a list is read (before, a line without end punctuation was dropped); a fenced
+    log says nothing about anyone; bold labels and bullets are markup, not names."""
+    text = ("Here is the plan:\n- Jan 23: staging models done\n- Feb 20: feature freeze\n"
+            "**Date detected:** 2026-01-27\n```\n[2026-01-27 00:31] INFO - Executing <Task: run>\n"
+            "retries=4,\n) = 1\n```\nThe nightly job failed again.")
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "text": text, "created_at": "2026-01-28T09:00:00+01:00"}]}})
+    quotes = [q for e in out["events"] for q in e["quotes"]]
+    assert "Jan 23: staging models done" in quotes and "Feb 20: feature freeze" in quotes
+    assert "Date detected: 2026-01-27" in quotes and "The nightly job failed again." in quotes
+    assert not any("INFO" in q or "retries" in q or ") = 1" in q for q in quotes)
+    participants = {p for e in out["events"] for p in e["temporal"]["participants"]}
+    assert participants == {"Maya"}
+    assert prose("**Done** with manual__run\n1. Book it\n```\nnever closed") == "Done with manual__run\nBook it\n"
+
+
+def test_a_title_does_not_cut_a_card_or_make_a_participant():
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-13T20:20:00+01:00",
+         "text": "I booked Biscuit in with Dr. Visser at the Oudwijk clinic for Thursday at 17:30."}]}})
+    (event,) = out["events"]
+    assert "Dr. Visser at the Oudwijk clinic" in event["title"]
+    assert "Visser" in event["temporal"]["participants"] and "Dr" not in event["temporal"]["participants"]
 
 
 def test_derivation_end_to_end_cites_messages_inside_the_block(store):
