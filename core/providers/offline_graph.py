@@ -150,15 +150,16 @@ _PLACE_NOUNS = (
 )
 _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS)}))\b")
 # "Quinta da Regaleira", "Chafariz do Dentro": one name with a lower-case particle inside.
-_PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le)"
+_PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le|à|au|aux|alla)"  # "à Brás": a dish
 _PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
 _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
 _NOT_BEFORE_PERSON = re.compile(
     r"\b(?:the|a|an|new|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
-    r"into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\s+$",  # "Easter Sunday Belém": an itinerary
+    r"out\s+of|into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\s+$",  # "Easter Sunday Belém": an itinerary
     re.IGNORECASE,
 )
+_ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
 # Words that end an organisation's name ("Northwind Freight", "Kestrel Logistics", "Acme Inc").
 _ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|"
                  "Foundation|Freight|Group|Partners|Systems|Technologies|Solutions|Software|Consulting|Capital|"
@@ -349,8 +350,9 @@ _PET_APPOSITIVE_RE = re.compile(
     + "|".join(sorted(_PETS, key=len, reverse=True)) + r")\b"
 )
 _TRAVEL_PLACE_RE = re.compile(
-    rf"\b(?:fly|flying|flew|leave|leaves|leaving|arrive|arrives|arriving|land|lands|landing|depart\w*)\s+"
-    rf"(?:from\s+|at\s+|in\s+|into\s+)?({_NAME}(?:\s+{_NAME})?)"
+    rf"\b(?:fly|flying|flew|leave|leaves|leaving|arrive|arrives|arriving|land|lands|landing|depart\w*|"
+    rf"taxi|cab|flights?|trains?|bus|shuttle|ferry)\s+"
+    rf"(?:from\s+|at\s+|in\s+|into\s+|to\s+|out\s+of\s+)?({_NAME}(?:\s+{_NAME})?)"
 )
 
 
@@ -957,6 +959,9 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
     if len(words) > 1:
         if words[-1] in _PLACE_NOUNS:
             return False
+        spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
+        if spots and all(_ARTICLE_BEFORE.search(text[:at]) for at in spots):
+            return False  # "the Night Watch", "a Golden Globe": full names take no article
         return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ("Dr", "Mr", "Mrs", "Ms"))
     word = words[0]
     if word in _NOT_NAMES or (word.endswith("s") and word[:-1] in _NOT_NAMES):

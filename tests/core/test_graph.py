@@ -981,11 +981,20 @@ def test_offline_does_not_take_an_itinerary_stop_for_a_person():
     ("Fri Apr 3: tram 28 and São Jorge Castle", ["Assistant", "São Jorge", "Castle"], {"São Jorge", "Castle"}),
     # An article before a capitalised word makes it a thing ("a new Impact section").
     ("Added it under a new Impact section of the report.", ["Assistant", "Impact"], {"Impact"}),
+    ("Plan for three hours; the Night Watch is the highlight for Ivy.", ["Assistant", "Night Watch", "Ivy"],
+     {"Night Watch"}),
+    # Where a taxi, a flight or a train goes is a place.
+    ("Book the taxi to Schiphol for Anouk.", ["Assistant", "Schiphol", "Anouk"], {"Schiphol"}),
+    ("KLM, out of Schiphol on April 2, with Ivy.", ["Assistant", "Schiphol", "Ivy"], {"Schiphol"}),
+    ("The train from Utrecht was late for Ivy.", ["Assistant", "Utrecht", "Ivy"], {"Utrecht"}),
+    # "à Brás" names a dish's style, not a person.
+    ("Try bacalhau à Brás with Ivy.", ["Assistant", "Brás", "Ivy"], {"Brás"}),
 ])
 def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, participants, not_people):
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": summary, "quotes": [], "participants": participants, "temporal": {}}]})
     people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
     assert people & not_people == set()
+    assert "Ivy" in people or "Ivy" not in participants  # the real person next to them still is one
     if "Castle" in not_people:
         assert ("São Jorge Castle", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
