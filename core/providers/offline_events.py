@@ -195,6 +195,7 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
         before = text[: match.start()]
         if _SENTENCE_START.search(before) and not _AFTER_TITLE.search(before) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
+                or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
                 or not _PERSON_VERB_AFTER.match(text, match.end())):
             continue
         found.append(match.group(0))

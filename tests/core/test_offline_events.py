@@ -133,6 +133,7 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     ("Recently started learning an instrument.", []),
     ("Happily married for ten years now.", []),
     ("Also started a new job.", []),
+    ("Doctors said the knee is fine, the doctor was kind.", []),
 ])
 def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
     """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
