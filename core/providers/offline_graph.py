@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.text import ABBREVIATIONS
+from core.timeparse import might_contain_time
 
 MAX_NODES = 24
 MAX_EDGES = 32
@@ -373,12 +374,30 @@ def _clean_name(text: str) -> str:
     return name if len(name) >= 2 else ""
 
 
+def _valid_from(status: str, ids: list[int], since: dict[int, str | None]) -> dict[str, str]:
+    """A current record stated only by undated sentences begins when the last of them was said;
+    otherwise the applier dates it by its events. What ended keeps its events' time."""
+    starts = [since.get(i) for i in ids]
+    if status != "active" or not starts or not all(starts):
+        return {}
+    return {"valid_from": max(starts)}
+
+
 class _Builder:
     """Accumulates nodes, facts and edges across events, each with its citing event ids."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.edges: dict[tuple[str, str, str, str], list[int]] = {}
+        self.edge_since: dict[tuple[str, str, str, str], dict[int, str | None]] = {}
+        # When what the sentence being read states began, if the sentence does not say and its event
+        # is dated ahead: when it was said. "I'm vegetarian" in an event about Saturday's dinner is
+        # vegetarian since it was said, not since the dinner. None: the event's own time stands.
+        self.since: str | None = None
+
+    @staticmethod
+    def _note_since(since: dict[int, str | None], event_id: int, value: str | None) -> None:
+        since[event_id] = value if since.get(event_id, value) == value else None  # dated anywhere: dated
 
     def node(self, node_type: str, name: str, event_id: int, alias: str | None = None) -> str | None:
         name = " ".join(name.split())
@@ -402,9 +421,10 @@ class _Builder:
             return
         facts = self.nodes[ref]["facts"]
         entry = facts.setdefault((key, value.casefold(), status), {"key": key, "value": value, "ids": [],
-                                                                    "status": status})
+                                                                    "status": status, "since": {}})
         if event_id not in entry["ids"]:
             entry["ids"].append(event_id)
+        self._note_since(entry["since"], event_id, self.since)
 
     def fact_and_edge(self, source: str | None, target: str, key: str, event_id: int, status: str = "active") -> None:
         """``key`` stated both ways: a fact of ``source`` whose value is the target's name, and an edge."""
@@ -418,6 +438,7 @@ class _Builder:
         ids = self.edges.setdefault((source, target, relation, status), [])
         if event_id not in ids:
             ids.append(event_id)
+        self._note_since(self.edge_since.setdefault((source, target, relation, status), {}), event_id, self.since)
 
     def proposal(self, events: int) -> dict[str, Any]:
         refs = list(self.nodes)[:MAX_NODES]
@@ -439,14 +460,16 @@ class _Builder:
                 },
                 "facts": [
                     {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
-                     **({"status": f["status"]} if f["status"] != "active" else {})}
+                     **({"status": f["status"]} if f["status"] != "active" else {}),
+                     **_valid_from(f["status"], f["ids"], f["since"])}
                     for f in _named_pets_only(node["facts"].values())
                 ],
                 "source_event_ids": ids,
             })
         edges = [
             {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids),
-             **({"status": status} if status != "active" else {})}
+             **({"status": status} if status != "active" else {}),
+             **_valid_from(status, ids, self.edge_since[(s, t, rel, status)])}
             for (s, t, rel, status), ids in self.edges.items() if s in kept and t in kept
         ][:MAX_EDGES]
         return {
@@ -465,6 +488,12 @@ class _EventReader:
         self.id = event["id"]
         self.texts = texts
         self.planned = (event.get("temporal") or {}).get("status") == "planned"
+        # A state said now cannot begin later: in a card dated ahead of when it was said (a plan), an
+        # undated sentence's facts begin when it was said. Otherwise the card's time stands.
+        temporal = event.get("temporal") or {}
+        mentioned, happened = temporal.get("mentioned_at"), temporal.get("happened_start")
+        ahead = isinstance(mentioned, str) and isinstance(happened, str) and happened[:10] > mentioned[:10]
+        self.mentioned = mentioned if ahead else None
         # Who "you" is: the user when the assistant speaks (it is listed first and is no person, so
         # the first person listed is the one spoken to); between people, someone this reader cannot tell.
         first = next((p for p in event.get("participants") or [] if isinstance(p, str)), "")
@@ -577,7 +606,9 @@ class _EventReader:
         sentences = (part.strip() for text in self.texts for part in _SENTENCE_SPLIT.split(text))
         for sentence in dict.fromkeys(sentences):
             if sentence:
+                self.b.since = None if might_contain_time(sentence) else self.mentioned
                 self.sentence(sentence)
+        self.b.since = None
         refs = sorted(r for _, r in self.people)
         for i, first in enumerate(refs):
             for second in refs[i + 1 :]:

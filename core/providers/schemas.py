@@ -111,6 +111,7 @@ GRAPH_SCHEMA = {
                               "properties": {"key": {"type": "string"},
                                              "value": {"anyOf": [{"type": "string"}, _STR_LIST]},
                                              "status": {"type": "string", "enum": ["active", "superseded"]},
+                                             "valid_from": {"type": "string"},
                                              "valid_to": {"type": "string"},
                                              "source_event_ids": _ID_LIST}}},
                     "status": {"type": "string", "enum": list(RECORD_STATUSES)},

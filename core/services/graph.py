@@ -570,7 +570,7 @@ class _Applier:
             if node.status in CURRENT and not ended and not any(i in self.active for i in sources):
                 self.warn(f"{where} ({key}) dropped: a current fact needs an active source event")
                 continue
-            valid_from = self.valid_from(raw.get("valid_from"), sources)
+            valid_from = self.valid_from(fact.get("valid_from") or raw.get("valid_from"), sources)
             if ended:
                 self._end_fact(node, key, value, sources, valid_from, _given_time(fact.get("valid_to")))
             else:

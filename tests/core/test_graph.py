@@ -998,3 +998,26 @@ def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, par
     assert "Ivy" in people or "Ivy" not in participants  # the real person next to them still is one
     if "Castle" in not_people:
         assert ("São Jorge Castle", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
+
+
+def test_an_undated_statement_begins_when_it_was_said_not_when_its_event_happened(store):
+    """"I'm vegetarian" in a card about Saturday's dinner is vegetarian since it was said (Tuesday);
+    "vegetarian since 2019" begins when the card says."""
+    dinner = _event("Dinner plans", "Ann is going out for dinner on Saturday. Ann is vegetarian.",
+                    participants=["Ann"], happened_start="2026-02-14", mentioned_at="2026-02-10T21:10:00+01:00")
+    since = _event("Ann's diet", "Bo has been pescatarian since 2019.", participants=["Bo"],
+                   happened_start="2019", mentioned_at="2026-02-11T09:00:00+01:00")
+    for batch in ([dinner], [since]):
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        assert apply_projection(_ns_id(), batch, project_graph_offline(context)).warnings == []
+    diets = {(GraphNode.get_by_id(f.node_id).name, f.value): f.valid_from
+             for f in GraphFact.select().where(GraphFact.key == "diet")}
+    assert diets == {("Ann", "vegetarian"): "2026-02-10T21:10:00+01:00", ("Bo", "pescatarian"): "2019"}
+
+
+def test_a_fact_may_say_when_it_began(store):
+    e1 = _event(happened_start="2026-02-14")
+    node = _node("p", "Ann", "person", [e1], facts=[("diet", "vegetarian", None)])
+    node["facts"][0]["valid_from"] = "2020-05"
+    pid = _apply([e1], [node]).node_ids[0]
+    assert GraphFact.get(GraphFact.node == pid).valid_from == "2020-05"
