@@ -460,9 +460,15 @@ def _links(links: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
             for kind, events in links.items()}
 
 
+def _ended_by(record: Any) -> dict[str, Any]:
+    """Why a historical record ended, when known: [{"cause": "event"|"fact"|"edge", "id", "text"}]."""
+    return {"ended_by": [{"cause": r.cause, "id": r.id, "text": clip(r.text, TITLE_LIMIT)}
+                         for r in record.ended_by]} if record.ended_by else {}
+
+
 def _fact(fact: Any) -> dict[str, Any]:
     return {"key": fact.key, "value": fact.value, "status": fact.status, "valid_from": fact.valid_from,
-            "valid_to": fact.valid_to, "source_event_ids": list(fact.source_event_ids)}
+            "valid_to": fact.valid_to, "source_event_ids": list(fact.source_event_ids), **_ended_by(fact)}
 
 
 def _edge(edge: Any, direction: str) -> dict[str, Any]:
@@ -470,6 +476,7 @@ def _edge(edge: Any, direction: str) -> dict[str, Any]:
         "direction": direction, "relation": edge.relation, "current": edge.current, "status": edge.status,
         "other": {"id": edge.other_id, "name": edge.other_name, "type": edge.other_type},
         "valid_from": edge.valid_from, "valid_to": edge.valid_to, "source_event_ids": list(edge.source_event_ids),
+        **_ended_by(edge),
     }
 
 

@@ -29,7 +29,7 @@ from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
-from core.services.graph_endings import EndingLog
+from core.services.graph_endings import EndedBy, EndingLog, reasons
 from core.services.graph_names import entity_key, node_names, padded
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
@@ -961,6 +961,7 @@ class FactView:
     valid_to: str | None
     confidence: float
     source_event_ids: tuple[int, ...]
+    ended_by: tuple[EndedBy, ...] = ()  # why a historical fact ended, where that is known and visible
 
 
 @dataclass(frozen=True)
@@ -976,6 +977,7 @@ class EdgeView:
     valid_to: str | None
     confidence: float
     source_event_ids: tuple[int, ...]
+    ended_by: tuple[EndedBy, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1325,11 +1327,11 @@ def _render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
     return "\n".join(lines)
 
 
-def _fact_view(fact: GraphFact, sources: list[int]) -> FactView:
+def _fact_view(fact: GraphFact, sources: list[int], ended_by: tuple[EndedBy, ...] = ()) -> FactView:
     return FactView(
         id=fact.id, key=fact.key, value=fact.value, status=fact.status, valid_from=fact.valid_from,
         valid_to=fact.valid_to, confidence=fact.confidence,
-        source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+        source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]), ended_by=ended_by,
     )
 
 
@@ -1354,16 +1356,19 @@ def node_views(node_ids: Sequence[int]) -> dict[int, NodeView]:
     wanted = sorted({e for ids in support.values() for e in ids})
     refs = {r.id: r for part in chunks(wanted) for r in _EVENT_REFS.rows(list(part))}
     namespaces = {ns_id: _NAMESPACE.get(ns_id).name for ns_id in {n.namespace_id for n in nodes}}
+    ended = {"fact": reasons("fact", [f.id for v in views.values() for f, _ in v.historical_facts]),
+             "edge": reasons("edge", [e.id for v in views.values() for e, _ in v.historical_edges])}
     out = {}
     for node in nodes:
         view = views.get(node.id)
         if view is not None:
-            out[node.id] = _node_view(node, view, others, refs, support[node.id], namespaces[node.namespace_id])
+            out[node.id] = _node_view(node, view, others, refs, support[node.id], namespaces[node.namespace_id],
+                                      ended)
     return out
 
 
 def _node_view(node: GraphNode, view: _Computed, others: dict[int, tuple[str, str]], refs: dict[int, Event],
-               support: list[int], namespace: str) -> NodeView:
+               support: list[int], namespace: str, ended: dict[str, dict[int, tuple[EndedBy, ...]]]) -> NodeView:
     node_id = node.id
 
     def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
@@ -1373,6 +1378,7 @@ def _node_view(node: GraphNode, view: _Computed, others: dict[int, tuple[str, st
             id=edge.id, relation=edge.relation, status=edge.status, current=current, other_id=other_id,
             other_name=other_name, other_type=other_type, valid_from=edge.valid_from, valid_to=edge.valid_to,
             confidence=edge.confidence, source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+            ended_by=() if current else ended["edge"].get(edge.id, ()),
         )
 
     ordered = [(e, s, True) for e, s in view.current_edges] + [
@@ -1393,7 +1399,8 @@ def _node_view(node: GraphNode, view: _Computed, others: dict[int, tuple[str, st
         confidence=node.confidence,
         current_state=_render_state(view.current_facts),
         current_facts=tuple(_fact_view(f, s) for f, s in view.current_facts),
-        historical_facts=tuple(_fact_view(f, s) for f, s in sorted(view.historical_facts, key=lambda p: -p[0].id)),
+        historical_facts=tuple(_fact_view(f, s, ended["fact"].get(f.id, ()))
+                               for f, s in sorted(view.historical_facts, key=lambda p: -p[0].id)),
         edges_out=edges_out,
         edges_in=edges_in,
         events=tuple(events),

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from core.db import bulk_insert, chunks, save_one
-from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphSource
+from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource
 from core.services.spaces import bump_revision
+from core.text import clip
 from core.timeutil import now_iso
 
 LIVE = ("active", "superseded")
@@ -48,6 +49,25 @@ class EndingLog:
     def flush(self) -> None:
         bulk_insert(GraphEnding, _COLUMNS, list(self._rows.values()), ignore_conflicts=True)
         self._rows.clear()
+
+
+@dataclass(frozen=True)
+class EndedBy:
+    """A reason a fact or edge is history, as a reader sees it: the event that said it ended
+    ("event", its id and title) or the value that replaced it ("fact"/"edge", its id and value or
+    the node it points to). Only reasons whose cause is visible are shown."""
+
+    cause: str
+    id: int
+    text: str
+
+
+def describe(ended_by: Iterable[EndedBy], limit: int = 60) -> str:
+    """One line for people: 'said ended in event 12 “Ann stopped using Vim”; replaced by Oslo'
+    (each text clipped to ``limit`` characters)."""
+    parts = [f"said ended in event {r.id} “{clip(r.text, limit)}”" if r.cause == "event"
+             else f"replaced by {clip(r.text, limit)}" for r in ended_by]
+    return "; ".join(parts)
 
 
 @dataclass
@@ -176,6 +196,38 @@ def settle(records: Iterable[tuple[str, int]], now: str) -> Settled:
             if slot is not None:
                 filled.add(slot)
     return settled
+
+
+def reasons(kind: str, record_ids: Iterable[int]) -> dict[int, tuple[EndedBy, ...]]:
+    """The visible reasons each record is history: ending events that are not forgotten (newest
+    first), then replacing records that still cite a live event."""
+    from core.services.graph import render_value  # graph imports this module to log endings
+
+    rows: dict[int, list[GraphEnding]] = {}
+    for part in chunks(sorted(set(record_ids))):
+        for ending in GraphEnding.select().where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)):
+            rows.setdefault(ending.record_id, []).append(ending)
+    events = {e.cause_id for es in rows.values() for e in es if e.cause_kind == "event"}
+    titles = {i: t for part in chunks(sorted(events)) for i, t in Event.select(Event.id, Event.title).where(
+        Event.id.in_(part) & Event.status.in_(LIVE)).tuples()}
+    rivals = {k: {e.cause_id for es in rows.values() for e in es if e.cause_kind == k} for k in MODELS}
+    live = {k: _cited_by(k, ids, LIVE) for k, ids in rivals.items()}
+    texts: dict[tuple[str, int], str] = {}
+    for part in chunks(sorted(live["fact"])):
+        texts.update((("fact", f.id), render_value(f.value)) for f in GraphFact.select().where(GraphFact.id.in_(part)))
+    for part in chunks(sorted(live["edge"])):
+        query = GraphEdge.select(GraphEdge.id, GraphNode.name).join(
+            GraphNode, on=(GraphEdge.to_node == GraphNode.id)).where(GraphEdge.id.in_(part)).tuples()
+        texts.update((("edge", i), name) for i, name in query)
+    out: dict[int, tuple[EndedBy, ...]] = {}
+    for record_id, es in rows.items():
+        shown = [EndedBy("event", e.cause_id, titles[e.cause_id])
+                 for e in sorted(es, key=lambda e: -e.cause_id) if e.cause_kind == "event" and e.cause_id in titles]
+        shown += [EndedBy(e.cause_kind, e.cause_id, texts[(e.cause_kind, e.cause_id)])
+                  for e in es if (e.cause_kind, e.cause_id) in texts]
+        if shown:
+            out[record_id] = tuple(shown)
+    return out
 
 
 def reconsider(event_ids: Iterable[int], namespace_id: int) -> Settled:

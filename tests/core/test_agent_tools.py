@@ -283,6 +283,19 @@ def test_expand_graph_node_returns_effective_view(memory):
     assert caught.value.code == "not_found"
 
 
+def test_a_historical_record_says_why_it_ended():
+    from core.agent_tools import _fact
+    from core.services.graph import FactView
+    from core.services.graph_endings import EndedBy
+
+    fact = FactView(id=1, key="lives_in", value="Oslo", status="superseded", valid_from="2024", valid_to="2025",
+                    confidence=0.8, source_event_ids=(3,), ended_by=(EndedBy("fact", 9, "Paris"),))
+    assert _fact(fact)["ended_by"] == [{"cause": "fact", "id": 9, "text": "Paris"}]
+    current = FactView(id=2, key="lives_in", value="Paris", status="active", valid_from="2025", valid_to=None,
+                       confidence=0.8, source_event_ids=(4,))
+    assert "ended_by" not in _fact(current)
+
+
 def test_ids_from_another_namespace_are_not_found(memory):
     configure_namespace("other", block_turn_size=1)
     append_turn("other", "t", "We decided to adopt Rust for the parser.", "ok")

@@ -7,6 +7,7 @@ from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphNode
 from core.providers.offline_graph import project_graph_offline
 from core.services.events import forget_event, restore_event
 from core.services.graph import apply_projection, node_view, projection_context
+from core.services.graph_endings import describe
 from core.services.search import search_graph
 from core.services.spaces import get_namespace
 from tests.core.test_graph import _apply, _edge, _event, _facts, _node, _ns_id
@@ -158,3 +159,29 @@ def test_graph_search_sees_a_revived_fact(store):
     forget_event(e2)
     hits = search_graph("ns", "Paris")
     assert [h.current_state for h in hits] == ["lives_in: Paris"] and "currentFacts" in hits[0].matched_fields
+
+
+def test_views_say_why_a_record_is_history_while_the_reason_is_visible(store):
+    e1 = _event("Ann tools", "Ann uses Vim.", participants=["Ann"], happened_start="2026-01-10")
+    e2 = _event("Ann drops Vim", "Ann stopped using Vim.", participants=["Ann"], happened_start="2026-03-02")
+    _project([e1], [e2])
+    view = node_view(GraphNode.get(GraphNode.name == "Ann").id)
+    (vim,) = [f for f in view.historical_facts if f.value == "Vim"]
+    assert [(r.cause, r.id, r.text) for r in vim.ended_by] == [("event", e2, "Ann drops Vim")]
+    (edge,) = [e for e in view.edges_out if e.other_name == "Vim"]
+    assert [(r.cause, r.id) for r in edge.ended_by] == [("event", e2)]
+    assert describe(vim.ended_by) == f"said ended in event {e2} “Ann drops Vim”"
+
+    f1, f2, f3 = (_event(happened_start=f"202{i}-01-01") for i in (3, 4, 5))
+    pid = None
+    for event, city in ((f1, "Paris"), (f2, "Berlin"), (f3, "Oslo")):
+        result = _apply([event], [_node("p", "Bo", "person", [event], facts=[("lives_in", city, None)]),
+                                  _node("c", city, "place", [event])], [_edge("p", "c", "lives_in", [event])])
+        pid = pid or result.node_ids[0]
+    history = {f.value: [(r.cause, r.text) for r in f.ended_by] for f in node_view(pid).historical_facts}
+    assert history == {"Paris": [("fact", "Berlin")], "Berlin": [("fact", "Oslo")]}
+    edges = {e.other_name: [(r.cause, r.text) for r in e.ended_by] for e in node_view(pid).edges_out}
+    assert edges == {"Oslo": [], "Paris": [("edge", "Berlin")], "Berlin": [("edge", "Oslo")]}
+    forget_event(f2)  # Berlin is no longer shown, and neither is the reason it gave Paris
+    history = {f.value: [(r.cause, r.text) for r in f.ended_by] for f in node_view(pid).historical_facts}
+    assert history == {"Paris": []}

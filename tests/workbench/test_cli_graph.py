@@ -74,6 +74,7 @@ def test_node_shows_current_and_historical_as_json(graph_db, capsys):
     assert view["name"] == "Ann" and view["current_state"] == "lives_in: Paris"
     assert [(f["key"], f["value"]) for f in view["current_facts"]] == [("lives_in", "Paris")]
     assert [(f["value"], f["status"]) for f in view["historical_facts"]] == [("Oslo", "superseded")]
+    assert [(r["cause"], r["text"]) for r in view["historical_facts"][0]["ended_by"]] == [("fact", "Paris")]
     assert [(e["other_name"], e["current"]) for e in view["edges_out"]] == [("Paris", True), ("Oslo", False)]
     assert [e["id"] for e in view["events"]] == [graph_db["new"], graph_db["old"]]
     oslo_id = next(r["id"] for r in rows if r["name"] == "Oslo")
@@ -87,6 +88,7 @@ def test_tables_render(graph_db, capsys):
     rows = json.loads(run(capsys, "graph", "--db", graph_db["url"], "--json"))
     out = run(capsys, "node", str(rows[0]["id"]), "--db", graph_db["url"])
     assert "Current facts" in out and "Historical facts" in out and "Supporting events" in out
+    assert "replaced by Paris" in out  # why Oslo is history, in the facts table and the edge's state
 
 
 def test_unknown_node_is_an_error(graph_db):

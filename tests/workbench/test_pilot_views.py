@@ -150,6 +150,9 @@ async def test_graph_search_follow_edges_back_and_forward(make_app):
         assert maya.name == "Maya Brennan" and maya.current_facts
         facts = screen.query_one("#facts-table", DataTable)
         assert facts.row_count == len(maya.current_facts) + len(maya.historical_facts)
+        # A past fact says why it ended: Notion when Maya said she moved to Obsidian.
+        ended = [f for f in maya.historical_facts if f.ended_by]
+        assert ended and all(str(facts.get_row(f"h{f.id}")[3]).startswith("past · ") for f in ended)
         await pilot.press("e")
         edges = screen.query_one("#edges-table", DataTable)
         assert edges.row_count == len(maya.edges_out) + len(maya.edges_in)

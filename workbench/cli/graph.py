@@ -36,6 +36,7 @@ def _ids(ids) -> str:
 
 def cmd_node(args: argparse.Namespace) -> int:
     from core.services.graph import node_view
+    from core.services.graph_endings import describe
 
     open_from_args(args)
     view = node_view(args.id)
@@ -50,13 +51,15 @@ def cmd_node(args: argparse.Namespace) -> int:
     table("Current facts", ["key", "value", "status", "since", "events"],
           [[f.key, _value(f.value), f.status, f.valid_from, _ids(f.source_event_ids)] for f in view.current_facts])
     if view.historical_facts:
-        table("Historical facts", ["key", "value", "from", "to", "events"],
-              [[f.key, _value(f.value), f.valid_from, f.valid_to, _ids(f.source_event_ids)]
+        table("Historical facts", ["key", "value", "from", "to", "ended by", "events"],
+              [[f.key, _value(f.value), f.valid_from, f.valid_to, describe(f.ended_by), _ids(f.source_event_ids)]
                for f in view.historical_facts])
     edges = [("→", e) for e in view.edges_out] + [("←", e) for e in view.edges_in]
     table("Edges", ["dir", "relation", "node", "state", "events"],
           [[arrow, e.relation, f"{e.other_name} ({e.other_type} {e.other_id})",
-            "current" if e.current else f"historical (until {e.valid_to or '?'})", _ids(e.source_event_ids)]
+            "current" if e.current else " ".join(filter(None, [f"historical (until {e.valid_to or '?'})",
+                                                               describe(e.ended_by)])),
+            _ids(e.source_event_ids)]
            for arrow, e in edges])
     table("Supporting events", ["id", "status", "happened", "title"],
           [[e.id, e.status, e.happened_start or "", e.title] for e in view.events])

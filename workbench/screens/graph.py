@@ -18,6 +18,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static, TabbedContent, TabPane
 
+from core.services.graph_endings import describe
+from core.text import clip
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
@@ -27,6 +29,12 @@ NODE_TYPES = ("person", "project", "organization", "tool", "place")
 
 def _value(value) -> str:
     return value if isinstance(value, str) else ", ".join(str(v) for v in value)
+
+
+def _past(status: str, ended_by) -> str:
+    """A historical record's state cell: why it ended when that is known ("past · replaced by Oslo")."""
+    why = describe(ended_by, limit=40)
+    return f"past · {clip(why, 70)}" if why else f"{status} (past)"
 
 
 def _span(start: str | None, end: str | None) -> str:
@@ -227,7 +235,8 @@ class GraphScreen(StrataScreen):
                           ", ".join(map(str, fact.source_event_ids)), key=f"c{fact.id}")
         for fact in view.historical_facts:
             facts.add_row(fact.key, _value(fact.value), _span(fact.valid_from, fact.valid_to),
-                          f"{fact.status} (past)", ", ".join(map(str, fact.source_event_ids)), key=f"h{fact.id}")
+                          _past(fact.status, fact.ended_by), ", ".join(map(str, fact.source_event_ids)),
+                          key=f"h{fact.id}")
         edges = self.query_one("#edges-table", DataTable)
         edges.clear()
         self._edges = [*view.edges_out, *view.edges_in]
@@ -235,7 +244,8 @@ class GraphScreen(StrataScreen):
             for edge in items:
                 edges.add_row(direction, edge.relation, edge.other_name, edge.other_type,
                               _span(edge.valid_from, edge.valid_to),
-                              edge.status if edge.current else f"{edge.status} (past)", key=f"{direction}{edge.id}")
+                              edge.status if edge.current else _past(edge.status, edge.ended_by),
+                              key=f"{direction}{edge.id}")
         events = self.query_one("#events-table", DataTable)
         events.clear()
         self._events = list(view.events)
