@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, fn
 
-from core.models import Block, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message
+from core.models import (
+    Block, Event, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, Job, Message,
+)
 from core.services.spaces import get_namespace
 
 
@@ -80,4 +82,24 @@ def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
     )
     for row in current_without_active.limit(limit):
         report.problems.append(f"graph fact {row.id} is current but cites no existing event")
+    _check_endings(report, ns, limit)
     return report
+
+
+def _check_endings(report: VerifyReport, ns, limit: int) -> None:
+    """Why records ended (schema 14): every reason belongs to a record that exists, and no current
+    record has a reason that still stands in an event that is not forgotten."""
+    for kind, model in (("fact", GraphFact), ("edge", GraphEdge)):
+        dangling = GraphEnding.select(GraphEnding.record_id).distinct().where(
+            (GraphEnding.kind == kind) & GraphEnding.record_id.not_in(model.select(model.id)))
+        for (record_id,) in dangling.tuples().limit(limit):
+            report.problems.append(f"graph ending of {kind} {record_id}, which does not exist")
+        standing = (model.select(model.id, GraphEnding.cause_id).join(GraphEnding, on=(
+            (GraphEnding.kind == kind) & (GraphEnding.record_id == model.id) & (GraphEnding.cause_kind == "event")))
+            .join(Event, on=(GraphEnding.cause_id == Event.id))
+            .where(model.status.in_(["active", "disputed"]) & Event.status.in_(["active", "superseded"])))
+        if ns is not None:
+            standing = (standing.switch(model).join(GraphNode, on=(model.node == GraphNode.id))
+                        .where(GraphNode.namespace == ns) if model is GraphFact else standing.where(model.namespace == ns))
+        for record_id, event_id in standing.tuples().limit(limit):
+            report.problems.append(f"graph {kind} {record_id} is current though event {event_id} says it ended")

@@ -10,6 +10,7 @@ from core.services.graph import apply_projection, node_view, projection_context
 from core.services.graph_endings import describe
 from core.services.search import search_graph
 from core.services.spaces import get_namespace
+from core.services.verify import verify
 from tests.core.test_graph import _apply, _edge, _event, _facts, _node, _ns_id
 
 
@@ -51,6 +52,7 @@ def test_forgetting_the_statement_of_an_end_makes_fact_and_edge_current_again(st
     vim = GraphFact.get_by_id(ended.id)
     assert (vim.status, vim.valid_to) == ("superseded", ended_at)
     assert ("uses", "Git") in _current("Ann")  # what no reason ended is untouched throughout
+    assert verify("ns").ok
 
 
 def test_a_second_statement_of_the_end_keeps_it_ended_until_both_are_forgotten(store):
@@ -116,6 +118,7 @@ def test_a_chain_of_values_goes_back_only_to_the_newest_that_still_stands(store)
     assert shown() == (["Oslo"], {"Paris": False, "Berlin": False, "Oslo": True})
     statuses = {GraphNode.get_by_id(e.to_node_id).name: e.status for e in GraphEdge.select()}
     assert statuses == {"Paris": "superseded", "Berlin": "superseded", "Oslo": "active"}
+    assert verify("ns").ok
 
 
 def test_an_older_value_written_as_history_becomes_current_when_the_newer_is_forgotten(store):
@@ -185,3 +188,17 @@ def test_views_say_why_a_record_is_history_while_the_reason_is_visible(store):
     forget_event(f2)  # Berlin is no longer shown, and neither is the reason it gave Paris
     history = {f.value: [(r.cause, r.text) for r in f.ended_by] for f in node_view(pid).historical_facts}
     assert history == {"Paris": []}
+
+
+def test_verify_reports_reasons_that_disagree_with_the_graph(store):
+    e1 = _event("Ann tools", "Ann uses Vim.", participants=["Ann"], happened_start="2026-01-10")
+    e2 = _event("Ann drops Vim", "Ann stopped using Vim.", participants=["Ann"], happened_start="2026-03-02")
+    _project([e1], [e2])
+    assert verify("ns").ok
+    vim = GraphFact.get(GraphFact.value == "Vim")
+    GraphFact.update(status="active", valid_to=None).where(GraphFact.id == vim.id).execute()  # a bad write
+    GraphEnding.create(kind="edge", record_id=9999, cause_kind="event", cause_id=e2, prior_status="active",
+                       created_at="2026-03-02T00:00:00+00:00")
+    problems = verify("ns").problems
+    assert f"graph fact {vim.id} is current though event {e2} says it ended" in problems
+    assert "graph ending of edge 9999, which does not exist" in problems
