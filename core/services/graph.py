@@ -619,6 +619,8 @@ class _Applier:
             ))
         else:
             self._touched[GraphFact].add(fact.id)
+            if status in CURRENT:
+                self._endings.restated("fact", fact.id, valid_from)
         if newer:
             self._history("fact", fact, created, [("fact", f.id) for f in newer], _status_of(node))
         for rival in rivals:
@@ -743,6 +745,8 @@ class _Applier:
             loaded[edge.id] = edge
         else:
             self._touched[GraphEdge].add(edge.id)
+            if status in CURRENT:
+                self._endings.restated("edge", edge.id, valid_from)
         if causes:
             self._history("edge", edge, created, causes, would_be)
         for rival in rivals:

@@ -16,13 +16,14 @@ one value in a chain never gives a slot two current values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Iterable, Sequence
 
 from core.db import bulk_insert, chunks, save_one
 from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource
 from core.services.spaces import bump_revision
 from core.text import clip
-from core.timeutil import now_iso
+from core.timeutil import now_iso, period_bounds
 
 LIVE = ("active", "superseded")
 CURRENT = ("active", "disputed")
@@ -36,6 +37,8 @@ class EndingLog:
     def __init__(self, now: str) -> None:
         self.now = now
         self._rows: dict[tuple[str, int, str, int], tuple] = {}
+        self._overruled: set[tuple[str, int, str, int]] = set()
+        self._restated: dict[tuple[str, int], float] = {}
 
     def add(self, kind: str, record_id: int, causes: Iterable[tuple[str, int]], valid_to: str | None,
             prior_status: str | None, prior_valid_to: str | None) -> None:
@@ -45,10 +48,41 @@ class EndingLog:
             key = (kind, record_id, cause_kind, cause_id)
             if key not in self._rows:
                 self._rows[key] = (*key, valid_to, prior_status, prior_valid_to, self.now)
+            if cause_kind == kind:
+                # The newer statement wins: a value that replaces this record again is no longer
+                # ended by it (else each would end the other once both are shown).
+                self._overruled.add((cause_kind, cause_id, kind, record_id))
+
+    def restated(self, kind: str, record_id: int, since: str) -> None:
+        """A current record said again, holding from ``since``: reasons it ended before then are
+        overruled (restoring a forgotten "stopped using Vim" must not end a use said since)."""
+        bounds = period_bounds(since, timezone.utc)
+        if bounds:
+            key = (kind, record_id)
+            self._restated[key] = max(self._restated.get(key, bounds[0]), bounds[0])
 
     def flush(self) -> None:
+        for kind in MODELS:
+            said = {r: t for (k, r), t in self._restated.items() if k == kind}
+            for part in chunks(sorted(said)):
+                stale = [e.id for e in GraphEnding.select(GraphEnding.id, GraphEnding.record_id, GraphEnding.valid_to)
+                         .where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part))
+                         if _ended_by_then(e.valid_to, said[e.record_id])]
+                if stale:
+                    GraphEnding.delete().where(GraphEnding.id.in_(stale)).execute()
+        self._restated.clear()
+        for kind, record_id, cause_kind, cause_id in sorted(self._overruled - set(self._rows)):
+            GraphEnding.delete().where((GraphEnding.kind == kind) & (GraphEnding.record_id == record_id)
+                                       & (GraphEnding.cause_kind == cause_kind)
+                                       & (GraphEnding.cause_id == cause_id)).execute()
+        self._overruled.clear()
         bulk_insert(GraphEnding, _COLUMNS, list(self._rows.values()), ignore_conflicts=True)
         self._rows.clear()
+
+
+def _ended_by_then(valid_to: str | None, since: float) -> bool:
+    bounds = period_bounds(valid_to, timezone.utc) if valid_to else None
+    return bounds is not None and bounds[0] <= since
 
 
 @dataclass(frozen=True)

@@ -202,3 +202,29 @@ def test_verify_reports_reasons_that_disagree_with_the_graph(store):
     problems = verify("ns").problems
     assert f"graph fact {vim.id} is current though event {e2} says it ended" in problems
     assert "graph ending of edge 9999, which does not exist" in problems
+
+
+def test_a_value_stated_again_while_its_rival_is_forgotten_stays_when_the_rival_returns(store):
+    """Forget Oslo (Berlin is current again), say Berlin again, restore Oslo: the later statement wins,
+    so Berlin stays current and Oslo is history, rather than each ending the other."""
+    e1, e2, e3 = (_event(happened_start=d) for d in ("2023-01-01", "2024-01-01", "2025-01-01"))
+    pid = _apply([e1], [_node("p", "Ann", "person", [e1], facts=[("lives_in", "Berlin", None)])]).node_ids[0]
+    _apply([e2], [_node("p", "Ann", "person", [e2], facts=[("lives_in", "Oslo", None)])])
+    forget_event(e2)
+    _apply([e3], [_node("p", "Ann", "person", [e3], facts=[("lives_in", "Berlin", None)])])
+    restore_event(e2)
+    assert [f.value for f in node_view(pid).current_facts] == ["Berlin"]
+    assert _facts(pid, "lives_in") == [("active", "Berlin"), ("superseded", "Oslo")]
+    assert verify("ns").ok
+
+
+def test_a_use_said_again_after_its_end_was_forgotten_survives_the_end_coming_back(store):
+    e1 = _event("Ann tools", "Ann uses Vim.", participants=["Ann"], happened_start="2026-01-10")
+    e2 = _event("Ann drops Vim", "Ann stopped using Vim.", participants=["Ann"], happened_start="2026-03-02")
+    _project([e1], [e2])
+    forget_event(e2)
+    e3 = _event("Ann and Vim", "Ann uses Vim every day.", participants=["Ann"], happened_start="2026-05-01")
+    _project([e3])
+    restore_event(e2)  # the end was said in March; using Vim was said again in May
+    assert ("uses", "Vim") in _current("Ann") and _edges("Ann")["Vim"] is True
+    assert verify("ns").ok
