@@ -314,3 +314,31 @@ async def test_a_filter_applies_once_typing_pauses(make_app):
         await pilot.press("enter")
         await settle(pilot)
         assert traces.row_count == everything
+
+
+async def test_timeline_forgets_and_restores_the_selected_event(make_app, wb_url):
+    from workbench.screens.confirm import ConfirmScreen
+
+    async with opened(make_app, "2", TimelineScreen) as (app, pilot, screen):
+        table = screen.query_one("#events")
+        first = table.current
+        assert screen.detail.card.event.id == first.id and first.status != "forgotten"
+        await pilot.press("F")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")  # asked first: saying no changes nothing
+        await settle(pilot)
+        assert screen.detail.card.event.status == first.status
+        await pilot.press("F")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert screen.detail.card.event.id == first.id and screen.detail.card.event.status == "forgotten"
+        assert next(r for r in table.items if r.id == first.id).status == "forgotten"
+        await pilot.press("F")  # restoring asks nothing: it only gives back
+        await settle(pilot)
+        assert screen.detail.card.event.status == first.status
+    reopen(wb_url)
+    from core.services.events import get_event
+
+    assert get_event(first.id).event.status == first.status

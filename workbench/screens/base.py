@@ -38,7 +38,7 @@ def _retrieved(future) -> None:
 
 # Fetch groups that write or may take long (an import preview asks a model per item): they
 # run in their own thread instead of queueing the views' reads behind them.
-OWN_THREAD = frozenset({"expand", "retry", "preview-run", "decide", "commit", "undo", "results"})
+OWN_THREAD = frozenset({"expand", "retry", "preview-run", "decide", "commit", "undo", "results", "forget"})
 # The database thread serves lists first, then one item's detail, then aggregates.
 READ_PRIORITY = {"page": 0, "rail": 0, "nodes": 0, "threads": 0, "batches": 0, "histogram": 2}
 

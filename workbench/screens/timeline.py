@@ -22,6 +22,7 @@ from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
 from workbench.screens.base import EmptyState, StrataScreen
+from workbench.screens.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 PAGE = 50
@@ -76,6 +77,8 @@ class TimelineScreen(StrataScreen):
         Binding("b", "source_block", "Source block", id="timeline.source-block",
                 tooltip="Open the block this event came from, at L5"),
         Binding("x", "clear_filters", "Clear filters", id="timeline.clear", tooltip="Show every event again"),
+        Binding("F", "toggle_forget", "Forget/restore", id="timeline.forget",
+                tooltip="Forget the selected event (asks first), or restore a forgotten one"),
         Binding("o", "focus_links", "Links", show=False, id="timeline.links",
                 tooltip="Go to the related events and sources"),
         Binding("escape", "focus_list", "List", show=False, id="timeline.list", tooltip="Back to the event list"),
@@ -95,6 +98,11 @@ class TimelineScreen(StrataScreen):
     @dataclass
     class DetailLoaded(Message):
         detail: EventDetail
+
+    @dataclass
+    class StatusChanged(Message):
+        row: object
+        restored: bool
 
     def __init__(self) -> None:
         super().__init__()
@@ -395,6 +403,43 @@ class TimelineScreen(StrataScreen):
         self.load_detail(item_id)
         table.focus()
 
+    def action_toggle_forget(self) -> None:
+        """Forget the selected event (hidden from search, context and the graph; reversible), or
+        restore it when it is forgotten."""
+        if self.detail is None:
+            return
+        event = self.detail.card.event
+        if event.status == "forgotten":
+            self._change_status(event.id, restore=True)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._change_status(event.id, restore=False)
+
+        self.app.push_screen(ConfirmScreen(
+            "Forget event", f"Hide event {event.id} “{clip(event.title, 60)}” from search, context and the graph? "
+            "Facts it ended become current again. F restores it.", "Forget", danger=True), answered)
+
+    def _change_status(self, event_id: int, *, restore: bool) -> None:
+        def change():
+            from core.services.events import forget_event, restore_event
+
+            return (restore_event if restore else forget_event)(event_id)
+
+        self.fetch("forget", change, lambda row: self.StatusChanged(row, restore))
+
+    @on(StatusChanged)
+    def _status_changed(self, event: StatusChanged) -> None:
+        self.workbench.data_changed()
+        row = event.row
+        self.notify(f"event {row.id} {'restored' if event.restored else 'forgotten'} ({row.status})", timeout=4)
+        self._day_counts.clear()
+        self._applied = self.current_filter()
+        self.requested_id = None
+        self.load_page(start_at=row.id)
+        self.load_detail(row.id)
+
     def action_focus_filter(self) -> None:
         self.query_one("#f-text", Input).focus()
 
@@ -414,6 +459,8 @@ class TimelineScreen(StrataScreen):
             ("timeline: Clear filters", "Show every event again", self.action_clear_filters),
             ("timeline: Open source block", "The block the selected event came from, at L5",
              self.action_source_block),
+            ("timeline: Forget or restore event", "Hide the selected event, or bring a forgotten one back",
+             self.action_toggle_forget),
         ]
 
 
