@@ -375,12 +375,13 @@ def _clean_name(text: str) -> str:
 
 
 def _valid_from(status: str, ids: list[int], since: dict[int, str | None]) -> dict[str, str]:
-    """A current record stated only by undated sentences begins when the last of them was said;
-    otherwise the applier dates it by its events. What ended keeps its events' time."""
+    """A record stated only by undated sentences of cards dated ahead of when they were said
+    begins (current) or ends (stated as ended) when the last of them was said; otherwise the
+    applier dates it by its events."""
     starts = [since.get(i) for i in ids]
-    if status != "active" or not starts or not all(starts):
+    if not starts or not all(starts):
         return {}
-    return {"valid_from": max(starts)}
+    return {"valid_from" if status == "active" else "valid_to": max(starts)}
 
 
 class _Builder:

@@ -1021,3 +1021,16 @@ def test_a_fact_may_say_when_it_began(store):
     node["facts"][0]["valid_from"] = "2020-05"
     pid = _apply([e1], [node]).node_ids[0]
     assert GraphFact.get(GraphFact.node == pid).valid_from == "2020-05"
+
+
+def test_an_undated_end_said_in_a_plan_ends_when_it_was_said(store):
+    used = _event("Ann tools", "Ann uses Vim.", participants=["Ann"], happened_start="2026-01-10")
+    plan = _event("Trip plans", "Ann is going to Lisbon on Saturday. Ann stopped using Vim.", participants=["Ann"],
+                  happened_start="2026-02-14", mentioned_at="2026-02-10T21:10:00+01:00")
+    for batch in ([used], [plan]):
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        assert apply_projection(_ns_id(), batch, project_graph_offline(context)).warnings == []
+    vim = GraphFact.get((GraphFact.key == "uses") & (GraphFact.value == "Vim"))
+    assert (vim.status, vim.valid_to) == ("superseded", "2026-02-10T21:10:00+01:00")
+    edge = GraphEdge.get(GraphEdge.relation == "uses")
+    assert (edge.status, edge.valid_to) == ("superseded", "2026-02-10T21:10:00+01:00")
