@@ -10,7 +10,7 @@ WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|(?=\n)|$)", re.UNICODE)
 # Titles and abbreviations whose full stop ends no sentence: "an appointment with Dr. Visser".
 ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "vs")
-_ENDS_IN_ABBREVIATION = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.$")
+ENDS_IN_TITLE = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.\s*$")
 
 # English function words: never distinctive, never a title word.
 STOPWORDS = frozenset(
@@ -56,7 +56,7 @@ def sentences(text: str) -> list[str]:
     for match in _SENTENCE_RE.finditer(text):
         piece = held + match.group(0)
         at_line_end = text.startswith("\n", match.end())
-        held = piece if not at_line_end and _ENDS_IN_ABBREVIATION.search(piece) else ""
+        held = piece if not at_line_end and ENDS_IN_TITLE.search(piece) else ""
         if not held and piece.strip():
             out.append(piece.strip())
     if held.strip():

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Sequence
 
 from core.providers.schemas import EVENT_TYPES
-from core.text import ABBREVIATIONS, STOPWORDS, clip, normalize, prose, sentences, words
+from core.text import ABBREVIATIONS, ENDS_IN_TITLE, STOPWORDS, clip, normalize, prose, sentences, words
 from core.timeparse import find_time_mentions
 from core.timeutil import parse_timestamp
 
@@ -176,7 +176,6 @@ _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
 _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
-_AFTER_TITLE = re.compile(rf"\b(?:{'|'.join(ABBREVIATIONS)})\.\s*$")
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b")
 
 
@@ -193,7 +192,7 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
         if match.group(0) in ABBREVIATIONS and text.startswith(".", match.end()):
             continue  # "Dr." is a title, the name comes after it
         before = text[: match.start()]
-        if _SENTENCE_START.search(before) and not _AFTER_TITLE.search(before) and first not in known and (
+        if _SENTENCE_START.search(before) and not ENDS_IN_TITLE.search(before) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
                 or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
                 or not _PERSON_VERB_AFTER.match(text, match.end())):
