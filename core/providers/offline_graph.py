@@ -374,7 +374,7 @@ def _clean_name(text: str) -> str:
     return name if len(name) >= 2 else ""
 
 
-def _valid_from(status: str, ids: list[int], since: dict[int, str | None]) -> dict[str, str]:
+def _said_when(status: str, ids: list[int], since: dict[int, str | None]) -> dict[str, str]:
     """A record stated only by undated sentences of cards dated ahead of when they were said
     begins (current) or ends (stated as ended) when the last of them was said; otherwise the
     applier dates it by its events."""
@@ -462,7 +462,7 @@ class _Builder:
                 "facts": [
                     {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
                      **({"status": f["status"]} if f["status"] != "active" else {}),
-                     **_valid_from(f["status"], f["ids"], f["since"])}
+                     **_said_when(f["status"], f["ids"], f["since"])}
                     for f in _named_pets_only(node["facts"].values())
                 ],
                 "source_event_ids": ids,
@@ -470,7 +470,7 @@ class _Builder:
         edges = [
             {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids),
              **({"status": status} if status != "active" else {}),
-             **_valid_from(status, ids, self.edge_since[(s, t, rel, status)])}
+             **_said_when(status, ids, self.edge_since[(s, t, rel, status)])}
             for (s, t, rel, status), ids in self.edges.items() if s in kept and t in kept
         ][:MAX_EDGES]
         return {
