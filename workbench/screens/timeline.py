@@ -398,10 +398,14 @@ class TimelineScreen(StrataScreen):
                 return
         if self._applied is not None and self._applied != type(self._applied)():
             self.action_clear_filters()
-        self._applied = self.current_filter()
-        self.load_page(start_at=item_id)
-        self.load_detail(item_id)
+        self._read_at(item_id)
         table.focus()
+
+    def _read_at(self, event_id: int) -> None:
+        """Read the list again from ``event_id`` under the current filters, and its detail."""
+        self._applied = self.current_filter()
+        self.load_page(start_at=event_id)
+        self.load_detail(event_id)
 
     def action_toggle_forget(self) -> None:
         """Forget the selected event (hidden from search, context and the graph; reversible), or
@@ -435,10 +439,8 @@ class TimelineScreen(StrataScreen):
         row = event.row
         self.notify(f"event {row.id} {'restored' if event.restored else 'forgotten'} ({row.status})", timeout=4)
         self._day_counts.clear()
-        self._applied = self.current_filter()
         self.requested_id = None
-        self.load_page(start_at=row.id)
-        self.load_detail(row.id)
+        self._read_at(row.id)
 
     def action_focus_filter(self) -> None:
         self.query_one("#f-text", Input).focus()
