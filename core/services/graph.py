@@ -165,6 +165,17 @@ def _chronology(event: Event) -> tuple[float, str] | None:
         return None
 
 
+def _latest(event: Event) -> float | None:
+    """The latest instant an event's own time can mean: the end of the period it happened in
+    ("last week" is the whole week), else its chronology instant."""
+    for text in (event.happened_end, event.happened_start):
+        bounds = period_bounds(text, timezone.utc) if text else None
+        if bounds:
+            return bounds[1]
+    known = _chronology(event)
+    return known[0] if known else None
+
+
 def _given_time(value: Any) -> str | None:
     """A time a proposal gives itself (``valid_from``, ``valid_to``), when it gives one."""
     return value.strip()[:64] if isinstance(value, str) and value.strip() else None
@@ -275,6 +286,15 @@ class _Applier:
             return stated
         keys = [k for k in (_chronology(self.events[i]) for i in sources if i in self.events) if k]
         return max(keys)[1] if keys else self.now
+
+    def latest(self, given: Any, sources: Sequence[int]) -> float | None:
+        """The latest instant the statement's time can mean, for ordering it against other values:
+        a date stated at week or month precision may fall after a value begun inside that period."""
+        if (stated := _given_time(given)) is not None:
+            bounds = period_bounds(stated, timezone.utc)
+            return bounds[1] if bounds else None
+        ends = [e for e in (_latest(self.events[i]) for i in sources if i in self.events) if e is not None]
+        return max(ends) if ends else _epoch(self.now)
 
     # -- pre-pass -----------------------------------------------------------------
 
@@ -570,20 +590,21 @@ class _Applier:
             if node.status in CURRENT and not ended and not any(i in self.active for i in sources):
                 self.warn(f"{where} ({key}) dropped: a current fact needs an active source event")
                 continue
-            valid_from = self.valid_from(fact.get("valid_from") or raw.get("valid_from"), sources)
+            given = fact.get("valid_from") or raw.get("valid_from")
+            valid_from, latest = self.valid_from(given, sources), self.latest(given, sources)
             if ended:
-                self._end_fact(node, key, value, sources, valid_from, _given_time(fact.get("valid_to")))
+                self._end_fact(node, key, value, sources, valid_from, latest, _given_time(fact.get("valid_to")))
             else:
-                self._write_fact(node, key, value, sources, valid_from)
+                self._write_fact(node, key, value, sources, valid_from, latest)
 
     def _end_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], stated: str,
-                  valid_to: str | None) -> None:
+                  latest: float | None, valid_to: str | None) -> None:
         """A fact stated as ended ("stopped using Vim"): the current fact with that value ends
         when the statement says (``valid_to``, else the time of its events); with none current,
         it is kept as history. A current fact that began after the statement is left alone."""
         wanted = _value_key(value)
         known = _FACTS_OF.rows(node.id, key)
-        if self._end("fact", [f for f in known if _value_key(f.value) == wanted], stated, valid_to, sources):
+        if self._end("fact", [f for f in known if _value_key(f.value) == wanted], stated, latest, valid_to, sources):
             return
         fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
         created = fact is None
@@ -597,7 +618,8 @@ class _Applier:
         self._history("fact", fact, created, [("event", i) for i in sources], _status_of(node))
         self._cite("fact", fact.id, sources)
 
-    def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str) -> None:
+    def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str,
+                    latest: float | None) -> None:
         status = _status_of(node)
         valid_to = None
         newer: list[GraphFact] = []  # the current values an older one arriving late is history behind
@@ -605,9 +627,15 @@ class _Applier:
         known = _FACTS_OF.rows(node.id, key)
         current = [f for f in known if f.status in CURRENT]
         wanted = _value_key(value)
+        same = [f for f in known if _value_key(f.value) == wanted]
+        if status in CURRENT and (stretch := self._stretch_of(same, latest)) is not None:
+            self._touched[GraphFact].add(stretch.id)
+            self._held_earlier(stretch, valid_from, known if is_functional(key) else same)
+            self._cite("fact", stretch.id, sources)
+            return
         rivals = [f for f in current if _value_key(f.value) != wanted] if is_functional(key) else []
         if rivals and status in CURRENT:
-            valid_to = self._older_than(valid_from, [f.valid_from for f in rivals])
+            valid_to = self._older_than(latest, [f.valid_from for f in rivals])
             if valid_to is not None:
                 status, rivals, newer = "superseded", [], rivals
         fact = next((f for f in known if f.status == status and _value_key(f.value) == wanted), None)
@@ -621,16 +649,18 @@ class _Applier:
             self._touched[GraphFact].add(fact.id)
             if status in CURRENT:
                 self._endings.restated("fact", fact.id, valid_from)
+            self._held_earlier(fact, valid_from, known if is_functional(key) else same)
         if newer:
             self._history("fact", fact, created, [("fact", f.id) for f in newer], _status_of(node))
         for rival in rivals:
             self._supersede("fact", rival, valid_from, [("fact", fact.id)])
         self._cite("fact", fact.id, sources)
 
-    def _end(self, kind: str, records: list, stated: str, valid_to: str | None, sources: list[int]) -> list:
+    def _end(self, kind: str, records: list, stated: str, latest: float | None, valid_to: str | None,
+             sources: list[int]) -> list:
         """End the current ``records`` a statement says have ended (one begun after the statement
         stays): superseded at ``valid_to``, else the statement's time, citing the statement."""
-        ending = [r for r in records if r.status in CURRENT and self._older_than(stated, [r.valid_from]) is None]
+        ending = [r for r in records if r.status in CURRENT and self._older_than(latest, [r.valid_from]) is None]
         for record in ending:
             self._supersede(kind, record, valid_to or stated, [("event", i) for i in sources])
             self._cite(kind, record.id, sources)
@@ -638,7 +668,13 @@ class _Applier:
 
     def _supersede(self, kind: str, record: GraphFact | GraphEdge, valid_to: str,
                    causes: list[tuple[str, int]]) -> None:
-        """A current fact or edge becomes history, ending at ``valid_to`` because of ``causes``."""
+        """A current fact or edge becomes history, ending at ``valid_to`` because of ``causes``.
+
+        It never ends before it began: a change dated "last week" ends a value said to hold on a
+        day of that week when that value was said, not at the start of the week."""
+        began, ends = _epoch(record.valid_from), _epoch(valid_to)
+        if began is not None and ends is not None and ends < began:
+            valid_to = record.valid_from
         self._endings.add(kind, record.id, causes, valid_to, record.status, record.valid_to)
         record.status, record.valid_to, record.updated_at = "superseded", valid_to, self.now
         save_one(record)
@@ -650,15 +686,42 @@ class _Applier:
         self._endings.add(kind, record.id, causes, record.valid_to, would_be if created else None, None)
 
     @staticmethod
-    def _older_than(valid_from: str, rival_froms: list[str | None]) -> str | None:
-        """When a new value is strictly older than every current one it is history, not news:
-        return the valid_to it gets (the earliest rival start); else None."""
-        mine = _epoch(valid_from)
+    def _older_than(latest: float | None, rival_froms: list[str | None]) -> str | None:
+        """When a new value is strictly older than every current one (even at the latest its own
+        time can mean) it is history, not news: return the valid_to it gets (the earliest rival
+        start); else None."""
         theirs = [(_epoch(t), t) for t in rival_froms]
-        if mine is None or not theirs or any(e is None for e, _ in theirs):
+        if latest is None or not theirs or any(e is None for e, _ in theirs):
             return None
         earliest = min(theirs)
-        return earliest[1] if mine < earliest[0] else None
+        return earliest[1] if latest < earliest[0] else None
+
+    @staticmethod
+    def _stretch_of(records: Sequence, latest: float | None):
+        """The ended stretch of a value that a statement older than its end falls in ("I'm vegetarian"
+        said in January, read after "not vegetarian since February"): the superseded record that
+        ended soonest after the statement, unless a current record of the value had begun by then."""
+        if latest is None:
+            return None
+        if any(r.status in CURRENT and (_epoch(r.valid_from) or 0.0) <= latest for r in records):
+            return None
+        ended = [(e, r.id, r) for r in records if r.status == "superseded"
+                 and (e := _epoch(r.valid_to)) is not None and latest < e]
+        return min(ended)[2] if ended else None
+
+    def _held_earlier(self, record: GraphFact | GraphEdge, valid_from: str, others: Sequence) -> None:
+        """A record said again by an older statement held since then: its start moves back, unless
+        an ended record among ``others`` (another value of a one-value slot, or another stretch of
+        this value) overlaps the time between, so it did not hold throughout."""
+        new, old = _epoch(valid_from), _epoch(record.valid_from)
+        if new is None or old is None or new >= old:
+            return
+        for other in others:
+            began, ended = _epoch(other.valid_from), _epoch(other.valid_to)
+            if other.id != record.id and ended is not None and ended > new and (began is None or began < old):
+                return
+        record.valid_from = valid_from
+        save_one(record)
 
     # -- edges --------------------------------------------------------------------
 
@@ -694,13 +757,14 @@ class _Applier:
                 confidence = DEFAULT_CONFIDENCE
             valid_to = _given_time(raw.get("valid_to"))
             edge = self._write_edge(source, target, relation, status, sources,
-                                    self.valid_from(raw.get("valid_from"), sources), valid_to, float(confidence),
+                                    self.valid_from(raw.get("valid_from"), sources),
+                                    self.latest(raw.get("valid_from"), sources), valid_to, float(confidence),
                                     given_from=_given_time(raw.get("valid_from")))
             if edge.id not in self.result.edge_ids:
                 self.result.edge_ids.append(edge.id)
 
     def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
-                    valid_from: str, valid_to: str | None, confidence: float,
+                    valid_from: str, latest: float | None, valid_to: str | None, confidence: float,
                     given_from: str | None = None) -> GraphEdge:
         # Read only what the decision needs — the edges to this target and, for a functional
         # relation, the current ones — never every edge of a much-connected node. The loaded
@@ -720,17 +784,24 @@ class _Applier:
         if status == "superseded":
             # Stated as ended ("no longer works at Acme"): the current edge to that target ends
             # when the statement says, unless it began after the statement (it started again).
-            ending = self._end("edge", [e for e in known if e.to_node_id == target.id], valid_from, valid_to, sources)
+            ending = self._end("edge", [e for e in known if e.to_node_id == target.id], valid_from, latest, valid_to,
+                               sources)
             if ending:
                 return ending[0]
             # History only: it ended when stated; when it began is unknown unless the proposal says.
             valid_to, valid_from = valid_to or valid_from, given_from
+        if status in CURRENT and (stretch := self._stretch_of([e for e in known if e.to_node_id == target.id],
+                                                               latest)) is not None:
+            self._touched[GraphEdge].add(stretch.id)
+            self._held_earlier(stretch, valid_from, self._edge_slot(source.id, relation, target.id, functional))
+            self._cite("edge", stretch.id, sources)
+            return stretch
         rivals: list[GraphEdge] = []
         causes = [("event", i) for i in sources] if status == "superseded" else []
         would_be = "active"
         if status in CURRENT and functional:
             rivals = [e for e in known if e.status in CURRENT and e.to_node_id != target.id]
-            older = self._older_than(valid_from, [e.valid_from for e in rivals]) if rivals else None
+            older = self._older_than(latest, [e.valid_from for e in rivals]) if rivals else None
             if older is not None:
                 causes, would_be = [("edge", e.id) for e in rivals], status
                 status, valid_to, rivals = "superseded", older, []
@@ -747,12 +818,23 @@ class _Applier:
             self._touched[GraphEdge].add(edge.id)
             if status in CURRENT:
                 self._endings.restated("edge", edge.id, valid_from)
+            if valid_from and _epoch(valid_from) is not None and _epoch(edge.valid_from) is not None \
+                    and _epoch(valid_from) < _epoch(edge.valid_from):
+                self._held_earlier(edge, valid_from, self._edge_slot(source.id, relation, target.id, functional))
         if causes:
             self._history("edge", edge, created, causes, would_be)
         for rival in rivals:
             self._supersede("edge", rival, valid_from, [("edge", edge.id)])
         self._cite("edge", edge.id, sources)
         return edge
+
+    def _edge_slot(self, source_id: int, relation: str, target_id: int, functional: bool) -> list[GraphEdge]:
+        """Every edge that says where this one's slot stood: all edges of a one-value relation from
+        the source, else the ones to this target (read only when a start may move back)."""
+        query = GraphEdge.select().where((GraphEdge.from_node == source_id) & (GraphEdge.relation == relation))
+        if not functional:
+            query = query.where(GraphEdge.to_node == target_id)
+        return list(query)
 
     # -- events -------------------------------------------------------------------
 

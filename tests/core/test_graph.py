@@ -317,6 +317,66 @@ def test_an_older_functional_value_arriving_late_becomes_history(store):
     assert GraphFact.get(GraphFact.value == "Paris").valid_to == "2024-03"
 
 
+def test_a_move_dated_to_a_week_ends_a_home_said_during_that_week(store):
+    """"I live in Paris" said on Tuesday, then "I moved to Berlin last week" (the week holding that
+    Tuesday): Berlin is where Ann lives now, and Paris ends when it was last said, not before it began."""
+    said = _event(happened_start="2026-02-10T21:10:00+01:00", precision="day", basis="explicit")
+    moved = _event(happened_start="2026-02-09", happened_end="2026-02-15", precision="range", basis="explicit")
+    pid = _apply([said], [_node("p", "Ann", "person", [said], facts=[("lives_in", "Paris", None)])]).node_ids[0]
+    _apply([moved], [_node("p", "Ann", "person", [moved], facts=[("lives_in", "Berlin", None)])])
+    assert _facts(pid, "lives_in") == [("superseded", "Paris"), ("active", "Berlin")]
+    paris = GraphFact.get(GraphFact.value == "Paris")
+    assert paris.valid_to == paris.valid_from == "2026-02-10T21:10:00+01:00"
+
+
+def test_an_older_statement_of_an_ended_value_joins_its_history(store):
+    """Read in the order threads were sealed: "I'm vegetarian" (Tuesday), "not vegetarian since last
+    week", then January's "I'm vegetarian". The January statement belongs to the ended stretch, which
+    now begins in January; no current vegetarian record comes back."""
+    tuesday = _event(happened_start="2026-02-10T21:10:00+01:00", precision="day", basis="explicit")
+    change = _event(happened_start="2026-02-09", happened_end="2026-02-15", precision="range", basis="explicit")
+    january = _event(happened_start="2026-01-20", precision="day", basis="explicit")
+    pid = _apply([tuesday], [_node("p", "Ann", "person", [tuesday], facts=[("diet", "vegetarian", None)])]).node_ids[0]
+    ended = _node("p", "Ann", "person", [change], facts=[("diet", "pescatarian", None)])
+    ended["facts"].append({"key": "diet", "value": "vegetarian", "status": "superseded", "source_event_ids": [change]})
+    _apply([change], [ended])
+    _apply([january], [_node("p", "Ann", "person", [january], facts=[("diet", "vegetarian", None)])])
+    assert sorted(_facts(pid, "diet")) == [("active", "pescatarian"), ("superseded", "vegetarian")]
+    vegetarian = GraphFact.get(GraphFact.value == "vegetarian")
+    assert (vegetarian.valid_from, vegetarian.valid_to) == ("2026-01-20", "2026-02-10T21:10:00+01:00")
+    cited = {s.event_id for s in GraphSource.select().where(
+        (GraphSource.kind == "fact") & (GraphSource.record_id == vegetarian.id))}
+    assert cited == {tuesday, change, january}
+    assert [f.value for f in node_view(pid).current_facts] == ["pescatarian"]
+
+
+def test_a_current_value_said_earlier_held_since_then_unless_another_came_between(store):
+    """An older statement of the current value moves its start back; not past a stretch of another
+    value of a one-value key (Ann lived in Dublin until 2024, so "lives in Utrecht" in 2023 does not
+    make Utrecht hers since 2023)."""
+    e1, e2 = (_event(happened_start=t, precision="year", basis="explicit") for t in ("2024", "2019"))
+    _apply([e1], [_node("p", "Ann", "person", [e1], facts=[("uses", "Vim", None)])])
+    _apply([e2], [_node("p", "Ann", "person", [e2], facts=[("uses", "Vim", None)])])
+    assert [(f.status, f.valid_from) for f in GraphFact.select().where(GraphFact.key == "uses")] == [("active", "2019")]
+
+    dublin, utrecht, late = (_event(happened_start=t, precision="year", basis="explicit") for t in ("2020", "2024", "2023"))
+    bo = _apply([dublin], [_node("b", "Bo", "person", [dublin], facts=[("lives_in", "Dublin", None)])]).node_ids[0]
+    _apply([utrecht], [_node("b", "Bo", "person", [utrecht], facts=[("lives_in", "Utrecht", None)])])
+    _apply([late], [_node("b", "Bo", "person", [late], facts=[("lives_in", "Utrecht", None)])])
+    homes = {f.value: (f.status, f.valid_from, f.valid_to) for f in GraphFact.select().where(
+        (GraphFact.node == bo) & (GraphFact.key == "lives_in"))}
+    assert homes == {"Dublin": ("superseded", "2020", "2024"), "Utrecht": ("active", "2024", None)}
+
+
+def test_an_older_statement_of_an_ended_edge_joins_its_history(store):
+    e2024, e2025, e2023 = (_event(happened_start=t, precision="year", basis="explicit") for t in ("2024", "2025", "2023"))
+    nodes = lambda ids: [_node("p", "Ann", "person", ids), _node("t", "Vim", "tool", ids)]  # noqa: E731
+    _apply([e2024], nodes([e2024]), [_edge("p", "t", "uses", [e2024])])
+    _apply([e2025], nodes([e2025]), [_edge("p", "t", "uses", [e2025], status="superseded")])
+    _apply([e2023], nodes([e2023]), [_edge("p", "t", "uses", [e2023])])
+    assert [(e.status, e.valid_from, e.valid_to) for e in GraphEdge.select()] == [("superseded", "2023", "2025")]
+
+
 def test_edges_functional_supersede_multi_accumulate_same_merges(store):
     e1, e2, e3 = _event(), _event(), _event()
     people = lambda ids: [  # noqa: E731
