@@ -218,6 +218,18 @@ def _clause_before(text: str, at: int) -> str:
     return before[starts[-1] if starts else 0:]
 
 
+# Where a new statement begins, for a verb that reaches over commas and "and" ("uses Vim, Git and
+# Docker") but not into the next statement ("switched to Obsidian, so give it to me as Markdown").
+_STATEMENT_START = re.compile(r"[.;:!?()]|\b(?:but|so|then|because|while|whereas|although|though|yet)\b", re.I)
+
+
+def _statement_before(text: str, at: int) -> str:
+    """The part of the statement holding position ``at`` that comes before it."""
+    before = text[:at]
+    starts = [m.end() for m in _STATEMENT_START.finditer(before)]
+    return before[starts[-1] if starts else 0:]
+
+
 def _denial(text: str, at: int) -> str | None:
     """How the clause holding position ``at`` denies what is stated there: "ended" (it held
     once: "no longer works at", "stopped using"), "denied" (any other negation) or None."""
@@ -772,7 +784,7 @@ class _EventReader:
                     self._use(s, m.start(), ref, ended=True)  # "switched from Jenkins to GitLab"
                 elif taken:  # whatever denies the verb ("ditched") is about the tool left, not this one
                     self._use(s, taken.start(), ref)
-                elif _USE_VERB.search(before) and not re.search(r"\bfrom\s+$", before):
+                elif _USE_VERB.search(_statement_before(s, m.start())) and not re.search(r"\bfrom\s+$", before):
                     self._use(s, m.start(), ref)
 
     def _use(self, s: str, at: int, ref: str, ended: bool = False) -> None:

@@ -786,6 +786,17 @@ def test_offline_does_not_state_what_a_clause_denies(text, facts, edges):
             for e in proposal["edges"]} == edges
 
 
+@pytest.mark.parametrize(("text", "tools"), [
+    ("Maya switched to Obsidian last weekend, so send the notes as plain Markdown.", {"Obsidian"}),
+    ("Maya uses Vim, Git and Docker every day.", {"Vim", "Git", "Docker"}),
+    ("Maya uses Vim; the team writes docs in Confluence.", {"Vim"}),
+    ("Maya installed Docker but the build still runs in Jenkins.", {"Docker"}),
+])
+def test_offline_a_use_verb_reaches_its_own_statement_only(text, tools):
+    _, facts, _ = _offline((text, ["Maya"]))
+    assert {value for name, key, value in facts if key == "uses"} == tools
+
+
 def test_a_stated_end_ends_the_current_record_and_keeps_its_history(store):
     """"Ann stopped using Vim" after "Ann uses Vim": the current use (fact and edge) becomes
     history ended when the later event happened, citing both events; a tool never stated as used
