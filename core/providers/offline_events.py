@@ -97,7 +97,8 @@ _NOT_NAMES = frozenset(
     "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
     "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Nothing Everything Something Anything "
     "Everyone Someone Anyone Nobody Everybody Somebody Anybody None Both Each Every All Most Many Some Few Several "
-    "Here There Now".split()
+    "Here There Now Mondays Tuesdays Wednesdays Thursdays Fridays Saturdays Sundays Valentine Valentines "
+    "Halloween Thanksgiving Hanukkah Diwali Ramadan Eid".split()
 )
 # "I live" reads "Maya lives": the present-tense verbs first-person sentences most often use.
 _PRESENT = frozenset("""live work love like need want think know feel use play hope plan prefer enjoy try teach
@@ -176,7 +177,8 @@ _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
 _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
-_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b")
+_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
+                                r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"
 
 
 def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> list[str]:

@@ -143,6 +143,14 @@ def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(t
     assert participants == named
 
 
+def test_days_and_holidays_are_not_participants():
+    text = ("Ivy has swimming on Wednesdays and piano on Thursdays. "
+            "Tomás and I are going out for Valentine's dinner, then Halloween with Ivy.")
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "text": text, "created_at": "2026-02-10T21:10:00+01:00"}]}})
+    assert {p for e in out["events"] for p in e["temporal"]["participants"]} == {"Maya", "Ivy", "Tomás"}
+
+
 def test_sentences_keep_unpunctuated_lines_and_titles():
     assert sentences("Plans:\nbook the ferry\nask Ana to water the plants") == [
         "Plans:", "book the ferry", "ask Ana to water the plants"]  # the first lines were dropped
