@@ -7,7 +7,10 @@ import unicodedata
 
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # A line without end punctuation is a sentence too ("Things to do:\n- buy milk\n- call Ana").
-_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+|(?=\n)|$)", re.UNICODE)
+# A full stop, "!" or "?" ends a sentence only before a space, a line end or a closing quote:
+# "moved to v1.1", "3.50 euros" and "example.com" stay whole. CJK marks end one wherever they stand.
+_SENTENCE_RE = re.compile(
+    r"(?:[^.!?。！？\n]++|[.!?]+(?=[^\s.!?。！？\"”’)\]]))+(?:[.!?。！？]+[\"”’)\]]*|(?=\n)|$)", re.UNICODE)
 # Titles and abbreviations whose full stop ends no sentence: "an appointment with Dr. Visser".
 ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "vs")
 ENDS_IN_TITLE = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.\s*$")

@@ -158,6 +158,19 @@ def test_sentences_keep_unpunctuated_lines_and_titles():
     assert sentences("It was fine, Dr.\nNext week again.") == ["It was fine, Dr.", "Next week again."]
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("Carrier comparison moved to v1.1. The v1 scope is smaller.",
+     ["Carrier comparison moved to v1.1.", "The v1 scope is smaller."]),
+    ("It costs 3.50 euros! Really? Yes.", ["It costs 3.50 euros!", "Really?", "Yes."]),
+    ("See example.com for the docs. ok", ["See example.com for the docs.", "ok"]),
+    ('He said "see you." Then he left.', ['He said "see you."', "Then he left."]),
+    ("Wait...what happened", ["Wait...what happened"]),
+    ("我很好。你呢？好的", ["我很好。", "你呢？", "好的"]),
+])
+def test_a_full_stop_inside_a_word_or_number_ends_no_sentence(text, expected):
+    assert sentences(text) == expected
+
+
 def test_lists_are_statements_and_pasted_code_is_not():
     """Each item of a list is read (before, a line without end punctuation was dropped); a fenced
     log says nothing about anyone; bold labels and bullets are markup, not names."""
