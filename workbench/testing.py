@@ -60,7 +60,7 @@ async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", siz
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    steps = {"blocks": [], "timeline": ["2"], "graph": ["3", "j", "j"], "traces": ["4", "j", "j", "j"],
+    steps = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16],  # Maya Brennan: facts with history "traces": ["4", "j", "j", "j"],
              "imports": ["5", "!preview"], "jobs": ["6"], "search": ["slash", *"passport", "enter"], "help": ["1", "question_mark"]}
     written = []
     for name, keys in steps.items():
