@@ -30,6 +30,7 @@ from core.errors import (
     ReceiptConflictError,
     StrataError,
 )
+from core.models import LIVE
 
 SCORE_MEANING = (
     "rank_score only orders the hits of this result list (higher ranks first); "
@@ -40,7 +41,6 @@ SUMMARY_LIMIT = 800
 CONTENT_LIMIT = 500
 ALIASES_LIMIT = 160
 STATE_LIMIT = 500
-LIVE_STATUSES = ("active", "superseded")
 _DEFAULT_BUDGET = object()  # "use the gate's default round budget"
 
 # Tool-facing strategy names (the tool an agent calls next) and the gate's spelling.
@@ -744,7 +744,7 @@ class MemoryTools:
         event_id = _parse_id("expand_event", args["id"], "event", "event")
         card = get_event(event_id)
         event = card.event
-        if event.namespace != self.namespace or event.status not in LIVE_STATUSES:
+        if event.namespace != self.namespace or event.status not in LIVE:
             raise NotFoundError(f"event {event_id} does not exist in namespace {self.namespace!r} "
                                 "(or it was forgotten)")
         specs = gate.refs_for_events([card])

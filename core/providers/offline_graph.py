@@ -1006,7 +1006,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
         spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
         if spots and all(_ARTICLE_BEFORE.search(text[:at]) for at in spots):
             return False  # "the Night Watch", "a Golden Globe": full names take no article
-        return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ("Dr", "Mr", "Mrs", "Ms"))
+        return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ABBREVIATIONS)
     word = words[0]
     if word in _NOT_NAMES or (word.endswith("s") and word[:-1] in _NOT_NAMES):
         return False

@@ -20,6 +20,7 @@ from core.eventtypes import (
     normalize_temporal,
 )
 from core.models import (
+    LIVE,
     Block,
     Event,
     EventLink,
@@ -40,7 +41,6 @@ from core.timeutil import now_iso, parse_timestamp, period_bounds, to_epoch
 from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
 
 LINK_KINDS = ("supersedes", "conflicts", "same_event", "before", "after", "related")
-LIVE = ("active", "superseded")
 GRAPH_BATCH = 8
 # Same as summaries and extractions: claim order is then creation order, so graph jobs
 # wait behind the extractions already queued and fill their batches meanwhile.

@@ -27,7 +27,7 @@ from peewee import fn
 
 from core.db import write_transaction
 from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, StrataError
-from core.models import BatchRef, Event, GraphEdge, GraphNode, GraphSource, Namespace, RetrievalBatch, UsageReceipt
+from core.models import LIVE, BatchRef, Event, GraphEdge, GraphNode, GraphSource, Namespace, RetrievalBatch, UsageReceipt
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
@@ -302,10 +302,9 @@ def _node_event_ids(node_ids: Sequence[int], expanded: bool) -> dict[int, list[i
     out: dict[int, set[int]] = {i: set() for i in node_ids}
     if not node_ids:
         return {}
-    live = ("active", "superseded")
     rows = (GraphSource.select(GraphSource.record_id, GraphSource.event).join(Event)
             .where((GraphSource.kind == "node") & (GraphSource.record_id.in_(list(node_ids)))
-                   & (Event.status.in_(live))).tuples())
+                   & (Event.status.in_(LIVE))).tuples())
     for node_id, event_id in rows:
         out[node_id].add(event_id)
     if expanded:
@@ -315,7 +314,7 @@ def _node_event_ids(node_ids: Sequence[int], expanded: bool) -> dict[int, list[i
             ends = {edge_id: (a, b) for edge_id, a, b in edges}
             rows = (GraphSource.select(GraphSource.record_id, GraphSource.event).join(Event)
                     .where((GraphSource.kind == "edge") & (GraphSource.record_id.in_(list(ends)))
-                           & (Event.status.in_(live))).tuples())
+                           & (Event.status.in_(LIVE))).tuples())
             for edge_id, event_id in rows:
                 for node_id in ends[edge_id]:
                     if node_id in out:

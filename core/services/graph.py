@@ -23,7 +23,7 @@ from peewee import Value, fn
 from core.db import Prepared, bulk_insert, chunks, db, insert_one, is_sqlite, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
-    EVENT_STATUS_INDEX, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace,
+    CURRENT, EVENT_STATUS_INDEX, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace,
 )
 from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
@@ -35,8 +35,6 @@ from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
 
 PROJECTOR_VERSION = 1
-LIVE = ("active", "superseded")
-CURRENT = ("active", "disputed")
 
 MAX_NODES = 24
 MAX_EDGES = 32

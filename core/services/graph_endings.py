@@ -20,13 +20,11 @@ from datetime import timezone
 from typing import Iterable, Sequence
 
 from core.db import bulk_insert, chunks, save_one
-from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource
+from core.models import CURRENT, LIVE, Event, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource
 from core.services.spaces import bump_revision
 from core.text import clip
 from core.timeutil import now_iso, period_bounds
 
-LIVE = ("active", "superseded")
-CURRENT = ("active", "disputed")
 MODELS = {"fact": GraphFact, "edge": GraphEdge}
 _COLUMNS = ["kind", "record_id", "cause_kind", "cause_id", "valid_to", "prior_status", "prior_valid_to", "created_at"]
 

@@ -26,12 +26,11 @@ from typing import Iterable
 from peewee import fn
 
 from core.db import Prepared, db
-from core.models import GraphNode
+from core.models import CURRENT, GraphNode
 from core.search.tokenize import normalize as norm_text
 
 _NON_WORD = re.compile(r"[^\w\u3400-\u9fff]+")
 _HAN = re.compile(r"[\u3400-\u9fff]")
-CURRENT = ("active", "disputed")
 
 
 @lru_cache(maxsize=65536)
