@@ -345,7 +345,9 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
             temporal["supersedes_event_ids"] = superseded
     tags = [w for w, _ in Counter(_content_words(joined)).most_common(5)]
     return {
-        "title": clip(rewritten[0], 120),
+        # A card opening with a request ("Can you help me keep track of family stuff?") is titled
+        # by what it states.
+        "title": clip(next((r for r in rewritten if not r.rstrip().endswith(("?", "？"))), rewritten[0]), 120),
         "summary": clip(summary, 600),
         "tags": tags,
         "quotes": [clip(p, 500) for p in parts[:4]],

@@ -143,6 +143,18 @@ def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(t
     assert participants == named
 
 
+def test_a_card_opening_with_a_request_is_titled_by_what_it_states():
+    text = "Can you help me keep track of family stuff too? I live in Utrecht with my partner Tomás."
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "text": text, "created_at": "2026-01-13T20:20:00+01:00"}]}})
+    assert [e["title"] for e in out["events"]] == ["Maya lives in Utrecht with Maya's partner Tomás."]
+    assert out["events"][0]["summary"].startswith("Can you help Maya keep track")
+    only_asks = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "text": "Could you remind me what Tomás said about the 3rd?",
+         "created_at": "2026-01-13T20:20:00+01:00"}]}})
+    assert [e["title"] for e in only_asks["events"]] == ["Could you remind Maya what Tomás said about the 3rd?"]
+
+
 def test_days_and_holidays_are_not_participants():
     text = ("Ivy has swimming on Wednesdays and piano on Thursdays. "
             "Tomás and I are going out for Valentine's dinner, then Halloween with Ivy.")
