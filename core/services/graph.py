@@ -1528,8 +1528,29 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
     return rows[: max(1, min(int(limit), 10_000))]
 
 
+def find_node(ref: str | int, namespace: str | None = None) -> int:
+    """The id of the node ``ref`` names: an id, or a visible node's name or alias (any case). A name
+    that several nodes answer to is an error listing them; so is one no visible node has."""
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.strip().isdigit()):
+        return int(ref)
+    text = " ".join(str(ref).split())
+    if not text:
+        raise InvalidInputError("a node is named by its id or its name")
+    rows = list_nodes(namespace, query=text, limit=10_000)
+    wanted = entity_key(text)
+    exact = [r for r in rows if wanted in {entity_key(v) for v in (r.name, *r.aliases)}]
+    found = exact or rows
+    if len(found) == 1:
+        return found[0].id
+    if not found:
+        where = f" in namespace {namespace!r}" if namespace else ""
+        raise NotFoundError(f"no visible graph node is named {text!r}{where} (`strata graph --query` lists them)")
+    listed = ", ".join(f"{r.name} ({r.type} {r.id})" for r in found[:8]) + (", …" if len(found) > 8 else "")
+    raise InvalidInputError(f"{len(found)} nodes answer to {text!r}: {listed}; give the id")
+
+
 __all__ = [
     "ApplyResult", "EdgeView", "EventRef", "FactView", "FUNCTIONAL_RELATIONS", "GRAPH_PROVENANCE_LIMIT",
-    "NodeRow", "NodeView", "PROJECTOR_VERSION", "apply_projection", "entity_key", "is_functional",
+    "NodeRow", "NodeView", "PROJECTOR_VERSION", "apply_projection", "entity_key", "find_node", "is_functional",
     "list_nodes", "node_view", "node_views", "projection_context", "relation_key", "run_graph_job",
 ]

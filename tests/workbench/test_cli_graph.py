@@ -97,3 +97,19 @@ def test_unknown_node_is_an_error(graph_db):
     args = _parser().parse_args(["node", "9999", "--db", graph_db["url"]])
     with pytest.raises(NotFoundError, match="9999"):
         args.handler(args)
+
+
+def test_a_node_is_named_by_its_name_or_alias_in_any_case(graph_db, capsys):
+    from core.errors import InvalidInputError, NotFoundError
+
+    by_id = json.loads(run(capsys, "graph", "--db", graph_db["url"], "--json"))
+    ann_id = next(r["id"] for r in by_id if r["name"] == "Ann")
+    assert json.loads(run(capsys, "node", "ann", "--db", graph_db["url"], "--json"))["id"] == ann_id
+    assert json.loads(run(capsys, "node", "  PARIS ", "--db", graph_db["url"], "--json"))["name"] == "Paris"
+    assert json.loads(run(capsys, "node", "Osl", "--db", graph_db["url"], "--json"))["name"] == "Oslo"  # one match
+    args = _parser().parse_args(["node", "a", "--db", graph_db["url"]])  # Ann, Paris (and not Oslo)
+    with pytest.raises(InvalidInputError, match=r"2 nodes answer to 'a': .*Ann \(person \d+\).*give the id"):
+        args.handler(args)
+    args = _parser().parse_args(["node", "Berlin", "--db", graph_db["url"]])
+    with pytest.raises(NotFoundError, match="no visible graph node is named 'Berlin'"):
+        args.handler(args)

@@ -35,11 +35,11 @@ def _ids(ids) -> str:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    from core.services.graph import node_view
+    from core.services.graph import find_node, node_view
     from core.services.graph_endings import describe
 
     open_from_args(args)
-    view = node_view(args.id)
+    view = node_view(find_node(args.node, getattr(args, "namespace", None)))
     if args.json:
         print_json(view)
         return 0
@@ -78,5 +78,5 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_graph)
 
     p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")
-    p.add_argument("id", type=int)
+    p.add_argument("node", metavar="NODE", help="the node's id, or its name or an alias (any case)")
     p.set_defaults(handler=cmd_node)
