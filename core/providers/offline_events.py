@@ -188,19 +188,31 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     or followed by something people do ("Maya lives in Lisbon")."""
     found = []
     for match in _NAME.finditer(text):
-        first = match.group(0).split()[0]
-        if first in _NOT_NAMES or first.casefold() in STOPWORDS or first.casefold() in lower_vocab:
+        name, start = match.group(0), match.start()
+        first, _, second = name.partition(" ")
+        if second and (_not_a_name(first, lower_vocab)
+                       or (first in _LEADING_VERBS and _SENTENCE_START.search(text[:start]))):
+            name, start, first = second, match.end() - len(second), second  # "Thanks Max", "Bet Max loves it"
+        if _not_a_name(first, lower_vocab):
             continue
-        if match.group(0) in ABBREVIATIONS and text.startswith(".", match.end()):
+        if name in ABBREVIATIONS and text.startswith(".", match.end()):
             continue  # "Dr." is a title, the name comes after it
-        before = text[: match.start()]
+        before = text[:start]
         if _SENTENCE_START.search(before) and not ENDS_IN_TITLE.search(before) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
                 or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
                 or not _PERSON_VERB_AFTER.match(text, match.end())):
             continue
-        found.append(match.group(0))
+        found.append(name)
     return found
+
+
+# Verbs that open a sentence before a name: "Bet Max loves it", "Tell Ana I said hi".
+_LEADING_VERBS = frozenset("Bet Guess Hope Wish Tell Ask Glad Sorry Poor Dear Miss Met Saw Meet Call Text".split())
+
+
+def _not_a_name(word: str, lower_vocab: frozenset[str]) -> bool:
+    return word in _NOT_NAMES or word.casefold() in STOPWORDS or word.casefold() in lower_vocab
 
 
 def _canonical(name: str, speakers: Sequence[str]) -> str:

@@ -134,6 +134,10 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     ("Happily married for ten years now.", []),
     ("Also started a new job.", []),
     ("Doctors said the knee is fine, the doctor was kind.", []),
+    # A greeting or a verb before the name is not part of it.
+    ("Bet Max loves that park by the river.", ["Max"]),
+    ("Thanks Ana for the great tip about the early ferry.", ["Ana"]),
+    ("I met Hope Smith at the climbing gym today.", ["Hope Smith"]),
 ])
 def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
     """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
