@@ -109,6 +109,9 @@ for _kind, _words in {
         _VALUE_KINDS.setdefault(_w, _kind)
 
 _KIND_BY_STEM = {stem(w): k for w, k in _VALUE_KINDS.items()}
+# Kinds whose words are also the predicate: "vegetarian" and "pescatarian" are both diets and
+# two different diets.
+_VALUE_PREDICATES = frozenset({"diet"})
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _FILLER = frozenset(
@@ -164,7 +167,7 @@ _VAGUE = re.compile(r"\b(various|something|some stuff|a few things|miscellaneous
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CLAUSE = re.compile(r"[.;:!?。！？]+|,?\s+\b(?:and|but|while|although|whereas|though|because|since|"
-                     r"so that|due to)\b\s+|\s+[—–]\s+",
+                     r"so that|due to)\b\s+|\s+[—–]\s+|,\s+(?=(?:not|never)\b)",
                      re.IGNORECASE)
 _WEAK_NEGATION = frozenset({"no", "nothing", "none"})
 _SENT_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|\s+[—–-]\s+|\n+|,\s+but\s+|;")
@@ -315,6 +318,8 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
                 continue
             elif low in _PREDICATES:
                 fact.preds.add(_PREDICATES[low])
+                if _VALUE_KINDS.get(low) in _VALUE_PREDICATES:
+                    fact.values.add(stem(low))  # "vegetarian" says what kind of fact and which value
             elif low in STOP_WORDS or low in _FILLER or len(low) < 2:
                 continue
             else:
@@ -333,6 +338,43 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
     fact.lead = (lead_candidates or [n for n in order if n in fact.participants] or order or parts or [_USER])[0]
     fact.values |= fact.names
     return fact
+
+
+# Where a card's parts about different people meet: sentence ends, joining words, and a comma
+# before a capitalised word ("Maya prefers an aisle seat, Tomás likes the window").
+_PART_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|;|,?\s+\b(?:and|but|while|whereas|so)\b\s+|,\s+(?=[A-Z])")
+
+
+@dataclass
+class CardView:
+    """A stored card as one candidate reads it."""
+
+    fact: Fact  # what the card says about the candidate's subject (the whole card when it is about one)
+    ended: set[str]  # values of the subject's parts that say they have ended ("no longer uses Notion")
+
+
+def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
+    """Read a stored card for ``cand``. A conversation card often speaks of several people ("Maya
+    prefers an aisle seat, Tomás likes the window"): compared whole, Tomás's window would make
+    "Maya prefers window seats" a fact the card already holds."""
+    whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known)
+    pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)]
+    if len(pieces) < 2:
+        return CardView(whole, set(whole.values) if whole.stopped else set())
+    people = known | whole.participants
+    read = [(piece, read_fact("", piece, None, (), people)) for piece in pieces]
+    subject = cand.lead if cand.lead != _USER else whole.lead
+    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)]
+    # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not vegetarian
+    # anymore": vegetarian), not the whole part.
+    ended = set().union(*(read_fact("", clause, None, (), people).values for piece, _ in mine
+                          for clause in piece.split(",") if _STOPPED.search(clause))) - {subject}
+    leads = {fact.lead for _, fact in read} - {_USER}
+    if cand.lead == _USER or len(leads) < 2 or not any(fact.lead == subject for _, fact in mine):
+        return CardView(whole, ended)
+    own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if fact.lead == subject), match,
+                    match.get("participants") or (), known)
+    return CardView(own, ended)
 
 
 def _bare_words(text: str) -> set[str]:
@@ -361,10 +403,12 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     ranked = cand.order + sorted(shared_names - set(cand.order))
     # One subject: the lead both statements share, else the first shared name someone lists as
     # a participant, else a shared name one of them leads with.
+    # A stored card's participants include the places and things it names ("flies from Amsterdam"):
+    # only the candidate's own participants or either side's lead can be the subject.
     if cand.lead == fact.lead:
         subject = {cand.lead}
     else:
-        subject = {next((n for n in ranked if n in shared_names and n in cand.participants | fact.participants),
+        subject = {next((n for n in ranked if n in shared_names and n in cand.participants),
                         next((n for n in ranked if n in shared_names and n in (cand.lead, fact.lead)), ""))} - {""}
     same_subject = bool(subject)
     cv, mv = cand.values - subject, fact.values - subject
@@ -383,8 +427,12 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
 
 
 def _polarity(fact: Fact, common: set[str]) -> str:
-    """How strongly the clauses that carry the shared content are negated ('' if not)."""
-    levels = [level for tokens, level in fact.clauses if level and tokens & common]
+    """How strongly the clauses that carry the shared content are negated ('' if not): the shared
+    values' clauses when values are shared ("pescatarian, not vegetarian": pescatarian is not
+    negated), else the clauses of the shared kind of fact."""
+    values = {t for t in common if not t.startswith("@")}
+    wanted = values if any(tokens & values for tokens, _ in fact.clauses) else common
+    levels = [level for tokens, level in fact.clauses if level and tokens & wanted]
     return "strong" if "strong" in levels else ("weak" if levels else "")
 
 
@@ -419,6 +467,13 @@ def _value_swap(rel: Relation, cand: Fact) -> str:
     if (kinds_new or kinds_old) and rel.same_pred and not _key_shared(rel, cand):
         return "strong"
     return "weak"
+
+
+def _other_words(rel: Relation) -> bool:
+    """Both sides keep words of their own once word forms ("works" / "work") are folded."""
+    new = {stem(v) for v in rel.new} - {_USER}
+    missing = {stem(v) for v in rel.missing} - {_USER}
+    return bool(new - missing) and bool(missing - new)
 
 
 def _replaces_within(rel: Relation, cand: Fact) -> bool:
@@ -561,9 +616,11 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
     if not matches:
         return _answer("add", [], "no stored event is similar", 0.95)
     relations = []
+    ended: dict[int, set[str]] = {}
     for m in matches:
-        fact = read_fact(m.get("title", ""), m.get("summary", ""), m, m.get("participants") or (), cand.people)
-        relations.append(relate(cand, m, fact))
+        view = card_view(m, cand, cand.people)
+        ended[m["id"]] = view.ended
+        relations.append(relate(cand, m, view.fact))
     on_topic = [r for r in relations if r.same_subject and (r.same_pred or _key_shared(r, cand) or _same_kind(r, cand)
                                                             or (r.shared and not (cand.preds and r.fact.preds)))]
     if not on_topic:
@@ -572,6 +629,11 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
             return _answer("add", [], f"about the same subject as event {near.match['id']} but another fact", 0.8)
         return _answer("add", [], "no stored event states this fact", 0.92)
     best = max(on_topic, key=lambda r: (r.topic, -r.match["id"]))
+    same_kind = [r for r in on_topic if r.same_pred]
+    if cand.preds - _WEAK and not best.same_pred and same_kind and not any(v in _KIND_BY_STEM for v in best.shared):
+        # A statement of a kind of fact ("moved to Amsterdam") is compared with one of that kind
+        # ("lives in Utrecht") before one that only shares a name with it ("flies from Amsterdam").
+        best = max(same_kind, key=lambda r: (r.topic, -r.match["id"]))
     eid = best.match["id"]
     targets = _targets(best, on_topic)
     swap = _value_swap(best, cand)
@@ -584,6 +646,16 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
 
     if cand.stopped and not fact.stopped and not swap and not best.new and (best.shared or best.same_pred):
         return _flagged(flip, "supersede", targets, f"says event {eid} is no longer true", 0.9)
+
+    # A value a card of the subject says has ended ("no longer uses Notion", "not vegetarian anymore"),
+    # said again: outdated, or news a person should confirm.
+    ending = next((r for r in sorted(on_topic, key=lambda r: -r.match["id"])
+                   if ended.get(r.match["id"], set()) & (cand.values - {cand.lead})), None)
+    if ending is not None and not (cand.stopped or cand.past or cand.negated):
+        end_id = ending.match["id"]
+        if cand.update or cand.correction:
+            return _flagged(flip, "supersede", [end_id], f"says again what event {end_id} says has ended", 0.7)
+        return _flagged(flip, "conflict", [end_id], f"event {end_id} says this has ended", 0.72)
 
     if cand.past and not cand.correction and (swap or flip):
         return _flagged(flip, "add", [], f"a past state that event {eid} has since replaced; kept as history", 0.75)
@@ -610,6 +682,10 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
             if strong and best.same_pred:
                 return _flagged(flip, "supersede", targets, f"a newer value for what event {eid} states", 0.9)
             return _flagged(flip, "supersede", targets, f"may update event {eid}", 0.7)
+        if not strong and functional and best.same_pred and best.same_subject and _other_words(best) \
+                and not _key_shared(best, cand):
+            # One value at a time (where someone lives, what they prefer): other words are another value.
+            return _flagged(flip, "conflict", targets, f"may state another value than event {eid}", 0.7)
         if not strong:
             # Different words on both sides while the key values agree.
             if len(best.new) > len(best.missing):

@@ -306,8 +306,9 @@ def _recover(text: str, provider: Provider, error: ImportFormatError, where: str
     items = answer.get("candidates") if isinstance(answer, dict) else None
     if not isinstance(items, list) or not items:
         reason = answer.get("reason") if isinstance(answer, dict) and isinstance(answer.get("reason"), str) else ""
+        hint = "" if "{" in text else "; a plain list of facts (one per line or bullet) imports as format 'text'"
         raise ImportFormatError(f"{error}; recovery by the {provider.name} provider found no candidates"
-                                + (f" ({reason})" if reason else ""))
+                                + (f" ({reason})" if reason else "") + hint)
     envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
                 "candidates": items}
     try:

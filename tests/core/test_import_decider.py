@@ -65,11 +65,19 @@ def test_a_negation_inside_new_detail_is_not_a_contradiction():
     assert result["action"] == "merge"
 
 
-def test_a_negated_paraphrase_is_never_a_confident_drop():
+def test_a_negation_counts_where_it_touches_the_shared_value():
+    """A negation of the value both state contradicts it; one in another clause ("doesn't eat meat;
+    he is a vegetarian") paraphrases it; a negated value beside an affirmed one ("pescatarian, not
+    vegetarian") only touches the negated one."""
     stored = [m(1, "Marco has been vegetarian for years and avoids meat.", ["Marco"])]
     assert decide("Marco is not a vegetarian.", stored)["action"] == "conflict"
-    result = decide("Marco doesn't eat meat; he is a vegetarian.", stored)
-    assert result["confidence"] < 0.85
+    result = decide("Marco eats fish now, he is not a vegetarian.", stored)
+    assert (result["action"], result["existing_event_ids"]) == ("supersede", [1])  # "now": an update
+    assert decide("Marco doesn't eat meat; he is a vegetarian.", stored)["action"] == "ignore"
+    changed = [m(2, "Marco eats fish now, so Marco is pescatarian, not vegetarian anymore.", ["Marco"])]
+    assert decide("Marco is pescatarian.", changed)["action"] == "ignore"
+    outdated = decide("Marco is vegetarian.", changed)
+    assert (outdated["action"], outdated["existing_event_ids"]) == ("conflict", [2]) and outdated["confidence"] < 0.85
 
 
 def test_subjects_of_subjectless_memories_are_the_user():
@@ -224,3 +232,53 @@ def test_events_about_people_equal_filtering_every_scored_event(store):
             got = _about_people(ns.id, query, who, limit)
             assert [e.id for e, _ in got] == expected[:limit]
             assert all(abs(score - scores[e.id]) <= 1e-9 for e, score in got)
+
+
+# ----------------------------------------------------------------------------- conversation cards
+
+# Cards as a conversation makes them: several people and several facts in one event, the
+# assistant's echoes, states that have ended. A fact is compared with what its subject's part
+# of a card says, never with the words other people's parts happen to share.
+CONVERSATION_STORE = [
+    ("seats", ["Maya", "Schiphol", "Tomás", "Ivy"], "Flights: we'd fly from Schiphol.",
+     "Flights: we'd fly from Schiphol. Maya prefers an aisle seat, Tomás likes the window, and Ivy wants the "
+     "window too, which is a problem.", "2026-01-22"),
+    ("notes", ["Maya", "Notion", "Obsidian", "Markdown"], "Maya needs to write the postmortem.",
+     "Maya needs to write the postmortem for the duplicate orders incident. By the way, Maya no longer use "
+     "Notion, Maya switched to Obsidian last weekend, so give it to Maya as plain Markdown for Maya's vault.",
+     "2026-02-23"),
+    ("home", ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"], "Maya lives in Utrecht with Maya's partner Tomás.",
+     "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás and "
+     "our daughter Ivy, who's six. We moved here from Dublin two years ago.", "2026-01-13"),
+    ("flights", ["Assistant", "KLM", "TAP", "Amsterdam", "Lisbon"], "Both KLM and TAP fly direct.",
+     "Yes, both KLM and TAP fly direct from Amsterdam to Lisbon, about three hours.", "2026-01-22"),
+]
+
+CONVERSATION_CASES = [
+    # (expected action, expected target key or None, statement, may it be applied without a person)
+    ("conflict", "seats", "Maya prefers window seats.", False),
+    ("ignore", "seats", "Tomás likes the window seat.", None),
+    ("conflict", "notes", "Maya uses Notion for her notes.", False),
+    ("ignore", "notes", "Maya uses Obsidian for her notes.", None),
+    ("supersede", "home", "Maya moved to Amsterdam in 2026.", None),
+    ("add", None, "Ivy takes swimming lessons on Wednesdays.", None),
+]
+
+
+@pytest.mark.parametrize("expected, key, summary, auto", CONVERSATION_CASES)
+def test_conversation_cards_are_compared_by_their_subjects_part(store, expected, key, summary, auto):
+    ids = {}
+    with write_transaction():
+        ns = get_or_create_namespace("talk")
+        for name, people, title, text, when in CONVERSATION_STORE:
+            draft = {"title": title, "summary": text, "temporal": {"participants": people, "mentioned_at": when}}
+            ids[name] = write_event(ns.id, draft, block=None, formed_turn=0).id
+    envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
+                "candidates": [{"title": summary.rstrip("."), "summary": summary, "temporal": {}}]}
+    candidate = parse_v2_object(envelope, "talk").candidates[0]
+    result = decide_offline({"candidate": candidate, "matches": _match_items("talk", candidate, 5)})
+    assert result["action"] == expected, result
+    if key is not None:
+        assert result["existing_event_ids"][:1] == [ids[key]], result
+    if auto is not None:
+        assert (result["confidence"] >= 0.85) == auto, result

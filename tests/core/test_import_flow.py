@@ -177,6 +177,11 @@ def test_rejected_input_writes_nothing(seeded):
         with pytest.raises(ImportFormatError, match=re.escape(message)):
             preview_import(NS, text)
     assert ImportBatch.select().count() == 0 and export_namespace(NS) == before
+    with pytest.raises(ImportFormatError, match="a plain list of facts .* imports as format 'text'"):
+        preview_import(NS, "- Ravi speaks Hindi.\n- Ravi lives in Pune.")
+    with pytest.raises(ImportFormatError) as broken:
+        preview_import(NS, '{"schemaVersion": "stratagate.external-memory.v2", "candidates": [')
+    assert "format 'text'" not in str(broken.value)  # a broken JSON export is not a list of facts
 
 
 def test_interrupted_preview_resumes_without_repeating_model_calls(seeded):
