@@ -150,20 +150,31 @@ HELD_CASES = [
 ]
 
 
-def test_held_out_cases(store):
+def _seed(namespace: str, cards) -> dict[str, int]:
+    """Store (key, participants, title, summary, mentioned) cards; their ids by key."""
     ids = {}
     with write_transaction():
-        ns = get_or_create_namespace("held")
-        for key, people, title, summary, when in HELD_STORE:
+        ns = get_or_create_namespace(namespace)
+        for key, people, title, summary, when in cards:
             draft = {"title": title, "summary": summary, "temporal": {"participants": people, "mentioned_at": when}}
             ids[key] = write_event(ns.id, draft, block=None, formed_turn=0).id
+    return ids
+
+
+def _decide_stored(namespace: str, title: str, summary: str, temporal: dict) -> dict:
+    """Decide one exported statement against the namespace's Top-5 matches, as a preview does."""
+    envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
+                "candidates": [{"title": title, "summary": summary, "temporal": temporal}]}
+    candidate = parse_v2_object(envelope, namespace).candidates[0]
+    return decide_offline({"candidate": candidate, "matches": _match_items(namespace, candidate, 5)})
+
+
+def test_held_out_cases(store):
+    ids = _seed("held", HELD_STORE)
     right = auto = auto_right = 0
     wrong = []
     for expected, key, summary, temporal in HELD_CASES:
-        envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-                    "candidates": [{"title": summary[:40], "summary": summary, "temporal": temporal}]}
-        candidate = parse_v2_object(envelope, "held").candidates[0]
-        result = decide_offline({"candidate": candidate, "matches": _match_items("held", candidate, 5)})
+        result = _decide_stored("held", summary[:40], summary, temporal)
         ok = result["action"] == expected and (key is None or expected in ("add", "ignore")
                                                or ids[key] in result["existing_event_ids"])
         right += ok
@@ -267,16 +278,8 @@ CONVERSATION_CASES = [
 
 @pytest.mark.parametrize("expected, key, summary, auto", CONVERSATION_CASES)
 def test_conversation_cards_are_compared_by_their_subjects_part(store, expected, key, summary, auto):
-    ids = {}
-    with write_transaction():
-        ns = get_or_create_namespace("talk")
-        for name, people, title, text, when in CONVERSATION_STORE:
-            draft = {"title": title, "summary": text, "temporal": {"participants": people, "mentioned_at": when}}
-            ids[name] = write_event(ns.id, draft, block=None, formed_turn=0).id
-    envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-                "candidates": [{"title": summary.rstrip("."), "summary": summary, "temporal": {}}]}
-    candidate = parse_v2_object(envelope, "talk").candidates[0]
-    result = decide_offline({"candidate": candidate, "matches": _match_items("talk", candidate, 5)})
+    ids = _seed("talk", CONVERSATION_STORE)
+    result = _decide_stored("talk", summary.rstrip("."), summary, {})
     assert result["action"] == expected, result
     if key is not None:
         assert result["existing_event_ids"][:1] == [ids[key]], result
