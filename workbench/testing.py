@@ -49,6 +49,13 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
+# The keys that bring each view of the demo into a telling state for the docs (the graph shot
+# selects Maya Brennan, whose facts have a history); "!preview" pastes a list of facts to import.
+SCREENSHOT_STEPS = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16], "traces": ["4", "j", "j", "j"],
+                    "imports": ["5", "!preview"], "jobs": ["6"], "search": ["slash", *"passport", "enter"],
+                    "help": ["1", "question_mark"]}
+
+
 async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", size: tuple[int, int] = (120, 36)) -> list:
     """Write an SVG screenshot of every view (for docs/img); returns the files written."""
     from pathlib import Path
@@ -60,10 +67,8 @@ async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", siz
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    steps = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16],  # Maya Brennan: facts with history "traces": ["4", "j", "j", "j"],
-             "imports": ["5", "!preview"], "jobs": ["6"], "search": ["slash", *"passport", "enter"], "help": ["1", "question_mark"]}
     written = []
-    for name, keys in steps.items():
+    for name, keys in SCREENSHOT_STEPS.items():
         app = Workbench(db_url=url, config=Config(theme=theme, path=None))
         async with app.run_test(size=size) as pilot:
             await settle(pilot)

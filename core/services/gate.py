@@ -27,7 +27,9 @@ from peewee import fn
 
 from core.db import write_transaction
 from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, StrataError
-from core.models import LIVE, BatchRef, Event, GraphEdge, GraphNode, GraphSource, Namespace, RetrievalBatch, UsageReceipt
+from core.models import (
+    LIVE, BatchRef, Event, GraphEdge, GraphNode, GraphSource, Namespace, RetrievalBatch, UsageReceipt,
+)
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso

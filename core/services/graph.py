@@ -23,7 +23,8 @@ from peewee import Value, fn
 from core.db import Prepared, bulk_insert, chunks, db, insert_one, is_sqlite, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
-    CURRENT, EVENT_STATUS_INDEX, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message, Namespace,
+    CURRENT, EVENT_STATUS_INDEX, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message,
+    Namespace,
 )
 from core.providers.base import ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES

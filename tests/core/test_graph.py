@@ -359,7 +359,8 @@ def test_a_current_value_said_earlier_held_since_then_unless_another_came_betwee
     _apply([e2], [_node("p", "Ann", "person", [e2], facts=[("uses", "Vim", None)])])
     assert [(f.status, f.valid_from) for f in GraphFact.select().where(GraphFact.key == "uses")] == [("active", "2019")]
 
-    dublin, utrecht, late = (_event(happened_start=t, precision="year", basis="explicit") for t in ("2020", "2024", "2023"))
+    dublin, utrecht, late = (_event(happened_start=t, precision="year", basis="explicit")
+                             for t in ("2020", "2024", "2023"))
     bo = _apply([dublin], [_node("b", "Bo", "person", [dublin], facts=[("lives_in", "Dublin", None)])]).node_ids[0]
     _apply([utrecht], [_node("b", "Bo", "person", [utrecht], facts=[("lives_in", "Utrecht", None)])])
     _apply([late], [_node("b", "Bo", "person", [late], facts=[("lives_in", "Utrecht", None)])])
@@ -369,7 +370,8 @@ def test_a_current_value_said_earlier_held_since_then_unless_another_came_betwee
 
 
 def test_an_older_statement_of_an_ended_edge_joins_its_history(store):
-    e2024, e2025, e2023 = (_event(happened_start=t, precision="year", basis="explicit") for t in ("2024", "2025", "2023"))
+    e2024, e2025, e2023 = (_event(happened_start=t, precision="year", basis="explicit")
+                           for t in ("2024", "2025", "2023"))
     nodes = lambda ids: [_node("p", "Ann", "person", ids), _node("t", "Vim", "tool", ids)]  # noqa: E731
     _apply([e2024], nodes([e2024]), [_edge("p", "t", "uses", [e2024])])
     _apply([e2025], nodes([e2025]), [_edge("p", "t", "uses", [e2025], status="superseded")])

@@ -51,3 +51,10 @@ def test_view_snapshot(view, theme, snap_compare, wb_url):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+
+
+def test_the_docs_screenshots_cover_every_view():
+    from workbench.testing import SCREENSHOT_STEPS
+    from workbench.widgets.header import VIEWS
+
+    assert set(SCREENSHOT_STEPS) == {mode for mode, _, _ in VIEWS} | {"search", "help"}
