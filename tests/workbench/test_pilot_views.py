@@ -94,7 +94,10 @@ async def test_timeline_pages_filters_histogram_and_source_jump(make_app):
         table = screen.query_one("#events")
         assert table.row_count == 50 and table.has_more
         assert any(screen.query_one("#histogram", Sparkline).data)
-        assert "255 events" in str(screen.query_one("#hist-summary").render())
+        from core.models import Event
+
+        shown = Event.select().where(Event.status != "forgotten").count()  # the demo's cards, counted apart
+        assert shown > 200 and f"{shown} events" in str(screen.query_one("#hist-summary").render())
         # the cursor near the end asks for the next page
         table.move_cursor(row=45)
         await settle(pilot)
