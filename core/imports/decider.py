@@ -85,8 +85,9 @@ _VALUE_KINDS: dict[str, str] = {}
 for _kind, _words in {
     "weekday": "monday tuesday wednesday thursday friday saturday sunday weekend weekends",
     "drink": "tea coffee espresso latte matcha water juice beer wine soda milk cocoa chocolate",
-    "food": "pizza pasta sushi ramen tacos curry burgers salad steak chocolate cheese bread rice noodles",
-    "animal": "dog cat rabbit hamster parrot horse fish turtle snake bird puppy kitten",
+    # "fish" is food more often than a pet ("started eating fish again"); "goldfish" is the pet.
+    "food": "pizza pasta sushi ramen tacos curry burgers salad steak chocolate cheese bread rice noodles fish",
+    "animal": "dog cat rabbit hamster parrot horse goldfish turtle snake bird puppy kitten",
     "instrument": "piano guitar violin cello drums flute saxophone trumpet ukulele bass harp",
     "sport": "running tennis football soccer basketball swimming cycling climbing yoga golf hiking skiing "
              "surfing chess boxing rowing",

@@ -261,6 +261,9 @@ CONVERSATION_STORE = [
     ("home", ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"], "Maya lives in Utrecht with Maya's partner Tomás.",
      "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás and "
      "our daughter Ivy, who's six. We moved here from Dublin two years ago.", "2026-01-13"),
+    ("diet", ["Maya"], "Small update about Maya.",
+     "Small update about Maya: Maya started eating fish again last week, so Maya is pescatarian now, not "
+     "vegetarian.", "2026-02-16"),
     ("flights", ["Assistant", "KLM", "TAP", "Amsterdam", "Lisbon"], "Both KLM and TAP fly direct.",
      "Yes, both KLM and TAP fly direct from Amsterdam to Lisbon, about three hours.", "2026-01-22"),
 ]
@@ -273,6 +276,9 @@ CONVERSATION_CASES = [
     ("ignore", "notes", "Maya uses Obsidian for her notes.", None),
     ("supersede", "home", "Maya moved to Amsterdam in 2026.", None),
     ("add", None, "Ivy takes swimming lessons on Wednesdays.", None),
+    ("add", None, "Maya adopted a grey cat named Miso in March 2026.", None),  # eating fish is no pet
+    ("ignore", "diet", "Maya is pescatarian.", None),
+    ("conflict", "diet", "Maya is vegetarian.", False),
 ]
 
 
