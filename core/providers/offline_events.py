@@ -26,7 +26,7 @@ _GREETING = re.compile(
     r"thanks|thank you|thx|wow|whoa|awesome|cool|nice|great|congrats|congratulations|omg|haha|lol|"
     r"that'?s (so |really )?(great|awesome|amazing|cool|nice|wonderful|fantastic|sweet|lovely|good)|"
     r"sounds (great|good|fun|amazing|awesome|like)|good to (see|hear)|glad to hear|how are you|"
-    r"how have you been|how'?s it going|long time no)\b",
+    r"how have you been|how'?s it going|long time no|good luck|best of luck|have fun)\b",
     re.IGNORECASE,
 )
 _FILLER = frozenset(
