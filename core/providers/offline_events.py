@@ -266,7 +266,7 @@ def _mentions(text: str, anchor: datetime) -> tuple:
     return tuple(find_time_mentions(text, anchor))
 
 
-def _time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
+def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
     if anchor is None:
         return {}
@@ -328,7 +328,7 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
             anchor = None
     # The first statement (in order) that dates itself dates the card; parts are cached, so
     # this avoids scanning the joined text a second time.
-    time = next((found for part in parts if (found := _time_for(part, anchor))), {})
+    time = next((found for part in parts if (found := time_for(part, anchor))), {})
     tense = time.pop("_tense", None)
     participants = [speaker]
     other = _other_speaker(speaker, speakers)
@@ -394,7 +394,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 # A short answer needs its question to make sense on its own.
                 sources.insert(0, previous["id"])
                 question = previous.get("text")
-            anchor_parts = [p for p in parts if _time_for(p, _anchor(message))]
+            anchor_parts = [p for p in parts if time_for(p, _anchor(message))]
             if len(anchor_parts) >= 2:
                 rest = [p for p in parts if p not in anchor_parts]
                 for i, part in enumerate(anchor_parts):

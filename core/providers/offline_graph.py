@@ -15,8 +15,10 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
+from core.providers.offline_events import time_for
 from core.text import ABBREVIATIONS
 from core.timeparse import might_contain_time
+from core.timeutil import parse_timestamp
 
 MAX_NODES = 24
 MAX_EDGES = 32
@@ -507,6 +509,11 @@ class _EventReader:
         mentioned, happened = temporal.get("mentioned_at"), temporal.get("happened_start")
         ahead = isinstance(mentioned, str) and isinstance(happened, str) and happened[:10] > mentioned[:10]
         self.mentioned = mentioned if ahead else None
+        self.happened = happened if isinstance(happened, str) else None
+        try:
+            self.anchor = parse_timestamp(mentioned) if isinstance(mentioned, str) else None
+        except Exception:  # an unreadable mention time only loses sentence dates
+            self.anchor = None
         # Who "you" is: the user when the assistant speaks (it is listed first and is no person, so
         # the first person listed is the one spoken to); between people, someone this reader cannot tell.
         first = next((p for p in event.get("participants") or [] if isinstance(p, str)), "")
@@ -619,13 +626,19 @@ class _EventReader:
         sentences = (part.strip() for text in self.texts for part in _SENTENCE_SPLIT.split(text))
         for sentence in dict.fromkeys(sentences):
             if sentence:
-                self.b.since = None if might_contain_time(sentence) else self.mentioned
+                self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned
                 self.sentence(sentence)
         self.b.since = None
         refs = sorted(r for _, r in self.people)
         for i, first in enumerate(refs):
             for second in refs[i + 1 :]:
                 self.b.edge(first, second, "knows", self.id)
+
+    def _own_time(self, sentence: str) -> str | None:
+        """When a sentence dates itself otherwise than its card ("Maya left Acme in 2024. She joined
+        Beta last month." is one card dated 2024): its facts begin, or end, then."""
+        start = time_for(sentence, self.anchor).get("happened_start")
+        return start if start and start != self.happened else None
 
     def sentence(self, s: str) -> None:
         projects = self._projects(s)

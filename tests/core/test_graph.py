@@ -1088,6 +1088,20 @@ def test_an_undated_statement_begins_when_it_was_said_not_when_its_event_happene
     assert diets == {("Ann", "vegetarian"): "2026-02-10T21:10:00+01:00", ("Bo", "pescatarian"): "2019"}
 
 
+def test_a_sentence_with_its_own_time_dates_its_facts(store):
+    """One card, two times: "left Acme in 2024" dates the card; "joined Beta last month" begins Beta
+    last month, not in 2024, and Acme ends in 2024."""
+    moved = _event("Maya's jobs", "Maya left Acme Inc in 2024. Maya joined Beta Corp last month.",
+                   participants=["Maya"], happened_start="2024", mentioned_at="2026-02-10T10:00:00+01:00")
+    joined = _event("Maya at Acme", "Maya works at Acme Inc.", participants=["Maya"], happened_start="2022",
+                    mentioned_at="2022-05-01T10:00:00+01:00")
+    for batch in ([joined], [moved]):
+        context = projection_context(None, _ns_id(), [Event.get_by_id(i) for i in batch])
+        assert apply_projection(_ns_id(), batch, project_graph_offline(context)).warnings == []
+    jobs = {f.value: (f.status, f.valid_from, f.valid_to) for f in GraphFact.select().where(GraphFact.key == "works_at")}
+    assert jobs == {"Acme": ("superseded", "2022", "2024"), "Beta": ("active", "2026-01", None)}
+
+
 def test_a_fact_may_say_when_it_began(store):
     e1 = _event(happened_start="2026-02-14")
     node = _node("p", "Ann", "person", [e1], facts=[("diet", "vegetarian", None)])
