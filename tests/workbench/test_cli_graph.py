@@ -105,6 +105,7 @@ def test_a_node_is_named_by_its_name_or_alias_in_any_case(graph_db, capsys):
     by_id = json.loads(run(capsys, "graph", "--db", graph_db["url"], "--json"))
     ann_id = next(r["id"] for r in by_id if r["name"] == "Ann")
     assert json.loads(run(capsys, "node", "ann", "--db", graph_db["url"], "--json"))["id"] == ann_id
+    assert json.loads(run(capsys, "node", "ann", "--namespace", "ns", "--db", graph_db["url"], "--json"))["id"] == ann_id
     assert json.loads(run(capsys, "node", "  PARIS ", "--db", graph_db["url"], "--json"))["name"] == "Paris"
     assert json.loads(run(capsys, "node", "Osl", "--db", graph_db["url"], "--json"))["name"] == "Oslo"  # one match
     args = _parser().parse_args(["node", "a", "--db", graph_db["url"]])  # Ann, Paris (and not Oslo)
@@ -113,3 +114,8 @@ def test_a_node_is_named_by_its_name_or_alias_in_any_case(graph_db, capsys):
     args = _parser().parse_args(["node", "Berlin", "--db", graph_db["url"]])
     with pytest.raises(NotFoundError, match="no visible graph node is named 'Berlin'"):
         args.handler(args)
+    with write_transaction():
+        get_or_create_namespace("elsewhere")
+    args = _parser().parse_args(["node", "Ann", "--namespace", "elsewhere", "--db", graph_db["url"]])
+    with pytest.raises(NotFoundError, match="named 'Ann' in namespace 'elsewhere'"):
+        args.handler(args)  # a name is looked up in the namespace asked for

@@ -79,4 +79,5 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")
     p.add_argument("node", metavar="NODE", help="the node's id, or its name or an alias (any case)")
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help="where to look a name up (default: all)")
     p.set_defaults(handler=cmd_node)
