@@ -359,13 +359,11 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     prefers an aisle seat, Tomás likes the window"): compared whole, Tomás's window would make
     "Maya prefers window seats" a fact the card already holds."""
     whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known)
-    pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)]
-    if len(pieces) < 2:
-        return CardView(whole, set(whole.values) if whole.stopped else set())
+    pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)] or [whole.text]
     people = known | whole.participants
     read = [(piece, read_fact("", piece, None, (), people)) for piece in pieces]
     subject = cand.lead if cand.lead != _USER else whole.lead
-    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)]
+    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)] if len(read) > 1 else read
     # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not vegetarian
     # anymore": vegetarian), not the whole part.
     ended = set().union(*(read_fact("", clause, None, (), people).values for piece, _ in mine
@@ -402,10 +400,9 @@ class Relation:
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     shared_names = (cand.names & fact.people) | (fact.names & cand.people)
     ranked = cand.order + sorted(shared_names - set(cand.order))
-    # One subject: the lead both statements share, else the first shared name someone lists as
-    # a participant, else a shared name one of them leads with.
-    # A stored card's participants include the places and things it names ("flies from Amsterdam"):
-    # only the candidate's own participants or either side's lead can be the subject.
+    # One subject: the lead both statements share, else the first shared name the candidate lists
+    # as a participant, else a shared name one of them leads with. Never a name only the stored card
+    # lists: its participants include the places and things it names ("flies from Amsterdam").
     if cand.lead == fact.lead:
         subject = {cand.lead}
     else:

@@ -78,6 +78,9 @@ def test_a_negation_counts_where_it_touches_the_shared_value():
     assert decide("Marco is pescatarian.", changed)["action"] == "ignore"
     outdated = decide("Marco is vegetarian.", changed)
     assert (outdated["action"], outdated["existing_event_ids"]) == ("conflict", [2]) and outdated["confidence"] < 0.85
+    one_clause = [m(3, "Marco is pescatarian, not vegetarian anymore.", ["Marco"])]  # read as a single part
+    assert decide("Marco is pescatarian.", one_clause)["action"] == "ignore"
+    assert decide("Marco is vegetarian.", one_clause)["reason"] == "event 3 says this has ended"
 
 
 def test_subjects_of_subjectless_memories_are_the_user():
