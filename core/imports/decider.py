@@ -341,9 +341,11 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
     return fact
 
 
-# Where a card's parts about different people meet: sentence ends, joining words, and a comma
-# before a capitalised word ("Maya prefers an aisle seat, Tomás likes the window").
-_PART_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|;|,?\s+\b(?:and|but|while|whereas|so)\b\s+|,\s+(?=[A-Z])")
+# Where a card's parts about different people meet: sentence ends, joining words, and a comma before
+# a name that does something ("Maya prefers an aisle seat, Tomás likes the window"), not before an
+# apposition ("Priya Raman, Maya's manager").
+_PART_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|;|,?\s+\b(?:and|but|while|whereas|so)\b\s+"
+                         r"|,\s+(?=[A-Z][^\s,'’]*(?:\s+[A-Z][^\s,'’]*)?\s+[a-z]+(?:s|ed)\b)")
 
 
 @dataclass

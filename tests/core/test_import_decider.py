@@ -267,6 +267,8 @@ CONVERSATION_STORE = [
     ("diet", ["Maya"], "Small update about Maya.",
      "Small update about Maya: Maya started eating fish again last week, so Maya is pescatarian now, not "
      "vegetarian.", "2026-02-16"),
+    ("manager", ["Maya", "Priya Raman"], "Priya Raman signed off.",
+     "Priya Raman, Maya's manager and our head of data, signed off on that date on Friday.", "2026-01-12"),
     ("flights", ["Assistant", "KLM", "TAP", "Amsterdam", "Lisbon"], "Both KLM and TAP fly direct.",
      "Yes, both KLM and TAP fly direct from Amsterdam to Lisbon, about three hours.", "2026-01-22"),
 ]
@@ -281,6 +283,7 @@ CONVERSATION_CASES = [
     ("add", None, "Ivy takes swimming lessons on Wednesdays.", None),
     ("add", None, "Maya adopted a grey cat named Miso in March 2026.", None),  # eating fish is no pet
     ("ignore", "diet", "Maya is pescatarian.", None),
+    ("ignore", "manager", "Maya's manager is Priya Raman.", None),  # an apposition is one part
     ("conflict", "diet", "Maya is vegetarian.", False),
 ]
 
