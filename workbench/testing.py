@@ -49,6 +49,11 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
+# Facts pasted into the imports view of the demo: one new, one already known, one a person must
+# decide (Maya prefers the aisle seat).
+DEMO_PASTE = ("- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
+              "- Maya prefers window seats on flights.\n")
+
 # The keys that bring each view of the demo into a telling state for the docs (the graph shot
 # selects Maya Brennan, whose facts have a history); "!preview" pastes a list of facts to import.
 SCREENSHOT_STEPS = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16], "traces": ["4", "j", "j", "j"],
@@ -76,8 +81,7 @@ async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", siz
                 if key == "!preview":  # a pasted list of facts, previewed against the demo memory
                     app.screen.query_one("#i-format").value = "text"
                     await settle(pilot)
-                    app.screen.start_preview(text="- Maya adopted a grey cat named Miso in March 2026.\n"
-                                                  "- The Atlas launch moved to Tuesday, March 17.\n")
+                    app.screen.start_preview(text=DEMO_PASTE)
                 else:
                     await pilot.press(key)
                 await settle(pilot)

@@ -10,8 +10,6 @@ from textual.widgets import Input
 
 from workbench.testing import settle
 
-PASTED = "- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
-
 VIEWS = {
     "blocks": [],
     "timeline": ["2"],
@@ -37,12 +35,7 @@ def test_view_snapshot(view, theme, snap_compare, wb_url):
     async def run_before(pilot) -> None:
         await settle(pilot)
         for key in VIEWS[view]:
-            if key == "!paste":
-                pilot.app.screen.query_one("#i-format").value = "text"
-                await settle(pilot)
-                pilot.app.screen.start_preview(text=PASTED)
-            else:
-                await pilot.press(key)
+            await pilot.press(key)
             await settle(pilot)
         for field in pilot.app.screen.query(Input):
             field.cursor_blink = False
