@@ -16,7 +16,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from peewee import Value, fn
 
@@ -173,6 +173,15 @@ def _latest(event: Event) -> float | None:
             return bounds[1]
     known = _chronology(event)
     return known[0] if known else None
+
+
+def _edge_slot(source_id: int, relation: str, target_id: int, functional: bool) -> list[GraphEdge]:
+    """Every edge that says where an edge's slot stood: all edges of a one-value relation from the
+    source, else the ones to the edge's target."""
+    query = GraphEdge.select().where((GraphEdge.from_node == source_id) & (GraphEdge.relation == relation))
+    if not functional:
+        query = query.where(GraphEdge.to_node == target_id)
+    return list(query)
 
 
 def _given_time(value: Any) -> str | None:
@@ -602,10 +611,10 @@ class _Applier:
         when the statement says (``valid_to``, else the time of its events); with none current,
         it is kept as history. A current fact that began after the statement is left alone."""
         wanted = _value_key(value)
-        known = _FACTS_OF.rows(node.id, key)
-        if self._end("fact", [f for f in known if _value_key(f.value) == wanted], stated, latest, valid_to, sources):
+        same = [f for f in _FACTS_OF.rows(node.id, key) if _value_key(f.value) == wanted]
+        if self._end("fact", same, stated, latest, valid_to, sources):
             return
-        fact = next((f for f in known if f.status == "superseded" and _value_key(f.value) == wanted), None)
+        fact = next((f for f in same if f.status == "superseded"), None)
         created = fact is None
         if fact is None:
             fact = insert_one(GraphFact, dict(
@@ -627,9 +636,13 @@ class _Applier:
         current = [f for f in known if f.status in CURRENT]
         wanted = _value_key(value)
         same = [f for f in known if _value_key(f.value) == wanted]
+
+        def slot() -> list[GraphFact]:  # the records a start moving back must not pass
+            return known if is_functional(key) else same
+
         if status in CURRENT and (stretch := self._stretch_of(same, latest)) is not None:
             self._touched[GraphFact].add(stretch.id)
-            self._held_earlier(stretch, valid_from, known if is_functional(key) else same)
+            self._held_earlier(stretch, valid_from, slot)
             self._cite("fact", stretch.id, sources)
             return
         rivals = [f for f in current if _value_key(f.value) != wanted] if is_functional(key) else []
@@ -637,7 +650,7 @@ class _Applier:
             valid_to = self._older_than(latest, [f.valid_from for f in rivals])
             if valid_to is not None:
                 status, rivals, newer = "superseded", [], rivals
-        fact = next((f for f in known if f.status == status and _value_key(f.value) == wanted), None)
+        fact = next((f for f in same if f.status == status), None)
         created = fact is None
         if fact is None:
             fact = insert_one(GraphFact, dict(
@@ -648,7 +661,7 @@ class _Applier:
             self._touched[GraphFact].add(fact.id)
             if status in CURRENT:
                 self._endings.restated("fact", fact.id, valid_from)
-            self._held_earlier(fact, valid_from, known if is_functional(key) else same)
+            self._held_earlier(fact, valid_from, slot)
         if newer:
             self._history("fact", fact, created, [("fact", f.id) for f in newer], _status_of(node))
         for rival in rivals:
@@ -708,14 +721,15 @@ class _Applier:
                  and (e := _epoch(r.valid_to)) is not None and latest < e]
         return min(ended)[2] if ended else None
 
-    def _held_earlier(self, record: GraphFact | GraphEdge, valid_from: str, others: Sequence) -> None:
+    def _held_earlier(self, record: GraphFact | GraphEdge, valid_from: str,
+                      others: Callable[[], Sequence[GraphFact | GraphEdge]]) -> None:
         """A record said again by an older statement held since then: its start moves back, unless
-        an ended record among ``others`` (another value of a one-value slot, or another stretch of
-        this value) overlaps the time between, so it did not hold throughout."""
+        an ended record among ``others()`` (another value of a one-value slot, or another stretch of
+        this value; read only when the start would move) overlaps the time between."""
         new, old = _epoch(valid_from), _epoch(record.valid_from)
         if new is None or old is None or new >= old:
             return
-        for other in others:
+        for other in others():
             began, ended = _epoch(other.valid_from), _epoch(other.valid_to)
             if other.id != record.id and ended is not None and ended > new and (began is None or began < old):
                 return
@@ -789,10 +803,14 @@ class _Applier:
                 return ending[0]
             # History only: it ended when stated; when it began is unknown unless the proposal says.
             valid_to, valid_from = valid_to or valid_from, given_from
+
+        def slot() -> list[GraphEdge]:
+            return _edge_slot(source.id, relation, target.id, functional)
+
         if status in CURRENT and (stretch := self._stretch_of([e for e in known if e.to_node_id == target.id],
                                                                latest)) is not None:
             self._touched[GraphEdge].add(stretch.id)
-            self._held_earlier(stretch, valid_from, self._edge_slot(source.id, relation, target.id, functional))
+            self._held_earlier(stretch, valid_from, slot)
             self._cite("edge", stretch.id, sources)
             return stretch
         rivals: list[GraphEdge] = []
@@ -817,23 +835,14 @@ class _Applier:
             self._touched[GraphEdge].add(edge.id)
             if status in CURRENT:
                 self._endings.restated("edge", edge.id, valid_from)
-            if valid_from and _epoch(valid_from) is not None and _epoch(edge.valid_from) is not None \
-                    and _epoch(valid_from) < _epoch(edge.valid_from):
-                self._held_earlier(edge, valid_from, self._edge_slot(source.id, relation, target.id, functional))
+            if valid_from:
+                self._held_earlier(edge, valid_from, slot)
         if causes:
             self._history("edge", edge, created, causes, would_be)
         for rival in rivals:
             self._supersede("edge", rival, valid_from, [("edge", edge.id)])
         self._cite("edge", edge.id, sources)
         return edge
-
-    def _edge_slot(self, source_id: int, relation: str, target_id: int, functional: bool) -> list[GraphEdge]:
-        """Every edge that says where this one's slot stood: all edges of a one-value relation from
-        the source, else the ones to this target (read only when a start may move back)."""
-        query = GraphEdge.select().where((GraphEdge.from_node == source_id) & (GraphEdge.relation == relation))
-        if not functional:
-            query = query.where(GraphEdge.to_node == target_id)
-        return list(query)
 
     # -- events -------------------------------------------------------------------
 
