@@ -259,12 +259,12 @@ Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.happened_st
 # (a page holds a few): a cold view of a hub reads the status of thousands of citations. SQLite's
 # planner prefers the rowid lookup, so the citation windows name this index (schema 13).
 EVENT_STATUS_INDEX = "event_status_by_id"
+Event.add_index(Event.index(Event.id, Event.status, name=EVENT_STATUS_INDEX))
 
 # The event statuses a reader still sees as evidence (a superseded event is history, not gone),
 # and the graph record statuses that make up current state.
 LIVE = ("active", "superseded")
 CURRENT = ("active", "disputed")
-Event.add_index(Event.index(Event.id, Event.status, name=EVENT_STATUS_INDEX))
 
 
 class EventSource(BaseModel):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from peewee import JOIN, fn
 
 from core.models import (
-    Block, Event, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, Job, Message,
+    CURRENT, LIVE, Block, Event, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, Job, Message,
 )
 from core.services.spaces import get_namespace
 
@@ -74,7 +74,7 @@ def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
             report.problems.append(f"graph {kind} {row.id} cites no event")
     current_without_active = (
         GraphFact.select(GraphFact.id)
-        .where(GraphFact.status.in_(["active", "disputed"]))
+        .where(GraphFact.status.in_(CURRENT))
         .where(~fn.EXISTS(
             GraphSource.select(GraphSource.id).join(Event, on=(GraphSource.event == Event.id))
             .where((GraphSource.kind == "fact") & (GraphSource.record_id == GraphFact.id) & (Event.status != "archived"))
@@ -97,7 +97,7 @@ def _check_endings(report: VerifyReport, ns, limit: int) -> None:
         standing = (model.select(model.id, GraphEnding.cause_id).join(GraphEnding, on=(
             (GraphEnding.kind == kind) & (GraphEnding.record_id == model.id) & (GraphEnding.cause_kind == "event")))
             .join(Event, on=(GraphEnding.cause_id == Event.id))
-            .where(model.status.in_(["active", "disputed"]) & Event.status.in_(["active", "superseded"])))
+            .where(model.status.in_(CURRENT) & Event.status.in_(LIVE)))
         if ns is not None:
             standing = (standing.switch(model).join(GraphNode, on=(model.node == GraphNode.id))
                         .where(GraphNode.namespace == ns) if model is GraphFact else standing.where(model.namespace == ns))

@@ -77,7 +77,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Default retrieval for a question, printed as evidence with its sources."""
-    from core.models import Event, EventSource
+    from core.models import LIVE, Event, EventSource
     from core.services.retrieval import default_retrieval
     from core.services.search import messages_by_id
 
@@ -87,7 +87,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     messages = messages_by_id([r.message_id for r in found])
     cited: dict[int, list[tuple[int, str]]] = {}
     rows = (EventSource.select(EventSource.message, Event.id, Event.title).join(Event)
-            .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(["active", "superseded"]))
+            .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(LIVE))
             .tuples())
     for message_id, event_id, title in rows:
         cited.setdefault(message_id, []).append((event_id, title))
