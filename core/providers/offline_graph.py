@@ -213,11 +213,16 @@ _ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(
                     r"ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\b", re.I)
 
 
+def _part_before(start: re.Pattern, text: str, at: int) -> str:
+    """What comes before position ``at`` in its part of ``text``, parts beginning where ``start`` matches."""
+    before = text[:at]
+    starts = [m.end() for m in start.finditer(before)]
+    return before[starts[-1] if starts else 0:]
+
+
 def _clause_before(text: str, at: int) -> str:
     """The part of the clause holding position ``at`` that comes before it."""
-    before = text[:at]
-    starts = [m.end() for m in _CLAUSE_START.finditer(before)]
-    return before[starts[-1] if starts else 0:]
+    return _part_before(_CLAUSE_START, text, at)
 
 
 # Where a new statement begins, for a verb that reaches over commas and "and" ("uses Vim, Git and
@@ -227,9 +232,7 @@ _STATEMENT_START = re.compile(r"[.;:!?()]|\b(?:but|so|then|because|while|whereas
 
 def _statement_before(text: str, at: int) -> str:
     """The part of the statement holding position ``at`` that comes before it."""
-    before = text[:at]
-    starts = [m.end() for m in _STATEMENT_START.finditer(before)]
-    return before[starts[-1] if starts else 0:]
+    return _part_before(_STATEMENT_START, text, at)
 
 
 def _denial(text: str, at: int) -> str | None:
