@@ -363,19 +363,25 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known)
     pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)] or [whole.text]
     people = known | whole.participants
-    read = [(piece, read_fact("", piece, None, (), people)) for piece in pieces]
     subject = cand.lead if cand.lead != _USER else whole.lead
-    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)] if len(read) > 1 else read
-    # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not vegetarian
-    # anymore": vegetarian), not the whole part.
-    ended = set().union(*(read_fact("", clause, None, (), people).values for piece, _ in mine
-                          for clause in piece.split(",") if _STOPPED.search(clause))) - {subject}
+
+    def ended(parts: list[str]) -> set[str]:
+        # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not
+        # vegetarian anymore": vegetarian), not the whole part.
+        return set().union(*(read_fact("", clause, None, (), people).values for part in parts
+                             for clause in part.split(",") if _STOPPED.search(clause))) - {subject}
+
+    if len(pieces) == 1:  # one part: the whole card is what it says of anyone
+        return CardView(whole, ended(pieces))
+    read = [(piece, read_fact("", piece, None, (), people)) for piece in pieces]
+    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)]
+    gone = ended([piece for piece, _ in mine])
     leads = {fact.lead for _, fact in read} - {_USER}
     if cand.lead == _USER or len(leads) < 2 or not any(fact.lead == subject for _, fact in mine):
-        return CardView(whole, ended)
+        return CardView(whole, gone)
     own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if fact.lead == subject), match,
                     match.get("participants") or (), known)
-    return CardView(own, ended)
+    return CardView(own, gone)
 
 
 def _bare_words(text: str) -> set[str]:
