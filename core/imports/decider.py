@@ -113,6 +113,17 @@ _KIND_BY_STEM = {stem(w): k for w, k in _VALUE_KINDS.items()}
 # Kinds whose words are also the predicate: "vegetarian" and "pescatarian" are both diets and
 # two different diets.
 _VALUE_PREDICATES = frozenset({"diet"})
+# Number words read as the digits they stand for, so "aged 6" and "six-year-old" state one value
+# ("one" stays out: "the one she likes" is no number).
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
+_NUMBER_WORDS.update({w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+# "Ivy is seven", "turned 40 in May": a bare number after the verb is an age.
+_AGE_PHRASE = re.compile(
+    r"\b(?:is|was|turns|turned|turning|will be)\s+(?:now\s+|just\s+|almost\s+|nearly\s+)?"
+    rf"(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})"
+    r"(?=\s*(?:$|[.,;!?]|now\b|today\b|this\b|next\b|last\b|on\b|in\b|years?\b))", re.IGNORECASE)
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _FILLER = frozenset(
@@ -201,9 +212,16 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "")
 
 
+def _plain(word: str) -> str:
+    """Without accents: another assistant may write "Tomas" for "Tomás"."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
 def _bare(word: str) -> str:
     """Lower case without a possessive or contraction tail ("Maya's" → "maya")."""
-    low = word.casefold().replace("’", "'")
+    low = _plain(word.casefold().replace("’", "'"))
     return low.split("'")[0] if "'" in low else low
 
 
@@ -304,6 +322,7 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
                 continue
             if first_verb is None and (low in _VERBISH or (low in _PREDICATES and not _is_name(words, index, known))):
                 first_verb = position
+            low = _NUMBER_WORDS.get(low, low)
             if low.isdigit():
                 if len(low) == 4 and 1900 <= int(low) <= 2100:
                     continue  # a year is time, compared separately
@@ -332,6 +351,8 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
         fact.preds.add("work")
     if _ROLE_PHRASE.search(text):
         fact.preds.add("role")
+    if _AGE_PHRASE.search(text):
+        fact.preds.add("age")
     fact.order = list(dict.fromkeys(order))
     lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
     if _USER_SUBJECT.match(text) or (not before_verb and first_verb is not None):
@@ -612,7 +633,20 @@ def _decide(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]
         result["confidence"] = min(result["confidence"], 0.7)
         result["reason"] += "; one of them is negated"
     result.pop("_flip", None)
+    if result["action"] == "supersede":
+        held = [m["id"] for m in matches if m["id"] in result["existing_event_ids"] and _says_more(cand, m)]
+        if held:
+            # Superseding hides the whole card, and with it what else it says ("lives in Utrecht with
+            # Tomás and Ivy, who's six" against "Ivy is seven now"): a person should choose.
+            result["confidence"] = min(result["confidence"], 0.7)
+            result["reason"] += f"; event {held[0]} also says other things"
     return result
+
+
+def _says_more(cand: Fact, match: dict[str, Any]) -> bool:
+    """The stored card holds values besides the ones the candidate replaces."""
+    rel = relate(cand, match, card_view(match, cand, cand.people).fact)
+    return len(rel.missing) - len(rel.new) >= 2
 
 
 def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]) -> dict[str, Any]:

@@ -83,6 +83,35 @@ def test_a_negation_counts_where_it_touches_the_shared_value():
     assert decide("Marco is vegetarian.", one_clause)["reason"] == "event 3 says this has ended"
 
 
+def test_numbers_compare_as_numbers_whether_written_in_words_or_digits():
+    """"aged 6" restates "six-year-old"; "is seven" is an age, so another value than six."""
+    stored = [m(1, "Maya lives with Tomás and their six-year-old daughter Ivy.", ["Maya", "Tomás", "Ivy"])]
+    assert decide("Maya and Tomás have a daughter, Ivy, aged 6.", stored)["action"] == "ignore"
+    assert decide("Ivy is 6 years old.", stored)["action"] == "ignore"
+    assert read_fact("", "Ivy is seven now.").preds == {"age"}
+    assert "age" not in read_fact("", "Ivy is seven minutes away.").preds
+    assert decide("Ivy turned 7 in March.", stored)["action"] == "conflict"
+    assert decide("One of Maya's friends is Ben.", stored)["action"] != "ignore"  # "one" is no number
+
+
+def test_names_match_without_their_accents():
+    stored = [m(1, "Tomás works at Acme as an engineer.", ["Tomás"])]
+    result = decide("Tomas works at Acme as an engineer.", stored)
+    assert (result["action"], result["existing_event_ids"]) == ("ignore", [1])
+
+
+def test_superseding_a_card_that_says_more_waits_for_a_person():
+    """Superseding hides the whole stored card: when it holds other facts, a person chooses."""
+    single = [m(1, "Ivy is six years old.", ["Ivy"])]
+    plain = decide("Ivy is seven now.", single)
+    assert (plain["action"], plain["existing_event_ids"]) == ("supersede", [1]) and plain["confidence"] >= 0.85
+    card = [m(2, "Maya lives in Utrecht with Tomás and their six-year-old daughter Ivy, and moved from Dublin.",
+              ["Maya", "Tomás", "Ivy"])]
+    held = decide("Ivy is seven now.", card)
+    assert (held["action"], held["existing_event_ids"]) == ("supersede", [2])
+    assert held["confidence"] < 0.85 and "also says other things" in held["reason"]
+
+
 def test_subjects_of_subjectless_memories_are_the_user():
     assert read_fact("", "Moved to Hamburg").lead == "user"
     assert read_fact("", "Maya moved to Hamburg").lead == "maya"
