@@ -133,6 +133,8 @@ _REPLACEMENTS = (
     (_I_VERB, lambda speaker: lambda m: f"{speaker}{m.group(1)} {_third_singular(m.group(2))}"),
     (re.compile(r"\bI\b"), "{s}"),
     (re.compile(r"\b[Mm]y\b"), "{s}'s"),
+    # "our daughter" said by Maya is Maya's daughter too; left as it is, the card reads as nobody's.
+    (re.compile(r"\b[Oo]ur\b"), "{s}'s"),
     (re.compile(r"\b[Mm]ine\b"), "{s}'s"),
     (re.compile(r"\b[Mm]yself\b"), "{s}"),
     (re.compile(r"(?<=\s)me\b"), "{s}"),

@@ -102,6 +102,8 @@ def test_classification_and_criticality():
         "Ana lives in Utrecht and Ana really enjoys it")
     assert third_person("I don't study, I go and I try", "Ana") == "Ana doesn't study, Ana goes and Ana tries"
     assert third_person("I moved and I can swim", "Ana") == "Ana moved and Ana can swim"  # past, modal: as they are
+    assert third_person("We live here with our daughter; ours is the blue door", "Ana") == (
+        "We live here with Ana's daughter; ours is the blue door")  # "we" and "ours" name no one alone
 
 
 def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_elsewhere():
