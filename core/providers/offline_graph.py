@@ -157,9 +157,10 @@ _PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le|à|au|a
 _PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
 _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
+# A possessive counts like "my": cards rewrite "my Utrecht office" as "Maya's Utrecht office".
 _NOT_BEFORE_PERSON = re.compile(
-    r"\b(?:the|a|an|new|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
-    r"out\s+of|into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\s+$",  # "Easter Sunday Belém": an itinerary
+    r"(?:\b(?:the|a|an|new|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
+    r"out\s+of|into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)|\w['’]s)\s+$",  # "Easter Sunday Belém": an itinerary
     re.IGNORECASE,
 )
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)

@@ -694,6 +694,18 @@ def test_offline_people_places_orgs_tools_and_knows():
     assert not any(f[1] == "mentioned" for f in facts)
 
 
+def test_a_capitalised_word_after_a_possessive_is_no_person():
+    """Cards rewrite "my"/"our" as "Maya's": "Maya's Utrecht office" names an office, as "our
+    Utrecht office" did, while "Maya's partner Tomás" still names Tomás."""
+    proposal, _, edges = _offline(
+        ("Priya is replacing it with a half-day workshop in Maya's Utrecht office.", ["Maya", "Priya", "Utrecht"]),
+        ("Maya lives with Maya's partner Tomás.", ["Maya", "Tomás"]),
+    )
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    assert "Utrecht" not in people and {"Maya", "Priya", "Tomás"} <= people
+    assert ("Maya", "knows", "Tomás") in edges
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),
