@@ -168,7 +168,8 @@ def informative(sentence: str) -> bool:
     return n_words >= 10 and not _SECOND_PERSON.search(text)
 
 
-_SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n)\s*$")
+# A list item opens a sentence too: "Try: 1) Progress since last sync, 2) Blockers …".
+_SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n|(?<![\w.])\d{1,2}[.)]\s)\s*$")
 # "Maya lives in Lisbon.": a capitalised word opening a sentence is a name when what follows is
 # something people do and things rarely do. Copulas, light verbs and verbs that double as plural
 # nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
@@ -197,6 +198,8 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
             name, start, first = second, match.end() - len(second), second  # "Thanks Max", "Bet Max loves it"
         if _not_a_name(first, lower_vocab):
             continue
+        if second and _not_a_name(second, lower_vocab):
+            name = first  # "from Dublin February 20-27": the month is no part of the name
         if name in ABBREVIATIONS and text.startswith(".", match.end()):
             continue  # "Dr." is a title, the name comes after it
         before = text[:start]

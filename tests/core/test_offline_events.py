@@ -141,6 +141,10 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     ("Bet Max loves that park by the river.", ["Max"]),
     ("Thanks Ana for the great tip about the early ferry.", ["Ana"]),
     ("I met Hope Smith at the climbing gym today.", ["Hope Smith"]),
+    # A month or weekday after a name is no part of it; a list item opens a sentence.
+    ("My mum Ruth flies in from Dublin February 20-27, landing at Schiphol.", ["Ruth", "Dublin", "Schiphol"]),
+    ("Agenda for the sync: 1) Progress since last time, 2) Blockers, 3) Owners for next week.", []),
+    ("Done so far: 1) Maya booked the flights, 2) Tomás moved the vet visit.", ["Maya", "Tomás"]),
 ])
 def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
     """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
