@@ -46,13 +46,14 @@ _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("migration", r"\b(migrat\w*|moved (from|over) \w+ to|port(ed|ing) (it )?to)\b|迁移"),
         ("change", r"\b(switch(ed|ing)? to|changed?|no longer|not anymore|instead of|moved (the|it|our|my)\b|"
                    r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为"),
-        ("decision", r"\b(decid(ed|e|ing)|chose|choose|going with|settled on|opted|made up my mind|picked)\b|决定"),
+        ("decision", r"\b(decid(ed|e|ing)|chose|choose|going with|settled on|opted|made up my mind|picked(?! up))\b|决定"),
         ("plan", r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
                  r"tomorrow|upcoming|schedul\w*|thinking (of|about))\b|计划|打算"),
         ("release", r"\b(releas(ed|ing)|launch(ed|ing)|publish(ed|ing)|shipped|went live)\b|发布"),
         ("task_completed", r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
                            r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成"),
-        ("meeting", r"\b(met|meet(ing)?|call with|catch(ing)? up|visit(ed|ing)?|party|conference|session with|"
+        # "meeting notes" and "picked up the passport" name no meeting and no decision.
+        ("meeting", r"\b(met|meet|meeting(?! (?:notes|minutes|room|rooms|agenda|invites?)\b)|call with|catch(ing)? up|visit(ed|ing)?|party|conference|session with|"
                     r"went to|hang(ing)? out|dinner with|lunch with)\b|会议|见面"),
         ("collaboration", r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作"),
         ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure)|"

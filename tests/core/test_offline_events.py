@@ -93,6 +93,10 @@ def test_classification_and_criticality():
     assert classify("The offsite was cancelled") == "cancellation"
     assert classify("I'm planning to visit Lisbon") == "plan"
     assert classify("We launched the new site") == "release"
+    assert classify("We picked the blue one") == "decision"
+    assert classify("We picked up Ivy's new passport, so that's sorted") == "other"  # fetched, not chosen
+    assert classify("Meeting with Jonas about the roadmap") == "meeting"
+    assert classify("Maya keeps her meeting notes in Notion") == "other"
     assert criticality("Ivy is allergic to peanuts") == "safety"
     assert criticality("I'm a data engineer") == "identity"
     assert criticality("I love hiking") == "preference"
