@@ -88,7 +88,11 @@ _CHANGE_CUE = re.compile(
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
 # Latin letters with accents too: "Tomás", "Zoë", "Łukasz" are names as much as "Tom".
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
-_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s[{_UPPER}][{_LOWER}]+)?\b")
+# Up to four capitalised words, joined by the particles of place and family names ("Largo do
+# Chafariz de Dentro", "Parque das Nações", "Ana de Souza").
+_PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
+_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(_PARTICLE_WORDS))})\s)?"
+                   rf"[{_UPPER}][{_LOWER}]+){{0,3}}\b")
 _NOT_NAMES = frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
     "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Just Also What Why How "
@@ -192,22 +196,28 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     or followed by something people do ("Maya lives in Lisbon")."""
     found = []
     for match in _NAME.finditer(text):
-        name, start = match.group(0), match.start()
-        first, _, second = name.partition(" ")
-        if second and (_not_a_name(first, lower_vocab)
-                       or (first in _LEADING_VERBS and _SENTENCE_START.search(text[:start]))):
-            name, start, first = second, match.end() - len(second), second  # "Thanks Max", "Bet Max loves it"
+        start = match.start()
+        parts = match.group(0).split(" ")
+        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in _PARTICLE_WORDS
+                                  or (parts[0] in _LEADING_VERBS and _SENTENCE_START.search(text[:start]))):
+            start += len(parts[0]) + 1  # "Thanks Max", "Bet Max loves it", "Easter Sunday Belém"
+            parts = parts[1:]
+        first = parts[0]
         if _not_a_name(first, lower_vocab):
             continue
-        if second and _not_a_name(second, lower_vocab):
-            name = first  # "from Dublin February 20-27": the month is no part of the name
-        if name in ABBREVIATIONS and text.startswith(".", match.end()):
+        # "from Dublin February 20-27": a month or other common word ends the name; so does a particle.
+        cut = next((i for i, w in enumerate(parts[1:], 1) if w[0].isupper() and _not_a_name(w, lower_vocab)), len(parts))
+        while cut > 1 and parts[cut - 1] in _PARTICLE_WORDS:
+            cut -= 1
+        name = " ".join(parts[:cut])
+        end = start + len(name)
+        if name in ABBREVIATIONS and text.startswith(".", end):
             continue  # "Dr." is a title, the name comes after it
         before = text[:start]
         if _SENTENCE_START.search(before) and not ENDS_IN_TITLE.search(before) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
                 or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
-                or not _PERSON_VERB_AFTER.match(text, match.end())):
+                or not _PERSON_VERB_AFTER.match(text, end)):
             continue
         found.append(name)
     return found

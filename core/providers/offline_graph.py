@@ -1020,6 +1020,8 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
     if len(words) > 1:
         if words[-1] in _PLACE_NOUNS:
             return False
+        if any(re.fullmatch(_PARTICLES, w) for w in words) and any(_key(w) in not_people for w in words):
+            return False  # "Largo do Chafariz de Dentro": its parts around the particles are no people
         spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
         if spots and all(_ARTICLE_BEFORE.search(text[:at]) for at in spots):
             return False  # "the Night Watch", "a Golden Globe": full names take no article

@@ -706,6 +706,14 @@ def test_a_capitalised_word_after_a_possessive_is_no_person():
     assert ("Maya", "knows", "Tomás") in edges
 
 
+def test_a_place_named_with_particles_is_no_person():
+    proposal, _, _ = _offline(
+        ("Maya booked an apartment near Largo do Chafariz de Dentro.", ["Maya", "Largo do Chafariz de Dentro"]),
+    )
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    assert "Largo do Chafariz de Dentro" not in people and "Maya" in people
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),

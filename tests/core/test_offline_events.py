@@ -149,6 +149,10 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     ("My mum Ruth flies in from Dublin February 20-27, landing at Schiphol.", ["Ruth", "Dublin", "Schiphol"]),
     ("Agenda for the sync: 1) Progress since last time, 2) Blockers, 3) Owners for next week.", []),
     ("Done so far: 1) Maya booked the flights, 2) Tomás moved the vet visit.", ["Maya", "Tomás"]),
+    # Place names run on across particles and past a holiday before them.
+    ("We booked a flat near Largo do Chafariz de Dentro and Parque das Nações.",
+     ["Largo do Chafariz de Dentro", "Parque das Nações"]),
+    ("Then tram 28 to São Jorge Castle, and on Easter Sunday Belém.", ["São Jorge Castle", "Belém"]),
 ])
 def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
     """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
