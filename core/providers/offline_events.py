@@ -367,6 +367,10 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         "basis": "unknown",
     }
     temporal.update({k: v for k, v in time.items() if v is not None})
+    mentioned = str(temporal.get("mentioned_at") or "")[:10]
+    if temporal["status"] == "unknown" and mentioned and str(time.get("happened_start") or "")[:10] > mentioned:
+        # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
+        temporal["status"] = "planned"
     if _CHANGE_CUE.search(joined):
         superseded = _supersedes(set(_content_words(joined)), speaker, timeline)
         if superseded:

@@ -714,6 +714,20 @@ def test_a_place_named_with_particles_is_no_person():
     assert "Largo do Chafariz de Dentro" not in people and "Maya" in people
 
 
+def test_a_trip_dated_after_it_was_mentioned_is_a_plan_to_visit():
+    """Extracted and projected: "Let's organise a trip to Lisbon … March 19", said in January, is no visit."""
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
+         "text": "Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19."}]}})
+    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
+    proposal = project_graph_offline({"events": events})
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
+    assert ("Maya", "plans_to_visit", "Lisbon") in edges and ("Maya", "visited", "Lisbon") not in edges
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),

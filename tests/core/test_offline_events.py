@@ -88,6 +88,16 @@ def test_ordinary_stories_do_not_supersede():
     assert "supersedes_event_ids" not in events[0]["temporal"]
 
 
+def test_what_is_dated_ahead_of_when_it_was_said_is_planned():
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
+         "text": "Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19 to Tuesday March 24."},
+        {"id": 2, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:35:00+01:00",
+         "text": "Tomás booked the Lisbon apartment on January 12, it has a kitchen."}]}})
+    status = {tuple(e["source_message_ids"]): e["temporal"]["status"] for e in out["events"]}
+    assert status[(1,)] == "planned" and status[(2,)] != "planned"
+
+
 def test_classification_and_criticality():
     assert classify("We decided to go with Airflow") == "decision"
     assert classify("The offsite was cancelled") == "cancellation"
