@@ -308,9 +308,16 @@ _SPEAKS_RE = re.compile(
     rf"basic|good|decent)\s+)?(?P<langs>{_LANGUAGE_LIST}(?:\s*(?:,|and|&)\s*{_LANGUAGE_LIST})*)")
 _MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December")
 _DAY_OF_MONTH = rf"(?:(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS}))"
+_WEEKDAY_BEFORE = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:the\s+)?"
+_AGE_WORDS = ("two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+              "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety")
 _BIRTHDAY_RE = re.compile(
-    rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|{_NAME}['’]s)\s+birthday\s+(?:is|was|falls)\s+(?:on\s+)?"
-    rf"(?P<date>{_DAY_OF_MONTH})")
+    rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|{_NAME}['’]s)\s+(?:\d{{1,3}}(?:st|nd|rd|th)\s+)?birthday\s+"
+    rf"(?:is|was|falls)\s+(?:on\s+)?{_WEEKDAY_BEFORE}(?P<date>{_DAY_OF_MONTH})"
+    # "Ivy turns seven on March 21": the day someone turns an age is their birthday.
+    rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{_AGE_WORDS})\s+"
+    rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})")
+_OWNER_OF_SUBJECT = {"i": "my", "he": "his", "she": "her"}
 _AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
                      rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
 
@@ -895,9 +902,10 @@ class _EventReader:
             self.b.fact(self.clause_subject(s, at), key, value, self.id,
                         "superseded" if denial == "ended" else "active")
         for m in _BIRTHDAY_RE.finditer(s):
-            ref = self.owner(m.group("owner"), s, m.start())
+            owner = m.group("owner") or _OWNER_OF_SUBJECT.get(m.group("who").casefold(), m.group("who"))
+            ref = self.owner(owner, s, m.start())
             if ref is not None and not _denial(s, m.start()):
-                self.b.fact(ref, "birthday", " ".join(m.group("date").split()), self.id)
+                self.b.fact(ref, "birthday", " ".join((m.group("date") or m.group("date2")).split()), self.id)
 
     def _pets(self, s: str) -> None:
         for m in _PET_APPOSITIVE_RE.finditer(s):

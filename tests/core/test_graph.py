@@ -728,6 +728,16 @@ def test_a_trip_dated_after_it_was_mentioned_is_a_plan_to_visit():
     assert ("Maya", "plans_to_visit", "Lisbon") in edges and ("Maya", "visited", "Lisbon") not in edges
 
 
+def test_birthdays_from_ordinals_weekdays_and_turning_an_age():
+    _, facts, _ = _offline(
+        ("Ivy's 7th birthday is Saturday, March 21.", ["Maya", "Ivy"]),
+        ("Jonas turns forty on June 2nd, and Priya's birthday is on the 3rd of May.", ["Maya", "Jonas", "Priya"]),
+        ("Sam turns 30 next year.", ["Sam"]),
+    )
+    birthdays = {(name, value) for name, key, value in facts if key == "birthday"}
+    assert birthdays == {("Ivy", "March 21"), ("Jonas", "June 2nd"), ("Priya", "3rd of May")}
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),
