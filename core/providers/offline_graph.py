@@ -332,6 +332,12 @@ _SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you)\b")
 _SPEAKER_WORDS = frozenset({"i", "we", "you"})
 _KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
 
+# "Tomás teaches physics": a role named by the subject taught.
+_TEACHES_RE = re.compile(
+    rf"(?P<who>{_NAME})\s+(?:teaches|taught|is\s+teaching)\s+(?P<subject>maths|math|mathematics|physics|chemistry|"
+    r"biology|science|history|geography|english|french|german|spanish|dutch|latin|music|art|drama|economics|"
+    r"philosophy|computer\s+science|literature|yoga|piano|guitar|swimming)\b(?!\s+(?:to|at\s+home)\b)", re.IGNORECASE)
+_CAPITALISED_SUBJECTS = frozenset({"english", "french", "german", "spanish", "dutch", "latin"})
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
 )
@@ -837,6 +843,13 @@ class _EventReader:
             words = words[: end + 1]
             if not any(w in _ROLE_SKIP for w in words):
                 self.b.fact(subject, "role", " ".join(words), self.id)
+        for m in _TEACHES_RE.finditer(s):
+            ref = self.person_keys.get(_key(m.group("who")))
+            if ref and not _denial(s, m.start()):
+                subject = " ".join(m.group("subject").split()).casefold()
+                if subject in _CAPITALISED_SUBJECTS:  # "English teacher", "physics teacher"
+                    subject = subject.capitalize()
+                self.b.fact(ref, "role", f"{subject} teacher", self.id)
 
     def _likes(self, s: str) -> None:
         for m in _LIKE_RE.finditer(s):

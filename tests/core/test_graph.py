@@ -738,6 +738,16 @@ def test_birthdays_from_ordinals_weekdays_and_turning_an_age():
     assert birthdays == {("Ivy", "March 21"), ("Jonas", "June 2nd"), ("Priya", "3rd of May")}
 
 
+def test_a_role_named_by_what_someone_teaches():
+    _, facts, _ = _offline(
+        ("Noted: Tomás teaches physics at a secondary school in Zeist.", ["Assistant", "Tomás", "Zeist"]),
+        ("Ana teaches English at the language school.", ["Ana"]),
+        ("Maya taught maths to Ivy at home this weekend.", ["Maya", "Ivy"]),
+    )
+    roles = {(name, value) for name, key, value in facts if key == "role"}
+    assert roles == {("Tomás", "physics teacher"), ("Ana", "English teacher")}
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),
