@@ -86,6 +86,9 @@ class Provider(Protocol):
 
     name: str
     model: str | None
+    # True when the provider runs in-process and never serialises its context: parts of it
+    # (the extraction timeline) may then be read on first use. Model providers leave it False.
+    reads_context_lazily: bool
 
     def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary | dict[str, Any]: ...
 

@@ -53,6 +53,7 @@ class OfflineProvider:
     """Rule-based derivation that only uses the block's own text."""
 
     name = "offline"
+    reads_context_lazily = True  # the timeline is consulted only for a statement that says something changed
     model: str | None = None
 
     def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary:

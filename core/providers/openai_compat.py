@@ -170,6 +170,7 @@ class OpenAICompatProvider:
     """Structured derivation through forced tool calls on a chat-completions API."""
 
     name = "openai"
+    reads_context_lazily = False  # the context becomes a prompt
 
     def __init__(
         self,

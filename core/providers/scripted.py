@@ -40,6 +40,8 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
 class ScriptedProvider:
     """Pops the next prepared answer for each task; exceptions in the script are raised."""
 
+    reads_context_lazily = False  # tests read the contexts it was given
+
     def __init__(self, answers: dict[str, list[Any]] | None = None, name: str = "scripted",
                  model: str | None = None):
         answers = answers or {}

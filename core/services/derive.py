@@ -22,7 +22,13 @@ from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.search.index import index_events
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
-from core.services.events import extraction_timeline, queue_graph_projection, validate_extracted, write_event
+from core.services.events import (
+    LazyTimeline,
+    extraction_timeline,
+    queue_graph_projection,
+    validate_extracted,
+    write_event,
+)
 from core.services.graph import run_graph_job
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, wall
@@ -105,12 +111,17 @@ def _neighbor(block: Block, direction: int) -> dict | None:
             "keypoints": list(other.l2_keypoints or [])}
 
 
-def extraction_context(block: Block) -> dict:
-    """What the extractor sees: the target's messages, neighbour key points and a bounded timeline."""
+def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
+    """What the extractor sees: the target's messages, neighbour key points and a bounded timeline
+    (read on first use with ``lazy_timeline``, for providers that do not serialise the context)."""
     messages = block_messages(block.id)
     query = " ".join([block.l0_title or "", block.l1_summary or "", " ".join(block.l2_keypoints or [])])
     thread = _THREAD.get(block.thread_id)
     speakers = [m.speaker for m in messages if m.speaker]
+
+    def read() -> list[dict]:
+        return extraction_timeline(block.namespace_id, query, exclude_block=block.id)
+
     return {
         "target": {
             "id": block.id,
@@ -123,18 +134,18 @@ def extraction_context(block: Block) -> dict:
         "neighbors": {"previous": _neighbor(block, -1), "next": _neighbor(block, 1)},
         "allowed_source_message_ids": [m.id for m in messages],
         "speakers": list(dict.fromkeys(speakers)),
-        "timeline": extraction_timeline(block.namespace_id, query, exclude_block=block.id),
+        "timeline": LazyTimeline(read) if lazy_timeline else read(),
     }
 
 
 def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
     block = _BLOCK.get(job.block_id)
-    context = extraction_context(block)
+    context = extraction_context(block, lazy_timeline=getattr(provider, "reads_context_lazily", False))
     result = Extraction.validated(provider.extract_events(copy.deepcopy(context)))
     drafts, warnings = validate_extracted(
         result.events,
         allowed_message_ids=context["allowed_source_message_ids"],
-        timeline_ids=[item["id"] for item in context["timeline"]],
+        timeline_ids=(item["id"] for item in context["timeline"]),
     )
     if result.should_extract and not drafts:
         detail = f" ({'; '.join(warnings[:3])})" if warnings else ""

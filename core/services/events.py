@@ -3,10 +3,11 @@ links, the lifecycle (supersede, conflict, forget, restore) and reading them bac
 
 from __future__ import annotations
 
-from collections import Counter
+import copy
+from collections import Counter, UserList
 from dataclasses import dataclass
 from datetime import timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from peewee import JOIN
 
@@ -126,7 +127,14 @@ def validate_extracted(
     timeline ids (the service re-checks their status at commit).
     """
     allowed = set(allowed_message_ids)
-    timeline = set(timeline_ids)
+    known: set[int] | None = None
+
+    def in_timeline(event_id: Any) -> bool:
+        nonlocal known  # read only when an event cites one: the timeline may be lazy
+        if known is None:
+            known = set(timeline_ids)
+        return event_id in known
+
     drafts: list[dict[str, Any]] = []
     warnings: list[str] = []
     for index, raw in enumerate(raw_events):
@@ -146,11 +154,11 @@ def validate_extracted(
         temporal = normalize_temporal(raw.get("temporal"))
         relations = {}
         for field, kind in _RELATION_FIELDS.items():
-            kept = [i for i in temporal.pop(field, []) if i in timeline]
+            kept = [i for i in temporal.pop(field, []) if in_timeline(i)]
             if kept:
                 relations[kind] = kept
         same = temporal.pop("same_event_id", None)
-        if same in timeline:
+        if same is not None and in_timeline(same):
             relations["same_event"] = [same]
         drafts.append({
             "title": title.strip()[:200],
@@ -491,6 +499,33 @@ def get_event(event_id: int) -> EventCard:
 
 
 # ----------------------------------------------------------------------------- timeline
+
+
+class LazyTimeline(UserList):
+    """A timeline read on first use, for a provider that looks at it only now and then.
+
+    The offline extractor consults the timeline only for a statement that says something
+    changed; on a large store the relevance search behind it was a third of derivation.
+    A deep copy (the provider gets one) reads through the original, so the search runs at
+    most once, and copies what it returns."""
+
+    def __init__(self, read: Callable[[], list[dict[str, Any]]]) -> None:  # noqa: super() would read it
+        self._read = read
+        self._data: list[dict[str, Any]] | None = None
+
+    @property
+    def data(self) -> list[dict[str, Any]]:
+        if self._data is None:
+            self._data = self._read()
+        return self._data
+
+    @data.setter
+    def data(self, value: list[dict[str, Any]]) -> None:
+        self._data = value
+
+    def __deepcopy__(self, memo) -> "LazyTimeline":
+        return LazyTimeline(lambda: copy.deepcopy(self.data))
+
 
 RELEVANT_LIMIT = 8
 RECENT_LIMIT = 4

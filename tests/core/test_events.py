@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -15,7 +16,7 @@ from core.providers.scripted import ScriptedProvider
 from core.services.capture import append_turn
 from core.services.derive import extraction_context, run_pending
 from core.services.events import (
-    extraction_timeline, forget_event, get_event, list_events, restore_event, validate_extracted, write_event,
+    LazyTimeline, extraction_timeline, forget_event, get_event, list_events, restore_event, validate_extracted, write_event,
 )
 from core.services.spaces import configure_namespace, get_namespace
 from core.weights import memory_weight
@@ -218,6 +219,35 @@ def test_extractor_cannot_widen_its_permissions(ns):
     block = Block.get()
     assert 10**9 not in extraction_context(block)["allowed_source_message_ids"]
     assert Event.select().count() >= 1
+
+
+def test_a_lazy_timeline_is_read_once_and_its_copies_do_not_write_back():
+    reads = []
+    timeline = LazyTimeline(lambda: reads.append(1) or [{"id": 1, "title": "a"}])
+    copied = copy.deepcopy(timeline)
+    assert reads == []  # copying reads nothing
+    copied.append({"id": 2})
+    copied[0]["title"] = "changed"
+    assert [item["id"] for item in copied] == [1, 2] and reads == [1]
+    assert list(timeline) == [{"id": 1, "title": "a"}] and reads == [1]
+
+
+def test_the_offline_extractor_reads_the_timeline_only_for_a_change(ns, monkeypatch):
+    """The relevance search behind the timeline runs only for a block whose statement says something
+    changed, and the supersede link it finds is the same as with the timeline read up front."""
+    import core.services.derive as derive
+
+    searched = []
+    real = derive.extraction_timeline
+    monkeypatch.setattr(derive, "extraction_timeline", lambda *a, **k: searched.append(a) or real(*a, **k))
+    append_turn("ns", "t", "I keep all my meeting notes in Notion these days.", "Noted.")
+    run_pending("ns", provider="offline")
+    assert searched == []
+    append_turn("ns", "t", "I no longer keep my meeting notes in Notion, I switched to Obsidian.", "Got it.")
+    run_pending("ns", provider="offline")
+    assert len(searched) == 1
+    old = Event.get(Event.title.contains("all"))
+    assert old.status == "superseded" and "Obsidian" in Event.get_by_id(old.superseded_by).title
 
 
 # ----------------------------------------------------------------------------- derivation paths
