@@ -509,7 +509,7 @@ class LazyTimeline(UserList):
     A deep copy (the provider gets one) reads through the original, so the search runs at
     most once, and copies what it returns."""
 
-    def __init__(self, read: Callable[[], list[dict[str, Any]]]) -> None:  # no super().__init__: it would read it
+    def __init__(self, read: Callable[[], list[dict[str, Any]]]) -> None:  # no super().__init__: it sets data to []
         self._read = read
         self._data: list[dict[str, Any]] | None = None
 
