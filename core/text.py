@@ -67,6 +67,16 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_TIME_ZONE = re.compile(r"\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
+                        r"/[A-Z][A-Za-z_-]+(?:/[A-Z][A-Za-z_-]+)?")
+
+
+def without_time_zones(text: str) -> str:
+    """``text`` with time zone names in lower case, same length: "writes times in Europe/Amsterdam"
+    mentions no place and no name. Positions stay valid for the caller."""
+    return _TIME_ZONE.sub(lambda m: m.group(0).lower(), text) if "/" in text else text
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:

@@ -17,7 +17,17 @@ from datetime import date, datetime, timedelta
 from typing import Any, Sequence
 
 from core.providers.schemas import EVENT_TYPES
-from core.text import ABBREVIATIONS, ENDS_IN_TITLE, STOPWORDS, clip, normalize, prose, sentences, words
+from core.text import (
+    ABBREVIATIONS,
+    ENDS_IN_TITLE,
+    STOPWORDS,
+    clip,
+    normalize,
+    prose,
+    sentences,
+    without_time_zones,
+    words,
+)
 from core.timeparse import find_time_mentions
 from core.timeutil import parse_timestamp
 
@@ -195,6 +205,7 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     the surrounding text uses inside a sentence: "Tomás will take him" after "my partner Tomás")
     or followed by something people do ("Maya lives in Lisbon")."""
     found = []
+    text = without_time_zones(text)
     for match in _NAME.finditer(text):
         start = match.start()
         parts = match.group(0).split(" ")

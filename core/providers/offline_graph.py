@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.providers.offline_events import time_for
-from core.text import ABBREVIATIONS
+from core.text import ABBREVIATIONS, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
 
@@ -640,7 +640,7 @@ class _EventReader:
 
     def read(self) -> None:
         # Titles and quotes often repeat the summary: read each distinct sentence once.
-        sentences = (part.strip() for text in self.texts for part in _SENTENCE_SPLIT.split(text))
+        sentences = (without_time_zones(part.strip()) for text in self.texts for part in _SENTENCE_SPLIT.split(text))
         for sentence in dict.fromkeys(sentences):
             if sentence:
                 self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned

@@ -748,6 +748,14 @@ def test_a_role_named_by_what_someone_teaches():
     assert roles == {("Tomás", "physics teacher"), ("Ana", "English teacher")}
 
 
+def test_a_time_zone_is_no_place():
+    proposal, _, _ = _offline(
+        ("Maya lives in Utrecht. The API writes updated_at in Europe/Amsterdam local time.", ["Maya"]),
+    )
+    places = {n["name"] for n in proposal["nodes"] if n["type"] == "place"}
+    assert places == {"Utrecht"}
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),

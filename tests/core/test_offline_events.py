@@ -163,6 +163,8 @@ def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_else
     ("We booked a flat near Largo do Chafariz de Dentro and Parque das Nações.",
      ["Largo do Chafariz de Dentro", "Parque das Nações"]),
     ("Then tram 28 to São Jorge Castle, and on Easter Sunday Belém.", ["São Jorge Castle", "Belém"]),
+    # A time zone names no place.
+    ("Since the deploy the API writes updated_at in Europe/Amsterdam local time, Jonas said.", ["Jonas"]),
 ])
 def test_a_name_opening_a_sentence_is_a_participant_when_a_person_verb_follows(text, named):
     """A one-sentence statement ("Maya lives in Lisbon.") has no other place to name Maya in."""
