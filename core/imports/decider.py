@@ -244,6 +244,8 @@ class Fact:
     correction: bool = False
     past: bool = False
     time: tuple[float, float] | None = None
+    user: frozenset[str] = frozenset()  # the words of the one name the user goes by, when known
+    names_user: bool = False  # led by the user's name ("Maya prefers …"), not by no name at all
 
     @property
     def people(self) -> set[str]:
@@ -268,7 +270,8 @@ def _is_name(words: list[str], index: int, known: set[str]) -> bool:
     low = _bare(word)
     if low in known:
         return True
-    if low in STOP_WORDS or low in _PREDICATES or low in _FILLER or low in _MONTHS or low in _VALUE_KINDS:
+    if low in STOP_WORDS or low in _PREDICATES or low in _FILLER or low in _MONTHS or low in _VALUE_KINDS \
+            or low in _VERBISH:  # "Works as a designer": an export's subjectless statement opens with its verb
         return False
     if index > 0:
         return True
@@ -285,8 +288,10 @@ def _statement(title: str, summary: str) -> str:
 
 
 def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
-              participants: Iterable[str] = (), known_names: set[str] | None = None) -> Fact:
-    """Read a title and summary into subject, predicate classes and value tokens."""
+              participants: Iterable[str] = (), known_names: set[str] | None = None,
+              user: frozenset[str] = frozenset()) -> Fact:
+    """Read a title and summary into subject, predicate classes and value tokens. A statement led
+    by the ``user``'s name ("Maya uses Notion") is about the user, as "Uses Notion" is."""
     text = _statement(_fold(title), _fold(summary))
     parts: list[str] = []
     for p in participants:
@@ -359,6 +364,12 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
         lead_candidates = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
     fact.lead = (lead_candidates or [n for n in order if n in fact.participants] or order or parts or [_USER])[0]
     fact.values |= fact.names
+    fact.user = user
+    if user and (fact.lead == _USER or fact.lead in user):
+        fact.names_user = fact.lead in user
+        fact.lead = _USER
+        fact.values -= user
+        fact.names -= user
     return fact
 
 
@@ -381,28 +392,48 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     """Read a stored card for ``cand``. A conversation card often speaks of several people ("Maya
     prefers an aisle seat, Tomás likes the window"): compared whole, Tomás's window would make
     "Maya prefers window seats" a fact the card already holds."""
-    whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known)
+    whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known,
+                      cand.user)
     pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)] or [whole.text]
     people = known | whole.participants
-    subject = cand.lead if cand.lead != _USER else whole.lead
+    # With the user's name known, "the user" is a subject like any other: their part of a card is theirs.
+    knows_user = bool(cand.user)
+    subject = cand.lead if cand.lead != _USER or knows_user else whole.lead
 
     def ended(parts: list[str]) -> set[str]:
         # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not
-        # vegetarian anymore": vegetarian), not the whole part.
-        return set().union(*(read_fact("", clause, None, (), people).values for part in parts
-                             for clause in part.split(",") if _STOPPED.search(clause))) - {subject}
+        # vegetarian anymore": vegetarian), or a "not …" right after a "now" ("pescatarian now, not
+        # vegetarian"), not the whole part.
+        gone = [clause for part in parts for before, clause in _clause_pairs(part)
+                if _STOPPED.search(clause) or (_NOT_AFTER_NOW.match(clause) and _NOW.search(before))]
+        return set().union(*(read_fact("", clause, None, (), people, cand.user).values for clause in gone)) - {subject}
 
     if len(pieces) == 1:  # one part: the whole card is what it says of anyone
         return CardView(whole, ended(pieces))
-    read = [(piece, read_fact("", piece, None, (), people)) for piece in pieces]
-    mine = [(piece, fact) for piece, fact in read if fact.lead in (subject, _USER)]
+    read = [(piece, read_fact("", piece, None, (), people, cand.user)) for piece in pieces]
+
+    def whose(fact: Fact) -> str:
+        # A part naming no one ("He's four and limping") may be anyone's; one naming the user is the user's.
+        return fact.lead if fact.lead != _USER or fact.names_user else ""
+
+    mine = [(piece, fact) for piece, fact in read if whose(fact) in (subject, "")]
     gone = ended([piece for piece, _ in mine])
-    leads = {fact.lead for _, fact in read} - {_USER}
-    if cand.lead == _USER or len(leads) < 2 or not any(fact.lead == subject for _, fact in mine):
+    leads = {whose(fact) for _, fact in read} - {""}
+    if (cand.lead == _USER and not knows_user) or len(leads) < 2 or not any(whose(f) == subject for _, f in mine):
         return CardView(whole, gone)
-    own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if fact.lead == subject), match,
-                    match.get("participants") or (), known)
+    own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if whose(fact) == subject), match,
+                    match.get("participants") or (), known, cand.user)
     return CardView(own, gone)
+
+
+_NOW = re.compile(r"\bnow\b", re.IGNORECASE)
+_NOT_AFTER_NOW = re.compile(r"\s*not\b", re.IGNORECASE)
+
+
+def _clause_pairs(part: str) -> list[tuple[str, str]]:
+    """The comma clauses of a part, each with the one before it ("" for the first)."""
+    clauses = part.split(",")
+    return list(zip([""] + clauses[:-1], clauses))
 
 
 def _bare_words(text: str) -> set[str]:
@@ -534,6 +565,11 @@ def subject_names(title: str, summary: str, participants: Iterable[str] = ()) ->
 _EXPANSION = {"role": "works as profession career job", "work": "works job employer company employed"}
 
 
+def about_user(title: str, summary: str) -> bool:
+    """Whether a statement is about the user: "User works at …", "Works at …"."""
+    return read_fact(title, summary).lead == _USER
+
+
 def expanded_query(title: str, summary: str) -> str:
     """The statement plus the other words of its predicate classes ("puppy named Rex" also
     looks for "dog", "pet"), for the search restricted to the statement's subject."""
@@ -615,8 +651,11 @@ def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
         for p in m.get("participants") or []:
             if isinstance(p, str):
                 match_people.update(_bare(w) for w in _WORD.findall(p))
+    names = [n for n in ((context.get("user") or {}).get("names") or []) if isinstance(n, str) and n.strip()]
+    # Only one name can be "the user": in a namespace several people speak in, nobody is.
+    user = frozenset(_bare(w) for w in _WORD.findall(names[0])) if len(names) == 1 else frozenset()
     cand = read_fact(candidate.get("title", ""), candidate.get("summary", ""), temporal,
-                     temporal.get("participants") or (), match_people)
+                     temporal.get("participants") or (), match_people, user)
     result = _decide(cand, candidate, matches)
     own = candidate.get("confidence")
     if isinstance(own, (int, float)) and own < 0.5 and result["action"] in ("add", "merge", "supersede", "conflict"):

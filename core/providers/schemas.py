@@ -233,7 +233,9 @@ DECIDE_INSTRUCTIONS = (
     "replaces. supersede: the import is a newer version, a correction or a change of state of stored "
     "events; cite them. conflict: the import and stored events cannot both be true and nothing says which "
     "is newer; cite them (both are kept). ignore: a duplicate, small talk, a passing state, no lasting "
-    "value, too little evidence, or you are unsure. Cite only ids from the matches. Do not guess dates, "
+    "value, too little evidence, or you are unsure. The import may call the user 'the user' or name no "
+    "subject where stored events use the user's name (user.names, when one name is given). "
+    "Cite only ids from the matches. Do not guess dates, "
     "keep the original wording of times, and never assume something happened at the time of the import. "
     "confidence is how sure you are (0 to 1); a person reviews anything below 0.85."
 )

@@ -397,11 +397,34 @@ def _live_fingerprints(namespace: str) -> dict[str, int]:
     return out
 
 
-def _match_items(namespace: str, candidate: dict[str, Any], top_k: int) -> list[dict[str, Any]]:
+USER_THREADS = 200  # newest threads read for the user's name
+
+
+def user_names(namespace: str) -> list[str]:
+    """Who "the user" is in a namespace: the speaker of the first user message of each of its newest
+    threads. Another assistant's export says "User works at …" or just "Works at …" where this
+    memory's cards say "Maya works at …"."""
+    ns = Namespace.get_or_none(Namespace.name == namespace)
+    if ns is None:
+        return []
+    names: dict[str, None] = {}
+    threads = Thread.select(Thread.id).where(Thread.namespace == ns.id).order_by(Thread.id.desc()).limit(USER_THREADS)
+    for thread in threads:
+        first = (Message.select(Message.speaker).where((Message.thread == thread.id) & (Message.role == "user"))
+                 .order_by(Message.position).limit(1).tuples().first())
+        speaker = (first[0] or "").strip() if first else ""
+        if speaker and speaker.casefold() not in ("user", "human", "me"):
+            names[speaker] = None
+    return list(names)
+
+
+def _match_items(namespace: str, candidate: dict[str, Any], top_k: int,
+                 users: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Top-K stored matches: ``search_events`` over the title, summary and tags, fused (RRF)
-    with a ranking of the events about the people the candidate names, so that a person's own
-    event is not crowded out by other people's facts worded the same way."""
-    from core.imports.decider import expanded_query, subject_names
+    with a ranking of the events about the people the candidate names (the user, when it names no
+    one and ``users`` is the one name the user goes by), so that a person's own event is not
+    crowded out by other people's facts worded the same way."""
+    from core.imports.decider import about_user, expanded_query, subject_names
     from core.search.bm25 import rrf
     from core.services.search import search_events
 
@@ -421,6 +444,8 @@ def _match_items(namespace: str, candidate: dict[str, Any], top_k: int) -> list[
         rankings.append([h.event.id for h in widened])
     people = subject_names(candidate["title"], candidate["summary"],
                            (candidate.get("temporal") or {}).get("participants") or ())
+    if not people and len(users) == 1 and about_user(candidate["title"], candidate["summary"]):
+        people = list(users)
     if people:
         about = _about_people(ns.id, wide, people, top_k)
         for event, score in about:
@@ -542,7 +567,7 @@ def _decision_key(context: dict[str, Any], provider_name: str, threshold: float)
 
 
 def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], live: dict[str, int],
-                 prov: Provider, prov_name: str, meta: dict[str, Any]) -> dict[str, Any]:
+                 prov: Provider, prov_name: str, meta: dict[str, Any], users: Sequence[str]) -> dict[str, Any]:
     """The new state of one item (no write, maybe one model call outside any transaction)."""
     candidate = item.candidate
     base = {"duplicate_of_event": None, "duplicate_of_item": None, "merged": None, "decision_key": None}
@@ -557,10 +582,11 @@ def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], 
         return {**base, "matches": [match], "action": "ignore", "target_ids": [event_id],
                 "duplicate_of_event": event_id, "reason": f"exact duplicate of stored event {event_id}",
                 "confidence": 1.0, "requires_confirmation": bool(batch.recovered), "calls": 0}
-    matches = _match_items(batch.namespace_name, candidate, batch.top_k)
+    matches = _match_items(batch.namespace_name, candidate, batch.top_k, users)
     context = {"candidate": candidate, "matches": matches,
                "source": {"system": batch.source_system, "exported_at": meta.get("exported_at"),
-                          "format": batch.format, "recovered": bool(batch.recovered)}}
+                          "format": batch.format, "recovered": bool(batch.recovered)},
+               "user": {"names": list(users)}}
     key = _decision_key(context, prov_name, batch.threshold)
     if item.decision_key == key and item.action is not None:
         return {**base, "matches": matches, "action": item.action, "target_ids": list(item.target_ids or []),
@@ -602,12 +628,13 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
             earlier.setdefault(item.fingerprint, item.position)
         todo = [i for i in items if i.state != "decided" or i.revision != revision or (refresh and attempt == 0)]
         live = _live_fingerprints(batch.namespace_name) if todo else {}
+        users = user_names(batch.namespace_name) if todo else []
         done = len(items) - len(todo)
         if progress:
             progress(done, len(items), "")
         for item in todo:
             try:
-                state = _decide_item(batch, item, earlier, live, prov, prov_name, meta)
+                state = _decide_item(batch, item, earlier, live, prov, prov_name, meta, users)
             except Exception as exc:
                 with write_transaction():
                     ImportBatch.update(last_error=f"item {item.position}: {exc}"[:2000], updated_at=now_iso()).where(

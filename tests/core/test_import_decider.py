@@ -18,10 +18,11 @@ def m(event_id, summary, participants=(), title=None, **extra):
             "participants": list(participants), "status": "active", **extra}
 
 
-def decide(summary, matches, title=None, **candidate):
+def decide(summary, matches, title=None, user=None, **candidate):
     temporal = candidate.pop("temporal", {})
     return decide_offline({"candidate": {"title": title or summary.rstrip("."), "summary": summary,
-                                         "temporal": temporal, **candidate}, "matches": matches})
+                                         "temporal": temporal, **candidate}, "matches": matches,
+                           **({"user": user} if user else {})})
 
 
 STORE = [m(1, "Maya lives in Lisbon.", ["Maya"]), m(2, "Maya works at Acme as a designer.", ["Maya"]),
@@ -117,6 +118,49 @@ def test_subjects_of_subjectless_memories_are_the_user():
     assert read_fact("", "Maya moved to Hamburg").lead == "maya"
     assert subject_names("x", "Trello is the tool Jonas relies on.", ["Jonas"]) == ["Jonas"]
     assert subject_names("x", "Maya's dog is called Rex.") == ["Maya", "Rex"]
+
+
+def test_a_subjectless_statement_opening_with_its_verb_is_about_the_user():
+    assert read_fact("", "Works as a senior data engineer at Kestrel Logistics.").lead == "user"
+    assert read_fact("", "Uses Notion for meeting notes.").lead == "user"
+
+
+def test_the_users_own_name_is_the_user():
+    """An export says "Uses Notion" where the memory's cards say "Maya … uses Notion": with the one
+    name the user goes by in the namespace they are about the same person."""
+    notion = [m(1, "Maya keeps her meeting notes in Notion.", ["Maya"]),
+              m(2, "By the way, Maya no longer uses Notion, she switched to Obsidian last weekend.", ["Maya"])]
+    known = decide("Uses Notion for meeting notes.", notion, user={"names": ["Maya"]})
+    assert (known["action"], known["existing_event_ids"]) == ("conflict", [2]) and known["confidence"] < 0.85
+    assert decide("Uses Notion for meeting notes.", notion)["action"] == "add"  # who "the user" is, unknown
+    shared = decide("Uses Notion for meeting notes.", notion, user={"names": ["Maya", "Tomás"]})
+    assert shared["action"] == "add"  # two people speak as users here: neither is "the user"
+    diet = [m(3, "Maya started eating fish again, so Maya is pescatarian now, not vegetarian.", ["Maya"])]
+    ended = decide("Is vegetarian.", diet, user={"names": ["Maya Brennan"]})
+    assert (ended["action"], ended["reason"]) == ("conflict", "event 3 says this has ended")
+    # A part of a card naming no one ("He's four") is not the user's part: the card is read whole.
+    dog = [m(4, "And there's Biscuit, Maya's beagle. He's four and has been limping since the weekend.",
+             ["Maya", "Biscuit"])]
+    assert decide("Has a beagle named Biscuit.", dog, user={"names": ["Maya"]})["action"] == "ignore"
+    # The user's own part of a card about several people is theirs ("…, Tomás likes the window").
+    seats = [m(5, "We fly from Schiphol. Maya prefers an aisle seat, Tomás likes the window.", ["Maya", "Tomás"])]
+    window = decide("Prefers window seats on flights.", seats, user={"names": ["Maya"]})
+    assert (window["action"], window["existing_event_ids"]) == ("conflict", [5])
+
+
+def test_user_names_are_the_speakers_of_user_messages(store):
+    from core.services.capture import append_turn
+    from core.services.imports import user_names
+
+    def said(speaker, text):
+        return {"role": "user", "content": text, "speaker": speaker}
+
+    append_turn("home", "t1", said("Maya", "I keep my notes in Obsidian."), "Noted.")
+    append_turn("home", "t2", said("Maya", "Book the vet for Thursday."), "Done.")
+    assert user_names("home") == ["Maya"]
+    append_turn("home", "t3", said("Tomás", "Hi, it's Tomás on Maya's account."), "Hello!")
+    assert sorted(user_names("home")) == ["Maya", "Tomás"]
+    assert user_names("nowhere") == []
 
 
 def test_merge_decisions_carry_a_merged_candidate():

@@ -143,6 +143,13 @@ def test_top_k_bounds_the_matches_and_the_targets(seeded):
             start_import(NS, v2(c("x y z")), top_k=bad)
 
 
+def test_the_decider_is_told_who_the_user_is(store):
+    append_turn(NS, "chat", {"role": "user", "content": "I keep my notes in Notion.", "speaker": "Maya"}, "Noted.")
+    provider = ScriptedProvider({"decide_external_memory": [answer("add")]})
+    preview_import(NS, v2(c("Uses Obsidian for notes.")), provider=provider)
+    assert provider.calls[0][1]["user"] == {"names": ["Maya"]}
+
+
 def test_decision_normalisation_rules():
     n = lambda raw, **kw: normalize_decision(raw, {"title": "t", "summary": "s"}, [1, 2], recovered=kw.get("rec", False),
                                            threshold=kw.get("th", 0.85))
