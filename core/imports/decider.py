@@ -42,7 +42,7 @@ for _cls, _words in {
     "work": "job jobs employed employer employee employs hired company firm boss",
     "like": "like likes liked love loves loved loving enjoy enjoys enjoyed enjoying fond fan fans adore adores "
             "adored passionate keen",
-    "prefer": "prefer prefers preferred preference preferences favorite favourite favorites favourites",
+    "prefer": "prefer prefers preferred preference preferences favorite favourite favorites favourites rather",
     "dislike": "dislike dislikes disliked hate hates hated detest detests avoid avoids avoided",
     "use": "use uses used using utilize utilizes utilise rely relies relied relying depend depends tool tools "
            "app apps software",
@@ -527,6 +527,23 @@ def _value_swap(rel: Relation, cand: Fact) -> str:
     return "weak"
 
 
+def _clause_clash(rel: Relation, cand: Fact) -> str:
+    """A value of the candidate's that the card names only outside the clauses stating the shared kind
+    of fact, where the card names another value of that kind instead ("morning" vs "afternoon");
+    '' when there is none."""
+    shared = {f"@{p}" for p in cand.preds & rel.fact.preds}
+    stating = set().union(*(tokens for tokens, _ in rel.fact.clauses if tokens & shared)) if shared else set()
+    for value in cand.values & rel.shared:
+        kind = _KIND_BY_STEM.get(value)
+        if kind is None or kind in ("family",) or value in stating:
+            continue
+        others = sorted(v for v in stating if v != value and _KIND_BY_STEM.get(v) == kind)
+        if others:  # named as written ("morning"), not by its stem
+            word = next((t for t in sorted(stating, key=len, reverse=True) if stem(t) == others[0]), others[0])
+            return f"it says {word} there"
+    return ""
+
+
 def _other_words(rel: Relation) -> bool:
     """Both sides keep words of their own once word forms ("works" / "work") are folded."""
     new = {stem(v) for v in rel.new} - {_USER}
@@ -781,6 +798,11 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         if later:
             return _flagged(flip, "supersede", targets, f"a different value, dated after event {eid}", 0.74)
         return _flagged(flip, "conflict", targets, f"states a different value than event {eid}", 0.72)
+
+    if functional and best.same_pred and (clash := _clause_clash(best, cand)):
+        # "Prefers meetings in the afternoon" against "would rather have meetings in the morning.
+        # Afternoons are for deep work": the card names afternoons, but not where it states the preference.
+        return _flagged(flip, "conflict", targets, f"may state another value than event {eid} ({clash})", 0.7)
 
     if best.new:
         detail = [v for v in best.new if v in cand.anchors or v in _KIND_BY_STEM] + sorted(

@@ -120,6 +120,15 @@ def test_subjects_of_subjectless_memories_are_the_user():
     assert subject_names("x", "Maya's dog is called Rex.") == ["Maya", "Rex"]
 
 
+def test_a_value_named_outside_the_stated_preference_is_another_value():
+    stored = [m(1, "Maya would rather have meetings in the morning, ideally before 12. Afternoons are her "
+                   "deep-work time.", ["Maya"])]
+    other = decide("Maya prefers meetings in the afternoon.", stored)
+    assert (other["action"], other["existing_event_ids"]) == ("conflict", [1]) and other["confidence"] < 0.85
+    assert "morning" in other["reason"]
+    assert decide("Maya prefers meetings in the morning.", stored)["action"] == "ignore"
+
+
 def test_a_subjectless_statement_opening_with_its_verb_is_about_the_user():
     assert read_fact("", "Works as a senior data engineer at Kestrel Logistics.").lead == "user"
     assert read_fact("", "Uses Notion for meeting notes.").lead == "user"
