@@ -270,7 +270,7 @@ _ROLE_NAMED_RE = re.compile(
 _KIN = {
     **dict.fromkeys(("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancé",
                      "fiancée"), "partner_of"),
-    **dict.fromkeys(("daughter", "son", "child", "kid", "stepdaughter", "stepson"), "parent_of"),
+    **dict.fromkeys(("daughter", "son", "child", "kid", "stepdaughter", "stepson", "baby", "newborn"), "parent_of"),
     **dict.fromkeys(("mother", "mom", "mum", "father", "dad"), "child_of"),
     **dict.fromkeys(("sister", "brother", "sibling"), "sibling_of"),
     **dict.fromkeys(("colleague", "coworker", "co-worker", "teammate"), "works_with"),
@@ -285,6 +285,13 @@ _KIN_RE = re.compile(
 _KIN_APPOSITIVE_RE = re.compile(
     rf"(?P<name>{_NAME}(?:\s+{_NAME})?),\s+(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir)\s+"
     rf"(?P<mods>(?:[\w-]+\s+){{0,2}}?)(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\b(?!['’])"
+)
+# ... or named after it: "Jonas's baby arrived on Monday, a little boy called Finn", "our baby, named Lou".
+_KIN_CALLED_RE = re.compile(
+    rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir|{_NAME}['’]s)\s+(?P<mods>(?:[\w-]+\s+){{0,2}}?)"
+    rf"(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\b"
+    r"(?:,?\s+|[^.!?;'’]{0,50}?,\s+(?:a\s+)?(?:little\s+|baby\s+|healthy\s+)?(?:boy|girl)\s+)"
+    rf"(?:called|named)\s+(?P<name>{_NAME}(?:\s+{_NAME})?)"
 )
 # Facts about a person an assistant must not forget: allergies, diet, languages, birthday, age.
 _BE = r"(?:I'm|I\s+am|we're|we\s+are|(?:is|are|was|has\s+been|have\s+been))"
@@ -868,7 +875,7 @@ class _EventReader:
                 self.b.fact(subject, key, " ".join(words), self.id)
 
     def _kin(self, s: str) -> None:
-        for m in [*_KIN_RE.finditer(s), *_KIN_APPOSITIVE_RE.finditer(s)]:
+        for m in [*_KIN_RE.finditer(s), *_KIN_APPOSITIVE_RE.finditer(s), *_KIN_CALLED_RE.finditer(s)]:
             name = _clean_name(m.group("name"))
             if not name or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
                 continue

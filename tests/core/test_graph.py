@@ -756,6 +756,16 @@ def test_a_time_zone_is_no_place():
     assert places == {"Utrecht"}
 
 
+def test_a_child_named_after_its_relation():
+    _, _, edges = _offline(
+        ("Jonas's baby arrived on Monday, a little boy called Finn!", ["Maya", "Jonas", "Finn"]),
+        ("Our baby, named Lou, sleeps well.", ["Maya", "Lou"]),
+        ("My son's teacher named Ross called today.", ["Maya", "Ross"]),
+        ("My daughter has a friend called Mia.", ["Maya", "Mia"]),
+    )
+    assert {e for e in edges if e[1] == "parent_of"} == {("Jonas", "parent_of", "Finn"), ("Maya", "parent_of", "Lou")}
+
+
 def test_offline_projects_and_named_subjects():
     _, facts, edges = _offline(
         ("Melanie is leading Project Atlas with Caroline. Melanie is a counselor.", ["Caroline", "Melanie"]),
