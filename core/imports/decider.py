@@ -668,7 +668,9 @@ def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
         for p in m.get("participants") or []:
             if isinstance(p, str):
                 match_people.update(_bare(w) for w in _WORD.findall(p))
-    names = [n for n in ((context.get("user") or {}).get("names") or []) if isinstance(n, str) and n.strip()]
+    user_info = context.get("user") if isinstance(context.get("user"), dict) else {}
+    listed = user_info.get("names") if isinstance(user_info.get("names"), list) else []
+    names = [n for n in listed if isinstance(n, str) and n.strip()]
     # Only one name can be "the user": in a namespace several people speak in, nobody is.
     user = frozenset(_bare(w) for w in _WORD.findall(names[0])) if len(names) == 1 else frozenset()
     cand = read_fact(candidate.get("title", ""), candidate.get("summary", ""), temporal,

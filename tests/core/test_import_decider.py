@@ -142,6 +142,8 @@ def test_the_users_own_name_is_the_user():
     known = decide("Uses Notion for meeting notes.", notion, user={"names": ["Maya"]})
     assert (known["action"], known["existing_event_ids"]) == ("conflict", [2]) and known["confidence"] < 0.85
     assert decide("Uses Notion for meeting notes.", notion)["action"] == "add"  # who "the user" is, unknown
+    for malformed in ("Maya", {"names": "Maya"}, {"names": [3, None]}):
+        assert decide("Uses Notion for meeting notes.", notion, user=malformed)["action"] == "add"
     shared = decide("Uses Notion for meeting notes.", notion, user={"names": ["Maya", "Tomás"]})
     assert shared["action"] == "add"  # two people speak as users here: neither is "the user"
     diet = [m(3, "Maya started eating fish again, so Maya is pescatarian now, not vegetarian.", ["Maya"])]
