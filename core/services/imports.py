@@ -407,15 +407,12 @@ def user_names(namespace: str) -> list[str]:
     ns = Namespace.get_or_none(Namespace.name == namespace)
     if ns is None:
         return []
-    names: dict[str, None] = {}
-    threads = Thread.select(Thread.id).where(Thread.namespace == ns.id).order_by(Thread.id.desc()).limit(USER_THREADS)
-    for thread in threads:
-        first = (Message.select(Message.speaker).where((Message.thread == thread.id) & (Message.role == "user"))
-                 .order_by(Message.position).limit(1).tuples().first())
-        speaker = (first[0] or "").strip() if first else ""
-        if speaker and speaker.casefold() not in ("user", "human", "me"):
-            names[speaker] = None
-    return list(names)
+    first = (Message.select(Message.id).where((Message.thread == Thread.id) & (Message.role == "user"))
+             .order_by(Message.position).limit(1))  # per thread, by the (thread, position) index
+    rows = (Thread.select(Message.speaker).join(Message, on=(Message.id == first))
+            .where(Thread.namespace == ns.id).order_by(Thread.id.desc()).limit(USER_THREADS).tuples())
+    names = dict.fromkeys(s.strip() for (s,) in rows if s and s.strip())
+    return [n for n in names if n.casefold() not in ("user", "human", "me")]
 
 
 def _match_items(namespace: str, candidate: dict[str, Any], top_k: int,
