@@ -148,8 +148,6 @@ _REPLACEMENTS = (
     (_I_VERB, lambda speaker: lambda m: f"{speaker}{m.group(1)} {_third_singular(m.group(2))}"),
     (re.compile(r"\bI\b"), "{s}"),
     (re.compile(r"\b[Mm]y\b"), "{s}'s"),
-    # "our daughter" said by Maya is Maya's daughter too; left as it is, the card reads as nobody's.
-    (re.compile(r"\b[Oo]ur\b"), "{s}'s"),
     (re.compile(r"\b[Mm]ine\b"), "{s}'s"),
     (re.compile(r"\b[Mm]yself\b"), "{s}"),
     (re.compile(r"(?<=\s)me\b"), "{s}"),
@@ -250,12 +248,18 @@ def _canonical(name: str, speakers: Sequence[str]) -> str:
     return name
 
 
-def third_person(sentence: str, speaker: str) -> str:
-    """Rewrite a first-person sentence so the card names who it is about."""
+# "our daughter" said by Maya is Maya's daughter too; left as it is, the card reads as nobody's. Said by
+# the assistant, "our pipeline" is the user's: it stays "our".
+_OUR = re.compile(r"\b[Oo]ur\b")
+_ASSISTANT_NAMES = frozenset({"assistant", "ai", "bot", "chatbot"})
+
+
+def third_person(sentence: str, speaker: str, *, ours: bool = True) -> str:
+    """Rewrite a first-person sentence so the card names who it is about (``ours``: "our" too)."""
     out = sentence
     for pattern, replacement in _REPLACEMENTS:
         out = pattern.sub(replacement(speaker) if callable(replacement) else replacement.format(s=speaker), out)
-    return out
+    return _OUR.sub(f"{speaker}'s", out) if ours else out
 
 
 def classify(text: str) -> str:
@@ -346,7 +350,9 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
           sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
           lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> dict[str, Any]:
     joined = " ".join(parts)
-    rewritten = [third_person(p, speaker) for p in parts]
+    # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
+    ours = not (message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES)
+    rewritten = [third_person(p, speaker, ours=ours) for p in parts]
     anchor = None
     if message.get("created_at"):
         try:

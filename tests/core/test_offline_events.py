@@ -98,6 +98,17 @@ def test_what_is_dated_ahead_of_when_it_was_said_is_planned():
     assert status[(1,)] == "planned" and status[(2,)] != "planned"
 
 
+def test_the_assistants_our_stays_ours():
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-03T10:00:00+01:00",
+         "text": "The freshness check on our shipments table failed this morning."},
+        {"id": 2, "role": "assistant", "speaker": "Assistant", "created_at": "2026-03-03T10:01:00+01:00",
+         "text": "It's upstream: the carrier's server timed out. Our pipeline is fine, nothing to fix."}]}})
+    summaries = {tuple(e["source_message_ids"]): e["summary"] for e in out["events"]}
+    assert "Maya's shipments table" in summaries[(1,)]
+    assert "Our pipeline is fine" in summaries[(2,)] and "Assistant's" not in summaries[(2,)]
+
+
 def test_classification_and_criticality():
     assert classify("We decided to go with Airflow") == "decision"
     assert classify("The offsite was cancelled") == "cancellation"
@@ -118,6 +129,7 @@ def test_classification_and_criticality():
     assert third_person("I moved and I can swim", "Ana") == "Ana moved and Ana can swim"  # past, modal: as they are
     assert third_person("We live here with our daughter; ours is the blue door", "Ana") == (
         "We live here with Ana's daughter; ours is the blue door")  # "we" and "ours" name no one alone
+    assert third_person("Our pipeline is fine", "Assistant", ours=False) == "Our pipeline is fine"  # the user's
 
 
 def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_elsewhere():
