@@ -96,6 +96,20 @@ def seeded(tmp_path, db_url, capsys) -> str:
 # --------------------------------------------------------------------------- happy paths
 
 
+def test_cli_ingest_leaves_the_search_index_ready(tmp_path, db_url, capsys, monkeypatch):
+    """A large import ends by building and saving the message segment, so the first search does not
+    read every posting from SQL (35 s after a million messages)."""
+    from core.search import segment
+
+    monkeypatch.setattr(segment, "MERGE_MIN", 50)  # "large": a few hundred postings here
+    rows = [jl("t", "user" if i % 2 == 0 else "assistant", f"message {i} about the harbour walk and the ferry times")
+            for i in range(60)]
+    assert run_json(capsys, "ingest", "jsonl", str(write_jsonl(tmp_path / "big.jsonl", rows)), "--db", db_url)[
+        "messages"] == 60
+    saved = list((tmp_path / "strata.db.search").glob("message-*"))
+    assert saved, "no saved message segment after ingest"
+
+
 def test_cli_ingest_locomo_reports_and_is_idempotent(tmp_path, db_url, capsys):
     path = write_json(tmp_path / "locomo.json", [locomo_sample("c-1", 30), locomo_sample("c-2", 24)])
 

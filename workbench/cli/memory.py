@@ -20,6 +20,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     report = IngestReport(format=args.format, path=str(args.path))
     with progress_bar(f"ingest {args.format}", enabled=not args.json and len(units) > 1) as update:
         write_units(units, report, update)
+    if report.messages:
+        _prepare_search(report.namespaces, quiet=args.json)
     if args.json:
         print_json(report)
     else:
@@ -29,6 +31,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             f"into {len(report.namespaces)} namespace(s)"
         )
     return 0
+
+
+def _prepare_search(namespaces: list[str], *, quiet: bool) -> None:
+    from core.models import Namespace
+    from core.search.index import prepare_search
+
+    ids = [n.id for n in Namespace.select(Namespace.id).where(Namespace.name.in_(namespaces))]
+    if quiet:
+        prepare_search(ids)
+        return
+    with console.status("preparing the search index"):
+        prepare_search(ids)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
