@@ -203,6 +203,8 @@ _USER = "user"
 _VERBISH = frozenset("""is are was were be been has have had does do did works work worked working goes went
     gets got keeps kept takes took makes made uses used wants needs""".split())
 _USER_SUBJECT = re.compile(r"^\W*(the\s+)?(user|i|my)\b", re.IGNORECASE)
+_OTHER_SUBJECT = re.compile(r"^\W*(he|she)\b", re.IGNORECASE)  # not "they" (often the user's family) nor "their …"
+_SOMEONE = "~someone"  # the lead of a statement about a person named elsewhere: the same as nobody's
 
 
 # ----------------------------------------------------------------------------- facts
@@ -362,6 +364,8 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
     lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
     if _USER_SUBJECT.match(text) or (not before_verb and first_verb is not None):
         lead_candidates = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
+    if _OTHER_SUBJECT.match(text):
+        lead_candidates = [_SOMEONE]  # "He's a physics teacher": about someone, not the user
     fact.lead = (lead_candidates or [n for n in order if n in fact.participants] or order or parts or [_USER])[0]
     fact.values |= fact.names
     fact.user = user

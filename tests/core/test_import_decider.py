@@ -132,6 +132,9 @@ def test_a_value_named_outside_the_stated_preference_is_another_value():
 def test_a_subjectless_statement_opening_with_its_verb_is_about_the_user():
     assert read_fact("", "Works as a senior data engineer at Kestrel Logistics.").lead == "user"
     assert read_fact("", "Uses Notion for meeting notes.").lead == "user"
+    # "He's …" is about someone the conversation named before, not the user.
+    teacher = [m(1, "He's a physics teacher at a secondary school in Zeist.", ["Maya", "Zeist"])]
+    assert decide("Works as a physics teacher.", teacher, user={"names": ["Maya"]})["action"] == "add"
 
 
 def test_the_users_own_name_is_the_user():
