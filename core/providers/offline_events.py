@@ -254,6 +254,21 @@ _OUR = re.compile(r"\b[Oo]ur\b")
 _ASSISTANT_NAMES = frozenset({"assistant", "ai", "bot", "chatbot"})
 
 
+def _quoted(body: str, part: str, *, parentheses: bool) -> bool:
+    """Whether ``part`` sits inside quotes in ``body`` (someone else's words, or a line written for the
+    user to say: its "I" is not the speaker), or, with ``parentheses``, inside brackets (an assistant's
+    "(My daughter has a peanut allergy …)" is a translation for the user)."""
+    at = body.find(part)
+    if at < 0:
+        return False
+    # Where the part's words begin: "(My daughter …" begins inside, "Open items (planned …)" does not.
+    begin = next((i for i, ch in enumerate(part) if ch.isalnum()), 0)
+    before = body[: at + begin]
+    if before.count('"') % 2 or before.count("“") > before.count("”"):
+        return True
+    return parentheses and before.count("(") > before.count(")")
+
+
 def third_person(sentence: str, speaker: str, *, ours: bool = True) -> str:
     """Rewrite a first-person sentence so the card names who it is about (``ours``: "our" too)."""
     out = sentence
@@ -351,8 +366,10 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
           lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> dict[str, Any]:
     joined = " ".join(parts)
     # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
-    ours = not (message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES)
-    rewritten = [third_person(p, speaker, ours=ours) for p in parts]
+    assistant = message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES
+    body = prose(message.get("text") or "")
+    rewritten = [p if _quoted(body, p, parentheses=assistant) else third_person(p, speaker, ours=not assistant)
+                 for p in parts]
     anchor = None
     if message.get("created_at"):
         try:

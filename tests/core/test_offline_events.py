@@ -109,6 +109,20 @@ def test_the_assistants_our_stays_ours():
     assert "Our pipeline is fine" in summaries[(2,)] and "Assistant's" not in summaries[(2,)]
 
 
+def test_lines_written_for_someone_else_to_say_keep_their_i():
+    """A quoted block, or an assistant's bracketed translation, is a line for the user to say: its "my" is
+    not the speaker's. The assistant's own words around it are still rewritten."""
+    text = ('Here is a short version for the waiter:\n"A minha filha tem uma alergia grave a amendoins."\n'
+            "(My daughter has a severe peanut allergy. I need a dish without peanuts.)\n"
+            "I checked my notes: the restaurant opens at 19:00 on Tuesdays.")
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "assistant", "speaker": "Assistant", "created_at": "2026-02-24T20:48:00+01:00",
+         "text": text}]}})
+    summary = " ".join(e["summary"] for e in out["events"])
+    assert "My daughter has a severe peanut allergy" in summary and "Assistant's daughter" not in summary
+    assert "Assistant checked Assistant's notes" in summary
+
+
 def test_classification_and_criticality():
     assert classify("We decided to go with Airflow") == "decision"
     assert classify("The offsite was cancelled") == "cancellation"
