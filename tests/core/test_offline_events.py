@@ -88,25 +88,29 @@ def test_ordinary_stories_do_not_supersede():
     assert "supersedes_event_ids" not in events[0]["temporal"]
 
 
-def test_what_is_dated_ahead_of_when_it_was_said_is_planned():
+def _cards(*messages):
+    """Cards of (role, speaker, created_at, text) messages by the ids of the messages they cite."""
     out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
-         "text": "Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19 to Tuesday March 24."},
-        {"id": 2, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:35:00+01:00",
-         "text": "Tomás booked the Lisbon apartment on January 12, it has a kitchen."}]}})
-    status = {tuple(e["source_message_ids"]): e["temporal"]["status"] for e in out["events"]}
-    assert status[(1,)] == "planned" and status[(2,)] != "planned"
+        {"id": i + 1, "role": role, "speaker": speaker, "created_at": at, "text": text}
+        for i, (role, speaker, at, text) in enumerate(messages)]}})
+    return {tuple(e["source_message_ids"]): e for e in out["events"]}
+
+
+def test_what_is_dated_ahead_of_when_it_was_said_is_planned():
+    cards = _cards(
+        ("user", "Maya", "2026-01-20T21:30:00+01:00",
+         "Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19 to Tuesday March 24."),
+        ("user", "Maya", "2026-01-20T21:35:00+01:00", "Tomás booked the Lisbon apartment on January 12, it has a kitchen."))
+    assert cards[(1,)]["temporal"]["status"] == "planned" and cards[(2,)]["temporal"]["status"] != "planned"
 
 
 def test_the_assistants_our_stays_ours():
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-03T10:00:00+01:00",
-         "text": "The freshness check on our shipments table failed this morning."},
-        {"id": 2, "role": "assistant", "speaker": "Assistant", "created_at": "2026-03-03T10:01:00+01:00",
-         "text": "It's upstream: the carrier's server timed out. Our pipeline is fine, nothing to fix."}]}})
-    summaries = {tuple(e["source_message_ids"]): e["summary"] for e in out["events"]}
-    assert "Maya's shipments table" in summaries[(1,)]
-    assert "Our pipeline is fine" in summaries[(2,)] and "Assistant's" not in summaries[(2,)]
+    cards = _cards(
+        ("user", "Maya", "2026-03-03T10:00:00+01:00", "The freshness check on our shipments table failed this morning."),
+        ("assistant", "Assistant", "2026-03-03T10:01:00+01:00",
+         "It's upstream: the carrier's server timed out. Our pipeline is fine, nothing to fix."))
+    assert "Maya's shipments table" in cards[(1,)]["summary"]
+    assert "Our pipeline is fine" in cards[(2,)]["summary"] and "Assistant's" not in cards[(2,)]["summary"]
 
 
 def test_lines_written_for_someone_else_to_say_keep_their_i():
@@ -115,10 +119,7 @@ def test_lines_written_for_someone_else_to_say_keep_their_i():
     text = ('Here is a short version for the waiter:\n"A minha filha tem uma alergia grave a amendoins."\n'
             "(My daughter has a severe peanut allergy. I need a dish without peanuts.)\n"
             "I checked my notes: the restaurant opens at 19:00 on Tuesdays.")
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "assistant", "speaker": "Assistant", "created_at": "2026-02-24T20:48:00+01:00",
-         "text": text}]}})
-    summary = " ".join(e["summary"] for e in out["events"])
+    summary = " ".join(e["summary"] for e in _cards(("assistant", "Assistant", "2026-02-24T20:48:00+01:00", text)).values())
     assert "My daughter has a severe peanut allergy" in summary and "Assistant's daughter" not in summary
     assert "Assistant checked Assistant's notes" in summary
 
