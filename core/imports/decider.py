@@ -539,7 +539,7 @@ def _clause_clash(rel: Relation, cand: Fact) -> str:
     stating = set().union(*(tokens for tokens, _ in rel.fact.clauses if tokens & shared)) if shared else set()
     for value in cand.values & rel.shared:
         kind = _KIND_BY_STEM.get(value)
-        if kind is None or kind in ("family",) or value in stating:
+        if kind is None or kind == "family" or value in stating:
             continue
         others = sorted(v for v in stating if v != value and _KIND_BY_STEM.get(v) == kind)
         if others:  # named as written ("morning"), not by its stem
