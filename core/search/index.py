@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from peewee import fn
 
-from core.db import bulk_insert
+from core.db import bulk_insert, is_sqlite
 from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm, SearchRemoval
 from core.search.analyze import analyze
 
@@ -256,6 +256,8 @@ def prepare_search(namespace_ids: Sequence[int]) -> None:
     ends: otherwise the first search after a million new messages reads all their postings (35 s)."""
     from core.search import segment
 
+    if not is_sqlite():
+        return  # nothing is saved beside a server database: a view built here would die with the process
     for namespace_id in namespace_ids:
         segment.view("message", namespace_id)
 
