@@ -363,11 +363,12 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
 
 def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Sequence[str],
           sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
-          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> dict[str, Any]:
+          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset(), body: str = ""
+          ) -> dict[str, Any]:
+    """One card from ``parts`` of ``message`` (``body``: the message's prose, where the parts were cut)."""
     joined = " ".join(parts)
     # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
     assistant = message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES
-    body = prose(message.get("text") or "")
     rewritten = [p if _quoted(body, p, parentheses=assistant) else third_person(p, speaker, ours=not assistant)
                  for p in parts]
     anchor = None
@@ -454,9 +455,10 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 for i, part in enumerate(anchor_parts):
                     group = [part] + (rest if i == 0 else [])
                     events.append(_card(group, message, speaker, speakers, sources, question, timeline,
-                                        lower_vocab, known))
+                                        lower_vocab, known, text))
             else:
-                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known))
+                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known,
+                                    text))
         previous = message
     return {
         "should_extract": bool(events),
