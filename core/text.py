@@ -67,6 +67,12 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+# Numbers people write as words ("six-year-old", "turns seven"), by value.
+NUMBER_WORDS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS.update({w: 10 * n for n, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+
 _TIME_ZONE = re.compile(r"\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
                         r"/[A-Z][A-Za-z_-]+(?:/[A-Z][A-Za-z_-]+)?")
 

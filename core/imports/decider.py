@@ -28,6 +28,7 @@ from datetime import timezone
 from typing import Any, Iterable
 
 from core.search.analyze import STOP_WORDS, stem
+from core.text import NUMBER_WORDS
 from core.timeutil import period_bounds
 
 # ----------------------------------------------------------------------------- lexicons
@@ -115,10 +116,7 @@ _KIND_BY_STEM = {stem(w): k for w, k in _VALUE_KINDS.items()}
 _VALUE_PREDICATES = frozenset({"diet"})
 # Number words read as the digits they stand for, so "aged 6" and "six-year-old" state one value
 # ("one" stays out: "the one she likes" is no number).
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split()) if w != "one"}
-_NUMBER_WORDS.update({w: str(10 * i) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+_NUMBER_WORDS = {w: str(n) for w, n in NUMBER_WORDS.items() if w != "one"}
 # "Ivy is seven", "turned 40 in May": a bare number after the verb is an age.
 _AGE_PHRASE = re.compile(
     r"\b(?:is|was|turns|turned|turning|will be)\s+(?:now\s+|just\s+|almost\s+|nearly\s+)?"

@@ -63,8 +63,9 @@ _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("task_completed", r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
                            r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成"),
         # "meeting notes" and "picked up the passport" name no meeting and no decision.
-        ("meeting", r"\b(met|meet|meeting(?! (?:notes|minutes|room|rooms|agenda|invites?)\b)|call with|catch(ing)? up|visit(ed|ing)?|party|conference|session with|"
-                    r"went to|hang(ing)? out|dinner with|lunch with)\b|会议|见面"),
+        ("meeting", r"\b(met|meet|meeting(?! (?:notes|minutes|room|rooms|agenda|invites?)\b)|call with|catch(ing)? up|"
+                    r"visit(ed|ing)?|party|conference|session with|went to|hang(ing)? out|dinner with|lunch with)\b"
+                    r"|会议|见面"),
         ("collaboration", r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作"),
         ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure)|"
                      r"outage|bug|error|emergency|hurt)\b|故障|事故"),
@@ -100,8 +101,8 @@ _GENERIC = frozenset("time day week month year today people thing things lot kin
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 # Up to four capitalised words, joined by the particles of place and family names ("Largo do
 # Chafariz de Dentro", "Parque das Nações", "Ana de Souza").
-_PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
-_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(_PARTICLE_WORDS))})\s)?"
+PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
+_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s)?"
                    rf"[{_UPPER}][{_LOWER}]+){{0,3}}\b")
 _NOT_NAMES = frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
@@ -207,7 +208,7 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     for match in _NAME.finditer(text):
         start = match.start()
         parts = match.group(0).split(" ")
-        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in _PARTICLE_WORDS
+        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in PARTICLE_WORDS
                                   or (parts[0] in _LEADING_VERBS and _SENTENCE_START.search(text[:start]))):
             start += len(parts[0]) + 1  # "Thanks Max", "Bet Max loves it", "Easter Sunday Belém"
             parts = parts[1:]
@@ -216,7 +217,7 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
             continue
         # "from Dublin February 20-27": a month or other common word ends the name; so does a particle.
         cut = next((i for i, w in enumerate(parts[1:], 1) if w[0].isupper() and _not_a_name(w, lower_vocab)), len(parts))
-        while cut > 1 and parts[cut - 1] in _PARTICLE_WORDS:
+        while cut > 1 and parts[cut - 1] in PARTICLE_WORDS:
             cut -= 1
         name = " ".join(parts[:cut])
         end = start + len(name)

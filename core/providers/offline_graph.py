@@ -15,8 +15,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from core.providers.offline_events import time_for
-from core.text import ABBREVIATIONS, without_time_zones
+from core.providers.offline_events import PARTICLE_WORDS, time_for
+from core.text import ABBREVIATIONS, NUMBER_WORDS, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
 
@@ -153,7 +153,8 @@ _PLACE_NOUNS = (
 )
 _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS)}))\b")
 # "Quinta da Regaleira", "Chafariz do Dentro": one name with a lower-case particle inside.
-_PARTICLES = r"(?:da|do|de|dos|das|del|della|di|du|van|von|der|den|la|le|à|au|aux|alla)"  # "à Brás": a dish
+# The name particles, and those of dishes and places ("à Brás", "alla Norma").
+_PARTICLES = rf"(?:{'|'.join(sorted(PARTICLE_WORDS | {'à', 'au', 'aux', 'alla'}))})"
 _PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
 _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
@@ -316,8 +317,7 @@ _SPEAKS_RE = re.compile(
 _MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December")
 _DAY_OF_MONTH = rf"(?:(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS}))"
 _WEEKDAY_BEFORE = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:the\s+)?"
-_AGE_WORDS = ("two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
-              "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety")
+_AGE_WORDS = "|".join(w for w, n in NUMBER_WORDS.items() if n >= 2)
 _BIRTHDAY_RE = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|{_NAME}['’]s)\s+(?:\d{{1,3}}(?:st|nd|rd|th)\s+)?birthday\s+"
     rf"(?:is|was|falls)\s+(?:on\s+)?{_WEEKDAY_BEFORE}(?P<date>{_DAY_OF_MONTH})"
