@@ -754,3 +754,29 @@ def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatc
     monkeypatch.setattr(segment, "build_view", lambda *a, **k: pytest.fail("the saved segment was not used"))
     hits = search_raw("bulk", "kubernetes rollback", limit=3)
     assert len(hits) == 3
+
+
+def test_a_new_process_saves_the_delta_it_had_to_read(store, tmp_path, monkeypatch):
+    """Postings added after the last save (below the share that makes a running process merge)
+    are read by the first process that loads the segment, which saves them for the next."""
+    from core.search import segment
+    from core.services.capture import append_messages
+    from core.services.search import search_raw
+
+    monkeypatch.setattr(segment, "MERGE_MIN", 10)
+    monkeypatch.setattr(segment, "MERGE_SHARE", 100.0)  # a running process never merges here
+    append_messages("ns", "t", [{"role": "user", "content": f"kubernetes rollback step {i}"} for i in range(30)])
+    search_raw("ns", "kubernetes")  # builds and saves the static part
+    from core.services.spaces import get_namespace
+
+    pointer = segment._folder() / f"message-{get_namespace('ns').id}.json"
+    saved = json.loads(pointer.read_text())["watermark"]
+    append_messages("ns", "t", [{"role": "user", "content": f"redis failover drill {i}"} for i in range(8)])
+    search_raw("ns", "redis")  # the running process keeps its delta in memory
+    assert json.loads(pointer.read_text())["watermark"] == saved
+    segment.forget_views()  # a new process
+    assert len(search_raw("ns", "redis failover", limit=20)) == 8
+    assert json.loads(pointer.read_text())["watermark"] > saved
+    segment.forget_views()
+    monkeypatch.setattr(segment, "_read_postings", lambda *a, **k: pytest.fail("the delta was read again"))
+    assert len(search_raw("ns", "redis failover", limit=20)) == 8
