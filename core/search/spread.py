@@ -113,8 +113,7 @@ def exact(view: View, targets: np.ndarray, own: Own, params) -> tuple[np.ndarray
 
     The loop visits scored messages by (first term, id) and adds, per message, to itself and then
     to the messages −1, +1, −2, +2 away; a target's sum takes its parts in that order, and its
-    arrival is the first of them. One or two parts add up the same in any order, so only targets
-    with three or more are summed part by part. Returns (sums, arrival keys)."""
+    arrival is the first of them. Returns (sums, arrival keys)."""
     size = np.int64(view.size)
     steps = _steps(params)
     keys = np.full((len(targets), len(steps)), _ABSENT, np.int64)
@@ -129,13 +128,11 @@ def exact(view: View, targets: np.ndarray, own: Own, params) -> tuple[np.ndarray
         scored = source[found]
         keys[found, column] = (first[np.searchsorted(used, scored)].astype(np.int64) * size + scored) * 5 + step
         values[found, column] = own.dense[scored] if step == 0 else weight * own.dense[scored]
-    present = keys != _ABSENT
-    sums = values.sum(axis=1)
-    rows = np.flatnonzero(present.sum(axis=1) >= 3)
-    for row, row_keys, row_values in zip(rows.tolist(), keys[rows].tolist(), values[rows].tolist()):
-        total = 0.0
-        for key, value in sorted(zip(row_keys, row_values)):
-            if key != _ABSENT:
-                total += value
-        sums[row] = total
+    # Each row's parts in key order, added left to right from 0.0; an absent part is 0.0 and sorts
+    # last, and adding 0.0 changes no sum.
+    order = np.argsort(keys, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    sums = np.zeros(len(targets), np.float64)
+    for column in range(ordered.shape[1]):
+        sums += ordered[:, column]
     return sums, keys.min(axis=1)
