@@ -96,7 +96,7 @@ def _legacy_time_flags(ids: list[int]) -> dict[int, bool]:
 
 
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
-    from core.search import spread
+    from core.search import beside, scoring, spread
     from core.search.index import prepared
 
     terms = analyze(question)
@@ -104,7 +104,12 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     if query is None:
         return {}
     view = layout.view
-    boost = event_support(ns, terms) if params.event_boost > 0 else {}
+    # The best events are scored on the helper thread while the messages' spread is summed here
+    # (both read prepared arrays only; the SQL on either side stays on this thread).
+    events = prepared("event", ns.id, terms) if params.event_boost > 0 else None
+    pending = beside.submit(scoring.top_k, events, EVENT_SUPPORT_LIMIT) if events is not None else None
+    sums, own = spread.spread_all(view, query, params)
+    boost = _support(*pending.result()) if pending is not None else {}
     factors: dict[int, float] = {}
     if boost:
         top_event = max(boost.values())
@@ -112,7 +117,7 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
             if at >= 0:
                 factors[at] = 1 + params.event_boost * value / top_event
     limit = params.candidate_limit
-    docs, scores, own = spread.ranked(view, query, params, factors, limit)
+    docs, scores = spread.cut(sums, factors, limit)
     if not len(docs):
         return {}
     # The candidate_limit best. The vectorised sums may differ from the loop's in the last bit, so
@@ -161,16 +166,22 @@ def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
 
     # Only the best events can move a message noticeably; joining all matches costs time.
     best = bm25_top("event", ns.id, terms, EVENT_SUPPORT_LIMIT)
-    if not best:
+    return _support([e for e, _ in best], [s for _, s in best])
+
+
+def _support(event_ids, scores) -> dict[int, float]:
+    """Message -> the best score among the given events (ids with their BM25 scores) that are
+    live and cite it."""
+    if not len(event_ids):
         return {}
     from core.search.segment import rows_by_ids
 
-    scores = dict(best)
+    by_event = dict(zip(list(map(int, event_ids)), list(map(float, scores))))
     support: dict[int, float] = {}
     rows = rows_by_ids("SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
-                       "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')", list(scores))
+                       "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')", list(by_event))
     for message_id, event_id in rows:
-        support[message_id] = max(support.get(message_id, 0.0), scores[event_id])
+        support[message_id] = max(support.get(message_id, 0.0), by_event[event_id])
     return support
 
 
