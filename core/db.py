@@ -136,6 +136,27 @@ def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]
 _STATEMENTS: dict[tuple, str] = {}
 
 
+# A loose scan past this many values is slower than reading the index once.
+DISTINCT_SEEKS = 5_000
+
+
+def distinct_values(field) -> list:
+    """The distinct non-null values of an indexed column, in order, by one index seek per value.
+
+    A plain SELECT DISTINCT reads every index entry (SQLite skips through an index only with
+    ANALYZE statistics): 144 ms for 133 participant names over 1.7M rows. Past
+    ``DISTINCT_SEEKS`` values the plain scan is cheaper and is used instead."""
+    table, column = field.model._meta.table_name, field.column_name
+    seek = (f'WITH RECURSIVE v(x) AS (SELECT MIN("{column}") FROM "{table}" UNION ALL '
+            f'SELECT (SELECT MIN("{column}") FROM "{table}" WHERE "{column}" > v.x) FROM v WHERE v.x IS NOT NULL) '
+            f"SELECT x FROM v WHERE x IS NOT NULL LIMIT {DISTINCT_SEEKS + 1}")
+    values = [row[0] for row in db.execute_sql(seek).fetchall()]
+    if len(values) <= DISTINCT_SEEKS:
+        return values
+    plain = f'SELECT DISTINCT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL ORDER BY 1'
+    return [row[0] for row in db.execute_sql(plain).fetchall()]
+
+
 def _statement(verb: str, meta, fields: list, render) -> str:
     """The SQL of one statement shape (verb, table, columns, engine), rendered once:
     ``render(database, quoted)`` builds it, ``quoted(name)`` quoting an identifier."""

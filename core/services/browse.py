@@ -17,6 +17,7 @@ from typing import Sequence
 
 from peewee import JOIN, SQL, Case, SqliteDatabase, fn
 
+from core.db import distinct_values
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     EVENT_CHRONOLOGY,
@@ -149,8 +150,7 @@ def _participant_clause(text: str, walk: bool):
     (``walk``) of a common name each event of the walk is probed (the walk stops after a
     page); a rare name, or an aggregate, lists its events first."""
     key = norm_text(text)
-    names = [name for (name,) in EventParticipant.select(EventParticipant.name_norm).distinct().tuples()
-             if key in name]
+    names = [name for name in distinct_values(EventParticipant.name_norm) if key in name]
     if not names:
         return SQL("0")
     rows = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.in_(names))

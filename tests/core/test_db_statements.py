@@ -175,3 +175,21 @@ def test_in_lists_render_once_per_size_class(store):
     assert statuses.rows([True, ids[1]]) == list(  # a stray boolean id binds as peewee binds it
         Event.select(Event.id).where(Event.id.in_([True, ids[1]])).order_by(Event.id).tuples())
     assert statuses.rows([]) == []
+
+
+@pytest.mark.parametrize("seeks", [5_000, 2], ids=["seek-per-value", "plain-scan"])
+def test_distinct_values_equal_select_distinct(store, monkeypatch, seeks):
+    """One index seek per value, or the plain scan past the limit: the same sorted values."""
+    import core.db as core_db
+    from core.db import bulk_insert, distinct_values
+    from core.models import EventParticipant
+
+    monkeypatch.setattr(core_db, "DISTINCT_SEEKS", seeks)
+    _, ids = _graph(store)
+    pairs = [(0, "maya"), (1, "priya"), (2, "maya"), (3, "jonas"), (0, "ana de souza"), (2, "priya")]
+    names = [n for _, n in pairs]
+    with write_transaction():
+        bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], [(ids[e], n.title(), n) for e, n in pairs])
+    expected = [n for (n,) in EventParticipant.select(EventParticipant.name_norm).distinct()
+                .order_by(EventParticipant.name_norm).tuples()]
+    assert distinct_values(EventParticipant.name_norm) == expected == sorted(set(names))
