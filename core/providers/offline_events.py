@@ -100,9 +100,9 @@ _GENERIC = frozenset("time day week month year today people thing things lot kin
 # Latin letters with accents too: "Tomás", "Zoë", "Łukasz" are names as much as "Tom".
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 # Up to four capitalised words, joined by the particles of place and family names ("Largo do
-# Chafariz de Dentro", "Parque das Nações", "Ana de Souza").
+# Chafariz de Dentro", "Parque das Nações", "Ana de Souza", "Pieter van der Berg").
 PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
-_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s)?"
+_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
                    rf"[{_UPPER}][{_LOWER}]+){{0,3}}\b")
 _NOT_NAMES = frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "

@@ -157,6 +157,22 @@ _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS
 _PARTICLES = rf"(?:{'|'.join(sorted(PARTICLE_WORDS | {'à', 'au', 'aux', 'alla'}))})"
 _PARTICLE_BEFORE_RE = re.compile(rf"\b({_NAME})\s+{_PARTICLES}\s+(?=[A-Z])")
 _PARTICLE_AFTER_RE = re.compile(rf"(?<=\s){_PARTICLES}\s+({_NAME})")
+# ... unless the sentence says it is someone: "lunch with Ana de Souza", "my manager Ana de Souza",
+# "Ana de Souza said", "Ana de Souza, my new manager", or a he/she later in the sentence.
+_PARTICLE_NAME_RE = re.compile(rf"\b{_NAME}(?:(?:\s+{_PARTICLES}){{1,2}}\s+{_NAME})+")
+_PERSON_BEFORE_RE = re.compile(
+    r"\b(?:with|met|meet|meeting|called|named|told|asked|thanked|hired|by|friend|manager|boss|colleague|coworker|"
+    r"partner|wife|husband|sister|brother|mother|father|mom|mum|dad|teacher|doctor|neighbou?r|cousin|aunt|uncle)"
+    r"\s+$", re.IGNORECASE)
+_PERSON_AFTER_RE = re.compile(
+    r"^(?:['’]s\s+(?:new\s+)?(?:wife|husband|partner|birthday|kids?|children|son|daughter)\b|,\s+(?:my|our|his|her|their)\b|"
+    r"\s+(?:said|says|told|asked|thinks|wants|is\s+my|was\s+my)\b|.*\b(?:she|he)\b)", re.IGNORECASE)
+
+
+def _people_with_particles(text: str) -> list[tuple[int, int]]:
+    """Spans of the names with particles that the sentence shows to be people."""
+    return [m.span() for m in _PARTICLE_NAME_RE.finditer(text)
+            if _PERSON_BEFORE_RE.search(text[:m.start()]) or _PERSON_AFTER_RE.match(text[m.end():])]
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
 # A possessive counts like "my": cards rewrite "my Utrecht office" as "Maya's Utrecht office".
 _NOT_BEFORE_PERSON = re.compile(
@@ -1009,10 +1025,15 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             # Extractors may cut "São Jorge Castle" into "São Jorge" and "Castle": neither is a person.
             name, _, noun = m.group(1).rpartition(" ")
             keys.update({_key(_clean_name(name)), _key(noun)})
+        people = _people_with_particles(text)
         for pattern, group in single:
             for m in pattern.finditer(text):
-                if m.group(group):
-                    keys.add(_key(_clean_name(m.group(group))))
+                if not m.group(group):
+                    continue
+                if pattern in (_PARTICLE_BEFORE_RE, _PARTICLE_AFTER_RE) and any(
+                        start <= m.start(group) < end for start, end in people):
+                    continue
+                keys.add(_key(_clean_name(m.group(group))))
         for m in _VISIT_RE.finditer(text):
             if _STRICT_VISIT.match(m.group(0)):
                 keys.add(_key(_clean_name(m.group(1))))

@@ -1193,3 +1193,28 @@ def test_an_undated_end_said_in_a_plan_ends_when_it_was_said(store):
     assert (vim.status, vim.valid_to) == ("superseded", "2026-02-10T21:10:00+01:00")
     edge = GraphEdge.get(GraphEdge.relation == "uses")
     assert (edge.status, edge.valid_to) == ("superseded", "2026-02-10T21:10:00+01:00")
+
+
+def test_a_person_named_with_particles_is_a_person():
+    """Particles join place names ("Largo do Chafariz de Dentro") and family names alike; a
+    sentence that shows someone ("lunch with", "my colleague", "said", "she") keeps the person."""
+    proposal, _, _ = _offline(
+        ("Maya had lunch with Ana de Souza yesterday, she is Maya's new manager.", ["Maya", "Ana de Souza"]),
+        ("Maya's colleague Pieter van der Berg moved to Lisbon.", ["Maya", "Pieter van der Berg", "Lisbon"]),
+        ("Maria de la Cruz said the venue is booked.", ["Maria de la Cruz"]),
+        ("Maya booked an apartment near Largo do Chafariz de Dentro.", ["Maya", "Largo do Chafariz de Dentro"]),
+    )
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    assert {"Ana de Souza", "Pieter van der Berg", "Maria de la Cruz", "Maya"} <= people
+    assert "Largo do Chafariz de Dentro" not in people
+
+
+def test_names_with_two_particles_are_one_name():
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
+         "text": "My colleague Pieter van der Berg moved to Lisbon."}]}})
+    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
+    names = {n["name"] for n in project_graph_offline({"events": events})["nodes"]}
+    assert "Pieter van der Berg" in names and "Pieter" not in names
