@@ -163,9 +163,14 @@ def _content_words(text: str) -> list[str]:
     return [w.casefold() for w in words(text) if len(w) > 2 and w.casefold() not in STOPWORDS]
 
 
+# "Great news, Ivy lost her first tooth": the news is what follows, not a greeting.
+_NEWS_OPENER = re.compile(r"^(?:(?:some|so\s+much)\s+)?(?:great|good|big|exciting|amazing|happy|sad|bad|fun)\s+news\b"
+                          r"[\s,:;!.—–-]*", re.IGNORECASE)
+
+
 def informative(sentence: str) -> bool:
     """Worth remembering: says something about someone, not just greets or asks."""
-    text = sentence.strip()
+    text = _NEWS_OPENER.sub("", sentence.strip())
     if not text or _is_filler(text):
         return False
     n_words = len(words(text))
