@@ -1413,10 +1413,17 @@ def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
     return found
 
 
+# Facts that go stale by themselves: "age: 34" said two years ago is no longer the age, so the
+# state says when it was true and a reader can count on from there.
+DATED_KEYS = frozenset({"age"})
+
+
 def _render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
     lines = []
     for fact, _ in current:
         suffix = " [disputed]" if fact.status == "disputed" else ""
+        if fact.key in DATED_KEYS and fact.valid_from:
+            suffix = f" (as of {fact.valid_from[:10]}){suffix}"
         lines.append(f"{fact.key}: {render_value(fact.value)}{suffix}")
     return "\n".join(lines)
 

@@ -1218,3 +1218,13 @@ def test_names_with_two_particles_are_one_name():
     events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
     names = {n["name"] for n in project_graph_offline({"events": events})["nodes"]}
     assert "Pieter van der Berg" in names and "Pieter" not in names
+
+
+def test_an_age_says_when_it_was_true(store):
+    """"age: 34" read two years on is wrong; the state carries the date it was stated (other
+    facts do not go stale by themselves and stay bare)."""
+    e1 = _event("Maya is 34 years old", participants=["Maya"])
+    result = _apply([e1], [_node("p", "Maya", "person", [e1], facts=[("age", "34", None), ("lives_in", "Utrecht", None)])])
+    view = node_view(result.node_ids[0])
+    stated = next(f.valid_from for f in view.current_facts if f.key == "age")
+    assert stated and view.current_state == f"age: 34 (as of {stated[:10]})\nlives_in: Utrecht"
