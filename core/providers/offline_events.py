@@ -275,8 +275,20 @@ def _quoted(body: str, part: str, *, parentheses: bool) -> bool:
     return parentheses and before.count("(") > before.count(")")
 
 
+# Words quoted inside a sentence are someone's own: 'Tomás told me "my back hurts"' is his back.
+_INLINE_QUOTE = re.compile(r'"[^"\n]+"|“[^”\n]+”')
+
+
 def third_person(sentence: str, speaker: str, *, ours: bool = True) -> str:
-    """Rewrite a first-person sentence so the card names who it is about (``ours``: "our" too)."""
+    """Rewrite a first-person sentence so the card names who it is about (``ours``: "our" too);
+    what it quotes stays as it was said."""
+    kept = [m.span() for m in _INLINE_QUOTE.finditer(sentence)]
+    if kept:
+        pieces, last = [], 0
+        for start, end in kept:
+            pieces += [third_person(sentence[last:start], speaker, ours=ours), sentence[start:end]]
+            last = end
+        return "".join(pieces) + third_person(sentence[last:], speaker, ours=ours)
     out = sentence
     for pattern, replacement in _REPLACEMENTS:
         out = pattern.sub(replacement(speaker) if callable(replacement) else replacement.format(s=speaker), out)

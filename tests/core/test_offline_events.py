@@ -146,6 +146,11 @@ def test_classification_and_criticality():
     assert third_person("We live here with our daughter; ours is the blue door", "Ana") == (
         "We live here with Ana's daughter; ours is the blue door")  # "we" and "ours" name no one alone
     assert third_person("Our pipeline is fine", "Assistant", ours=False) == "Our pipeline is fine"  # the user's
+    # what a sentence quotes is someone's own words: Tomás's back, Ivy's room
+    assert third_person('Tomás told me "my back hurts", so I stayed', "Ana") == (
+        'Tomás told Ana "my back hurts", so Ana stayed')
+    assert third_person("Ivy keeps saying “I want my own room” since my birthday", "Ana") == (
+        "Ivy keeps saying “I want my own room” since Ana's birthday")
 
 
 def test_a_name_opening_a_sentence_is_a_participant_when_the_block_names_it_elsewhere():
