@@ -9,6 +9,7 @@ transaction it may be in, stay the caller's.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, TypeVar
@@ -17,6 +18,15 @@ T = TypeVar("T")
 
 _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """A forked child has no helper thread, though it inherits the pool that had one."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def submit(work: Callable[..., T], *args, **kwargs) -> Future[T]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -198,3 +199,26 @@ def test_results_name_their_own_threads(ns):
     retrieved = default_retrieval("ns", "kettle repair Lisbon", limit=10)
     threads = {m.id: m.thread.name for m in Message.select().where(Message.id.in_([r.message_id for r in retrieved]))}
     assert {r.message_id: r.thread for r in retrieved} == threads and len(set(threads.values())) == 3
+
+
+def _helper_answers() -> None:
+    from core.search import beside
+
+    assert beside.submit(lambda: 2 + 2).result(timeout=5) == 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_the_search_helper_thread_works_in_a_forked_child():
+    """A child forked after the helper thread started (benchmark workers) gets its own helper:
+    the inherited pool has no thread, and work sent to it would wait forever."""
+    import multiprocessing
+
+    from core.search import beside
+
+    assert beside.submit(lambda: 1 + 1).result(timeout=5) == 2  # the parent's helper exists
+    child = multiprocessing.get_context("fork").Process(target=_helper_answers)
+    child.start()
+    child.join(timeout=20)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0
