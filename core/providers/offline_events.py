@@ -199,7 +199,12 @@ _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
 _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
+# A copula does not say "someone" alone ("Coffee is great"), but before what people are doing it
+# does: "Tomás is using Figma", "Lena was studying in Porto".
+_PERSON_DOING = """using teaching studying learning planning visiting travelling traveling joining leaving
+    thinking hoping trying writing""".split()
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
+                                rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)})\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
                                 r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"
 
 

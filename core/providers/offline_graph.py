@@ -214,9 +214,15 @@ _WORKS_ON_VERB = re.compile(
 
 _USE_RE = re.compile(
     rf"\b(?P<verb>use|uses|using|used|switched\s+to|switching\s+to|switch\s+to|migrated\s+to|migrating\s+to|"
-    rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using)\s+"
+    rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using|"
+    # "switched from Jira to Linear": the tool left is ended by _LEFT, the one taken is used
+    rf"(?:switch(?:ed|es|ing)?|migrat(?:e|ed|es|ing))\s+(?:over\s+)?from\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+to)\s+"
     rf"(?P<tool>{_CAPS})"
 )
+# The uses that leave no doubt the object is a thing, not someone ("tried Maria's lasagna",
+# "moved to Denver" do): what they name is kept out of the people.
+_PLAIN_USE = re.compile(r"(?:use|uses|using|used|started\s+using|adopted|adopting|installed|switch\w*|migrat\w*)\b",
+                        re.IGNORECASE)
 # A use stated inside a clause that denies or replaces it ("stopped using Jenkins", "instead of
 # switching to Dagster", "uses Dagster now, not Airflow") is not a current use. The clause is
 # what follows the last punctuation mark or joining word before the mention.
@@ -1037,6 +1043,9 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
         for m in _VISIT_RE.finditer(text):
             if _STRICT_VISIT.match(m.group(0)):
                 keys.add(_key(_clean_name(m.group(1))))
+        for m in _USE_RE.finditer(text):
+            if _PLAIN_USE.match(m.group("verb")) and not re.match(r"['’]s\b", text[m.end():]):
+                keys.add(_key(_clean_name(m.group("tool"))))
     keys.discard("")
     return keys
 
@@ -1088,10 +1097,18 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
             continue
         if not _SENTENCE_START.search(text[:at]):
             return True  # capitalised in mid-sentence: a name
-        after = re.match(r"(?:['’]s\b|\s+([a-z]+)\b)", text[at + len(word) :])
+        rest = text[at + len(word) :]
+        after = re.match(r"(?:['’]s\b|\s+([a-z]+)\b)", rest)
         if after and (after.group(1) is None or after.group(1) in _SUBJECT_NEXT or _VERBISH.match(after.group(1))):
             return True  # "Ann moved …", "Ann's …": the subject of its sentence
+        if _PAIR_SUBJECT.match(rest):
+            return True  # "Tomás and Maya are thinking …" (a card's "Tomás and I")
     return False
+
+
+# Two names opening a sentence as its subject: "Tomás and Maya are …", "Ann and Ivo went …".
+_PAIR_SUBJECT = re.compile(r"\s+and\s+[A-Z][\w'’-]*\s+(?:are|were|have|had|will|would|can|could|both|went|got|made|"
+                           r"took|decided|plan|planned|love|loved|like|liked|want|wanted|need|needed|live|lived)\b")
 
 
 def _candidates(event: dict[str, Any]) -> list[str]:

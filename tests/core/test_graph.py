@@ -1228,3 +1228,37 @@ def test_an_age_says_when_it_was_true(store):
     view = node_view(result.node_ids[0])
     stated = next(f.valid_from for f in view.current_facts if f.key == "age")
     assert stated and view.current_state == f"age: 34 (as of {stated[:10]})\nlives_in: Utrecht"
+
+
+def _extracted_graph(*texts: str) -> tuple[set[str], set[tuple[str, str, str, str]]]:
+    """People and (from, relation, to, status) edges of Maya's messages, extracted and projected offline."""
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}
+        for i, text in enumerate(texts)]}})
+    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
+    proposal = project_graph_offline({"events": events})
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    return people, {(names[e["from_ref"]], e["relation"], names[e["to_ref"]], e.get("status", "active"))
+                    for e in proposal["edges"]}
+
+
+def test_a_tool_taken_up_is_a_tool_not_a_person():
+    """Unknown tool names after a use verb were people who 'know' the user."""
+    people, edges = _extracted_graph("I started using Raycast last week.", "We switched to Linear for Atlas.")
+    assert not {"Raycast", "Linear"} & people
+    assert {("Maya", "uses", "Raycast", "active"), ("Maya", "uses", "Linear", "active")} <= edges
+    people, edges = _extracted_graph("I switched from Jira to Linear last week.")
+    assert "Linear" not in people and ("Maya", "uses", "Linear", "active") in edges
+    assert ("Maya", "uses", "Jira", "active") not in edges
+    people, _ = _extracted_graph("We tried Maria's lasagna recipe, she is a great cook.")
+    assert "Maria" in people  # a possessive after "tried" names a person
+
+
+def test_a_sentence_opening_with_someone_doing_or_someone_and_the_user_names_a_person():
+    people, edges = _extracted_graph("Tomás is using Figma for the new logo.")
+    assert "Tomás" in people and ("Tomás", "uses", "Figma", "active") in edges
+    people, _ = _extracted_graph("Tomás and I are thinking about getting a dog next spring.")
+    assert "Tomás" in people
