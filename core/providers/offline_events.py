@@ -102,8 +102,10 @@ _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 # Up to four capitalised words, joined by the particles of place and family names ("Largo do
 # Chafariz de Dentro", "Parque das Nações", "Ana de Souza", "Pieter van der Berg").
 PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
+# A company may be its web address: "Booking.com", "Monday.com".
+WEB_SUFFIX = r"(?:\.(?:com|io|ai|org|net|co|app|dev))"
 _NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
-                   rf"[{_UPPER}][{_LOWER}]+){{0,3}}\b")
+                   rf"[{_UPPER}][{_LOWER}]+){{0,3}}{WEB_SUFFIX}?\b")
 _NOT_NAMES = frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
     "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Just Also What Why How "

@@ -15,7 +15,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from core.providers.offline_events import PARTICLE_WORDS, time_for
+from core.providers.offline_events import PARTICLE_WORDS, WEB_SUFFIX, time_for
 from core.text import ABBREVIATIONS, NUMBER_WORDS, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
@@ -56,6 +56,16 @@ _KNOWN_PLACES = (
     "India", "Thailand", "Vietnam", "Indonesia", "Australia", "Egypt", "Kenya", "Nigeria", "Morocco",
     "Turkey", "Israel", "Russia", "Ukraine", "Iceland", "California", "Texas", "Florida", "Hawaii",
     "Alaska", "Oregon", "Colorado", "Bali", "Europe", "Asia", "Africa",
+    # Cities that are nobody's first name ("Florence", "Sofia", "Austin", "Victoria" stay out).
+    "Porto", "Utrecht", "Rotterdam", "The Hague", "Eindhoven", "Antwerp", "Ghent", "Bruges", "Frankfurt",
+    "Cologne", "Stuttgart", "Düsseldorf", "Leipzig", "Dresden", "Basel", "Bern", "Salzburg", "Innsbruck",
+    "Budapest", "Bucharest", "Belgrade", "Zagreb", "Ljubljana", "Tallinn", "Riga", "Vilnius", "Krakow",
+    "Kraków", "Gdansk", "Reykjavik", "Valencia", "Seville", "Malaga", "Granada", "Bilbao", "Coimbra",
+    "Sintra", "Madeira", "Lyon", "Marseille", "Bordeaux", "Toulouse", "Venice", "Naples", "Turin",
+    "Bologna", "Manchester", "Liverpool", "Glasgow", "Bristol", "Oxford", "Cambridge", "Galway", "Marrakech",
+    "Casablanca", "Johannesburg", "Doha", "Abu Dhabi", "Chennai", "Hyderabad", "Kolkata", "Kathmandu",
+    "Busan", "Sapporo", "Hiroshima", "Auckland", "Wellington", "Brisbane", "Nashville", "Pittsburgh",
+    "Minneapolis", "Ottawa", "Calgary", "Bogotá", "Medellín", "Montevideo",
 )
 
 # Software and services: matched when capitalised as here; the second list also in any case.
@@ -104,7 +114,7 @@ _PETS = {
     "snake": "snake", "lizard": "lizard", "ferret": "ferret",
 }
 
-_NAME = r"[A-Z][\w&'’]*(?:-[\w&'’]+)*"
+_NAME = rf"[A-Z][\w&'’]*(?:-[\w&'’]+)*{WEB_SUFFIX}?"
 _CAPS = rf"{_NAME}(?:\s+{_NAME}){{0,3}}"
 _TECH_WORDS = re.compile(
     r"\b(?:service|database|db|app|stack|framework|library|tool|code|repo|backend|frontend|server|api|"
@@ -190,12 +200,13 @@ _ORG_SUFFIX_WORDS = frozenset(_ORG_SUFFIXES.split("|"))
 _UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
 _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
 # An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
-# "quit" only a name with a company suffix is an employer ("left Acme Inc"; "left Paris", "left Maya a note").
+# "quit" only a name with a company suffix or a web address is an employer ("left Acme Inc", "left
+# Booking.com"; "left Paris", "left Maya a note").
 _LEAVE_ORG_RE = re.compile(
     rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
     rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
     rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
-    rf"(?:{_ORG_SUFFIXES}))\b"
+    rf"(?:{_ORG_SUFFIXES})|[A-Z][\w&'’-]*{WEB_SUFFIX})\b"  # a web address names a company too
 )
 _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
@@ -281,6 +292,12 @@ _USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|tryi
 _ROLE_FIRST_RE = re.compile(
     r"\b(?:I'm|I\s+am|I\s+work\s+as|I\s+worked\s+as|I\s+became|my\s+job\s+is|I'm\s+working\s+as)\s+(?:a|an)\s+"
     r"(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
+)
+# A role said with the job: "started a new job as a product manager", "works at Acme as a nurse".
+_ROLE_AS_RE = re.compile(
+    r"\b(?:job|position|role|work(?:s|ed|ing)?|hired|started|joined|employed|intern(?:s|ed|ing)?)\b"
+    r"(?:[^.;!?]|\.(?=\w)){0,60}?"  # a dot inside a word ("Booking.com") is no sentence end
+    r"\bas\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
 )
 _ROLE_NAMED_RE = re.compile(
     rf"(?P<who>{_NAME})\s+(?:is|became|works\s+as|is\s+working\s+as)\s+(?:a|an)\s+"
@@ -857,6 +874,7 @@ class _EventReader:
 
     def _roles(self, s: str) -> None:
         found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]
+        found += [(m, self.clause_subject(s, m.start())) for m in _ROLE_AS_RE.finditer(s)]
         for pattern in (_ROLE_NAMED_RE, _ROLE_APPOSITIVE_RE):
             for m in pattern.finditer(s):
                 ref = self.person_keys.get(_key(m.group("who")))
@@ -1071,7 +1089,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
     words = name.split()
     if key in not_people or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
         return False
-    if words[0] == "Project" or words[-1].rstrip(".") in _ORG_SUFFIX_WORDS:
+    if words[0] == "Project" or words[-1].rstrip(".") in _ORG_SUFFIX_WORDS or re.search(rf"{WEB_SUFFIX}$", name):
         return False
     if not words[0][0].isupper():
         return not words[0][0].islower()  # lower-case Latin is no name; scripts without case pass

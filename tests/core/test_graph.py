@@ -1262,3 +1262,34 @@ def test_a_sentence_opening_with_someone_doing_or_someone_and_the_user_names_a_p
     assert "Tomás" in people and ("Tomás", "uses", "Figma", "active") in edges
     people, _ = _extracted_graph("Tomás and I are thinking about getting a dog next spring.")
     assert "Tomás" in people
+
+
+def test_a_job_change_names_the_role_and_both_employers():
+    """'started a new job as a product manager at Adyen, left Booking.com': a role said with the
+    job, and a web address as an employer (it was a person called Booking)."""
+    people, edges = _extracted_graph("I just started a new job as a product manager at Adyen, left Booking.com "
+                                     "after 4 years.")
+    assert "Booking.com" not in people and "Booking" not in people
+    assert ("Maya", "works_at", "Adyen", "active") in edges
+    assert ("Maya", "worked_at", "Booking.com", "active") in edges
+    from core.providers.offline_events import extract_events_offline
+
+    for text, role in (("I work at Booking.com as a data engineer.", "data engineer"),
+                       ("I just started a new job as a product manager at Adyen.", "product manager")):
+        out = extract_events_offline({"target": {"id": 1, "messages": [
+            {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}]}})
+        proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+        maya = next(n for n in proposal["nodes"] if n["name"] == "Maya")
+        assert {"key": "role", "value": role} in [{"key": f["key"], "value": f["value"]} for f in maya["facts"]]
+
+
+def test_a_well_known_city_is_a_place_wherever_it_is_named():
+    people, _ = _extracted_graph("Correction: the offsite is in Porto, not Lisbon, on June 12.")
+    assert not {"Porto", "Lisbon"} & people
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
+         "text": "The offsite is in Porto on June 12."}]}})
+    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+    assert ("Porto", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
