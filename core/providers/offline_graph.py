@@ -364,6 +364,10 @@ _BIRTHDAY_RE = re.compile(
     rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{_AGE_WORDS})\s+"
     rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})")
 _OWNER_OF_SUBJECT = {"i": "my", "he": "his", "she": "her"}
+# "Ivy is 6", "Ivy is seven now": a bare number after a person's name and "is" is an age (after
+# anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
+_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+(?:is|was)\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
+                        rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))")
 _AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
                      rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
 
@@ -604,8 +608,11 @@ class _EventReader:
     # -- subjects -----------------------------------------------------------------
 
     def subject(self, sentence: str, before: int) -> str | None:
-        """The first participant named before the match in this sentence, else the event's first."""
+        """The first participant named before the match in this sentence, else the event's first.
+        An owner is passed over: in "Maya's daughter Ivy is 6 and loves drawing" Ivy loves it."""
         for match in re.finditer(_NAME, sentence[:before]):
+            if re.search(r"['’]s$", match.group(0)) or re.match(r"['’]s\b", sentence[match.end():]):
+                continue
             ref = self.person(match.group(0))
             if ref:
                 return ref
@@ -950,6 +957,8 @@ class _EventReader:
             facts += [(m.start("langs"), key, lang) for lang in re.findall(_LANGUAGE_LIST, m.group("langs"))]
         facts += [(m.start("age" if m.group("age") else "age2"), "age", m.group("age") or m.group("age2"))
                   for m in _AGE_RE.finditer(s)]
+        facts += [(m.start("age"), "age", str(NUMBER_WORDS.get(m.group("age").casefold(), m.group("age"))))
+                  for m in _AGE_IS_RE.finditer(s) if self.person(m.group("who"))]
         stated = {(at, value) for at, key, value in facts if key == "diet"}
         for m in _DIET_LEFT_RE.finditer(s):
             diet = _diet(m.group("diet"))

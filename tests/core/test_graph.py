@@ -1293,3 +1293,13 @@ def test_a_well_known_city_is_a_place_wherever_it_is_named():
          "text": "The offsite is in Porto on June 12."}]}})
     proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
     assert ("Porto", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
+
+
+def test_a_bare_number_after_a_persons_name_is_an_age_and_an_owner_is_not_the_subject():
+    proposal, facts, _ = _offline(
+        ("Maya's daughter Ivy is 6 and loves drawing.", ["Maya", "Ivy"]),
+        ("Tomás is forty now, and the team is 12.", ["Tomás"]),
+    )
+    assert ("Ivy", "age", "6") in facts and ("Tomás", "age", "40") in facts
+    assert ("Ivy", "likes", "drawing") in facts and ("Maya", "likes", "drawing") not in facts
+    assert not any(key == "age" and value == "12" for _, key, value in facts)
