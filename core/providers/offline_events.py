@@ -58,7 +58,7 @@ _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                    r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为"),
         ("decision", r"\b(decid(ed|e|ing)|chose|choose|going with|settled on|opted|made up my mind|picked(?! up))\b|决定"),
         ("plan", r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
-                 r"tomorrow|upcoming|schedul\w*|thinking (of|about))\b|计划|打算"),
+                 r"tomorrow|upcoming|schedul\w*|thinking (of|about)|(flying|heading) to)\b|计划|打算"),
         ("release", r"\b(releas(ed|ing)|launch(ed|ing)|publish(ed|ing)|shipped|went live)\b|发布"),
         ("task_completed", r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
                            r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成"),

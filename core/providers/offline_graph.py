@@ -145,10 +145,10 @@ _MOVE_FROM_RE = re.compile(
     rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?")
 _VISIT_RE = re.compile(
     rf"\b(?:visit|visits|visited|visiting|toured|trip\s+to|travel(?:l?ed|l?ing|s)?\s+to|flew\s+to|fly\s+to|"
-    rf"vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
+    rf"flying\s+to|heading\s+to|headed\s+to|vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
 )
 # Verbs after which an unknown capitalised name is still a place ("visited" may be a person).
-_STRICT_VISIT = re.compile(r"^(?:trip|travel|flew|fly|vacation|holiday)", re.I)
+_STRICT_VISIT = re.compile(r"^(?:trip|travel|flew|fly|flying|head|vacation|holiday)", re.I)
 _FROM_RE = re.compile(
     rf"(?:\bI'm|\bI\s+am|\boriginally|\bhails)\s+from\s+({_CAPS})|\b(?:grew\s+up|born|raised)\s+in\s+({_CAPS})"
 )

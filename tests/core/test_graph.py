@@ -1303,3 +1303,18 @@ def test_a_bare_number_after_a_persons_name_is_an_age_and_an_owner_is_not_the_su
     assert ("Ivy", "age", "6") in facts and ("Tomás", "age", "40") in facts
     assert ("Ivy", "likes", "drawing") in facts and ("Maya", "likes", "drawing") not in facts
     assert not any(key == "age" and value == "12" for _, key, value in facts)
+
+
+def test_flying_or_heading_somewhere_is_a_trip():
+    from core.providers.offline_events import classify, extract_events_offline
+
+    assert classify("We're flying to Tokyo on April 3") == "plan"
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00", "text": text}
+        for i, text in enumerate(["We're flying to Tokyo on April 3.", "I'm heading to Ghent next week.",
+                                  "Last year I flew to Reykjavik for a conference."])]}})
+    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
+    assert {("Maya", "plans_to_visit", "Tokyo"), ("Maya", "plans_to_visit", "Ghent"),
+            ("Maya", "visited", "Reykjavik")} <= edges
