@@ -36,7 +36,9 @@ _GREETING = re.compile(
     r"thanks|thank you|thx|wow|whoa|awesome|cool|nice|great|congrats|congratulations|omg|haha|lol|"
     r"that'?s (so |really )?(great|awesome|amazing|cool|nice|wonderful|fantastic|sweet|lovely|good)|"
     r"sounds (great|good|fun|amazing|awesome|like)|good to (see|hear)|glad to hear|how are you|"
-    r"how have you been|how'?s it going|long time no|good luck|best of luck|have fun)\b",
+    r"how have you been|how'?s it going|long time no|good luck|best of luck|have fun|"
+    r"happy (birthday|anniversary|new year|holidays|easter)|merry christmas|"
+    r"i'?ll (keep (that|it|this) in mind|remember (that|it|this))|will do)\b",
     re.IGNORECASE,
 )
 _FILLER = frozenset(

@@ -26,11 +26,12 @@ def _context(messages, timeline=()):
 
 def test_greetings_fillers_and_bare_questions_are_not_events():
     for text in ("Hey Mel! Good to see you!", "ok", "Thanks!", "How have you been?", "Wow, that's great!", "好的",
-                 "Good luck with planning.", "Have fun in Lisbon!", "Best of luck tomorrow!", "Great news!"):
+                 "Good luck with planning.", "Have fun in Lisbon!", "Best of luck tomorrow!", "Great news!",
+                 "Happy birthday to Ivy!", "I'll keep that in mind."):
         assert not informative(text), text
     for text in ("I went to a LGBTQ support group yesterday.", "My sister Ana lives in Porto.",
                  "We adopted two cats in 2019.", "Great news, Ivy lost her first tooth today.",
-                 "Good news: Tomás got the grant."):
+                 "Good news: Tomás got the grant.", "I'll keep that in mind when we plan the Lisbon trip in May."):
         assert informative(text), text
 
 
