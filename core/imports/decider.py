@@ -68,7 +68,7 @@ for _cls, _words in {
     "goal": "plan plans planning planned goal goals want wants wanted aim aims hope hopes intend intends dream",
     "deadline": "deadline deadlines due launch launches release releases ship ships shipping",
     "name": "named called name nicknamed",
-    "age": "age aged old",
+    "age": "age aged",  # "old" alone is no age ("the old dates"): _AGE_PHRASE reads "34 years old"
     "read": "read reads reading book books novel novels author",
     "watch": "watch watches watching watched show shows series movie movies film films",
     "wake": "wake wakes waking sleep sleeps bed bedtime",
@@ -121,7 +121,14 @@ _NUMBER_WORDS = {w: str(n) for w, n in NUMBER_WORDS.items() if w != "one"}
 _AGE_PHRASE = re.compile(
     r"\b(?:is|was|turns|turned|turning|will be)\s+(?:now\s+|just\s+|almost\s+|nearly\s+)?"
     rf"(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})"
-    r"(?=\s*(?:$|[.,;!?]|now\b|today\b|this\b|next\b|last\b|on\b|in\b|years?\b))", re.IGNORECASE)
+    r"(?=\s*(?:$|[.,;!?]|now\b|today\b|this\b|next\b|last\b|on\b|in\b|years?\b))"
+    # "is a six-year-old", "34 years old"; not "a six-year-old daughter" (the daughter's age, not the subject's)
+    rf"|\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\b(?!\s+[a-z])",
+    re.IGNORECASE)
+# An age that describes someone named after it: "their six-year-old daughter Ivy" is Ivy's age.
+_AGE_OF = re.compile(
+    rf"\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\s+"
+    r"(?:[a-z]+\s+){0,2}([A-Z][\w'’-]*)")
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _FILLER = frozenset(
@@ -246,6 +253,7 @@ class Fact:
     time: tuple[float, float] | None = None
     user: frozenset[str] = frozenset()  # the words of the one name the user goes by, when known
     names_user: bool = False  # led by the user's name ("Maya prefers …"), not by no name at all
+    ages_of: set[str] = field(default_factory=set)  # whose age a "six-year-old daughter Ivy" gives (not the lead's)
 
     @property
     def people(self) -> set[str]:
@@ -357,6 +365,9 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
     if _ROLE_PHRASE.search(text):
         fact.preds.add("role")
     if _AGE_PHRASE.search(text):
+        fact.preds.add("age")
+    fact.ages_of = {_bare(m.group(1)) for m in _AGE_OF.finditer(text)}
+    if fact.ages_of:
         fact.preds.add("age")
     fact.order = list(dict.fromkeys(order))
     lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
@@ -473,13 +484,16 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     same_subject = bool(subject)
     cv, mv = cand.values - subject, fact.values - subject
     shared, new, missing = cv & mv, cv - mv, mv - cv
+    preds = fact.preds
+    if "age" in preds and fact.ages_of and not (subject & fact.ages_of) and not _AGE_PHRASE.search(fact.text):
+        preds = preds - {"age"}  # the card's only age is someone else's ("Maya's six-year-old daughter Ivy")
     a = cv | {f"@{p}" for p in cand.preds}
-    b = mv | {f"@{p}" for p in fact.preds}
+    b = mv | {f"@{p}" for p in preds}
     overlap = len(a & b) / len(a | b) if a | b else 0.0
-    same_pred = bool((cand.preds & fact.preds) - _WEAK)
+    same_pred = bool((cand.preds & preds) - _WEAK)
     key = {v for v in shared if v in _KIND_BY_STEM or v in cand.anchors}
     topic = 3.0 * same_subject + 2.0 * same_pred + 2.0 * len(key) + 1.0 * len(shared) + 3.0 * overlap
-    common = shared | {f"@{p}" for p in cand.preds & fact.preds}
+    common = shared | {f"@{p}" for p in cand.preds & preds}
     mine, theirs = _polarity(cand, common), _polarity(fact, common)
     flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
     return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,

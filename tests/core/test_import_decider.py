@@ -384,3 +384,15 @@ def test_conversation_cards_are_compared_by_their_subjects_part(store, expected,
         assert result["existing_event_ids"][:1] == [ids[key]], result
     if auto is not None:
         assert (result["confidence"] >= 0.85) == auto, result
+
+
+def test_an_age_belongs_to_whom_it_describes():
+    """'Maya lives with Tomás and their six-year-old daughter Ivy' gives Ivy's age, not Maya's; and
+    'the old dates' is no age at all."""
+    stored = [m(1, "Maya lives with Tomás and their six-year-old daughter Ivy.", ["Maya", "Tomás", "Ivy"]),
+              m(2, "The old dates (freeze February 20, launch March 3) are superseded.", [])]
+    assert decide("Maya is 34 years old.", stored)["action"] == "add"
+    assert decide("Ivy turned 7 in March.", stored)["action"] == "conflict"
+    assert "age" not in read_fact("", "The old dates are superseded.").preds
+    assert "age" not in read_fact("", "My 5-year-old laptop died.").preds
+    assert read_fact("", "Ivy is a six-year-old.").preds == {"age"}
