@@ -125,6 +125,8 @@ _AGE_PHRASE = re.compile(
     # "is a six-year-old", "34 years old"; not "a six-year-old daughter" (the daughter's age, not the subject's)
     rf"|\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\b(?!\s+[a-z])",
     re.IGNORECASE)
+# What a relative clause says is said of the name before it: "Lena, who lives in Amsterdam".
+_RELATIVE = re.compile(r"\b([A-Z][\w'’-]*)\s*,?\s+(?:who|whose)\s+([^,.;!?]+)")
 # An age that describes someone named after it: "their six-year-old daughter Ivy" is Ivy's age.
 _AGE_OF = re.compile(
     rf"\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\s+"
@@ -253,7 +255,9 @@ class Fact:
     time: tuple[float, float] | None = None
     user: frozenset[str] = frozenset()  # the words of the one name the user goes by, when known
     names_user: bool = False  # led by the user's name ("Maya prefers …"), not by no name at all
-    ages_of: set[str] = field(default_factory=set)  # whose age a "six-year-old daughter Ivy" gives (not the lead's)
+    # Kinds of fact stated only of someone named inside the statement, not of its lead: "a sister named
+    # Lena who lives in Amsterdam" (Lena's residence), "their six-year-old daughter Ivy" (Ivy's age).
+    preds_of: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def people(self) -> set[str]:
@@ -293,6 +297,29 @@ def _statement(title: str, summary: str) -> str:
     if len(_WORD.findall(summary)) >= 3:
         return summary
     return f"{title}. {summary}" if title and _bare_words(title) - _bare_words(summary) else summary
+
+
+def _kinds(text: str) -> set[str]:
+    """The kinds of fact a piece of text states (the predicate words and phrases in it)."""
+    kinds = {_PREDICATES[low] for low in map(_bare, _WORD.findall(text)) if low in _PREDICATES}
+    for phrase, kind in ((_EMPLOYER_PHRASE, "work"), (_ROLE_PHRASE, "role"), (_AGE_PHRASE, "age")):
+        if phrase.search(text):
+            kinds.add(kind)
+    return kinds
+
+
+def _attribute(fact: Fact, text: str) -> None:
+    """Note the kinds of fact the statement gives only of someone named inside it (``preds_of``)."""
+    rest = text
+    for m in _AGE_OF.finditer(text):
+        fact.preds_of.setdefault(_bare(m.group(1)), set()).add("age")
+        fact.preds.add("age")
+    for m in _RELATIVE.finditer(text):
+        fact.preds_of.setdefault(_bare(m.group(1)), set()).update(_kinds(m.group(2)))
+        rest = rest.replace(m.group(0), m.group(1))
+    if fact.preds_of:
+        main = _kinds(rest)
+        fact.preds_of = {name: kinds - main for name, kinds in fact.preds_of.items() if kinds - main}
 
 
 def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
@@ -366,9 +393,7 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
         fact.preds.add("role")
     if _AGE_PHRASE.search(text):
         fact.preds.add("age")
-    fact.ages_of = {_bare(m.group(1)) for m in _AGE_OF.finditer(text)}
-    if fact.ages_of:
-        fact.preds.add("age")
+    _attribute(fact, text)
     fact.order = list(dict.fromkeys(order))
     lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
     if _USER_SUBJECT.match(text) or (not before_verb and first_verb is not None):
@@ -468,6 +493,7 @@ class Relation:
     missing: set[str]
     overlap: float
     topic: float
+    kinds: set[str] = field(default_factory=set)  # kinds of fact both state of the subject
 
 
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
@@ -484,20 +510,25 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     same_subject = bool(subject)
     cv, mv = cand.values - subject, fact.values - subject
     shared, new, missing = cv & mv, cv - mv, mv - cv
-    preds = fact.preds
-    if "age" in preds and fact.ages_of and not (subject & fact.ages_of) and not _AGE_PHRASE.search(fact.text):
-        preds = preds - {"age"}  # the card's only age is someone else's ("Maya's six-year-old daughter Ivy")
-    a = cv | {f"@{p}" for p in cand.preds}
+    # Kinds of fact either statement gives only of someone else ("a sister named Lena who lives in
+    # Amsterdam" states no residence of the user's) are not the subject's.
+    own, preds = _own_kinds(cand, subject), _own_kinds(fact, subject)
+    a = cv | {f"@{p}" for p in own}
     b = mv | {f"@{p}" for p in preds}
     overlap = len(a & b) / len(a | b) if a | b else 0.0
-    same_pred = bool((cand.preds & preds) - _WEAK)
+    same_pred = bool((own & preds) - _WEAK)
     key = {v for v in shared if v in _KIND_BY_STEM or v in cand.anchors}
     topic = 3.0 * same_subject + 2.0 * same_pred + 2.0 * len(key) + 1.0 * len(shared) + 3.0 * overlap
-    common = shared | {f"@{p}" for p in cand.preds & preds}
+    common = shared | {f"@{p}" for p in own & preds}
     mine, theirs = _polarity(cand, common), _polarity(fact, common)
     flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
     return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,
-                    missing=missing, overlap=overlap, topic=topic)
+                    missing=missing, overlap=overlap, topic=topic, kinds=own & preds)
+
+
+def _own_kinds(fact: Fact, subject: set[str]) -> set[str]:
+    others = [kinds for name, kinds in fact.preds_of.items() if name not in subject]
+    return fact.preds - set().union(*others) if others else fact.preds
 
 
 def _polarity(fact: Fact, common: set[str]) -> str:
@@ -753,7 +784,7 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
     swap = _value_swap(best, cand)
     fact = best.fact
     flip = bool(best.flip)
-    functional = bool(cand.preds & fact.preds & _FUNCTIONAL)
+    functional = bool(best.kinds & _FUNCTIONAL)
 
     if (cand.update or cand.stopped or cand.correction) and not flip and _replaces_within(best, cand):
         return _flagged(flip, "supersede", targets, f"replaces the value of event {eid} with a new one", 0.88)
@@ -780,7 +811,7 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         if cand.correction:
             return _flagged(flip, "supersede", targets, f"corrects event {eid}", 0.88)
         clauses = [c for c in _CLAUSE.split(cand.text) if _WORD.search(c)]
-        shared_preds = {f"@{p}" for p in cand.preds & fact.preds}
+        shared_preds = {f"@{p}" for p in best.kinds}
         # Confident only when the negation covers the relation itself ("is not allergic"),
         # not another verb of the sentence ("cannot be around pollen because of an allergy").
         covers = not shared_preds or any(level and tokens & shared_preds for tokens, level in cand.clauses)
@@ -806,7 +837,7 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
                 return _flagged(flip, "merge", targets, f"probably the fact of event {eid} with other details", 0.7,
                                _merged(candidate, best.match))
             return _flagged(flip, "ignore", targets, f"probably restates event {eid} in other words", 0.7)
-        if cand.preds & fact.preds & _IMMUTABLE:
+        if best.kinds & _IMMUTABLE:
             return _flagged(flip, "conflict", targets, f"another value for a fact that does not change (event {eid})", 0.86)
         later = _later(cand, fact)
         if not functional:

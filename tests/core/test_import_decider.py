@@ -396,3 +396,13 @@ def test_an_age_belongs_to_whom_it_describes():
     assert "age" not in read_fact("", "The old dates are superseded.").preds
     assert "age" not in read_fact("", "My 5-year-old laptop died.").preds
     assert read_fact("", "Ivy is a six-year-old.").preds == {"age"}
+
+
+def test_what_a_relative_clause_says_is_said_of_its_name():
+    """'a sister named Lena who lives in Amsterdam' says where Lena lives, not the user: no conflict
+    with where the user lives."""
+    stored = [m(1, "Maya lives in Utrecht with Tomás.", ["Maya", "Tomás"])]
+    result = decide("Has a sister named Lena who lives in Amsterdam.", stored, user={"names": ["Maya"]})
+    assert result["action"] == "add"
+    assert read_fact("", "Has a sister named Lena who lives in Amsterdam.").preds_of == {"lena": {"live"}}
+    assert decide("Lives in Amsterdam now.", stored, user={"names": ["Maya"]})["action"] in ("supersede", "conflict")
