@@ -1318,3 +1318,19 @@ def test_flying_or_heading_somewhere_is_a_trip():
     edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
     assert {("Maya", "plans_to_visit", "Tokyo"), ("Maya", "plans_to_visit", "Ghent"),
             ("Maya", "visited", "Reykjavik")} <= edges
+
+
+def test_someones_allergy_is_theirs_not_the_speakers():
+    """'Tomás is allergic to penicillin' said by Maya gave Maya the allergy: Tomás opening the
+    sentence with a copula was no participant. A state only people are in names a person."""
+    people, _ = _extracted_graph("Tomás is allergic to penicillin, and Ivy can't have peanuts.",
+                                 "Priya is vegetarian and Sam is vegan.")
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00",
+         "text": "Tomás is allergic to penicillin, and Ivy can't have peanuts."}]}})
+    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    assert ("Tomás", "allergic_to", "penicillin") in facts and ("Maya", "allergic_to", "penicillin") not in facts
+    assert {"Tomás", "Priya"} <= people
