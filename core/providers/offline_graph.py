@@ -380,6 +380,12 @@ _MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
 # one spoken to (the event's first participant).
 _SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you)\b")
 _SPEAKER_WORDS = frozenset({"i", "we", "you"})
+# Someone other than the last person named holds what follows: "Maya's son is allergic to eggs",
+# "She is allergic to cats" (an unresolved "she"). A personal fact there is nobody's we can name.
+_OTHER_HOLDER = re.compile(
+    r"\b(?:he|she|they|his|her|their|son|sons|daughter|daughters|kid|kids|child|children|baby|wife|husband|"
+    r"partner|mother|mom|mum|father|dad|sister|brother|friend|colleague|boss|manager|cousin|niece|nephew|"
+    r"grandma|grandpa|grandmother|grandfather|aunt|uncle)\b", re.IGNORECASE)
 _KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
 
 # "Tomás teaches physics": a role named by the subject taught.
@@ -405,7 +411,7 @@ _LIKE_RE = re.compile(
     r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+(?P<obj>[^.;:!?()\"“”]+)"
 )
 _OBJ_STOP = re.compile(
-    r",\s+(?:and\s+|but\s+)?[A-Z].*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
+    r",\s+(?:and\s+|but\s+)?(?-i:[A-Z]).*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
     r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",
     re.IGNORECASE,
 )
@@ -631,6 +637,20 @@ class _EventReader:
             elif self.person(word):
                 found, named = self.person(word), True
         return found if named else self.subject(sentence, before)
+
+    def holder(self, sentence: str, before: int) -> str | None:
+        """Whose personal fact (allergy, diet, age …) the match states: ``clause_subject``, unless
+        someone unnamed comes after the last person named ("Maya's son is allergic") - then no one,
+        rather than the wrong person."""
+        clause = _clause_before(sentence, before)
+        last = 0
+        for match in _SUBJECT_WORD.finditer(clause):
+            word = re.sub(r"['’]\w*$", "", match.group(0))
+            if word.casefold() in _SPEAKER_WORDS or self.person(word):
+                last = match.end()
+        if _OTHER_HOLDER.search(clause[last:]):
+            return None
+        return self.clause_subject(sentence, before)
 
     def speaker_or_addressee(self, pronoun: str) -> str | None:
         """The person "I"/"we"/"my"/"our" (the speaker) or "you"/"your" means, when known."""
@@ -947,6 +967,8 @@ class _EventReader:
             group = "what" if m.group("what") else "what2"
             what = _OBJ_STOP.sub("", (m.group(group) or "").strip())
             for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", what):
+                if re.search(r"\b(?:is|are|was|were|am|has|have|had)\b|['’]m\b", item, re.IGNORECASE):
+                    break  # "peanuts and Maya is vegetarian": the next clause, no allergen
                 words = [w for w in item.split() if w.casefold() not in _SEVERITY]
                 if words and len(words) <= 3:
                     facts.append((m.start(group), "allergic_to", " ".join(words).casefold()))
@@ -968,8 +990,7 @@ class _EventReader:
             denial = _denial(s, at)
             if denial == "denied":
                 continue
-            self.b.fact(self.clause_subject(s, at), key, value, self.id,
-                        "superseded" if denial == "ended" else "active")
+            self.b.fact(self.holder(s, at), key, value, self.id, "superseded" if denial == "ended" else "active")
         for m in _BIRTHDAY_RE.finditer(s):
             owner = m.group("owner") or _OWNER_OF_SUBJECT.get(m.group("who").casefold(), m.group("who"))
             ref = self.owner(owner, s, m.start())

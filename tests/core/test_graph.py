@@ -1334,3 +1334,20 @@ def test_someones_allergy_is_theirs_not_the_speakers():
     facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
     assert ("Tomás", "allergic_to", "penicillin") in facts and ("Maya", "allergic_to", "penicillin") not in facts
     assert {"Tomás", "Priya"} <= people
+
+
+def test_an_allergy_of_someone_unnamed_is_given_to_no_one():
+    """'Maya's son is allergic to eggs' and an unresolved 'She is allergic to cats' gave Maya the
+    allergies; a personal fact whose holder is unnamed now goes to no one. A list is read whole,
+    and the next clause is no allergen."""
+    _, facts, _ = _offline(
+        ("Maya's son is allergic to eggs.", ["Maya"]),
+        ("She is allergic to cats, so we put the dog outside.", ["Maya"]),
+        ("The doctor said Maya is allergic to ibuprofen.", ["Maya"]),
+        ("Maya's daughter Ivy is allergic to peanuts and Maya is vegetarian.", ["Maya", "Ivy"]),
+        ("Tomás is allergic to penicillin, shellfish and cats.", ["Tomás"]),
+    )
+    allergies = {(who, value) for who, key, value in facts if key == "allergic_to"}
+    assert allergies == {("Maya", "ibuprofen"), ("Ivy", "peanuts"), ("Tomás", "penicillin"), ("Tomás", "shellfish"),
+                         ("Tomás", "cats")}
+    assert ("Maya", "diet", "vegetarian") in facts
