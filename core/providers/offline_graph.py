@@ -408,7 +408,9 @@ _LIKE_RE = re.compile(
     r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
     r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
     r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
-    r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+(?P<obj>[^.;:!?()\"“”]+)"
+    r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+"
+    # up to the end of the statement: ", Tomás prefers chess" is the next one
+    r"(?P<obj>(?:(?!,\s+(?:and\s+|but\s+)?(?-i:[A-Z]))[^.;:!?()\"“”])+)"
 )
 _OBJ_STOP = re.compile(
     r",\s+(?:and\s+|but\s+)?(?-i:[A-Z]).*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"

@@ -1351,3 +1351,13 @@ def test_an_allergy_of_someone_unnamed_is_given_to_no_one():
     assert allergies == {("Maya", "ibuprofen"), ("Ivy", "peanuts"), ("Tomás", "penicillin"), ("Tomás", "shellfish"),
                          ("Tomás", "cats")}
     assert ("Maya", "diet", "vegetarian") in facts
+
+
+def test_each_statement_of_a_liking_keeps_its_own_subject_and_whole_list():
+    _, facts, _ = _offline(
+        ("Maya loves hiking, Tomás prefers chess.", ["Maya", "Tomás"]),
+        ("Priya loves pottery, jazz and sushi.", ["Priya"]),
+    )
+    assert {("Maya", "likes", "hiking"), ("Tomás", "prefers", "chess"), ("Priya", "likes", "pottery"),
+            ("Priya", "likes", "jazz"), ("Priya", "likes", "sushi")} <= facts
+    assert ("Maya", "likes", "chess") not in facts and ("Maya", "prefers", "chess") not in facts
