@@ -206,11 +206,12 @@ _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon
 # A copula does not say "someone" alone ("Coffee is great"), but before what people are doing it
 # does: "Tomás is using Figma", "Lena was studying in Porto".
 _PERSON_DOING = """using teaching studying learning planning visiting travelling traveling joining leaving
-    thinking hoping trying writing""".split()
+    thinking hoping trying writing leading managing coaching mentoring hosting organizing organising
+    interviewing""".split()
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired""".split()
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
-                                rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)})\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
+                                rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
                                 rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|severely|very|mildly|now|also)\s+)*"
                                 rf"(?:{'|'.join(_PERSON_STATES)})\b"
                                 r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"

@@ -215,6 +215,7 @@ _WORK_AT_RE = re.compile(
 )
 _PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|retired\s+from)\b", re.IGNORECASE)
 
+_TEAM_RE = re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b")
 _PROJECT_RE = re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b")
 _WORKS_ON_VERB = re.compile(
     r"\b(?:work(?:s|ed|ing)?\s+on|lead(?:s|ing)?|led|manag(?:e|es|ed|ing)|run(?:s|ning)?|own(?:s|ing)?|"
@@ -1077,6 +1078,8 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.add(_key(_clean_name(m.group("name") or m.group("name2") or "")))
         for m in _ORG_SUFFIX_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
+        for m in _TEAM_RE.finditer(text):
+            keys.add(_key(_clean_name(m.group(1))))  # "moved to the Orion team": a team, not a person
         for m in _PLACE_NOUN_RE.finditer(text):
             # Extractors may cut "São Jorge Castle" into "São Jorge" and "Castle": neither is a person.
             name, _, noun = m.group(1).rpartition(" ")

@@ -1361,3 +1361,11 @@ def test_each_statement_of_a_liking_keeps_its_own_subject_and_whole_list():
     assert {("Maya", "likes", "hiking"), ("Tomás", "prefers", "chess"), ("Priya", "likes", "pottery"),
             ("Priya", "likes", "jazz"), ("Priya", "likes", "sushi")} <= facts
     assert ("Maya", "likes", "chess") not in facts and ("Maya", "prefers", "chess") not in facts
+
+
+def test_someone_leading_a_project_and_a_team_named_the_x_team():
+    """'Jonas is now leading the Atlas project, Priya moved to the Orion team': Jonas works on
+    Atlas (it was the speaker), and Orion is a team, not a person."""
+    people, edges = _extracted_graph("Jonas is now leading the Atlas project, Priya moved to the Orion team.")
+    assert "Orion" not in people and {"Jonas", "Priya"} <= people
+    assert ("Jonas", "works_on", "Atlas", "active") in edges and ("Maya", "works_on", "Atlas", "active") not in edges
