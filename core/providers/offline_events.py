@@ -198,7 +198,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n|(?<![\w.])\d{1,2}[.)]
 # nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
 _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted thinks knows prefers enjoys enjoyed
     teaches taught studied owns speaks says learns manages played visited travelled traveled moved started joined
-    left bought adopted met said told asked called graduated quit decided booked signed hired""".split()
+    left bought adopted met said told asked called graduated quit decided booked signed hired married divorced""".split()
 # Sentence adverbs read like names there too ("Recently started", "Happily married"): those ending
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
@@ -209,7 +209,7 @@ _PERSON_DOING = """using teaching studying learning planning visiting travelling
     thinking hoping trying writing leading managing coaching mentoring hosting organizing organising
     interviewing""".split()
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
-_PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired""".split()
+_PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
                                 rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
                                 rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|severely|very|mildly|now|also)\s+)*"

@@ -365,6 +365,13 @@ _BIRTHDAY_RE = re.compile(
     rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{_AGE_WORDS})\s+"
     rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})")
 _OWNER_OF_SUBJECT = {"i": "my", "he": "his", "she": "her"}
+# "Ivy was born on March 21, 2019": the day someone was born is their birthday.
+_BORN_ON_RE = re.compile(rf"\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:was|were)\s+born\s+on\s+{_WEEKDAY_BEFORE}"
+                         rf"(?P<date>{_DAY_OF_MONTH})")
+# "Tomás and Maya got married", "Ann married Ben", "Ann is married to Ben".
+_MARRIED_RE = re.compile(
+    rf"\b(?P<a>{_NAME})\s+and\s+(?P<b>{_NAME})\s+(?:(?:got|are|were|have\s+been|had\s+been)\s+)?married\b"
+    rf"|\b(?P<a2>{_NAME})\s+(?:(?:is|was|got)\s+married\s+to|married)\s+(?P<b2>{_NAME})")
 # "Ivy is 6", "Ivy is seven now": a bare number after a person's name and "is" is an age (after
 # anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
 _AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+(?:is|was)\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
@@ -994,11 +1001,16 @@ class _EventReader:
             if denial == "denied":
                 continue
             self.b.fact(self.holder(s, at), key, value, self.id, "superseded" if denial == "ended" else "active")
-        for m in _BIRTHDAY_RE.finditer(s):
-            owner = m.group("owner") or _OWNER_OF_SUBJECT.get(m.group("who").casefold(), m.group("who"))
+        for m in [*_BIRTHDAY_RE.finditer(s), *_BORN_ON_RE.finditer(s)]:
+            owner = m.groupdict().get("owner") or _OWNER_OF_SUBJECT.get(m.group("who").casefold(), m.group("who"))
             ref = self.owner(owner, s, m.start())
             if ref is not None and not _denial(s, m.start()):
-                self.b.fact(ref, "birthday", " ".join((m.group("date") or m.group("date2")).split()), self.id)
+                date = m.group("date") or m.groupdict().get("date2")
+                self.b.fact(ref, "birthday", " ".join(date.split()), self.id)
+        for m in _MARRIED_RE.finditer(s):
+            a, b = (self.person(_clean_name(m.group(g) or "")) for g in (("a", "b") if m.group("a") else ("a2", "b2")))
+            if a and b and a != b and not _denial(s, m.start()):
+                self.b.edge(a, b, "partner_of", self.id)
 
     def _pets(self, s: str) -> None:
         for m in _PET_APPOSITIVE_RE.finditer(s):

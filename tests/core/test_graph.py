@@ -1369,3 +1369,17 @@ def test_someone_leading_a_project_and_a_team_named_the_x_team():
     people, edges = _extracted_graph("Jonas is now leading the Atlas project, Priya moved to the Orion team.")
     assert "Orion" not in people and {"Jonas", "Priya"} <= people
     assert ("Jonas", "works_on", "Atlas", "active") in edges and ("Maya", "works_on", "Atlas", "active") not in edges
+
+
+def test_marriages_and_birth_dates():
+    people, edges = _extracted_graph("Tomás and I got married in 2019 in Lisbon.", "Lena married Pieter last summer.")
+    assert ("Tomás", "partner_of", "Maya", "active") in edges or ("Maya", "partner_of", "Tomás", "active") in edges
+    assert ("Lena", "partner_of", "Pieter", "active") in edges
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00",
+         "text": "Ivy was born on March 21, 2019."}]}})
+    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    assert ("Ivy", "birthday", "March 21") in facts
