@@ -95,7 +95,7 @@ _ROLE_NOUNS = frozenset(
     counselor counsellor psychologist lawyer attorney accountant consultant writer author
     journalist editor artist painter photographer musician singer chef cook baker farmer pilot driver
     mechanic electrician plumber carpenter firefighter officer soldier veteran entrepreneur founder ceo cto
-    intern librarian volunteer coach trainer instructor administrator admin technician assistant
+    intern librarian volunteer coach trainer instructor administrator admin technician assistant lead
     secretary clerk cashier waiter waitress bartender barista salesperson recruiter marketer strategist
     producer actor actress dancer athlete economist statistician biologist chemist physicist
     mathematician veterinarian vet paramedic caregiver translator interpreter""".split()
@@ -212,7 +212,12 @@ _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
     rf"(?:at|for|by)\s+(?:the\s+)?(?P<org>{_CAPS})"
     rf"|\b(?P<joined>joined|joins|joining)\s+(?P<org2>{_CAPS})"
+    # "now I'm at Northwind Freight as a data lead": being somewhere as a role is working there
+    rf"|\b(?:is|am|'m|are)\s+(?:now\s+)?(?:at|with)\s+(?:the\s+)?(?P<org3>{_CAPS})\s+as\s+(?:a|an)\s"
 )
+# A school someone starts at or goes to is attended, not worked at ("Ivy started at the Montessori school").
+_SCHOOL_AFTER = re.compile(r"\s*(?:school|kindergarten|preschool|daycare|nursery|academy|college|university)\b",
+                           re.IGNORECASE)
 _PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|retired\s+from)\b", re.IGNORECASE)
 
 _TEAM_RE = re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b")
@@ -777,7 +782,8 @@ class _EventReader:
             place = _clean_name(m.group(1))
             if place:
                 self.org(f"University of {place}")
-        matches = [(m, m.group("org") or m.group("org2"), m.group("verb")) for m in _WORK_AT_RE.finditer(s)]
+        matches = [(m, m.group("org") or m.group("org2") or m.group("org3"), m.group("verb"))
+                   for m in _WORK_AT_RE.finditer(s)]
         matches += [(m, m.group("org"), "works") for m in _ROLE_AT_RE.finditer(s)]
         matches += [(m, m.group("org") or m.group("org2"), "left") for m in _LEAVE_ORG_RE.finditer(s)]
         for m, raw, verb in matches:
@@ -793,6 +799,9 @@ class _EventReader:
             subject = self.clause_subject(s, m.start())
             denial = _denial(s, m.start())
             if denial == "denied":
+                continue
+            if verb == "started" and _SCHOOL_AFTER.match(s, m.end()):
+                self.b.edge(subject, ref, "attends", self.id)
                 continue
             ended = denial == "ended" or verb == "left"
             # "left Acme and joined Beta": what was left is past, not what was joined

@@ -1383,3 +1383,12 @@ def test_marriages_and_birth_dates():
     proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
     facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
     assert ("Ivy", "birthday", "March 21") in facts
+
+
+def test_being_at_a_company_as_a_role_and_starting_at_a_school():
+    people, edges = _extracted_graph("I used to work at Kestrel but now I'm at Northwind Freight as a data lead.",
+                                     "Ivy started at the Montessori school in Rotterdam.")
+    assert ("Maya", "works_at", "Northwind Freight", "active") in edges
+    assert ("Maya", "worked_at", "Kestrel", "active") in edges
+    assert ("Ivy", "attends", "Montessori", "active") in edges
+    assert not any(rel == "works_at" and who == "Ivy" for who, rel, _, _ in edges)
