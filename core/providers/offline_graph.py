@@ -220,6 +220,12 @@ _SCHOOL_AFTER = re.compile(r"\s*(?:school|kindergarten|preschool|daycare|nursery
                            re.IGNORECASE)
 _PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|retired\s+from)\b", re.IGNORECASE)
 
+# Another name someone goes by: "please call me Mia" (a card reads "please call Maya Mia"), "Tomás goes
+# by Tom", "Ivy's nickname is Bean". The other name is an alias of that person, not a second person.
+_GOES_BY_RE = re.compile(
+    rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
+    rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
+    rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b")
 _TEAM_RE = re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b")
 _PROJECT_RE = re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b")
 _WORKS_ON_VERB = re.compile(
@@ -746,6 +752,11 @@ class _EventReader:
         return start if start and start != self.happened else None
 
     def sentence(self, s: str) -> None:
+        for m in _GOES_BY_RE.finditer(s):
+            who, alias = next((m.group(f"who{i}"), m.group(f"alias{i}")) for i in ("", "2", "3") if m.group(f"who{i}"))
+            ref = self.person(who)
+            if ref is not None and not _denial(s, m.start()):
+                self.b.node("person", self.b.nodes[ref]["name"], self.id, alias)
         projects = self._projects(s)
         self._orgs(s, projects)
         self._places(s)
@@ -1099,6 +1110,8 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.add(_key(_clean_name(m.group("name") or m.group("name2") or "")))
         for m in _ORG_SUFFIX_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
+        for m in _GOES_BY_RE.finditer(text):
+            keys.add(_key(m.group("alias") or m.group("alias2") or m.group("alias3")))
         for m in _TEAM_RE.finditer(text):
             keys.add(_key(_clean_name(m.group(1))))  # "moved to the Orion team": a team, not a person
         for m in _PLACE_NOUN_RE.finditer(text):

@@ -1392,3 +1392,12 @@ def test_being_at_a_company_as_a_role_and_starting_at_a_school():
     assert ("Maya", "worked_at", "Kestrel", "active") in edges
     assert ("Ivy", "attends", "Montessori", "active") in edges
     assert not any(rel == "works_at" and who == "Ivy" for who, rel, _, _ in edges)
+
+
+def test_another_name_someone_goes_by_is_an_alias_not_a_second_person():
+    for text, who, alias in (("Please call Maya Mia from now on.", "Maya", "Mia"),
+                             ("Tomás goes by Tom at work.", "Tomás", "Tom"),
+                             ("Ivy's nickname is Bean.", "Ivy", "Bean")):
+        proposal, _, _ = _offline((text, [who, alias]))
+        nodes = {n["name"]: n for n in proposal["nodes"]}
+        assert alias not in nodes and alias in nodes[who]["aliases"], text
