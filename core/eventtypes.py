@@ -50,7 +50,7 @@ def normalize_criticality(value: Any) -> str:
 _STRING_FIELDS = ("mentioned_at", "happened_start", "happened_end", "original_text", "precision", "basis",
                   "status", "event_type")
 _ID_LIST_FIELDS = ("supersedes_event_ids", "conflicts_with_event_ids", "before_event_ids", "after_event_ids",
-                   "related_event_ids")
+                   "related_event_ids", "supersedes_earlier")
 
 
 def normalize_temporal(raw: Any) -> dict[str, Any]:

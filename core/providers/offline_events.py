@@ -395,8 +395,8 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
 
 def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Sequence[str],
           sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
-          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset(), body: str = ""
-          ) -> dict[str, Any]:
+          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset(), body: str = "",
+          earlier: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """One card from ``parts`` of ``message`` (``body``: the message's prose, where the parts were cut)."""
     joined = " ".join(parts)
     # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
@@ -439,9 +439,20 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
         temporal["status"] = "planned"
     if _CHANGE_CUE.search(joined):
-        superseded = _supersedes(set(_content_words(joined)), speaker, timeline)
+        said = set(_content_words(joined))
+        superseded = _supersedes(said, speaker, timeline)
         if superseded:
             temporal["supersedes_event_ids"] = superseded
+        # ... or a card of this same block, when it moves what that one dated: "my appointment is on March 3",
+        # then "moved my appointment to March 10". Only the titles are compared: cards of one block share
+        # their conversation's words, and a looser match ended unrelated plans there.
+        when = temporal.get("happened_start")
+        dated = [{"id": i, "title": card["title"], "participants": card["temporal"].get("participants", [])}
+                 for i, card in enumerate(earlier)
+                 if when and card["temporal"].get("happened_start") not in (None, when)]
+        here = _supersedes(said, speaker, dated) if dated else []
+        if here:
+            temporal["supersedes_earlier"] = here
     tags = [w for w, _ in Counter(_content_words(joined)).most_common(5)]
     return {
         # A card opening with a request ("Can you help me keep track of family stuff?") is titled
@@ -487,10 +498,10 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 for i, part in enumerate(anchor_parts):
                     group = [part] + (rest if i == 0 else [])
                     events.append(_card(group, message, speaker, speakers, sources, question, timeline,
-                                        lower_vocab, known, text))
+                                        lower_vocab, known, text, events))
             else:
                 events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known,
-                                    text))
+                                    text, events))
         previous = message
     return {
         "should_extract": bool(events),

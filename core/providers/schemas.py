@@ -48,6 +48,8 @@ TEMPORAL_SCHEMA = {
         "event_type": {"type": "string", "enum": list(EVENT_TYPES)},
         "participants": _STR_LIST,
         "supersedes_event_ids": _ID_LIST,
+        "supersedes_earlier": {**_ID_LIST, "description": "positions (from 0) of earlier events in this same list that "
+                                                         "this one corrects or replaces"},
         "conflicts_with_event_ids": _ID_LIST,
         "same_event_id": {"type": "integer"},
         "before_event_ids": _ID_LIST,

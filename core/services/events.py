@@ -137,6 +137,7 @@ def validate_extracted(
 
     drafts: list[dict[str, Any]] = []
     warnings: list[str] = []
+    kept_as: dict[int, int] = {}  # position in raw_events -> position in drafts
     for index, raw in enumerate(raw_events):
         title = raw.get("title") if isinstance(raw.get("title"), str) else ""
         summary = raw.get("summary") if isinstance(raw.get("summary"), str) else ""
@@ -160,6 +161,12 @@ def validate_extracted(
         same = temporal.pop("same_event_id", None)
         if same is not None and in_timeline(same):
             relations["same_event"] = [same]
+        # An earlier event of this same extraction it corrects ("moved my appointment to March 10"
+        # after "my appointment is on March 3"): resolved to its id when both are written.
+        earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
+        if earlier:
+            relations["supersedes_draft"] = earlier
+        kept_as[index] = len(drafts)
         drafts.append({
             "title": title.strip()[:200],
             "summary": summary.strip()[:1000],
@@ -283,6 +290,8 @@ def write_event(
     targets = {i for ids in relations.values() for i in ids}
     live = {e.id: e for e in _LIVE_TARGETS.rows(sorted(targets), event.namespace_id)} if targets else {}
     for kind, ids in relations.items():
+        if kind not in LINK_KINDS:
+            continue  # (a draft-local relation its caller did not resolve is never a link)
         for target_id in ids:
             if target_id not in live or target_id == event.id:
                 continue

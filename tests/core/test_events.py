@@ -299,3 +299,42 @@ def test_weight_formula():
     assert memory_weight(status="superseded", current_turn=0, last_adopted_turn=0, mention_count=1, forced_cap=0.1) == 0.1
     assert memory_weight(status="active", current_turn=999, last_adopted_turn=0, mention_count=1, pinned=True) == 1.0
     assert memory_weight(status="forgotten", current_turn=0, last_adopted_turn=0, mention_count=1, pinned=True) == 0.0
+
+
+def test_an_event_may_supersede_an_earlier_one_of_the_same_extraction():
+    """Positions refer to earlier events of the same list; they become draft positions (dropped
+    events do not count), and a position that is not earlier, or was dropped, is ignored."""
+    raw = [
+        {"title": "Dentist on March 3", "summary": "s", "source_message_ids": [1]},
+        {"title": "", "summary": "dropped", "source_message_ids": [1]},
+        {"title": "Dentist moved to March 10", "summary": "s", "source_message_ids": [2],
+         "temporal": {"supersedes_earlier": [0, 1, 2, 7]}},
+    ]
+    drafts, _ = validate_extracted(raw, allowed_message_ids=[1, 2])
+    assert [d["title"] for d in drafts] == ["Dentist on March 3", "Dentist moved to March 10"]
+    assert drafts[1]["relations"] == {"supersedes_draft": [0]}
+
+
+def test_a_relation_kind_write_event_does_not_know_is_no_link(ns):
+    old = _event(ns, "an old plan")
+    new = _event(ns, "a new plan", relations={"supersedes_draft": [old.id], "unknown": [old.id]})
+    assert not EventLink.select().where(EventLink.event == new.id).exists()
+    assert Event.get_by_id(old.id).status == "active"
+
+
+def test_a_correction_later_in_the_same_block_supersedes_the_earlier_card(store):
+    """'my appointment is on March 3' then 'moved my appointment to March 10' in one block: the
+    first card is superseded by the second (it used to stay active beside it)."""
+    from core.services.capture import append_messages, close_thread
+    from core.services.derive import run_pending
+
+    said = [("user", "My dentist appointment is on March 3 at 9am."), ("assistant", "Noted."),
+            ("user", "The dentist moved my appointment to March 10, same time."), ("assistant", "Updated.")]
+    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
+                                 "created_at": f"2026-02-2{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)])
+    close_thread("ns", "t")
+    assert run_pending("ns", provider="offline").failed == 0
+    first, second = (Event.get(Event.title.contains(word)) for word in ("March 3", "March 10"))
+    assert (first.status, second.status) == ("superseded", "active")
+    assert EventLink.select().where((EventLink.event == second.id) & (EventLink.target == first.id)
+                                    & (EventLink.kind == "supersedes")).exists()
