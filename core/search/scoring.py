@@ -113,7 +113,9 @@ def work_array(name: str, size: int, zero: bool = True) -> np.ndarray:
     arrays = _WORK.__dict__.setdefault("arrays", {})
     buffer = arrays.get(name)
     if buffer is None or len(buffer) < size:
-        buffer = arrays[name] = np.empty(size, np.float64)
+        # with room: a captured turn adds a document, and a fresh million-entry array each time
+        # would cost its page faults on every query after a capture
+        buffer = arrays[name] = np.empty(size + size // 64 + 1024, np.float64)
     out = buffer[:size]
     if zero:
         out.fill(0.0)

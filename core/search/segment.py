@@ -214,6 +214,9 @@ class View:
     removal_watermark: int = 0  # highest SearchRemoval id applied
     compacted: bool = False  # documents were dropped since the view was last saved
     _breaks: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # Each doc column is a prefix of a buffer with room, so a captured turn appends in place of
+    # copying a million rows per column (readers keep their shorter prefix: rows are never rewritten).
+    _buffers: dict[str, np.ndarray] = field(default_factory=dict)
     # Each lookup is one attribute, replaced whole, so a reader never sees halves of two states.
     _id_index: "_SortedLookup | None" = None  # sorted doc ids -> their documents
     _key_index: "_SortedLookup | None" = None  # sorted (thread, position) keys -> their documents
@@ -288,6 +291,19 @@ class View:
             breaks = np.flatnonzero(~self._adjacent(np.arange(self.size, dtype=np.int64), offsets))
             cached = self._breaks[offsets] = (breaks, self._sources(breaks, offsets))
         return cached
+
+    def append_column(self, name: str, extra: np.ndarray) -> None:
+        """Set column ``name`` to itself followed by ``extra`` (amortised: see ``_buffers``)."""
+        current = getattr(self, name)
+        size, n = len(current), len(extra)
+        buffer = self._buffers.get(name)
+        if (buffer is None or current.base is not buffer or len(buffer) < size + n
+                or current.ctypes.data != buffer.ctypes.data or buffer.dtype != current.dtype):
+            buffer = np.empty(size + n + (size + n) // 8 + 1024, current.dtype)
+            buffer[:size] = current
+            self._buffers[name] = buffer
+        buffer[size:size + n] = extra
+        setattr(self, name, buffer[:size + n])
 
     def grown(self, base: int) -> None:
         """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
@@ -654,7 +670,7 @@ def _refresh(view: View) -> View | None:
         base = view.size
         if len(lens):
             for name in _ARRAYS:
-                setattr(view, name, np.concatenate([getattr(view, name), columns[name]]))
+                view.append_column(name, columns[name])
             view.grown(base)
         if len(doc_ids):
             view.delta = view.delta.followed_by(Part.from_rows(term_ids, index + base, tf, vocabulary))

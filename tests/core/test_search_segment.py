@@ -513,3 +513,18 @@ def test_long_queries_score_every_posting_with_the_same_result(corpus, monkeypat
         exhaustive = scoring.top_k(query, 9)
         monkeypatch.setattr(scoring, "score_all", real)
         assert calls and all(np.array_equal(a, b) for a, b in zip(pruned, exhaustive))
+
+
+def test_a_captured_turn_appends_a_column_in_place_and_earlier_readers_keep_theirs(corpus):
+    """Appending to a doc column writes into room left at its end (no copy of every row per
+    captured turn); a reader holding the column from before sees the rows it had, unchanged."""
+    view = _layout(Namespace.get_by_id(corpus.id)).view
+    before = view.doc_ids
+    expected = before.copy()
+    view.append_column("doc_ids", np.array([10**9], np.int64))
+    first = view.doc_ids
+    view.append_column("doc_ids", np.array([10**9 + 1, 10**9 + 2], np.int64))
+    assert np.array_equal(view.doc_ids, np.concatenate([expected, [10**9, 10**9 + 1, 10**9 + 2]]))
+    assert np.array_equal(before, expected) and len(first) == len(expected) + 1
+    assert np.shares_memory(first, view.doc_ids)  # the second append reused the room the first one made
+    segment.forget_views()
