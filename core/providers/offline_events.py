@@ -198,7 +198,8 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n|(?<![\w.])\d{1,2}[.)]
 # nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
 _PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted thinks knows prefers enjoys enjoyed
     teaches taught studied owns speaks says learns manages played visited travelled traveled moved started joined
-    left bought adopted met said told asked called graduated quit decided booked signed hired married divorced""".split()
+    left bought adopted met said told asked called graduated quit decided booked signed hired married divorced
+    read watched wrote drove cooked baked sang""".split()
 # Sentence adverbs read like names there too ("Recently started", "Happily married"): those ending
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.

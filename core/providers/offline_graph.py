@@ -226,6 +226,9 @@ _GOES_BY_RE = re.compile(
     rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
     rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
     rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b")
+# Capitalised words joined by "of (the)": titles and places ("Lord of the Rings", "Cliffs of Moher",
+# "Bank of America"), whose parts are no people.
+_TITLE_OF_RE = re.compile(rf"\b({_NAME})\s+of\s+(?:the\s+)?({_NAME})")
 _TEAM_RE = re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b")
 _PROJECT_RE = re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b")
 _WORKS_ON_VERB = re.compile(
@@ -1112,6 +1115,8 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
         for m in _GOES_BY_RE.finditer(text):
             keys.add(_key(m.group("alias") or m.group("alias2") or m.group("alias3")))
+        for m in _TITLE_OF_RE.finditer(text):
+            keys.update({_key(m.group(1)), _key(m.group(2))})  # "Game of Thrones", "Cliffs of Moher": a title or place
         for m in _TEAM_RE.finditer(text):
             keys.add(_key(_clean_name(m.group(1))))  # "moved to the Orion team": a team, not a person
         for m in _PLACE_NOUN_RE.finditer(text):
@@ -1143,7 +1148,7 @@ _SUBJECT_NEXT = frozenset(
     never always really recently still often usually finally then already now wants wanted loves loved likes
     liked thinks thought feels felt plans planned went got gets made makes took takes decided lives lived works
     worked moved uses used started joined left prefer like love want need have keep think feel live work use go
-    plan hope booked""".split()
+    plan hope booked read wrote drove sang ran ate saw""".split()
 )
 _VERBISH = re.compile(r"^[a-z]+(?:ed|[^s]s)$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;)\]\d\"“”\n-]\s*)$")

@@ -1401,3 +1401,9 @@ def test_another_name_someone_goes_by_is_an_alias_not_a_second_person():
         proposal, _, _ = _offline((text, [who, alias]))
         nodes = {n["name"]: n for n in proposal["nodes"]}
         assert alias not in nodes and alias in nodes[who]["aliases"], text
+
+
+def test_words_joined_by_of_are_a_title_or_place_not_people():
+    people, _ = _extracted_graph("I finally watched Game of Thrones and then we drove to the Cliffs of Moher.",
+                                 "Lena read Lord of the Rings twice.")
+    assert not {"Thrones", "Game", "Moher", "Lord", "Rings"} & people and "Lena" in people
