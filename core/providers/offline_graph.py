@@ -226,6 +226,20 @@ _GOES_BY_RE = re.compile(
     rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
     rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
     rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b")
+# What one plays, watches, buys or wears is a thing (a game, a show, a brand), not someone ("played with
+# Max" is someone, and stays out of this).
+_THING_OBJECT_RE = re.compile(
+    rf"\b(?i:play|plays|played|playing|watch|watches|watched|watching|binge[ -]?watched|bought|buy|buying|"
+    rf"ordered|wear|wears|wearing|wore|drink|drinks|drinking|drank|downloaded|installed)\s+"
+    rf"(?:(?i:a|an|the|some|my|our|his|her|their|new|more|lots\s+of|a\s+lot\s+of)\s+)?({_CAPS})")
+# A name a thing noun follows or introduces ("a big Valorant tournament", "this game Catan", "brands like
+# Nike", "a town called Woodhaven"), or one in quotes ("'Connected LGBTQ Activists'"), names no one.
+_THING_NOUNS = ("tournament|tournaments|game|games|match|league|series|show|shows|brand|brands|store|shop|café|cafe|"
+                "restaurant|bar|town|city|village|festival|concert|album|song|movie|film|book|novel|band|club|app|"
+                "console|podcast|channel|franchise")
+_THING_RE = re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
+                       rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
+                       rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]")
 # Capitalised words joined by "of (the)": titles and places ("Lord of the Rings", "Cliffs of Moher",
 # "Bank of America"), whose parts are no people.
 _TITLE_OF_RE = re.compile(rf"\b({_NAME})\s+of\s+(?:the\s+)?({_NAME})")
@@ -1115,6 +1129,12 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
         for m in _GOES_BY_RE.finditer(text):
             keys.add(_key(m.group("alias") or m.group("alias2") or m.group("alias3")))
+        for m in _THING_RE.finditer(text):
+            for name in filter(None, m.groups()):
+                if not _PERSON_BEFORE_RE.search(text[:m.start()]):
+                    keys.update(_key(_clean_name(part)) for part in [name, *name.split()])
+        for m in _THING_OBJECT_RE.finditer(text):
+            keys.add(_key(_clean_name(m.group(1))))  # "played Catan", "bought Nike shoes": a game, a brand
         for m in _TITLE_OF_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(m.group(2))})  # "Game of Thrones", "Cliffs of Moher": a title or place
         for m in _TEAM_RE.finditer(text):

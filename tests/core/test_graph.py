@@ -1407,3 +1407,11 @@ def test_words_joined_by_of_are_a_title_or_place_not_people():
     people, _ = _extracted_graph("I finally watched Game of Thrones and then we drove to the Cliffs of Moher.",
                                  "Lena read Lord of the Rings twice.")
     assert not {"Thrones", "Game", "Moher", "Lord", "Rings"} & people and "Lena" in people
+
+
+def test_a_name_a_thing_noun_follows_or_introduces_is_no_person():
+    people, _ = _extracted_graph("My friend Nate was in the final of a big Valorant tournament last Saturday.",
+                                 "We played this game Catan with Tomás.",
+                                 "My sister's group, 'Connected LGBTQ Activists', meets on Fridays.")
+    assert not {"Valorant", "Catan", "Connected", "Activists"} & people
+    assert {"Nate", "Tomás"} <= people
