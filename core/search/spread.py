@@ -84,8 +84,8 @@ def _floor(sums: np.ndarray, limit: int) -> float:
 
 
 def spread_all(view: View, q: Query, params) -> tuple[np.ndarray, Own]:
-    """(every target's spread sum by index, own scores): the half of ``ranked`` that needs no
-    event factors, so it can run while they are found."""
+    """(every target's spread sum by index, own scores): what needs no event factors, so it can run
+    while they are found; ``cut`` then applies them."""
     own = scoring.dense_scores(q, pad=1, work="spread_own")  # Own reads it until the next call
     return spread_scores(view, own, _weights(params)), Own(q, own)
 
@@ -98,13 +98,6 @@ def cut(sums: np.ndarray, factors: dict[int, float], limit: int) -> tuple[np.nda
     floor = _floor(sums, limit)
     targets = np.flatnonzero(sums >= floor * (1 - FLOOR_SLACK)) if floor > 0 else np.flatnonzero(sums > 0)
     return targets, sums[targets]
-
-
-def ranked(view: View, q: Query, params, factors: dict[int, float], limit: int
-           ) -> tuple[np.ndarray, np.ndarray, Own]:
-    """(targets by index, spread score x event factor, own scores): ``spread_all`` then ``cut``."""
-    sums, own = spread_all(view, q, params)
-    return (*cut(sums, factors, limit), own)
 
 
 def _steps(params) -> list[tuple[int, int, float]]:
