@@ -418,6 +418,20 @@ def _nearest_day_res(month: int, day: int, anchor: datetime) -> _Res | None:
     return _one_day(found, "unknown") if found else _unresolved()
 
 
+@_rule(_MONTH + r"\.?\s+" + _DAY + r"\s*(?:[-–]|to|until|through|till)\s*(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
+       r"(?![-–:/.]?\d)")
+def _month_day_range(m: re.Match[str], anchor: datetime) -> _Res | None:
+    """"March 19-24", "March 19 to 24": days of one month (with a year only when it is near)."""
+    first, last = int(m["d"]), int(m["d2"])
+    if _may_is_verb(m) or last <= first:
+        return None
+    start = _nearest_day(_month_of(m), first, anchor)
+    if start is None:
+        return _unresolved() if _valid_date(2000, _month_of(m), first) else None
+    end = _valid_date(start.year, start.month, last)
+    return _day_range(start, end, "unknown") if end else None
+
+
 @_rule(_MONTH + r"\.?\s+" + _DAY + r"(?!\s*[-–:/]\s*\d)")
 def _month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     if _may_is_verb(m):

@@ -196,6 +196,8 @@ CASES = [
     ("8月3日", MON, "2023-08-03", "2023-08-03", "day", "relative"),
     ("12月25日", at("2024-01-10 12:00"), "2023-12-25", "2023-12-25", "day", "relative"),
     ("十二月", at("2024-01-10 12:00"), "2023-12", "2023-12", "month", "relative"),
+    ("March 19-24", at("2026-01-20 21:30"), "2026-03-19", "2026-03-24", "range", "relative"),
+    ("March 19 to 24", at("2026-01-20 21:30"), "2026-03-19", "2026-03-24", "range", "relative"),
     ("3号", MON, "2023-05-03", "2023-05-03", "day", "relative"),
     ("30号", at("2023-05-02 12:00"), "2023-04-30", "2023-04-30", "day", "relative"),
     ("去年以来", MON, "2022", "2023-05-08", "range", "relative"),
@@ -584,3 +586,10 @@ _TIME_WORDS = st.sampled_from(["last", "next", "this", "May", "march", "3rd", "2
 def test_start_guided_scan_equals_full_scan_on_random_text(words, sep):
     text = sep.join(words)
     assert _start_guided_scan(text) == _every_rule_scan(text)
+
+
+def test_a_day_range_needs_a_later_last_day():
+    """'May 3-2' is a score, not days; 'March 5:30' a time."""
+    anchor = at("2026-01-20 21:30")
+    assert not find_time_mentions("the score was May 3-2", anchor)
+    assert [m.original_text for m in find_time_mentions("March 5-7 then", anchor)] == ["March 5-7"]
