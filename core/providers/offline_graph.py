@@ -105,7 +105,9 @@ _ROLE_SKIP = frozenset("fan lot bit little huge big former ex retired aspiring w
 _ROLE_PHRASES = frozenset({"social worker", "care worker", "case worker", "youth worker", "health worker"})
 
 _DOG_BREEDS = ("beagle", "labrador", "poodle", "terrier", "retriever", "spaniel", "dachshund", "corgi", "husky",
-               "bulldog", "pug", "collie", "shepherd")
+               "bulldog", "pug", "collie", "shepherd", "chihuahua", "lab", "jack russell", "border collie",
+               "greyhound", "whippet", "schnauzer", "rottweiler", "doberman", "boxer", "pomeranian", "shih tzu",
+               "maltese", "golden retriever", "german shepherd", "dalmatian", "samoyed", "akita", "shiba inu")
 _PETS = {
     **{breed: "dog" for breed in _DOG_BREEDS},
     "dog": "dog", "dogs": "dog", "puppy": "dog", "cat": "cat", "cats": "cat", "kitten": "cat",
@@ -1113,6 +1115,7 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
                 words = fact["value"].split()
                 if len(words) > 1:
                     keys.add(_key(" ".join(words[1:])))  # "dog Biscuit": Biscuit is a pet
+    keys.update(_key(breed) for breed in _PETS)  # "a Chihuahua", "our Jack Russell": a breed is nobody
     sentences = dict.fromkeys(part.strip() for event in events for text in _texts(event)
                               for part in _SENTENCE_SPLIT.split(text))
     single = ((_KNOWN_TOOL_RE, 1), (_ANY_CASE_TOOL_RE, 1), (_KNOWN_PLACE_RE, 1), (_IN_NAME_RE, 1), (_LIVE_RE, 1),

@@ -1415,3 +1415,9 @@ def test_a_name_a_thing_noun_follows_or_introduces_is_no_person():
                                  "My sister's group, 'Connected LGBTQ Activists', meets on Fridays.")
     assert not {"Valorant", "Catan", "Connected", "Activists"} & people
     assert {"Nate", "Tomás"} <= people
+
+
+def test_a_dog_breed_is_nobody():
+    people, _ = _extracted_graph("Two of them are Jack Russell mixes and the other two are Chihuahua mixes, "
+                                 "Tomás says.", "Pepper and Panda are Lab mixes.")
+    assert not {"Chihuahua", "Jack Russell", "Jack", "Lab"} & people
