@@ -228,6 +228,11 @@ _GOES_BY_RE = re.compile(
     rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
     rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
     rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b")
+
+
+def _goes_by(m: re.Match[str]) -> tuple[str, str]:
+    """(who, the other name) of a ``_GOES_BY_RE`` match."""
+    return next((m.group(f"who{i}"), m.group(f"alias{i}")) for i in ("", "2", "3") if m.group(f"who{i}"))
 # What one plays, watches, buys or wears is a thing (a game, a show, a brand), not someone ("played with
 # Max" is someone, and stays out of this).
 _THING_OBJECT_RE = re.compile(
@@ -442,16 +447,18 @@ _IN_NAME_RE = re.compile(
     rf"\b(?:in|at|near|via|around|through|outside|inside|into|across)\s+({_NAME}(?:\s+{_NAME})?)(?!['’]s)"
 )
 
+# ", Tomás prefers chess" after "Maya loves hiking": a capital after a comma opens the next statement
+# (a lower-case word continues a list: "hiking, pottery and jazz").
+_NEXT_STATEMENT = r",\s+(?:and\s+|but\s+)?(?-i:[A-Z])"
 _LIKE_RE = re.compile(
     r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
     r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
     r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
     r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+"
-    # up to the end of the statement: ", Tomás prefers chess" is the next one
-    r"(?P<obj>(?:(?!,\s+(?:and\s+|but\s+)?(?-i:[A-Z]))[^.;:!?()\"“”])+)"
+    rf"(?P<obj>(?:(?!{_NEXT_STATEMENT})[^.;:!?()\"“”])+)"
 )
 _OBJ_STOP = re.compile(
-    r",\s+(?:and\s+|but\s+)?(?-i:[A-Z]).*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
+    rf"{_NEXT_STATEMENT}.*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
     r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",
     re.IGNORECASE,
 )
@@ -657,7 +664,7 @@ class _EventReader:
         """The first participant named before the match in this sentence, else the event's first.
         An owner is passed over: in "Maya's daughter Ivy is 6 and loves drawing" Ivy loves it."""
         for match in re.finditer(_NAME, sentence[:before]):
-            if re.search(r"['’]s$", match.group(0)) or re.match(r"['’]s\b", sentence[match.end():]):
+            if re.search(r"['’]s$", match.group(0)):  # (a name takes its possessive along)
                 continue
             ref = self.person(match.group(0))
             if ref:
@@ -668,14 +675,7 @@ class _EventReader:
         """Who does what the match states: the person or first/second-person pronoun named last
         before it in its clause ("… and our daughter Ivy, and you moved from Dublin": the one spoken
         to, not Ivy; "Maya's partner Tomás moved": Tomás), else ``subject`` over the sentence."""
-        clause = _clause_before(sentence, before)
-        found, named = None, False
-        for match in _SUBJECT_WORD.finditer(clause):
-            word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
-            if word.casefold() in _SPEAKER_WORDS:
-                found, named = self.speaker_or_addressee(word), True  # None: a "you" no one here is
-            elif self.person(word):
-                found, named = self.person(word), True
+        named, found, _ = self._named_last(_clause_before(sentence, before))
         return found if named else self.subject(sentence, before)
 
     def holder(self, sentence: str, before: int) -> str | None:
@@ -683,14 +683,21 @@ class _EventReader:
         someone unnamed comes after the last person named ("Maya's son is allergic") - then no one,
         rather than the wrong person."""
         clause = _clause_before(sentence, before)
-        last = 0
-        for match in _SUBJECT_WORD.finditer(clause):
-            word = re.sub(r"['’]\w*$", "", match.group(0))
-            if word.casefold() in _SPEAKER_WORDS or self.person(word):
-                last = match.end()
-        if _OTHER_HOLDER.search(clause[last:]):
+        named, found, end = self._named_last(clause)
+        if _OTHER_HOLDER.search(clause[end:]):
             return None
-        return self.clause_subject(sentence, before)
+        return found if named else self.subject(sentence, before)
+
+    def _named_last(self, clause: str) -> tuple[bool, str | None, int]:
+        """(whether the clause names anyone, who it names last, where that name ends)."""
+        named, found, end = False, None, 0
+        for match in _SUBJECT_WORD.finditer(clause):
+            word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
+            if word.casefold() in _SPEAKER_WORDS:
+                named, found, end = True, self.speaker_or_addressee(word), match.end()  # None: a "you" no one is
+            elif self.person(word):
+                named, found, end = True, self.person(word), match.end()
+        return named, found, end
 
     def speaker_or_addressee(self, pronoun: str) -> str | None:
         """The person "I"/"we"/"my"/"our" (the speaker) or "you"/"your" means, when known."""
@@ -772,7 +779,7 @@ class _EventReader:
 
     def sentence(self, s: str) -> None:
         for m in _GOES_BY_RE.finditer(s):
-            who, alias = next((m.group(f"who{i}"), m.group(f"alias{i}")) for i in ("", "2", "3") if m.group(f"who{i}"))
+            who, alias = _goes_by(m)
             ref = self.person(who)
             if ref is not None and not _denial(s, m.start()):
                 self.b.node("person", self.b.nodes[ref]["name"], self.id, alias)
@@ -1131,7 +1138,7 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
         for m in _ORG_SUFFIX_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(f"{m.group(1)} {m.group(2)}")})
         for m in _GOES_BY_RE.finditer(text):
-            keys.add(_key(m.group("alias") or m.group("alias2") or m.group("alias3")))
+            keys.add(_key(_goes_by(m)[1]))
         for m in _THING_RE.finditer(text):
             for name in filter(None, m.groups()):
                 if not _PERSON_BEFORE_RE.search(text[:m.start()]):
