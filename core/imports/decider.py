@@ -117,19 +117,20 @@ _VALUE_PREDICATES = frozenset({"diet"})
 # Number words read as the digits they stand for, so "aged 6" and "six-year-old" state one value
 # ("one" stays out: "the one she likes" is no number).
 _NUMBER_WORDS = {w: str(n) for w, n in NUMBER_WORDS.items() if w != "one"}
+_NUMBER = rf"(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})"
 # "Ivy is seven", "turned 40 in May": a bare number after the verb is an age.
 _AGE_PHRASE = re.compile(
     r"\b(?:is|was|turns|turned|turning|will be)\s+(?:now\s+|just\s+|almost\s+|nearly\s+)?"
-    rf"(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})"
+    rf"{_NUMBER}"
     r"(?=\s*(?:$|[.,;!?]|now\b|today\b|this\b|next\b|last\b|on\b|in\b|years?\b))"
     # "is a six-year-old", "34 years old"; not "a six-year-old daughter" (the daughter's age, not the subject's)
-    rf"|\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\b(?!\s+[a-z])",
+    rf"|\b{_NUMBER}[-\s]years?[-\s]old\b(?!\s+[a-z])",
     re.IGNORECASE)
 # What a relative clause says is said of the name before it: "Lena, who lives in Amsterdam".
 _RELATIVE = re.compile(r"\b([A-Z][\w'’-]*)\s*,?\s+(?:who|whose)\s+([^,.;!?]+)")
 # An age that describes someone named after it: "their six-year-old daughter Ivy" is Ivy's age.
 _AGE_OF = re.compile(
-    rf"\b(?:\d{{1,3}}|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})[-\s]years?[-\s]old\s+"
+    rf"\b{_NUMBER}[-\s]years?[-\s]old\s+"
     r"(?:[a-z]+\s+){0,2}([A-Z][\w'’-]*)")
 _MONTHS = frozenset("january february march april may june july august september october november december "
                     "jan feb mar apr jun jul aug sep sept oct nov dec".split())
@@ -299,13 +300,15 @@ def _statement(title: str, summary: str) -> str:
     return f"{title}. {summary}" if title and _bare_words(title) - _bare_words(summary) else summary
 
 
+def _phrase_kinds(text: str) -> set[str]:
+    """The kinds of fact the phrases in ``text`` state ("works at", "as a nurse", "is seven")."""
+    return {kind for phrase, kind in ((_EMPLOYER_PHRASE, "work"), (_ROLE_PHRASE, "role"), (_AGE_PHRASE, "age"))
+            if phrase.search(text)}
+
+
 def _kinds(text: str) -> set[str]:
     """The kinds of fact a piece of text states (the predicate words and phrases in it)."""
-    kinds = {_PREDICATES[low] for low in map(_bare, _WORD.findall(text)) if low in _PREDICATES}
-    for phrase, kind in ((_EMPLOYER_PHRASE, "work"), (_ROLE_PHRASE, "role"), (_AGE_PHRASE, "age")):
-        if phrase.search(text):
-            kinds.add(kind)
-    return kinds
+    return {_PREDICATES[low] for low in map(_bare, _WORD.findall(text)) if low in _PREDICATES} | _phrase_kinds(text)
 
 
 def _attribute(fact: Fact, text: str) -> None:
@@ -387,12 +390,7 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
                 fact.values.add(value)
                 if _KIND_BY_STEM.get(value) == "role":
                     fact.preds.add("role")
-    if _EMPLOYER_PHRASE.search(text):
-        fact.preds.add("work")
-    if _ROLE_PHRASE.search(text):
-        fact.preds.add("role")
-    if _AGE_PHRASE.search(text):
-        fact.preds.add("age")
+    fact.preds |= _phrase_kinds(text)
     _attribute(fact, text)
     fact.order = list(dict.fromkeys(order))
     lead_candidates = [n for n in before_verb if n in fact.participants] + before_verb
