@@ -127,7 +127,8 @@ _PRESENT = frozenset("""live work love like need want think know feel use play h
     practice practise lead manage build learn stay sleep walk drive ride care worry wonder understand""".split())
 _ADVERBS = ("really", "also", "just", "still", "never", "always", "usually", "often", "sometimes", "actually",
             "totally", "absolutely", "even", "only", "mostly", "rarely", "definitely", "truly")
-_I_VERB = re.compile(rf"\bI((?:\s+(?:{'|'.join(_ADVERBS)}))*)\s+({'|'.join(sorted(_PRESENT))})\b")
+_ADVERB = "|".join(_ADVERBS)
+_I_VERB = re.compile(rf"\bI((?:\s+(?:{_ADVERB}))*)\s+({'|'.join(sorted(_PRESENT))})\b")
 
 
 def _third_singular(verb: str) -> str:
@@ -211,9 +212,9 @@ _PERSON_DOING = """using teaching studying learning planning visiting travelling
     interviewing""".split()
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
-_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{'|'.join(_ADVERBS)}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
-                                rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
-                                rf"|\s+(?:is|was)\s+(?:(?:{'|'.join(_ADVERBS)}|severely|very|mildly|now|also)\s+)*"
+_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
+                                rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
+                                rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|severely|very|mildly|now|also)\s+)*"
                                 rf"(?:{'|'.join(_PERSON_STATES)})\b"
                                 r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"
 
