@@ -418,35 +418,44 @@ def _nearest_day_res(month: int, day: int, anchor: datetime) -> _Res | None:
     return _one_day(found, "unknown") if found else _unresolved()
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + r"\s*(?:[-–]|to|until|through|till)\s*"
-       r"(?P<mon2>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?\s+"
-       r"(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?(?![-–:/.]?\d)")
+def _days_from(month: int, first: int, anchor: datetime, last_of: Callable[[date], date | None]) -> _Res | None:
+    """A day range from ``month``/``first`` (the nearest such day) to ``last_of(start)``, when that
+    comes after it."""
+    start = _nearest_day(month, first, anchor)
+    if start is None:
+        return _unresolved() if _valid_date(2000, month, first) else None
+    end = last_of(start)
+    return _day_range(start, end, "unknown") if end and end > start else None
+
+
+_RANGE_TO = r"\s*(?:[-–]|to|until|through|till)\s*"
+_LAST_DAY = r"(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?(?![-–:/.]?\d)"
+
+
+@_rule(_MONTH + r"\.?\s+" + _DAY + _RANGE_TO
+       + r"(?P<mon2>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?\s+" + _LAST_DAY)
 def _month_day_to_month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     """"March 19 to March 24", "March 30 - April 2": days across months (the end after the start)."""
     if _may_is_verb(m) or (m["mon2"].lower() == "may" and not m["mon2"][0].isupper()):
         return None
-    start = _nearest_day(_month_of(m), int(m["d"]), anchor)
-    if start is None:
-        return _unresolved() if _valid_date(2000, _month_of(m), int(m["d"])) else None
-    month2 = _MONTH_NAMES[m["mon2"].lower()]
-    end = _valid_date(start.year, month2, int(m["d2"]))
-    if end is not None and end < start:
-        end = _valid_date(start.year + 1, month2, int(m["d2"]))  # "December 30 to January 2"
-    return _day_range(start, end, "unknown") if end and end > start else None
+    month2, last = _MONTH_NAMES[m["mon2"].lower()], int(m["d2"])
+
+    def last_of(start: date) -> date | None:
+        end = _valid_date(start.year, month2, last)
+        if end is not None and end < start:
+            end = _valid_date(start.year + 1, month2, last)  # "December 30 to January 2"
+        return end
+
+    return _days_from(_month_of(m), int(m["d"]), anchor, last_of)
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + r"\s*(?:[-–]|to|until|through|till)\s*(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
-       r"(?![-–:/.]?\d)")
+@_rule(_MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _LAST_DAY)
 def _month_day_range(m: re.Match[str], anchor: datetime) -> _Res | None:
     """"March 19-24", "March 19 to 24": days of one month (with a year only when it is near)."""
-    first, last = int(m["d"]), int(m["d2"])
-    if _may_is_verb(m) or last <= first:
+    last = int(m["d2"])
+    if _may_is_verb(m) or last <= int(m["d"]):
         return None
-    start = _nearest_day(_month_of(m), first, anchor)
-    if start is None:
-        return _unresolved() if _valid_date(2000, _month_of(m), first) else None
-    end = _valid_date(start.year, start.month, last)
-    return _day_range(start, end, "unknown") if end else None
+    return _days_from(_month_of(m), int(m["d"]), anchor, lambda start: _valid_date(start.year, start.month, last))
 
 
 @_rule(_MONTH + r"\.?\s+" + _DAY + r"(?!\s*[-–:/]\s*\d)")
