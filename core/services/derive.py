@@ -157,10 +157,9 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
             return
         events = []
         for draft in drafts:
-            earlier = draft["relations"].pop("supersedes_draft", [])
+            earlier = [events[i].id for i in draft.pop("supersedes_earlier", [])]  # drafts written before this one
             if earlier:
-                ids = [events[i].id for i in earlier if i < len(events)]
-                draft["relations"]["supersedes"] = list(dict.fromkeys(draft["relations"].get("supersedes", []) + ids))
+                draft["relations"]["supersedes"] = list(dict.fromkeys(draft["relations"].get("supersedes", []) + earlier))
             latest = max((created_at.get(i) or "" for i in draft["source_message_ids"]), default=None)
             events.append(write_event(block.namespace_id, draft, block=block, formed_turn=formed_turn,
                                       mentioned_fallback=latest or block.created_at, index=False))

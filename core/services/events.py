@@ -161,11 +161,10 @@ def validate_extracted(
         same = temporal.pop("same_event_id", None)
         if same is not None and in_timeline(same):
             relations["same_event"] = [same]
-        # An earlier event of this same extraction it corrects ("moved my appointment to March 10"
-        # after "my appointment is on March 3"): resolved to its id when both are written.
+        # Earlier events of this same extraction it corrects ("moved my appointment to March 10"
+        # after "my appointment is on March 3"), as positions among the drafts: the writer turns
+        # them into ids once those are written (relations hold event ids only).
         earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
-        if earlier:
-            relations["supersedes_draft"] = earlier
         kept_as[index] = len(drafts)
         drafts.append({
             "title": title.strip()[:200],
@@ -175,6 +174,7 @@ def validate_extracted(
             "source_message_ids": list(dict.fromkeys(ids)),
             "temporal": temporal,
             "relations": relations,
+            "supersedes_earlier": earlier,
             "scope": normalize_scope(raw.get("scope")),
             "criticality": normalize_criticality(raw.get("criticality")),
         })
@@ -291,7 +291,7 @@ def write_event(
     live = {e.id: e for e in _LIVE_TARGETS.rows(sorted(targets), event.namespace_id)} if targets else {}
     for kind, ids in relations.items():
         if kind not in LINK_KINDS:
-            continue  # (a draft-local relation its caller did not resolve is never a link)
+            continue  # a kind of link events do not have is never written
         for target_id in ids:
             if target_id not in live or target_id == event.id:
                 continue

@@ -312,7 +312,8 @@ def test_an_event_may_supersede_an_earlier_one_of_the_same_extraction():
     ]
     drafts, _ = validate_extracted(raw, allowed_message_ids=[1, 2])
     assert [d["title"] for d in drafts] == ["Dentist on March 3", "Dentist moved to March 10"]
-    assert drafts[1]["relations"] == {"supersedes_draft": [0]}
+    assert (drafts[1]["supersedes_earlier"], drafts[1]["relations"]) == ([0], {})
+    assert drafts[0]["supersedes_earlier"] == []
 
 
 def test_a_relation_kind_write_event_does_not_know_is_no_link(ns):
