@@ -106,7 +106,7 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     view = layout.view
     # The best events are scored on the helper thread while the messages' spread is summed here
     # (both read prepared arrays only; the SQL on either side stays on this thread).
-    events = prepared("event", ns.id, terms) if params.event_boost > 0 else None
+    events = _event_query(ns, terms) if params.event_boost > 0 else None
     pending = beside.submit(scoring.top_k, events, EVENT_SUPPORT_LIMIT) if events is not None else None
     sums, own = spread.spread_all(view, query, params)
     boost = _support(*pending.result()) if pending is not None else {}
@@ -161,22 +161,30 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
 
 
 def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
-    """For each message, the best BM25 score of a live event that cites it."""
-    from core.search.index import bm25_top
+    """For each message, the best BM25 score of a live event that cites it (``raw_ranking``
+    computes the same on its helper thread)."""
+    from core.search import scoring
 
-    # Only the best events can move a message noticeably; joining all matches costs time.
-    best = bm25_top("event", ns.id, terms, EVENT_SUPPORT_LIMIT)
-    return _support([e for e, _ in best], [s for _, s in best])
+    events = _event_query(ns, terms)
+    return _support(*scoring.top_k(events, EVENT_SUPPORT_LIMIT)) if events is not None else {}
 
 
-def _support(event_ids, scores) -> dict[int, float]:
+def _event_query(ns: Namespace, terms: list[str]):
+    """The events' query for the question's terms (None when no event matches): only the best
+    EVENT_SUPPORT_LIMIT of them can move a message noticeably; joining all matches costs time."""
+    from core.search.index import prepared
+
+    return prepared("event", ns.id, terms)
+
+
+def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
     """Message -> the best score among the given events (ids with their BM25 scores) that are
     live and cite it."""
     if not len(event_ids):
         return {}
     from core.search.segment import rows_by_ids
 
-    by_event = dict(zip(list(map(int, event_ids)), list(map(float, scores))))
+    by_event = dict(zip(event_ids.tolist(), scores.tolist()))
     support: dict[int, float] = {}
     rows = rows_by_ids("SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
                        "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')", list(by_event))
