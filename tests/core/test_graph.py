@@ -672,6 +672,30 @@ def _offline(*events):
     return proposal, facts, edges
 
 
+def _extracted(*texts: str, said_at: str = "2026-01-20T21:30:00+01:00") -> dict:
+    """The offline graph proposal for Maya's messages ``texts``, extracted and projected."""
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": said_at, "text": text}
+        for i, text in enumerate(texts)]}})
+    return project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+
+
+def _extracted_graph(*texts: str, said_at: str = "2026-01-20T21:30:00+01:00"
+                     ) -> tuple[set[str], set[tuple[str, str, str, str]]]:
+    """People and (from, relation, to, status) edges of Maya's messages, extracted and projected offline."""
+    proposal = _extracted(*texts, said_at=said_at)
+    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
+    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+    return people, {(names[e["from_ref"]], e["relation"], names[e["to_ref"]], e.get("status", "active"))
+                    for e in proposal["edges"]}
+
+
+def _proposed_facts(proposal: dict) -> set[tuple[str, str, str]]:
+    return {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+
+
 def test_offline_people_places_orgs_tools_and_knows():
     proposal, facts, edges = _offline(
         ("Caroline moved to Berlin and works at Acme Inc. She uses Notion and switched to Linear.", ["Caroline", "Melanie", "user"]),
@@ -716,15 +740,8 @@ def test_a_place_named_with_particles_is_no_person():
 
 def test_a_trip_dated_after_it_was_mentioned_is_a_plan_to_visit():
     """Extracted and projected: "Let's organise a trip to Lisbon … March 19", said in January, is no visit."""
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
-         "text": "Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19."}]}})
-    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
-    proposal = project_graph_offline({"events": events})
-    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
-    edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
+    _, edges = _extracted_graph("Let's organise a family trip to Lisbon! Me, Tomás and Ivy, from Thursday March 19.")
+    edges = {(who, relation, what) for who, relation, what, _ in edges}
     assert ("Maya", "plans_to_visit", "Lisbon") in edges and ("Maya", "visited", "Lisbon") not in edges
 
 
@@ -1210,13 +1227,7 @@ def test_a_person_named_with_particles_is_a_person():
 
 
 def test_names_with_two_particles_are_one_name():
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
-         "text": "My colleague Pieter van der Berg moved to Lisbon."}]}})
-    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
-    names = {n["name"] for n in project_graph_offline({"events": events})["nodes"]}
+    names = {n["name"] for n in _extracted("My colleague Pieter van der Berg moved to Lisbon.")["nodes"]}
     assert "Pieter van der Berg" in names and "Pieter" not in names
 
 
@@ -1228,21 +1239,6 @@ def test_an_age_says_when_it_was_true(store):
     view = node_view(result.node_ids[0])
     stated = next(f.valid_from for f in view.current_facts if f.key == "age")
     assert stated and view.current_state == f"age: 34 (as of {stated[:10]})\nlives_in: Utrecht"
-
-
-def _extracted_graph(*texts: str) -> tuple[set[str], set[tuple[str, str, str, str]]]:
-    """People and (from, relation, to, status) edges of Maya's messages, extracted and projected offline."""
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}
-        for i, text in enumerate(texts)]}})
-    events = [{"id": i + 1, **e} for i, e in enumerate(out["events"])]
-    proposal = project_graph_offline({"events": events})
-    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
-    people = {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
-    return people, {(names[e["from_ref"]], e["relation"], names[e["to_ref"]], e.get("status", "active"))
-                    for e in proposal["edges"]}
 
 
 def test_a_tool_taken_up_is_a_tool_not_a_person():
@@ -1272,13 +1268,9 @@ def test_a_job_change_names_the_role_and_both_employers():
     assert "Booking.com" not in people and "Booking" not in people
     assert ("Maya", "works_at", "Adyen", "active") in edges
     assert ("Maya", "worked_at", "Booking.com", "active") in edges
-    from core.providers.offline_events import extract_events_offline
-
     for text, role in (("I work at Booking.com as a data engineer.", "data engineer"),
                        ("I just started a new job as a product manager at Adyen.", "product manager")):
-        out = extract_events_offline({"target": {"id": 1, "messages": [
-            {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}]}})
-        proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+        proposal = _extracted(text)
         maya = next(n for n in proposal["nodes"] if n["name"] == "Maya")
         assert {"key": "role", "value": role} in [{"key": f["key"], "value": f["value"]} for f in maya["facts"]]
 
@@ -1286,12 +1278,7 @@ def test_a_job_change_names_the_role_and_both_employers():
 def test_a_well_known_city_is_a_place_wherever_it_is_named():
     people, _ = _extracted_graph("Correction: the offsite is in Porto, not Lisbon, on June 12.")
     assert not {"Porto", "Lisbon"} & people
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00",
-         "text": "The offsite is in Porto on June 12."}]}})
-    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
+    proposal = _extracted("The offsite is in Porto on June 12.")
     assert ("Porto", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
 
 
@@ -1306,16 +1293,12 @@ def test_a_bare_number_after_a_persons_name_is_an_age_and_an_owner_is_not_the_su
 
 
 def test_flying_or_heading_somewhere_is_a_trip():
-    from core.providers.offline_events import classify, extract_events_offline
+    from core.providers.offline_events import classify
 
     assert classify("We're flying to Tokyo on April 3") == "plan"
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00", "text": text}
-        for i, text in enumerate(["We're flying to Tokyo on April 3.", "I'm heading to Ghent next week.",
-                                  "Last year I flew to Reykjavik for a conference."])]}})
-    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
-    names = {n["ref"]: n["name"] for n in proposal["nodes"]}
-    edges = {(names[e["from_ref"]], e["relation"], names[e["to_ref"]]) for e in proposal["edges"]}
+    _, edges = _extracted_graph("We're flying to Tokyo on April 3.", "I'm heading to Ghent next week.",
+                                "Last year I flew to Reykjavik for a conference.", said_at="2026-03-01T10:00:00+00:00")
+    edges = {(who, relation, what) for who, relation, what, _ in edges}
     assert {("Maya", "plans_to_visit", "Tokyo"), ("Maya", "plans_to_visit", "Ghent"),
             ("Maya", "visited", "Reykjavik")} <= edges
 
@@ -1325,13 +1308,8 @@ def test_someones_allergy_is_theirs_not_the_speakers():
     sentence with a copula was no participant. A state only people are in names a person."""
     people, _ = _extracted_graph("Tomás is allergic to penicillin, and Ivy can't have peanuts.",
                                  "Priya is vegetarian and Sam is vegan.")
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00",
-         "text": "Tomás is allergic to penicillin, and Ivy can't have peanuts."}]}})
-    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
-    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    facts = _proposed_facts(_extracted("Tomás is allergic to penicillin, and Ivy can't have peanuts.",
+                                       said_at="2026-03-01T10:00:00+00:00"))
     assert ("Tomás", "allergic_to", "penicillin") in facts and ("Maya", "allergic_to", "penicillin") not in facts
     assert {"Tomás", "Priya"} <= people
 
@@ -1375,13 +1353,7 @@ def test_marriages_and_birth_dates():
     people, edges = _extracted_graph("Tomás and I got married in 2019 in Lisbon.", "Lena married Pieter last summer.")
     assert ("Tomás", "partner_of", "Maya", "active") in edges or ("Maya", "partner_of", "Tomás", "active") in edges
     assert ("Lena", "partner_of", "Pieter", "active") in edges
-    from core.providers.offline_events import extract_events_offline
-
-    out = extract_events_offline({"target": {"id": 1, "messages": [
-        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-03-01T10:00:00+00:00",
-         "text": "Ivy was born on March 21, 2019."}]}})
-    proposal = project_graph_offline({"events": [{"id": i + 1, **e} for i, e in enumerate(out["events"])]})
-    facts = {(n["name"], f["key"], f["value"]) for n in proposal["nodes"] for f in n["facts"]}
+    facts = _proposed_facts(_extracted("Ivy was born on March 21, 2019.", said_at="2026-03-01T10:00:00+00:00"))
     assert ("Ivy", "birthday", "March 21") in facts
 
 
