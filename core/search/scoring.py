@@ -95,11 +95,26 @@ def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndar
     if not q.b:
         # b = 0: the length term is 1 - 0 + 0.0 = 1.0 exactly, so a posting's part depends on its tf
         # alone: the same expression over the few tf values, then one gather.
-        values = np.arange(int(tf.max()) + 1 if len(tf) else 1, dtype=np.float64)
-        return (term.w_idf * values * (q.k1 + 1) / (values + q.k1 * (1 - q.b + 0.0)))[tf]
+        return np.take(_tf_parts(q, term, tf), tf)  # np.take: half the time of a fancy-index gather
     tf = tf.astype(np.float64)
-    length = q.view.doc_len[docs].astype(np.float64)
+    length = np.take(q.view.doc_len, docs).astype(np.float64)
     return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
+
+
+def _tf_parts(q: Query, term: _Term, tf: np.ndarray) -> np.ndarray:
+    """With b = 0: the part of a posting with each tf from 0 to the largest in ``tf``."""
+    values = np.arange(int(tf.max()) + 1 if len(tf) else 1, dtype=np.float64)
+    return term.w_idf * values * (q.k1 + 1) / (values + q.k1 * (1 - q.b + 0.0))
+
+
+def _parts(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndarray | np.float64:
+    """``_contrib`` to add, or the one value every posting shares when b = 0 and each tf is 1
+    (messages of a few dozen words mostly hold a term once): adding a scalar skips a gather per
+    posting."""
+    if q.b or not len(tf):
+        return _contrib(q, term, docs, tf)
+    parts = _tf_parts(q, term, tf)
+    return parts[1] if len(parts) == 2 else np.take(parts, tf)
 
 
 _WORK = threading.local()
@@ -131,7 +146,7 @@ def dense_scores(q: Query, pad: int = 0, work: str = "dense_scores") -> np.ndarr
     total = work_array(work, q.view.size + pad)
     for term in q.terms:
         for _, docs, tf in term.runs:
-            np.add.at(total, docs, _contrib(q, term, docs, tf))  # unbuffered: ~3x a fancy-index +=
+            np.add.at(total, docs, _parts(q, term, docs, tf))  # unbuffered: ~3x a fancy-index +=
     return total
 
 
@@ -173,11 +188,11 @@ def score_docs(q: Query, cands: np.ndarray, dense: set[int] = frozenset()) -> np
     for index, term in enumerate(q.terms):
         for part, docs, tf in term.runs:
             if index in dense:
-                np.add.at(scores, np.searchsorted(cands, docs), _contrib(q, term, docs, tf))
+                np.add.at(scores, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
                 continue
             at, looked = _lookup(term, part, docs, tf, cands)
             if len(at):
-                np.add.at(scores, at, _contrib(q, term, cands[at], looked))
+                np.add.at(scores, at, _parts(q, term, cands[at], looked))
     return scores
 
 
@@ -235,9 +250,9 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
         term = q.terms[index]
         for _, docs, tf in term.runs:
             if docs is cands:  # one term in one part: the candidates are its postings
-                partial += _contrib(q, term, docs, tf)
+                partial += _parts(q, term, docs, tf)
             else:
-                np.add.at(partial, np.searchsorted(cands, docs), _contrib(q, term, docs, tf))
+                np.add.at(partial, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
     rest = sorted((i for i in range(len(q.terms)) if i not in held), key=lambda i: -bounds[i])
     for step in range(len(rest) + 1):
         if len(partial) >= k:
@@ -251,7 +266,7 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
         for part, docs, tf in term.runs:
             at, looked = _lookup(term, part, docs, tf, cands)
             if len(at):
-                np.add.at(partial, at, _contrib(q, term, cands[at], looked))
+                np.add.at(partial, at, _parts(q, term, cands[at], looked))
     return cands, theta
 
 
