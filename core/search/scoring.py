@@ -96,8 +96,21 @@ def _contrib(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndar
         # b = 0: the length term is 1 - 0 + 0.0 = 1.0 exactly, so a posting's part depends on its tf
         # alone: the same expression over the few tf values, then one gather.
         return np.take(_tf_parts(q, term, tf), tf)  # np.take: half the time of a fancy-index gather
+    length = np.take(q.view.doc_len, docs)
+    if len(docs):
+        # The same expression over every (tf, length) pair present, then one gather: documents
+        # have a few hundred lengths at most, and ten float passes over a long posting list cost
+        # more than building the table (used when it is no larger than the postings).
+        max_tf, max_len = int(tf.max()), int(length.max())
+        if (max_tf + 1) * (max_len + 1) <= len(docs):
+            tfs = np.arange(max_tf + 1, dtype=np.float64)[:, None]
+            lengths = np.arange(max_len + 1, dtype=np.float64)[None, :]
+            table = term.w_idf * tfs * (q.k1 + 1) / (tfs + q.k1 * (1 - q.b + q.b * lengths / q.avgdl))
+            if max_tf == 1:
+                return np.take(table[1], length)
+            return np.take(table.ravel(), tf.astype(np.int64) * (max_len + 1) + length)
     tf = tf.astype(np.float64)
-    length = np.take(q.view.doc_len, docs).astype(np.float64)
+    length = length.astype(np.float64)
     return term.w_idf * tf * (q.k1 + 1) / (tf + q.k1 * (1 - q.b + q.b * length / q.avgdl))
 
 

@@ -528,3 +528,27 @@ def test_a_captured_turn_appends_a_column_in_place_and_earlier_readers_keep_thei
     assert np.array_equal(before, expected) and len(first) == len(expected) + 1
     assert np.shares_memory(first, view.doc_ids)  # the second append reused the room the first one made
     segment.forget_views()
+
+
+@pytest.mark.parametrize("b", [0.0, 0.75])
+@pytest.mark.parametrize("max_tf", [1, 4])
+@pytest.mark.parametrize("postings", [30, 5_000])
+def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, postings):
+    """However a posting's part is found (the expression per posting, a table over the (tf,
+    length) pairs present, one shared value), it equals the reference's float expression exactly:
+    equal scores must stay equal, or ties would order differently."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(postings + max_tf)
+    doc_len = rng.integers(1, 60, size=20_000).astype(np.int32)
+    docs = np.sort(rng.choice(len(doc_len), postings, replace=False))
+    tf = rng.integers(1, max_tf + 1, size=postings).astype(np.int32)
+    query = scoring.Query([], 1.2, b, 23.7, SimpleNamespace(doc_len=doc_len))
+    term = scoring._Term("word", [], postings, 1.7 * 3.1)
+    expected = [term.w_idf * float(t) * (1.2 + 1) / (float(t) + 1.2 * (1 - b + b * float(n) / 23.7))
+                for t, n in zip(tf.tolist(), doc_len[docs].tolist())]
+    assert scoring._contrib(query, term, docs, tf).tolist() == expected
+    parts = scoring._parts(query, term, docs, tf)
+    assert np.broadcast_to(parts, (postings,)).tolist() == expected
+    if b == 0.0 and max_tf == 1:
+        assert np.ndim(parts) == 0  # one shared value, added as a scalar
