@@ -23,12 +23,17 @@ from core.search import segment
 from core.search.segment import Part, View
 
 EXHAUSTIVE_BELOW = 20_000  # postings under which pruning is not worth its bookkeeping
-# Terms from which scoring every posting beats MaxScore: with many terms of similar weight the
-# remaining bounds stay above the threshold until the last few terms, so pruning looks every
-# candidate up in nearly every term. Measured on the scale stores (block-summary queries of
-# n terms): at 24 terms 7.6 ms exhaustive vs 21.7 MaxScore over 250k events and 54 vs 61 ms over
-# 1M messages; at 12 terms MaxScore still wins over 1M messages (16 vs 29 ms).
+# Terms from which scoring every posting beats MaxScore, unless the postings are many: with
+# many terms of similar weight the remaining bounds stay above the threshold until the last few
+# terms, so pruning looks every candidate up in nearly every term. Measured on the scale stores
+# (block-summary queries, top 32): over 100k messages or events exhaustive wins at 12-40 terms
+# (1.2-2.6 ms vs 1.9-7.7); over 1M (1.4-3.6M postings) MaxScore wins at 12 and 24 terms (8-29 vs
+# 19-34 ms) and is even at 40 (33 vs 34 events, 49 vs 44 messages).
 LONG_QUERY = 16
+LONG_POSTINGS = 1_000_000
+DENSE_HELD = 50_000  # candidates from which _prune sums the held terms in a document-sized array (below,
+# a binary search per posting is cheaper than filling one; above, 2-3x dearer)
+SEED_POSTINGS = 4096  # postings of the terms that give the first threshold (see _seeds)
 SAFETY = 1e-9  # relative slack on bounds, so float rounding can never prune a real hit
 
 
@@ -258,14 +263,24 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
     the others are looked up for the candidates left, highest bound first, and after each term a
     candidate whose partial score plus the bounds of the terms still to come is under the floor
     is dropped. Partial scores never exceed full ones, so their k-th best raises the floor."""
-    partial = np.zeros(len(cands), np.float64)
-    for index in held:
-        term = q.terms[index]
-        for _, docs, tf in term.runs:
-            if docs is cands:  # one term in one part: the candidates are its postings
-                partial += _parts(q, term, docs, tf)
-            else:
-                np.add.at(partial, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
+    if len(cands) > DENSE_HELD:
+        # Many candidates: summed by document index, then gathered (a binary search per posting
+        # into 200k candidates cost 2-3x the additions themselves).
+        total = work_array("held", q.view.size)
+        for index in held:
+            term = q.terms[index]
+            for _, docs, tf in term.runs:
+                np.add.at(total, docs, _parts(q, term, docs, tf))
+        partial = np.take(total, cands)
+    else:
+        partial = np.zeros(len(cands), np.float64)
+        for index in held:
+            term = q.terms[index]
+            for _, docs, tf in term.runs:
+                if docs is cands:  # one term in one part: the candidates are its postings
+                    partial += _parts(q, term, docs, tf)
+                else:
+                    np.add.at(partial, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
     rest = sorted((i for i in range(len(q.terms)) if i not in held), key=lambda i: -bounds[i])
     for step in range(len(rest) + 1):
         if len(partial) >= k:
@@ -286,17 +301,13 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
 def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarray]:
     """(document ids, scores) of the k best documents, exactly as sorting every score would give."""
     view = q.view
-    if q.postings < EXHAUSTIVE_BELOW or len(q.terms) == 1 or len(q.terms) >= LONG_QUERY:
+    long_query = len(q.terms) >= LONG_QUERY and (q.postings < LONG_POSTINGS or len(q.terms) >= 2 * LONG_QUERY)
+    if q.postings < EXHAUSTIVE_BELOW or len(q.terms) == 1 or long_query:
         hit, scores = score_all(q)
         return _best(view.doc_ids[hit], scores, k, ties)
     bounds = [upper_bound(q, t) for t in q.terms]
-    # A first threshold from the documents of one term: the one with the highest bound (it is the
-    # likeliest to be the only essential one, which ends the search), unless a much rarer one exists.
-    rarest = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
-    seed = max(range(len(q.terms)), key=lambda i: (bounds[i], -q.terms[i].df))
-    if q.terms[seed].df > 4 * q.terms[rarest].df:
-        seed = rarest
-    cands, theta = _prune(q, union(q, [seed]), {seed}, bounds, k, 0.0)
+    seeds = _seeds(q, bounds, k)
+    cands, theta = _prune(q, union(q, seeds), set(seeds), bounds, k, 0.0)
     by_bound = sorted(range(len(q.terms)), key=lambda i: bounds[i])
     essential: list[int] = []
     running = 0.0
@@ -304,11 +315,30 @@ def top_k(q: Query, k: int, *, ties: str = "asc") -> tuple[np.ndarray, np.ndarra
         running += bounds[i]
         if running >= theta * (1 - SAFETY):
             essential.append(i)
-    if essential != [seed]:  # otherwise the seed term alone can reach the top: its survivors are all
+    if not set(essential) <= set(seeds):  # else every document that can reach the top holds a seed term
         cands, theta = _prune(q, union(q, essential), set(essential), bounds, k, theta)
     scores = score_docs(q, cands)
     keep = scores > 0
     return _best(view.doc_ids[cands[keep]], scores[keep], k, ties)
+
+
+def _seeds(q: Query, bounds: list[float], k: int) -> list[int]:
+    """The terms whose documents give the first threshold (the k-th best full score among them).
+
+    The highest bound first (it is the likeliest to be the only essential one, which ends the
+    search), unless a much rarer one exists; then the next highest while their documents stay
+    few. A long query of rare names and common words found a threshold half the final one from
+    one name's documents, which left most common words essential (200k candidates at 1M events);
+    the few documents of a handful of names give nearly the final threshold."""
+    rarest = min(range(len(q.terms)), key=lambda i: q.terms[i].df)
+    order = sorted(range(len(q.terms)), key=lambda i: (-bounds[i], q.terms[i].df))
+    first = order[0] if q.terms[order[0]].df <= 4 * q.terms[rarest].df else rarest
+    seeds, budget = [first], max(SEED_POSTINGS, 8 * k) - q.terms[first].df
+    for i in order:
+        if i != first and q.terms[i].df <= budget:
+            seeds.append(i)
+            budget -= q.terms[i].df
+    return seeds
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int, ties: str) -> tuple[np.ndarray, np.ndarray]:

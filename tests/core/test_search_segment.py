@@ -513,6 +513,36 @@ def test_long_queries_score_every_posting_with_the_same_result(corpus, monkeypat
         exhaustive = scoring.top_k(query, 9)
         monkeypatch.setattr(scoring, "score_all", real)
         assert calls and all(np.array_equal(a, b) for a, b in zip(pruned, exhaustive))
+        # Over many postings MaxScore again, up to twice LONG_QUERY terms.
+        monkeypatch.setattr(scoring, "LONG_POSTINGS", query.postings)
+        calls.clear()
+        monkeypatch.setattr(scoring, "score_all", lambda q: calls.append(q) or real(q))
+        again = scoring.top_k(query, 9)
+        monkeypatch.setattr(scoring, "LONG_QUERY", len(query.terms) // 2)
+        scoring.top_k(query, 9)
+        monkeypatch.setattr(scoring, "score_all", real)
+        assert len(calls) == 1 and all(np.array_equal(a, b) for a, b in zip(pruned, again))
+
+
+@pytest.mark.parametrize("dense_held", [0, 10**9])
+@pytest.mark.parametrize("seed_postings", [0, 10**9])
+def test_maxscore_finds_the_exhaustive_top_k_however_it_seeds_and_sums(corpus, monkeypatch, dense_held,
+                                                                       seed_postings):
+    """The first threshold from one term's documents or from several, the held terms summed per
+    candidate or in a document-sized array: the same top k as scoring every posting."""
+    monkeypatch.setattr(scoring, "DENSE_HELD", dense_held)
+    monkeypatch.setattr(scoring, "SEED_POSTINGS", seed_postings)
+    for kind in ("message", "event"):
+        vocabulary = sorted(segment.view(kind, corpus.id).static.terms)
+        for question in QUESTIONS + [" ".join(vocabulary[i::37][:12]) for i in range(5)]:
+            query = prepared(kind, corpus.id, analyze(question))
+            if query is None:
+                continue
+            for k in (1, 5, 20):
+                ids, scores = scoring.top_k(query, k)
+                hit, every = scoring.score_all(query)
+                expected = scoring._best(query.view.doc_ids[hit], every, k, "asc")
+                assert ids.tolist() == expected[0].tolist() and scores.tolist() == expected[1].tolist()
 
 
 def test_a_captured_turn_appends_a_column_in_place_and_earlier_readers_keep_theirs(corpus):
