@@ -47,6 +47,8 @@ _FILLER = frozenset(
 )
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE)
+# "He is allergic to peanuts", "She starts at Google in May": a statement about someone just named.
+_THIRD_PERSON_SUBJECT = re.compile(r"^(?:he|she)(?:['’]s)?\s+\w", re.IGNORECASE)
 _NUMBER = re.compile(r"\d")
 _WEEKDAY_REF = re.compile(r"^(on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)$", re.IGNORECASE)
 _JUST = re.compile(r"\b(just|this morning|earlier today)\b", re.IGNORECASE)
@@ -186,7 +188,7 @@ def informative(sentence: str) -> bool:
     if n_words < 3:
         return bool(_NUMBER.search(text))
     signals = bool(_FIRST_PERSON.search(text)) + bool(_NUMBER.search(text)) + bool(_names(text)) + \
-        bool(_ANY_TYPE.search(text))
+        bool(_ANY_TYPE.search(text)) + bool(_THIRD_PERSON_SUBJECT.match(text))
     if signals:
         return n_words >= 4
     return n_words >= 10 and not _SECOND_PERSON.search(text)

@@ -421,8 +421,17 @@ _MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
 
 # Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
 # one spoken to (the event's first participant).
-_SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you)\b")
+_SUBJECT_WORD = re.compile(rf"{_NAME}|\b(?i:we|you|he|she|they)\b")
 _SPEAKER_WORDS = frozenset({"i", "we", "you"})
+# "She works at Google": the one person the text named before; "they" may be several people.
+_THIRD_PERSON = frozenset({"he", "she", "they"})
+_PRONOUN_RE = re.compile(r"\b(?:he|she|they)\b", re.IGNORECASE)
+# "my sister Ana", "her husband Tom", "Mr. Lee": who a "she" or a "he" can be when several were named.
+_GENDERED_RE = re.compile(
+    r"\b(?:(?P<f>(?i:sister|mother|mom|mum|wife|girlfriend|fiancée|daughter|stepdaughter|aunt|niece|grandma|"
+    r"grandmother|granddaughter)|Mrs\.?|Ms\.?)|(?P<m>(?i:brother|father|dad|husband|boyfriend|son|stepson|uncle|"
+    rf"nephew|grandpa|grandfather|grandson)|Mr\.?))\s+(?P<name>{_NAME})")
+_PRONOUN_GENDER = {"she": "f", "he": "m"}
 # Someone other than the last person named holds what follows: "Maya's son is allergic to eggs",
 # "She is allergic to cats" (an unresolved "she"). A personal fact there is nobody's we can name.
 _OTHER_HOLDER = re.compile(
@@ -618,7 +627,7 @@ class _EventReader:
     """Applies the rules to one event."""
 
     def __init__(self, builder: _Builder, event: dict[str, Any], texts: list[str], people: list[str],
-                 full_names: dict[str, str]) -> None:
+                 full_names: dict[str, str], unsure: set[str] = frozenset()) -> None:
         self.b = builder
         self.id = event["id"]
         self.texts = texts
@@ -639,6 +648,10 @@ class _EventReader:
         first = next((p for p in event.get("participants") or [] if isinstance(p, str)), "")
         self.assistant_speaks = first.strip().casefold() in ("assistant", "system", "ai", "bot")
         self.people: list[tuple[str, str]] = []  # (name as given, ref)
+        self.named_before: list[str] = []  # people the sentences before this one in its text named
+        self.genders: dict[str, str] = {}  # person ref -> "f" / "m" where the text shows it
+        self.quotes = {q.strip() for q in event.get("quotes") or [] if isinstance(q, str)}
+        self.unsure = unsure
         self.person_keys: dict[str, str] = {}
         for name in people:
             display, alias = name, None
@@ -662,20 +675,56 @@ class _EventReader:
 
     def subject(self, sentence: str, before: int) -> str | None:
         """The first participant named before the match in this sentence, else the event's first.
-        An owner is passed over: in "Maya's daughter Ivy is 6 and loves drawing" Ivy loves it."""
-        for match in re.finditer(_NAME, sentence[:before]):
+        An owner is passed over: in "Maya's daughter Ivy is 6 and loves drawing" Ivy loves it. A
+        sentence led by "she" or "he" is about whom that means (``antecedent``), or no one."""
+        for match in _SUBJECT_WORD.finditer(sentence[:before]):
             if re.search(r"['’]s$", match.group(0)):  # (a name takes its possessive along)
                 continue
+            if match.group(0).casefold() in _THIRD_PERSON:
+                return self.antecedent(sentence, match.start(), match.group(0))
             ref = self.person(match.group(0))
             if ref:
                 return ref
         return self.people[0][1] if self.people else None
 
+    def antecedent(self, sentence: str, at: int, pronoun: str) -> str | None:
+        """Whom "she" or "he" at ``at`` means: the one person named before it in the sentence (owners
+        passed over), else the one named in the earlier sentences of the same text ("Maya's sister
+        Ana moved to Lisbon. She works at Google": Ana; "I met Tom. He is allergic to nuts": Tom).
+        Of several, the one a word such as "sister" or "husband" shows to fit the pronoun; else
+        no one, as for "they": a fact given to the wrong person is worse than none."""
+        wanted = _PRONOUN_GENDER.get(pronoun.casefold())
+        if wanted is None:
+            return None
+        # A card with quotes retells the speaker's words, where "she" is never the speaker (or the one
+        # they speak to), though the retelling names them; an event written about someone may mean them.
+        speaker = self.people[0][1] if self.quotes and self.people else None
+        for refs in (self._named_people(sentence[:at]), self.named_before):
+            refs = [ref for ref in dict.fromkeys(refs) if ref != speaker]
+            fitting = [ref for ref in refs if self.genders.get(ref) == wanted]
+            found = refs[0] if len(refs) == 1 else fitting[0] if len(fitting) == 1 else None
+            if refs:
+                return found if found in self.b.nodes else None  # not someone unsure
+        return None
+
+    def _named_people(self, text: str) -> list[str]:
+        """The people ``text`` names, in order, with participants that may be people (as "?key");
+        an owner ("Maya's") is passed over."""
+        out = []
+        for match in re.finditer(_NAME, text):
+            if not re.search(r"['’]s$", match.group(0)):
+                ref = self.person(match.group(0))
+                if ref is not None:
+                    out.append(ref)
+                elif _key(match.group(0)) in self.unsure:
+                    out.append("?" + _key(match.group(0)))
+        return out
+
     def clause_subject(self, sentence: str, before: int) -> str | None:
         """Who does what the match states: the person or first/second-person pronoun named last
         before it in its clause ("… and our daughter Ivy, and you moved from Dublin": the one spoken
         to, not Ivy; "Maya's partner Tomás moved": Tomás), else ``subject`` over the sentence."""
-        named, found, _ = self._named_last(_clause_before(sentence, before))
+        named, found, _ = self._named_last(sentence, before)
         return found if named else self.subject(sentence, before)
 
     def holder(self, sentence: str, before: int) -> str | None:
@@ -683,18 +732,23 @@ class _EventReader:
         someone unnamed comes after the last person named ("Maya's son is allergic") - then no one,
         rather than the wrong person."""
         clause = _clause_before(sentence, before)
-        named, found, end = self._named_last(clause)
+        named, found, end = self._named_last(sentence, before)
         if _OTHER_HOLDER.search(clause[end:]):
             return None
         return found if named else self.subject(sentence, before)
 
-    def _named_last(self, clause: str) -> tuple[bool, str | None, int]:
-        """(whether the clause names anyone, who it names last, where that name ends)."""
+    def _named_last(self, sentence: str, before: int) -> tuple[bool, str | None, int]:
+        """(whether the clause before ``before`` names anyone, who it names last, where in the
+        clause that name ends)."""
+        clause = _clause_before(sentence, before)
+        offset = before - len(clause)
         named, found, end = False, None, 0
         for match in _SUBJECT_WORD.finditer(clause):
             word = re.sub(r"['’]\w*$", "", match.group(0))  # "I'm", "Maya's"
             if word.casefold() in _SPEAKER_WORDS:
                 named, found, end = True, self.speaker_or_addressee(word), match.end()  # None: a "you" no one is
+            elif word.casefold() in _THIRD_PERSON:
+                named, found, end = True, self.antecedent(sentence, offset + match.start(), word), match.end()
             elif self.person(word):
                 named, found, end = True, self.person(word), match.end()
         return named, found, end
@@ -759,12 +813,30 @@ class _EventReader:
     # -- rules --------------------------------------------------------------------
 
     def read(self) -> None:
-        # Titles and quotes often repeat the summary: read each distinct sentence once.
-        sentences = (without_time_zones(part.strip()) for text in self.texts for part in _SENTENCE_SPLIT.split(text))
-        for sentence in dict.fromkeys(sentences):
-            if sentence:
-                self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned
-                self.sentence(sentence)
+        if any(_PRONOUN_RE.search(text) for text in self.texts):
+            for text in self.texts:
+                for m in _GENDERED_RE.finditer(text):
+                    ref = self.person(m.group("name"))
+                    if ref is not None:
+                        self.genders[ref] = "f" if m.group("f") else "m"
+        # Titles and quotes often repeat the summary: read each distinct sentence once (one with a
+        # pronoun once per set of people named before it in its text).
+        seen: set = set()
+        previous = None
+        for text in self.texts:
+            if not (previous in self.quotes and text in self.quotes):  # a card's quotes are one passage
+                self.named_before = []
+            previous = text
+            for part in _SENTENCE_SPLIT.split(text):
+                sentence = without_time_zones(part.strip())
+                if not sentence:
+                    continue
+                key = (sentence, *dict.fromkeys(self.named_before)) if _PRONOUN_RE.search(sentence) else sentence
+                if key not in seen:
+                    seen.add(key)
+                    self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned
+                    self.sentence(sentence)
+                self.named_before += self._named_people(sentence)
         self.b.since = None
         refs = sorted(r for _, r in self.people)
         for i, first in enumerate(refs):
@@ -1278,7 +1350,11 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
             by_first.setdefault(_key(name.split()[0]), set()).add(name)
     full_names = {k: next(iter(v)) for k, v in by_first.items() if len({_key(n) for n in v}) == 1}
     for event in events:
-        _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names).read()
+        # Participants the rules could not call people nor anything else ("Ana met Tom": a sentence
+        # opener) still count when a "she" might mean them.
+        unsure = {_key(p) for p in event.get("participants") or [] if isinstance(p, str)} - not_people - {
+            _key(p) for p in people[event["id"]]}
+        _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names, unsure).read()
     return builder.proposal(len(events))
 
 

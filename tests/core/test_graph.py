@@ -1393,3 +1393,43 @@ def test_a_dog_breed_is_nobody():
     people, _ = _extracted_graph("Two of them are Jack Russell mixes and the other two are Chihuahua mixes, "
                                  "Tomás says.", "Pepper and Panda are Lab mixes.")
     assert not {"Chihuahua", "Jack Russell", "Jack", "Lab"} & people
+
+
+def _facts_of_messages(*texts: str) -> set[tuple[str, str, str]]:
+    """(person, key, value) facts the offline rules read from Maya's messages, each extracted into
+    cards and projected as the derive job hands them over (participants beside the card)."""
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": i + 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}
+        for i, text in enumerate(texts)]}})
+    events = [{"id": i + 1, **e, "participants": e["temporal"]["participants"]} for i, e in enumerate(out["events"])]
+    return _proposed_facts(project_graph_offline({"events": events, "speakers": ["Maya"]}))
+
+
+@pytest.mark.parametrize("text, holder", [
+    ("My sister Ana moved to Lisbon last month. She works at Google as a designer.", "Ana"),
+    ("I met Tom at the gym. He works at Google as a designer.", "Tom"),
+    ("Ana told me she works at Google as a designer.", "Ana"),
+    # two people named: the kin word says which one "he" is
+    ("Ana met my brother Tom last week. He works at Google as a designer.", "Tom"),
+])
+def test_she_or_he_is_the_person_named_before_not_the_speaker(text, holder):
+    facts = _facts_of_messages(text)
+    assert (holder, "works_at", "Google") in facts and (holder, "role", "designer") in facts
+    assert not any(who == "Maya" for who, _, _ in facts)
+
+
+@pytest.mark.parametrize("texts", [
+    ("My sister Ana moved to Lisbon last month.", "She works at Google as a designer now."),  # another card
+    ("Ana met Tom last week. She works at Google as a designer.",),  # either of two
+    ("Ana and Tom visited. They work at Google as designers.",),
+])
+def test_a_pronoun_that_cannot_be_resolved_gives_its_fact_to_no_one(texts):
+    facts = _facts_of_messages(*texts)
+    assert not any(key in ("works_at", "role") for _, key, _ in facts)
+
+
+def test_a_statement_about_he_or_she_is_remembered():
+    """"He is allergic to peanuts" says something about someone: a card, and a fact of the person."""
+    assert ("Tom", "allergic_to", "peanuts") in _facts_of_messages("I met Tom at the gym. He is allergic to peanuts.")
