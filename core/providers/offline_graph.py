@@ -473,8 +473,16 @@ _OBJ_STOP = re.compile(
 )
 _OBJ_SKIP = frozenset(
     """it that this them you him her me us those these what how when something anything everything
-    on in at for from with of about up out by into onto""".split()
+    on in at for from with of about up out by into onto
+    your yours ones themselves himself herself myself ourselves we they i he she""".split()
 )
+# "love that they're a great escape", "loved ones are ...": a clause, not a thing liked.
+_OBJ_CLAUSE = re.compile(r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
+                         r"|['’](?:re|ve|ll|m|d)\b", re.IGNORECASE)
+# "I'd love to hear", "loves going with ...": a verb cut from what it was about.
+_OBJ_INCOMPLETE = frozenset("""go going be being get getting have having do doing make making take taking spend
+    spending hear hearing say saying see seeing know tell help chat talk play playing throw throwing watch share
+    try trying meet keep""".split())
 
 _PET_RE = re.compile(
     r"\b(?:my|our|has\s+a|have\s+a|got\s+a|adopted\s+an?|bought\s+a|rescued\s+a|owns?\s+a)\s+"
@@ -1062,10 +1070,13 @@ class _EventReader:
             obj = _OBJ_STOP.sub("", m.group("obj").strip())
             subject = self.clause_subject(s, m.start("obj"))  # "I" in "I love" is inside the match
             for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj):
+                if _OBJ_CLAUSE.search(item):
+                    break  # the rest is another clause
                 words = item.strip().split()
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
                     words.pop(0)
-                if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP:
+                if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP or (
+                        len(words) == 1 and words[0].casefold() in _OBJ_INCOMPLETE):
                     continue
                 self.b.fact(subject, key, " ".join(words), self.id)
 

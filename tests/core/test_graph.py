@@ -1433,3 +1433,13 @@ def test_a_pronoun_that_cannot_be_resolved_gives_its_fact_to_no_one(texts):
 def test_a_statement_about_he_or_she_is_remembered():
     """"He is allergic to peanuts" says something about someone: a card, and a fact of the person."""
     assert ("Tom", "allergic_to", "peanuts") in _facts_of_messages("I met Tom at the gym. He is allergic to peanuts.")
+
+
+def test_likes_keep_things_and_drop_clauses_compliments_and_cut_verbs():
+    facts = _facts_of_messages(
+        "I love hiking, pottery and sci-fi movies.",
+        "I love your turtles! My loved ones are so supportive.",
+        "I'd love to hear more. I love that they're a great escape.",
+        "I really love going with my friends.")
+    likes = {value for who, key, value in facts if who == "Maya" and key == "likes"}
+    assert likes == {"hiking", "pottery", "sci-fi movies"}
