@@ -432,6 +432,11 @@ _GENDERED_RE = re.compile(
     r"grandmother|granddaughter)|Mrs\.?|Ms\.?)|(?P<m>(?i:brother|father|dad|husband|boyfriend|son|stepson|uncle|"
     rf"nephew|grandpa|grandfather|grandson)|Mr\.?))\s+(?P<name>{_NAME})")
 _PRONOUN_GENDER = {"she": "f", "he": "m"}
+# "Sorry, her name is Lena, not Lina", "I meant Lena, not Lina": the person was named wrongly before.
+_NAME_CORRECTION_RE = re.compile(
+    rf"\b(?:(?i:his|her|their|my\s+\w+['’]s)|{_NAME}['’]s)\s+(?i:name)\s+(?i:is|was|['’]s)\s+(?:(?i:actually|really)\s+)?"
+    rf"(?P<right>{_NAME})\s*,?\s+(?i:not)\s+(?P<wrong>{_NAME})\b"
+    rf"|\b(?i:I\s+meant|it['’]s|it\s+is)\s+(?P<right2>{_NAME})\s*,?\s+(?i:not)\s+(?P<wrong2>{_NAME})\b")
 # Someone other than the last person named holds what follows: "Maya's son is allergic to eggs",
 # "She is allergic to cats" (an unresolved "she"). A personal fact there is nobody's we can name.
 _OTHER_HOLDER = re.compile(
@@ -567,6 +572,37 @@ class _Builder:
                 ids.append(event_id)
         return ref
 
+    def rename(self, wrong: str, right: str, event_id: int) -> str | None:
+        """The person named ``right`` that was wrongly named ``wrong``: one node (the wrong name kept as
+        an alias, and asked of the applier as a rename of a stored node), holding all that was
+        gathered under either name."""
+        ref = self.node("person", right, event_id, alias=wrong)
+        old = f"person:{_key(wrong)}"
+        if ref is None:
+            return None
+        self.nodes[ref].setdefault("renames", {}).setdefault(wrong, []).append(event_id)
+        merged = self.nodes.pop(old, None) if old != ref else None
+        if merged is not None:
+            node = self.nodes[ref]
+            node["ids"] = list(dict.fromkeys(merged["ids"] + node["ids"]))
+            for alias, ids in merged["aliases"].items():
+                if _key(alias) != _key(node["name"]):
+                    node["aliases"].setdefault(alias, []).extend(i for i in ids if i not in node["aliases"].get(alias, []))
+            for fact_key, entry in merged["facts"].items():
+                kept = node["facts"].setdefault(fact_key, entry)
+                if kept is not entry:
+                    kept["ids"] = list(dict.fromkeys(kept["ids"] + entry["ids"]))
+                    kept["since"] = {**entry["since"], **kept["since"]}
+            for (source, target, relation, status), ids in list(self.edges.items()):
+                if old in (source, target):
+                    since = self.edge_since.pop((source, target, relation, status), {})
+                    del self.edges[(source, target, relation, status)]
+                    source, target = (ref if source == old else source), (ref if target == old else target)
+                    for event in ids:
+                        self.edge(source, target, relation, event, status)
+                    self.edge_since.get((source, target, relation, status), {}).update(since)
+        return ref
+
     def fact(self, ref: str | None, key: str, value: str, event_id: int, status: str = "active") -> None:
         """``status`` "superseded" states that the fact held and has ended (it ends the current one)."""
         if ref is None or not value:
@@ -610,6 +646,7 @@ class _Builder:
                     "aliases": [{"value": a, "source_event_ids": list(a_ids)} for a, a_ids in node["aliases"].items()],
                     "tags": [],
                 },
+                **({"renames": list(node["renames"])} if node.get("renames") else {}),
                 "facts": [
                     {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
                      **({"status": f["status"]} if f["status"] != "active" else {}),
@@ -827,6 +864,7 @@ class _EventReader:
                     ref = self.person(m.group("name"))
                     if ref is not None:
                         self.genders[ref] = "f" if m.group("f") else "m"
+        self._corrections()
         # Titles and quotes often repeat the summary: read each distinct sentence once (one with a
         # pronoun once per set of people named before it in its text).
         seen: set = set()
@@ -850,6 +888,31 @@ class _EventReader:
         for i, first in enumerate(refs):
             for second in refs[i + 1 :]:
                 self.b.edge(first, second, "knows", self.id)
+
+    def _corrections(self) -> None:
+        """A person named wrongly before ("her name is Lena, not Lina") becomes one person under the
+        right name; "it's Lena, not Lina" only where the wrong name is a person of this card."""
+        for text in self.texts:
+            for m in _NAME_CORRECTION_RE.finditer(text):
+                right, wrong = (m.group("right"), m.group("wrong")) if m.group("right") else (
+                    m.group("right2"), m.group("wrong2"))
+                right, wrong = _clean_name(right), _clean_name(wrong)
+                if not right or not wrong or _key(right) == _key(wrong) or _denial(text, m.start()):
+                    continue
+                if not m.group("right") and self.person(wrong) is None:
+                    continue
+                ref = self.b.rename(wrong, right, self.id)
+                if ref is None:
+                    continue
+                old = f"person:{_key(wrong)}"
+                self.person_keys = {key: ref if r == old else r for key, r in self.person_keys.items()}
+                self.person_keys[_key(wrong)] = self.person_keys[_key(right)] = ref
+                people: list[tuple[str, str]] = []
+                for name, r in [*self.people, (right, ref)]:
+                    r = ref if r == old else r
+                    if all(r != other for _, other in people):
+                        people.append((name, r))
+                self.people = people
 
     def _own_time(self, sentence: str) -> str | None:
         """When a sentence dates itself otherwise than its card ("Maya left Acme in 2024. She joined

@@ -98,6 +98,7 @@ GRAPH_SCHEMA = {
                     "name": {"type": "string"},
                     "type": {"type": "string", "enum": list(NODE_TYPES)},
                     "aliases": _STR_LIST,
+                    "renames": _STR_LIST,
                     "tags": _STR_LIST,
                     "provenance": {
                         "type": "object",
@@ -171,6 +172,8 @@ GRAPH_INSTRUCTIONS = (
     "supplied events that support it, and a node must say which events give its name. Put "
     "relationships in edges, not in fact strings. A fact or edge the events say has ended ('stopped "
     "using X', 'no longer works at Y') is stated with status superseded: that ends the current one. "
+    "When an event corrects how someone was named ('her name is Lena, not Lina'), give the node its "
+    "right name and list the wrong one in renames: the stored node keeps its facts under the new name. "
     "Touch only the nodes and edges these events are about: at most 24 nodes and 32 edges."
 )
 

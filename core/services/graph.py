@@ -450,7 +450,8 @@ class _Applier:
         if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
             confidence = DEFAULT_CONFIDENCE
 
-        node = self.resolve(plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases])
+        node = self._renamed(plan, name_key, kept_aliases) or self.resolve(
+            plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases])
         if node is None:
             # Built in memory and inserted once with its metadata.
             node = GraphNode(
@@ -493,6 +494,25 @@ class _Applier:
             self._cites.setdefault(event_id, set()).add(node.id)
         if node.id not in self.result.node_ids:
             self.result.node_ids.append(node.id)
+        return node
+
+    def _renamed(self, plan: _NodePlan, name_key: str, kept_aliases: list[tuple[str, list[int]]]) -> GraphNode | None:
+        """A stored node the proposal says was named wrongly (``renames``), now under the plan's
+        name, with the wrong name kept as an alias (old events still say it); None when there is
+        none, or when a node already bears the right name (the two are not merged)."""
+        raw = plan.raw.get("renames")
+        wrong = [entity_key(v) for v in raw[:MAX_ALIASES] if isinstance(v, str) and v.strip()] if isinstance(
+            raw, list) else []
+        if not wrong or self.resolve(plan.type, [name_key]) is not None:
+            return None
+        node = self.resolve(plan.type, wrong)
+        if node is None or entity_key(node.name) not in wrong:
+            return None
+        prov = node.provenance if isinstance(node.provenance, dict) and node.provenance else self._seed_provenance(node)
+        kept_aliases.insert(0, (node.name, list(prov.get("name") or plan.name_sources)))
+        prov["name"] = []  # the applier adds the plan's name sources
+        node.provenance = prov
+        node.name, node.name_norm = plan.name, name_key[:255]
         return node
 
     @staticmethod

@@ -17,6 +17,7 @@ from core.services.graph import (
     FUNCTIONAL_RELATIONS,
     GRAPH_PROVENANCE_LIMIT,
     apply_projection,
+    find_node,
     is_functional,
     list_nodes,
     node_view,
@@ -1443,3 +1444,33 @@ def test_likes_keep_things_and_drop_clauses_compliments_and_cut_verbs():
         "I really love going with my friends.")
     likes = {value for who, key, value in facts if who == "Maya" and key == "likes"}
     assert likes == {"hiking", "pottery", "sci-fi movies"}
+
+
+def test_a_corrected_name_renames_the_stored_node_and_keeps_the_wrong_one_as_alias(store):
+    e1, e2 = _event("Lina joined"), _event("her name is Lena, not Lina")
+    first = _apply([e1], [_node("p", "Lina", "person", [e1], facts=[("role", "data engineer", None)])]).node_ids[0]
+    renamed = _apply([e2], [_node("p", "Lena", "person", [e2], aliases=["Lina"], renames=["Lina"])]).node_ids
+    assert renamed == [first] and GraphNode.select().count() == 1
+    node = GraphNode.get_by_id(first)
+    assert node.name == "Lena" and node.aliases == ["Lina"] and node.provenance["name"] == [e2]
+    assert next(a for a in node.provenance["aliases"] if a["value"] == "Lina")["source_event_ids"] == [e1, e2]
+    assert find_node("Lina", "ns") == find_node("Lena", "ns") == first
+    assert _facts(first, "role") == [("active", "data engineer")]
+
+
+def test_a_rename_onto_a_name_another_node_bears_merges_nothing(store):
+    e1, e2, e3 = _event(), _event(), _event()
+    lina = _apply([e1], [_node("p", "Lina", "person", [e1])]).node_ids[0]
+    lena = _apply([e2], [_node("p", "Lena", "person", [e2])]).node_ids[0]
+    assert _apply([e3], [_node("p", "Lena", "person", [e3], renames=["Lina"])]).node_ids == [lena]
+    assert GraphNode.get_by_id(lina).name == "Lina"
+
+
+def test_offline_rules_read_a_name_correction_as_one_person():
+    proposal = _extracted("My new colleague Lina joined the data team last week.",
+                          "Sorry, her name is Lena, not Lina. She works at Acme as a data engineer.")
+    people = [n for n in proposal["nodes"] if n["type"] == "person" and n["name"] != "Maya"]
+    assert [(n["name"], n["aliases"], n.get("renames")) for n in people] == [("Lena", ["Lina"], ["Lina"])]
+    assert ("Lena", "works_at", "Acme") in _proposed_facts(proposal)
+    # "It's Tuesday, not Monday" corrects no one.
+    assert not any(n.get("renames") for n in _extracted("It's Tuesday, not Monday, that I fly.")["nodes"])
