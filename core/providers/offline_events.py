@@ -84,7 +84,14 @@ _IDENTITY = re.compile(
     r"\b(i am|i'm|my name|call me|i work as|work as|my job|born|years old|my (wife|husband|partner|son|daughter|"
     r"mom|mum|dad|mother|father|sister|brother|kids|children)|i live in|identify as|my pronouns|transgender|"
     r"married|single|divorced)\b|我是|我叫", re.IGNORECASE)
-_SAFETY = re.compile(r"\b(allerg\w*|epipen|medication|diabet\w*|asthma|seizure|emergency contact|never give|do not give)\b|过敏",
+# What names a medicine: a dose, a common one, or a drug-class ending ("lisinopril", "atorvastatin").
+DOSE = r"\d+(?:[.,]\d+)?\s*(?:mg|mcg|µg)\b"
+MEDICINE = (r"(?:aspirin|ibuprofen|paracetamol|acetaminophen|naproxen|insulin|metformin|levothyroxine|warfarin|"
+            r"melatonin|sertraline|adderall|ritalin|xanax|zoloft|prozac|lexapro|wellbutrin|zyrtec|claritin|advil|tylenol|"
+            r"[a-z]{3,}(?:pril|olol|statin|prazole|oxetine|opram|azepam|azolam|sartan|cillin|mycin|cycline|tidine|"
+            r"triptan|lukast|dipine|gliptin|phenidate|triptyline|apine|idone|oxacin|parin|nisone|olone))")
+_SAFETY = re.compile(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|seizure|"
+                     rf"emergency contact|never give|do not give)\b|{DOSE}|过敏",
                      re.IGNORECASE)
 _PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon)\b",
                       re.IGNORECASE)
@@ -188,7 +195,7 @@ def informative(sentence: str) -> bool:
     if n_words < 3:
         return bool(_NUMBER.search(text))
     signals = bool(_FIRST_PERSON.search(text)) + bool(_NUMBER.search(text)) + bool(_names(text)) + \
-        bool(_ANY_TYPE.search(text)) + bool(_THIRD_PERSON_SUBJECT.match(text))
+        bool(_ANY_TYPE.search(text)) + bool(_THIRD_PERSON_SUBJECT.match(text)) + bool(_SAFETY.search(text))
     if signals:
         return n_words >= 4
     return n_words >= 10 and not _SECOND_PERSON.search(text)
@@ -218,6 +225,7 @@ _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_
                                 rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
                                 rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|severely|very|mildly|now|also)\s+)*"
                                 rf"(?:{'|'.join(_PERSON_STATES)})\b"
+                                rf"|\s+(?:takes|took|is\s+on|was\s+on)\s+(?:[\w-]+\s+){{0,3}}?(?:{DOSE}|{MEDICINE}\b)"
                                 r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"
 
 

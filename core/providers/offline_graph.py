@@ -15,7 +15,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any
 
-from core.providers.offline_events import PARTICLE_WORDS, WEB_SUFFIX, time_for
+from core.providers.offline_events import DOSE, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for
 from core.text import ABBREVIATIONS, NUMBER_WORDS, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
@@ -411,6 +411,12 @@ _MARRIED_RE = re.compile(
 # anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
 _AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+(?:is|was)\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
                         rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))")
+# "I take 20 mg of lisinopril", "Tomás is on metformin", "stopped taking sertraline": a medicine someone takes.
+_MEDICATION_RE = re.compile(
+    rf"\b(?:takes?|taking|(?:am|'m|is|are|was|been)\s+(?:now\s+|still\s+|also\s+)?on|prescribed|"
+    rf"(?:started|stopped|quit)\s+(?:taking|on))\s+(?:(?:a|an|my|his|her|the|\d|one|two|three)\s+)?(?:{DOSE}\s+(?:of\s+)?)?"
+    rf"(?:(?:pills?|tablets?|capsules?|doses?)\s+of\s+)?"
+    rf"(?P<med>{MEDICINE}|[A-Za-z][a-z]{{3,}}(?=\s+{DOSE}|\s+(?:pills?|tablets?|capsules?)\b))\b", re.IGNORECASE)
 _AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
                      rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
 
@@ -1175,6 +1181,7 @@ class _EventReader:
                 if words and len(words) <= 3:
                     facts.append((m.start(group), "allergic_to", " ".join(words).casefold()))
         facts += [(m.start("diet"), "diet", _diet(m.group("diet"))) for m in _DIET_RE.finditer(s)]
+        facts += [(m.start("med"), "takes_medication", m.group("med").casefold()) for m in _MEDICATION_RE.finditer(s)]
         for m in _SPEAKS_RE.finditer(s):
             verb = s[m.start():m.start("langs")].split()[0].casefold()
             key = "learning" if verb.startswith("learn") and not verb.endswith(("ed", "nt")) else "speaks"

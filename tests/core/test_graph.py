@@ -1474,3 +1474,27 @@ def test_offline_rules_read_a_name_correction_as_one_person():
     assert ("Lena", "works_at", "Acme") in _proposed_facts(proposal)
     # "It's Tuesday, not Monday" corrects no one.
     assert not any(n.get("renames") for n in _extracted("It's Tuesday, not Monday, that I fly.")["nodes"])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I take 20mg of lisinopril every morning.", ("Maya", "lisinopril", "active")),
+    ("I stopped taking sertraline last month.", ("Maya", "sertraline", "superseded")),
+    ("My partner Tomás is on metformin.", ("Tomás", "metformin", "active")),
+    ("Tomás takes ibuprofen for his back.", ("Tomás", "ibuprofen", "active")),
+    ("I met Tom at the gym today. He is on warfarin.", ("Tom", "warfarin", "active")),
+    ("I take 2 pills of melatonin before bed.", ("Maya", "melatonin", "active")),
+    ("I am on vacation in April.", None),
+    ("I take the bus at 8 every day.", None),
+    ("My son takes 5 mg of melatonin at night.", None),  # the son is nobody we can name
+])
+def test_medicines_someone_takes_are_facts_of_theirs(text, expected):
+    from core.providers.offline_events import extract_events_offline
+
+    out = extract_events_offline({"target": {"id": 1, "messages": [
+        {"id": 1, "role": "user", "speaker": "Maya", "created_at": "2026-01-20T21:30:00+01:00", "text": text}]}})
+    assert all(e["criticality"] == "safety" for e in out["events"]) or expected is None
+    events = [{"id": i + 1, **e, "participants": e["temporal"]["participants"]} for i, e in enumerate(out["events"])]
+    proposal = project_graph_offline({"events": events, "speakers": ["Maya"]})
+    found = [(n["name"], f["value"], f.get("status", "active")) for n in proposal["nodes"] for f in n["facts"]
+             if f["key"] == "takes_medication"]
+    assert found == ([expected] if expected else [])
