@@ -1498,3 +1498,11 @@ def test_medicines_someone_takes_are_facts_of_theirs(text, expected):
     found = [(n["name"], f["value"], f.get("status", "active")) for n in proposal["nodes"] for f in n["facts"]
              if f["key"] == "takes_medication"]
     assert found == ([expected] if expected else [])
+
+
+@pytest.mark.parametrize("renames", ["Lina", [123, None], [], ["Lena"]])
+def test_renames_that_are_malformed_or_name_nothing_stored_rename_nothing(store, renames):
+    e1, e2 = _event(), _event()
+    lina = _apply([e1], [_node("p", "Lina", "person", [e1])]).node_ids[0]
+    result = _apply([e2], [_node("p", "Lena", "person", [e2], renames=renames)])
+    assert result.node_ids != [lina] and GraphNode.get_by_id(lina).name == "Lina"
