@@ -48,7 +48,15 @@ _FILLER = frozenset(
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE)
 # "He is allergic to peanuts", "She starts at Google in May": a statement about someone just named.
-_THIRD_PERSON_SUBJECT = re.compile(r"^(?:he|she)(?:['’]s)?\s+\w", re.IGNORECASE)
+_THIRD_PERSON_SUBJECT = re.compile(r"^(?:(?:yeah|yes|well|and|so|oh|also|now|actually)[,!]?\s+)?(?P<pronoun>he|she)"
+                                   r"(?:['’]s)?\s+\w", re.IGNORECASE)
+# "my sister Ana", "our new colleague Lina": someone a later "she" or "he" of the same speaker can mean.
+_KIN_GENDER = {**dict.fromkeys("sister mother mom mum wife girlfriend daughter aunt niece grandma grandmother".split(), "f"),
+               **dict.fromkeys("brother father dad husband boyfriend son uncle nephew grandpa grandfather".split(), "m"),
+               **dict.fromkeys("partner friend colleague coworker boss manager cousin neighbour neighbor teacher "
+                               "doctor kid child baby".split(), None)}
+_KIN_NAMED = re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|best|old|little|big|older|younger|eldest|youngest)\s+)?"
+                        rf"(?P<kin>{'|'.join(_KIN_GENDER)})\s+(?P<name>[A-Z][a-z]+)\b")
 _NUMBER = re.compile(r"\d")
 _WEEKDAY_REF = re.compile(r"^(on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)$", re.IGNORECASE)
 _JUST = re.compile(r"\b(just|this morning|earlier today)\b", re.IGNORECASE)
@@ -490,12 +498,17 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     known = frozenset(n.split()[0] for text in texts for n in _names(text, lower_vocab))
     events: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for message, text in zip(messages, texts):
+    named_kin: dict[str, tuple[int, list[tuple[str, str | None]]]] = {}  # speaker -> (message index, people)
+    for index, (message, text) in enumerate(zip(messages, texts)):
         if message.get("role") == "tool":
             previous = message
             continue
         speaker = message.get("speaker") or ("User" if message.get("role") == "user" else "Assistant")
         parts = [s for s in sentences(text) if informative(s)]
+        kin = [(m.group("name"), _KIN_GENDER[m.group("kin").casefold()]) for m in _KIN_NAMED.finditer(text)]
+        before = named_kin.get(speaker)
+        if kin:
+            named_kin[speaker] = (index, kin)
         if parts:
             sources = [message["id"]]
             question = None
@@ -514,12 +527,38 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
             else:
                 events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known,
                                     text, events))
+            meant = _meant(parts[0], before, index) if not kin and not _someone_before(text, parts[0]) else None
+            if meant and meant not in events[-1]["temporal"]["participants"]:
+                events[-1]["temporal"]["participants"].append(meant)
         previous = message
     return {
         "should_extract": bool(events),
         "reason": f"{len(events)} informative statements" if events else "no informative statements",
         "events": events,
     }
+
+
+_KIN_WORD = re.compile(rf"\b(?:{'|'.join(_KIN_GENDER)}|mum|mom|dad|mommy|daddy|grandma|grandpa|wife|husband)\b",
+                       re.IGNORECASE)
+
+
+def _someone_before(text: str, part: str) -> bool:
+    """Whether the message names or points at someone before ``part`` ("Mum arrives on Friday. She ...")."""
+    at = text.find(part)
+    before = text[:at] if at >= 0 else ""
+    return bool(_KIN_WORD.search(before) or _names(before))
+
+
+def _meant(first: str, named: tuple[int, list[tuple[str, str | None]]] | None, index: int) -> str | None:
+    """Whom a card opening with "she" or "he" means, from the same speaker's message just before
+    (at most one message between) that named a sister, a colleague ...: the one person whose kin
+    word fits."""
+    pronoun = _THIRD_PERSON_SUBJECT.match(first)
+    if not pronoun or named is None or index - named[0] > 2:
+        return None
+    wanted = "f" if pronoun.group("pronoun").casefold() == "she" else "m"
+    fitting = list(dict.fromkeys(name for name, gender in named[1] if gender in (wanted, None)))
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def _anchor(message: dict[str, Any]) -> datetime | None:

@@ -382,6 +382,9 @@ _DIET_RE = re.compile(rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s
 _DIET_LEFT_RE = re.compile(rf"\b(?:not|no\s+longer)\s+(?:a\s+|an\s+)?(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
 _SINCE_NOW = re.compile(r"\b(?:now|anymore|any\s+more|no\s+longer)\b", re.IGNORECASE)
 _SEVERITY = frozenset({"a", "an", "the", "some", "to", "severe", "mild", "serious", "bad", "slight", "strong"})
+# "allergic to cats, sadly": a remark closing the list, no allergen.
+_REMARKS = frozenset("""sadly unfortunately luckily thankfully fortunately apparently obviously honestly actually
+    though too also either lol haha""".split())
 _LANGUAGES = ("English", "Dutch", "German", "French", "Spanish", "Portuguese", "Italian", "Irish", "Polish",
               "Russian", "Ukrainian", "Arabic", "Hindi", "Chinese", "Mandarin", "Cantonese", "Japanese", "Korean",
               "Turkish", "Greek", "Swedish", "Norwegian", "Danish", "Finnish", "Hebrew", "Czech")
@@ -678,7 +681,7 @@ class _EventReader:
     """Applies the rules to one event."""
 
     def __init__(self, builder: _Builder, event: dict[str, Any], texts: list[str], people: list[str],
-                 full_names: dict[str, str], unsure: set[str] = frozenset()) -> None:
+                 full_names: dict[str, str], unsure: set[str] = frozenset(), speakers: set[str] = frozenset()) -> None:
         self.b = builder
         self.id = event["id"]
         self.texts = texts
@@ -721,6 +724,9 @@ class _EventReader:
         for name, ref in self.people:
             if " " in name:
                 self.person_keys.setdefault(_key(name.split()[0]), ref)
+        joined = " ".join(texts)
+        self.hinted = [ref for name, ref in self.people[1:] if _key(name) not in speakers and not re.search(
+            rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", joined)]
 
     # -- subjects -----------------------------------------------------------------
 
@@ -756,7 +762,9 @@ class _EventReader:
             found = refs[0] if len(refs) == 1 else fitting[0] if len(fitting) == 1 else None
             if refs:
                 return found if found in self.b.nodes else None  # not someone unsure
-        return None
+        # No one named before: the one person the extractor listed without the text naming them
+        # (whom an earlier message of the speaker called "my sister Ana").
+        return self.hinted[0] if len(self.hinted) == 1 else None
 
     def _named_people(self, text: str) -> list[str]:
         """The people ``text`` names, in order, with participants that may be people (as "?key");
@@ -1177,7 +1185,7 @@ class _EventReader:
             for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", what):
                 if re.search(r"\b(?:is|are|was|were|am|has|have|had)\b|['’]m\b", item, re.IGNORECASE):
                     break  # "peanuts and Maya is vegetarian": the next clause, no allergen
-                words = [w for w in item.split() if w.casefold() not in _SEVERITY]
+                words = [w for w in item.split() if w.casefold() not in _SEVERITY and w.casefold() not in _REMARKS]
                 if words and len(words) <= 3:
                     facts.append((m.start(group), "allergic_to", " ".join(words).casefold()))
         facts += [(m.start("diet"), "diet", _diet(m.group("diet"))) for m in _DIET_RE.finditer(s)]
@@ -1435,7 +1443,7 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
         # opener) still count when a "she" might mean them.
         unsure = {_key(p) for p in event.get("participants") or [] if isinstance(p, str)} - not_people - {
             _key(p) for p in people[event["id"]]}
-        _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names, unsure).read()
+        _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names, unsure, speakers).read()
     return builder.proposal(len(events))
 
 

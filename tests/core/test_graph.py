@@ -1422,7 +1422,7 @@ def test_she_or_he_is_the_person_named_before_not_the_speaker(text, holder):
 
 
 @pytest.mark.parametrize("texts", [
-    ("My sister Ana moved to Lisbon last month.", "She works at Google as a designer now."),  # another card
+    ("I met Tom and Ana at the gym today.", "She works at Google as a designer now."),  # another card, no kin word
     ("Ana met Tom last week. She works at Google as a designer.",),  # either of two
     ("Ana and Tom visited. They work at Google as designers.",),
 ])
@@ -1506,3 +1506,20 @@ def test_renames_that_are_malformed_or_name_nothing_stored_rename_nothing(store,
     lina = _apply([e1], [_node("p", "Lina", "person", [e1])]).node_ids[0]
     result = _apply([e2], [_node("p", "Lena", "person", [e2], renames=renames)])
     assert result.node_ids != [lina] and GraphNode.get_by_id(lina).name == "Lina"
+
+
+def test_a_later_she_of_the_same_speaker_means_the_sister_named_before():
+    """"My sister Ana moved to Lisbon." ... "She is allergic to cats, sadly.": the card of the later
+    message lists Ana (the one person of fitting kin the speaker named a few messages back)."""
+    facts = _facts_of_messages("My sister Ana moved to Lisbon last month.", "She is allergic to cats, sadly.")
+    assert ("Ana", "allergic_to", "cats") in facts
+    assert not any(key == "allergic_to" and who != "Ana" or value == "sadly" for who, key, value in facts)
+    # A brother is no "she": the fact goes to no one.
+    facts = _facts_of_messages("My brother Tom moved to Lisbon last month.", "She works at Google as a designer.")
+    assert not any(key == "works_at" for _, key, _ in facts)
+
+
+def test_a_later_she_after_someone_else_in_the_same_message_is_not_the_one_named_before():
+    facts = _facts_of_messages("Our neighbour Anouk offered to babysit on Saturday.",
+                               "Mum arrives on Friday. She is allergic to gluten.")
+    assert not any(key == "allergic_to" for _, key, _ in facts)
