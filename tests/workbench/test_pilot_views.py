@@ -345,3 +345,34 @@ async def test_timeline_forgets_and_restores_the_selected_event(make_app, wb_url
     from core.services.events import get_event
 
     assert get_event(first.id).event.status == first.status
+
+
+async def test_a_new_filter_interrupts_the_old_filters_histogram(make_app, monkeypatch):
+    """Day counts over a million events take seconds and reads run one at a time: a new filter
+    drops the old filter's count, or its list would wait for it (here: for ever)."""
+    import time
+
+    from core.db import db
+    from core.services import browse
+
+    real = browse.event_day_counts
+
+    def counts(namespace, flt=browse.EventFilter()):
+        if flt.text == "passport":  # a count that only ends when interrupted
+            db.execute_sql("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
+        return real(namespace, flt)
+
+    monkeypatch.setattr(browse, "event_day_counts", counts)
+    async with opened(make_app, "2", TimelineScreen) as (app, pilot, screen):
+        table = screen.query_one("#events")
+        await pilot.press("f", *"passport", "enter")
+        deadline = time.monotonic() + 10
+        while not any(w.group == "timeline:histogram" and not w.is_finished for w in screen.workers):
+            assert time.monotonic() < deadline, "the histogram never started"
+            await pilot.pause(0.05)
+        screen.query_one("#f-text", Input).value = "lisbon"
+        await pilot.press("f", "enter")
+        deadline = time.monotonic() + 10
+        while not (table.row_count and all("lisbon" in (r.title + r.summary).lower() for r in table.items)):
+            assert time.monotonic() < deadline, "the new filter's list waited behind the old histogram"
+            await pilot.pause(0.05)

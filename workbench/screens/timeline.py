@@ -178,6 +178,7 @@ class TimelineScreen(StrataScreen):
         if flt == self._applied and not force:
             return
         self._applied = flt
+        self._drop_histogram()  # it counts the old filter's days, and would hold up the new list
         self.load_page()
         # Known day counts show at once; else the histogram is read once the list is (two
         # queries side by side slow each other: SQLite's allocator is shared).
@@ -257,11 +258,17 @@ class TimelineScreen(StrataScreen):
 
         self.fetch("histogram", histogram, self.HistogramLoaded)
 
-    def on_screen_suspend(self) -> None:
-        # An aggregate still being read would hold up the next view's reads: drop it (the
-        # database thread interrupts it) and read it again when the timeline is back.
+    def _drop_histogram(self) -> bool:
+        """Cancel a histogram still being read (the database thread interrupts its query: a day
+        count over a million events takes over a second, and reads run one at a time)."""
         if any(w.group == "timeline:histogram" and not w.is_finished for w in self.workers):
             self.workers.cancel_group(self, "timeline:histogram")
+            return True
+        return False
+
+    def on_screen_suspend(self) -> None:
+        # The next view's reads would wait for it; it is read again when the timeline is back.
+        if self._drop_histogram():
             self._histogram_due = True
 
     def on_screen_resume(self) -> None:
