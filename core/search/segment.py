@@ -65,9 +65,16 @@ class Part:
     @classmethod
     def from_rows(cls, term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
         """Build from parallel arrays (any order); ``term_ids`` index ``vocabulary``."""
-        order = np.argsort((term_ids.astype(np.int64) << 32) | docs.astype(np.int64))  # (term, doc) pairs are distinct
+        # The (term, doc) key built in place and dropped before the gathers: at a million messages
+        # (~20M postings) each transient copy of a posting column is 80-160 MB of the build's peak.
+        key = term_ids.astype(np.int64)
+        key <<= 32
+        key |= docs  # (term, doc) pairs are distinct
+        order = np.argsort(key)
+        del key
         counts = np.bincount(term_ids, minlength=len(vocabulary))
-        return cls.packed(counts, docs[order].astype(np.int32), tf[order].astype(np.int32), vocabulary)
+        return cls.packed(counts, np.take(docs, order).astype(np.int32, copy=False),
+                          np.take(tf, order).astype(np.int32, copy=False), vocabulary)
 
     @classmethod
     def packed(cls, counts: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
