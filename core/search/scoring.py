@@ -263,24 +263,20 @@ def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: 
     the others are looked up for the candidates left, highest bound first, and after each term a
     candidate whose partial score plus the bounds of the terms still to come is under the floor
     is dropped. Partial scores never exceed full ones, so their k-th best raises the floor."""
-    if len(cands) > DENSE_HELD:
-        # Many candidates: summed by document index, then gathered (a binary search per posting
-        # into 200k candidates cost 2-3x the additions themselves).
-        total = work_array("held", q.view.size)
-        for index in held:
-            term = q.terms[index]
-            for _, docs, tf in term.runs:
-                np.add.at(total, docs, _parts(q, term, docs, tf))
-        partial = np.take(total, cands)
-    else:
-        partial = np.zeros(len(cands), np.float64)
-        for index in held:
-            term = q.terms[index]
-            for _, docs, tf in term.runs:
-                if docs is cands:  # one term in one part: the candidates are its postings
-                    partial += _parts(q, term, docs, tf)
-                else:
-                    np.add.at(partial, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
+    # Many candidates are summed by document index, then gathered (a binary search per posting
+    # into 200k candidates cost 2-3x the additions themselves).
+    by_index = len(cands) > DENSE_HELD
+    sums = work_array("held", q.view.size) if by_index else np.zeros(len(cands), np.float64)
+    for index in held:
+        term = q.terms[index]
+        for _, docs, tf in term.runs:
+            if by_index:
+                np.add.at(sums, docs, _parts(q, term, docs, tf))
+            elif docs is cands:  # one term in one part: the candidates are its postings
+                sums += _parts(q, term, docs, tf)
+            else:
+                np.add.at(sums, np.searchsorted(cands, docs), _parts(q, term, docs, tf))
+    partial = np.take(sums, cands) if by_index else sums
     rest = sorted((i for i in range(len(q.terms)) if i not in held), key=lambda i: -bounds[i])
     for step in range(len(rest) + 1):
         if len(partial) >= k:
