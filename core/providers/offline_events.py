@@ -527,8 +527,8 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
             else:
                 events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known,
                                     text, events))
-            meant = _meant(parts[0], before, index) if not kin and not _someone_before(text, parts[0]) else None
-            if meant and meant not in events[-1]["temporal"]["participants"]:
+            meant = _meant(parts[0], before, index) if not kin else None
+            if meant and not _someone_before(text, parts[0]) and meant not in events[-1]["temporal"]["participants"]:
                 events[-1]["temporal"]["participants"].append(meant)
         previous = message
     return {
@@ -538,8 +538,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_KIN_WORD = re.compile(rf"\b(?:{'|'.join(_KIN_GENDER)}|mum|mom|dad|mommy|daddy|grandma|grandpa|wife|husband)\b",
-                       re.IGNORECASE)
+_KIN_WORD = re.compile(rf"\b(?:{'|'.join(_KIN_GENDER)}|mommy|daddy)\b", re.IGNORECASE)
 
 
 def _someone_before(text: str, part: str) -> bool:
