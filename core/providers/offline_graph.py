@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from core.providers.offline_events import DOSE, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for
@@ -724,9 +724,7 @@ class _EventReader:
         for name, ref in self.people:
             if " " in name:
                 self.person_keys.setdefault(_key(name.split()[0]), ref)
-        joined = " ".join(texts)
-        self.hinted = [ref for name, ref in self.people[1:] if _key(name) not in speakers and not re.search(
-            rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", joined)]
+        self.speakers = speakers
 
     # -- subjects -----------------------------------------------------------------
 
@@ -765,6 +763,14 @@ class _EventReader:
         # No one named before: the one person the extractor listed without the text naming them
         # (whom an earlier message of the speaker called "my sister Ana").
         return self.hinted[0] if len(self.hinted) == 1 else None
+
+    @cached_property
+    def hinted(self) -> list[str]:
+        """People of the event its texts do not name (other speakers aside): whom the extractor
+        listed for a pronoun (read only when a pronoun finds no one named before it)."""
+        joined = " ".join(self.texts)
+        return [ref for name, ref in self.people[1:] if _key(name) not in self.speakers and not re.search(
+            rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", joined)]
 
     def _named_people(self, text: str) -> list[str]:
         """The people ``text`` names, in order, with participants that may be people (as "?key");
@@ -872,7 +878,8 @@ class _EventReader:
     # -- rules --------------------------------------------------------------------
 
     def read(self) -> None:
-        if any(_PRONOUN_RE.search(text) for text in self.texts):
+        pronouns = any(_PRONOUN_RE.search(text) for text in self.texts)
+        if pronouns:  # genders and the people named before a sentence serve only a he/she/they
             for text in self.texts:
                 for m in _GENDERED_RE.finditer(text):
                     ref = self.person(m.group("name"))
@@ -896,7 +903,8 @@ class _EventReader:
                     seen.add(key)
                     self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned
                     self.sentence(sentence)
-                self.named_before += self._named_people(sentence)
+                if pronouns:
+                    self.named_before += self._named_people(sentence)
         self.b.since = None
         refs = sorted(r for _, r in self.people)
         for i, first in enumerate(refs):
