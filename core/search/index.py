@@ -252,8 +252,9 @@ def bm25_reference(kind: str, namespace_id: int, query_terms: Sequence[str], *, 
 
 
 def prepare_search(namespace_ids: Sequence[int]) -> None:
-    """Build (and save beside the database) each namespace's message segment now, as a bulk import
-    ends: otherwise the first search after a million new messages reads all their postings (35 s)."""
+    """Bring each namespace's message segment up to date now (building it the first time, and saving
+    it beside the database once it is large), as a bulk import or a derivation pass ends: otherwise
+    the first search after a million new messages reads all their postings (35 s)."""
     from core.search import segment
 
     if not is_sqlite():

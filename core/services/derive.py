@@ -19,7 +19,7 @@ from core.layers import derivation_view
 from core.models import Block, Job, Message, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
-from core.search.index import index_events
+from core.search.index import index_events, prepare_search
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
 from core.services.events import (
@@ -213,6 +213,7 @@ def run_pending(
     ns_id = get_namespace(namespace).id if namespace else None
     report = DeriveReport()
     total = jobsvc.claimable_count(ns_id, wanted)
+    summarized: set[int] = set()  # namespaces with new blocks, hence new messages
     while max_jobs is None or report.processed < max_jobs:
         job = jobsvc.claim_next(ns_id, kinds=wanted)
         if job is None:
@@ -222,6 +223,8 @@ def run_pending(
                 continue
             break
         handler = HANDLERS[job.kind]
+        if job.kind == "summary":
+            summarized.add(job.namespace_id)
         try:
             handler(job, prov, report)
         except Exception as exc:  # any provider or validation failure fails the job, never the store
@@ -236,5 +239,15 @@ def run_pending(
             total = report.processed + jobsvc.claimable_count(ns_id, wanted)
         if progress:
             progress(report.processed, total, job.kind)
+    if summarized:
+        # New blocks mean new messages; searching them first would otherwise read all their postings
+        # from SQL (35 s and 1.2 GB at a million bulk-captured messages). Here, in the background
+        # pass, each pass adds only what it captured since the last.
+        if progress:
+            progress(report.processed, total, "search index")
+        try:
+            prepare_search(sorted(summarized))
+        except OSError as exc:  # the saved copy is a cache: the derived memory is stored either way
+            report.errors.append(f"search index not saved: {exc}")
     report.seconds = time.monotonic() - started
     return report

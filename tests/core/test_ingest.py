@@ -756,6 +756,53 @@ def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatc
     assert len(hits) == 3
 
 
+def test_a_derivation_pass_keeps_the_message_segment_current(store, monkeypatch):
+    """Messages captured through the API (no ingest command) are put into the saved segment by the
+    next derivation pass, each pass adding only what was captured since the last: the first search
+    of a new process loads it instead of reading every posting from SQL."""
+    from core.search import segment
+    from core.services.capture import append_messages
+    from core.services.derive import run_pending
+    from core.services.search import search_raw
+
+    monkeypatch.setattr(segment, "MERGE_MIN", 10)  # a segment this small is saved too
+    segment.forget_views()
+    append_messages("api", "t", [{"role": "user", "content": f"kubernetes rollback step {i} of the plan"}
+                                 for i in range(24)])
+    folder = segment._folder()
+    assert not folder.exists() or not list(folder.glob("message-*.json"))
+    run_pending("api", provider="offline")
+    assert list(folder.glob("message-*.json"))
+    append_messages("api", "t", [{"role": "user", "content": f"redis failover drill {i} tonight"}
+                                 for i in range(24)])
+    built = []
+    monkeypatch.setattr(segment, "build_view", lambda *a, **k: built.append(a) or pytest.fail("rebuilt"))
+    run_pending("api", provider="offline")  # the second pass reads only the new postings
+    segment.forget_views()  # a new process
+    monkeypatch.setattr(segment, "_read_postings", lambda *a, **k: pytest.fail("postings read from SQL"))
+    assert len(search_raw("api", "redis failover", limit=30)) == 24
+    assert len(search_raw("api", "kubernetes rollback", limit=30)) == 24
+    assert not built
+
+
+def test_a_derivation_pass_that_cannot_save_the_segment_still_reports_its_work(store, monkeypatch):
+    from core.search import segment
+    from core.services.capture import append_messages
+    from core.services.derive import run_pending
+
+    monkeypatch.setattr(segment, "MERGE_MIN", 10)
+    segment.forget_views()
+    append_messages("api", "t", [{"role": "user", "content": f"kubernetes rollback step {i}"} for i in range(24)])
+
+    def full_disk(view):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(segment, "save", full_disk)
+    report = run_pending("api", provider="offline")
+    assert report.blocks_ready >= 1 and report.failed == 0
+    assert any("search index not saved" in e and "No space left" in e for e in report.errors)
+
+
 def test_a_new_process_saves_the_delta_it_had_to_read(store, tmp_path, monkeypatch):
     """Postings added after the last save (below the share that makes a running process merge)
     are read by the first process that loads the segment, which saves them for the next."""
