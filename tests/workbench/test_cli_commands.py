@@ -66,6 +66,31 @@ def test_blocks_block_and_expand(demo_db, capsys):
     assert again[0]["last_lifted_by"] == "user" and again[0]["current_level"] == lifted["level"]
 
 
+def test_blocks_come_a_page_at_a_time(demo_db, capsys, monkeypatch):
+    """At a million messages there are ~30k blocks: the list is bounded by default and pages by position."""
+    everything = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--limit", "0")
+    assert len(everything) >= 12
+    assert main(["blocks", "--db", demo_db, "--namespace", "demo", "--limit", "5"]) == 0
+    out = capsys.readouterr()
+    assert f"--after {everything[4]['sequence']}" in out.err
+    pages, after = [], 0
+    while True:
+        page = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--limit", "5", "--after", str(after))
+        if not page:
+            break
+        pages.append(page)
+        after = page[-1]["sequence"]
+    assert [b["id"] for page in pages for b in page] == [b["id"] for b in everything]
+    assert all(len(page) <= 5 for page in pages)
+    import core.services.blocks as blocks
+
+    seen = {}
+    real = blocks.list_blocks
+    monkeypatch.setattr(blocks, "list_blocks", lambda *a, **k: seen.update(k) or real(*a, **k))
+    run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo")
+    assert seen["limit"] == 200
+
+
 def test_derive_reports_nothing_left(demo_db, capsys):
     report = run_json(capsys, "derive", "--db", demo_db)
     assert report["processed"] == 0 and report["failed"] == 0

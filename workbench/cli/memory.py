@@ -71,7 +71,8 @@ def cmd_blocks(args: argparse.Namespace) -> int:
     from core.services.blocks import list_blocks
 
     open_from_args(args)
-    rows = list_blocks(args.namespace, args.thread, status=args.status, limit=args.limit)
+    rows = list_blocks(args.namespace, args.thread, status=args.status, limit=args.limit or None,
+                       after_sequence=args.after)
     if args.json:
         print_json(rows)
         return 0
@@ -86,6 +87,9 @@ def cmd_blocks(args: argparse.Namespace) -> int:
             for b in rows
         ],
     )
+    if args.limit and len(rows) == args.limit and len({b.namespace for b in rows}) == 1:
+        # A million messages make ~30k blocks: a page at a time, by position in the namespace.
+        err_console.print(f"first {len(rows)} blocks shown; the next ones: --after {rows[-1].sequence}", markup=False)
     return 0
 
 
@@ -200,7 +204,9 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--thread")
     p.add_argument("--status", choices=["pending", "ready"])
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=int, default=200, help="at most this many blocks (default 200; 0: all)")
+    p.add_argument("--after", type=int, default=0, metavar="SEQUENCE",
+                   help="only blocks after this position in their namespace (the next page)")
     p.set_defaults(handler=cmd_blocks)
 
     p = sub.add_parser("block", parents=[common], help="show one block rendered at a level")
