@@ -13,10 +13,11 @@ sequence), keys are sorted, JSON is rendered one way. That is what the import ro
 
 from __future__ import annotations
 
+import io
 import json
-from typing import Any
+from typing import Any, Callable, Iterator, Sequence, TextIO
 
-from core.db import chunks
+from core.db import chunks, db
 from core.errors import InvalidInputError
 from core.models import (
     Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
@@ -29,98 +30,156 @@ EXPORT_FORMATS = ("json", "markdown")
 EXPORT_VERSION = 1
 
 
+ROWS_PER_READ = 2000  # records read (with what they cite) per query while streaming
+
+
+class Rows:
+    """A list that is read from the database while it is written out, never held whole: a
+    million messages and their events are gigabytes as Python objects (21 GB peak at 1M)."""
+
+    def __init__(self, produce: Callable[[], Iterator[dict[str, Any]]]) -> None:
+        self._produce = produce
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._produce()
+
+
+def _pages(query, key) -> Iterator[list]:
+    """The rows of ``query`` in ascending ``key`` order, ROWS_PER_READ at a time (keyset)."""
+    last = None
+    while True:
+        page = query if last is None else query.where(key > last)
+        rows = list(page.order_by(key).limit(ROWS_PER_READ))
+        if not rows:
+            return
+        yield rows
+        last = getattr(rows[-1], key.name)
+
+
+def _grouped(model, column, ids: Sequence[int], order, where=None) -> dict[int, list]:
+    """Rows of ``model`` whose ``column`` is one of ``ids``, grouped by it, in ``order``."""
+    out: dict[int, list] = {}
+    for part in chunks(list(ids)):
+        query = model.select().where(column.in_(part) if where is None else (column.in_(part) & where))
+        for row in query.order_by(*order):
+            out.setdefault(getattr(row, column.column_name), []).append(row)
+    return out
+
+
 def export_data(namespace: str) -> dict[str, Any]:
-    """The namespace as plain data (see the module docstring for what is in it)."""
-    ns = get_namespace(namespace)
+    """The namespace as plain data (see the module docstring for what is in it), held in memory:
+    for comparing stores. ``write_export`` streams the same content."""
+    return _materialized(_sections(get_namespace(namespace)))
+
+
+def _materialized(value: Any) -> Any:
+    if isinstance(value, Rows):
+        return list(value)
+    if isinstance(value, dict):
+        return {key: _materialized(item) for key, item in value.items()}
+    return value
+
+
+def _sections(ns) -> dict[str, Any]:
+    """The export's content; the long lists are ``Rows`` read while written."""
     threads = {t.id: t for t in Thread.select().where(Thread.namespace == ns).order_by(Thread.id)}
-    messages = []
-    for m in Message.select().where(Message.namespace == ns).order_by(Message.id):
-        messages.append({
-            "id": m.id, "thread": threads[m.thread_id].name, "block_id": m.block_id, "position": m.position,
-            "turn": m.turn, "ns_turn": m.ns_turn, "role": m.role, "speaker": m.speaker, "content": m.content,
-            "created_at": m.created_at, "external_id": m.external_id, "tool_calls": m.tool_calls,
-        })
-    blocks = []
-    for b in Block.select().where(Block.namespace == ns).order_by(Block.sequence, Block.id):
-        blocks.append({
-            "id": b.id, "thread": threads[b.thread_id].name, "sequence": b.sequence, "start_turn": b.start_turn,
-            "end_turn": b.end_turn, "message_count": b.message_count, "created_at": b.created_at,
-            "status": b.status, "l0_title": b.l0_title, "l0_tags": b.l0_tags, "l1_summary": b.l1_summary,
-            "l2_keypoints": b.l2_keypoints, "should_extract": b.should_extract, "l3_text": b.l3_text,
-            "l4_text": b.l4_text, "ready_position": b.ready_position,
-            "pointer": [b.pointer_current_level, b.pointer_anchor_level, b.pointer_anchor_position],
-            "last_lifted_at": b.last_lifted_at, "last_lifted_by": b.last_lifted_by,
-        })
-    events = list(Event.select().where(Event.namespace == ns).order_by(Event.id))
-    ids = [e.id for e in events]
-    sources: dict[int, list[int]] = {}
-    links: dict[int, list[list[Any]]] = {}
-    for part in chunks(ids):
-        for row in EventSource.select().where(EventSource.event.in_(part)).order_by(EventSource.event,
-                                                                                     EventSource.position):
-            sources.setdefault(row.event_id, []).append(row.message_id)
-        for row in EventLink.select().where(EventLink.event.in_(part)).order_by(EventLink.event, EventLink.kind,
-                                                                                 EventLink.target):
-            links.setdefault(row.event_id, []).append([row.kind, row.target_id])
-    event_rows = []
-    for e in events:
-        event_rows.append({
-            "id": e.id, "block_id": e.block_id, "thread": threads[e.thread_id].name if e.thread_id in threads else None,
-            "title": e.title, "summary": e.summary, "tags": e.tags, "quotes": e.quotes,
-            "participants": e.participants, "participant_node_ids": e.participant_node_ids,
-            "event_type": e.event_type, "scope": e.scope, "criticality": e.criticality, "status": e.status,
-            "superseded_by": e.superseded_by, "mentioned_at": e.mentioned_at, "happened_start": e.happened_start,
-            "happened_end": e.happened_end, "original_text": e.original_text, "precision": e.precision,
-            "basis": e.basis, "time_status": e.time_status, "origin": e.origin, "created_at": e.created_at,
-            "updated_at": e.updated_at, "sources": sources.get(e.id, []), "links": links.get(e.id, []),
-            "weight": {"mention_count": e.mention_count, "formed_turn": e.formed_turn,
-                       "last_adopted_turn": e.last_adopted_turn, "pinned": e.pinned, "floor": e.floor_weight,
-                       "forced_cap": e.forced_cap, "value": round(event_weight(e, ns.current_turn), 6)},
-        })
-    nodes = list(GraphNode.select().where(GraphNode.namespace == ns).order_by(GraphNode.id))
-    node_ids = [n.id for n in nodes]
-    facts = [f for part in chunks(node_ids) for f in GraphFact.select().where(GraphFact.node.in_(part))]
-    facts.sort(key=lambda f: f.id)
-    edges = list(GraphEdge.select().where(GraphEdge.namespace == ns).order_by(GraphEdge.id))
-    cites: dict[tuple[str, int], list[int]] = {}
-    for kind, records in (("node", node_ids), ("fact", [f.id for f in facts]), ("edge", [e.id for e in edges])):
-        for part in chunks(records):
-            for row in GraphSource.select().where((GraphSource.kind == kind) & GraphSource.record_id.in_(part)):
-                cites.setdefault((kind, row.record_id), []).append(row.event_id)
-    endings: dict[tuple[str, int], list[dict]] = {}
-    for kind, records in (("fact", [f.id for f in facts]), ("edge", [e.id for e in edges])):
-        for part in chunks(records):
-            for row in GraphEnding.select().where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)):
-                endings.setdefault((kind, row.record_id), []).append(
-                    {"cause": row.cause_kind, "id": row.cause_id, "valid_to": row.valid_to,
-                     "prior_status": row.prior_status, "prior_valid_to": row.prior_valid_to})
-    for found in endings.values():
-        found.sort(key=lambda e: (e["cause"], e["id"]))
-    graph = {
-        "nodes": [{"id": n.id, "name": n.name, "type": n.type, "aliases": n.aliases, "tags": n.tags,
-                   "provenance": n.provenance, "status": n.status, "confidence": n.confidence,
-                   "created_at": n.created_at, "updated_at": n.updated_at,
-                   "sources": sorted(cites.get(("node", n.id), []))} for n in nodes],
-        "facts": [{"id": f.id, "node_id": f.node_id, "key": f.key, "value": f.value, "status": f.status,
-                   "valid_from": f.valid_from, "valid_to": f.valid_to, "confidence": f.confidence,
-                   "created_at": f.created_at, "updated_at": f.updated_at,
-                   "sources": sorted(cites.get(("fact", f.id), [])),
-                   "ended_by": endings.get(("fact", f.id), [])} for f in facts],
-        "edges": [{"id": e.id, "from": e.from_node_id, "to": e.to_node_id, "relation": e.relation,
-                   "status": e.status, "valid_from": e.valid_from, "valid_to": e.valid_to,
-                   "confidence": e.confidence, "created_at": e.created_at, "updated_at": e.updated_at,
-                   "sources": sorted(cites.get(("edge", e.id), [])),
-                   "ended_by": endings.get(("edge", e.id), [])} for e in edges],
-    }
-    receipts = {
-        "usage": [{"receipt_id": r.receipt_id, "batch_id": r.batch_id, "event_ids": r.event_ids, "audit": r.audit,
+
+    def messages() -> Iterator[dict[str, Any]]:
+        for page in _pages(Message.select().where(Message.namespace == ns), Message.id):
+            for m in page:
+                yield {
+                    "id": m.id, "thread": threads[m.thread_id].name, "block_id": m.block_id, "position": m.position,
+                    "turn": m.turn, "ns_turn": m.ns_turn, "role": m.role, "speaker": m.speaker, "content": m.content,
+                    "created_at": m.created_at, "external_id": m.external_id, "tool_calls": m.tool_calls,
+                }
+
+    def blocks() -> Iterator[dict[str, Any]]:
+        for b in Block.select().where(Block.namespace == ns).order_by(Block.sequence, Block.id).iterator():
+            yield {
+                "id": b.id, "thread": threads[b.thread_id].name, "sequence": b.sequence, "start_turn": b.start_turn,
+                "end_turn": b.end_turn, "message_count": b.message_count, "created_at": b.created_at,
+                "status": b.status, "l0_title": b.l0_title, "l0_tags": b.l0_tags, "l1_summary": b.l1_summary,
+                "l2_keypoints": b.l2_keypoints, "should_extract": b.should_extract, "l3_text": b.l3_text,
+                "l4_text": b.l4_text, "ready_position": b.ready_position,
+                "pointer": [b.pointer_current_level, b.pointer_anchor_level, b.pointer_anchor_position],
+                "last_lifted_at": b.last_lifted_at, "last_lifted_by": b.last_lifted_by,
+            }
+
+    def events() -> Iterator[dict[str, Any]]:
+        for page in _pages(Event.select().where(Event.namespace == ns), Event.id):
+            ids = [e.id for e in page]
+            sources = _grouped(EventSource, EventSource.event, ids, (EventSource.event, EventSource.position))
+            links = _grouped(EventLink, EventLink.event, ids, (EventLink.event, EventLink.kind, EventLink.target))
+            for e in page:
+                yield {
+                    "id": e.id, "block_id": e.block_id,
+                    "thread": threads[e.thread_id].name if e.thread_id in threads else None,
+                    "title": e.title, "summary": e.summary, "tags": e.tags, "quotes": e.quotes,
+                    "participants": e.participants, "participant_node_ids": e.participant_node_ids,
+                    "event_type": e.event_type, "scope": e.scope, "criticality": e.criticality, "status": e.status,
+                    "superseded_by": e.superseded_by, "mentioned_at": e.mentioned_at,
+                    "happened_start": e.happened_start, "happened_end": e.happened_end,
+                    "original_text": e.original_text, "precision": e.precision, "basis": e.basis,
+                    "time_status": e.time_status, "origin": e.origin, "created_at": e.created_at,
+                    "updated_at": e.updated_at, "sources": [r.message_id for r in sources.get(e.id, [])],
+                    "links": [[r.kind, r.target_id] for r in links.get(e.id, [])],
+                    "weight": {"mention_count": e.mention_count, "formed_turn": e.formed_turn,
+                               "last_adopted_turn": e.last_adopted_turn, "pinned": e.pinned,
+                               "floor": e.floor_weight, "forced_cap": e.forced_cap,
+                               "value": round(event_weight(e, ns.current_turn), 6)},
+                }
+
+    def cited(kind: str, ids: list[int]) -> dict[int, list[int]]:
+        rows = _grouped(GraphSource, GraphSource.record_id, ids, (GraphSource.id,), GraphSource.kind == kind)
+        return {record: sorted(r.event_id for r in found) for record, found in rows.items()}
+
+    def ended(kind: str, ids: list[int]) -> dict[int, list[dict]]:
+        rows = _grouped(GraphEnding, GraphEnding.record_id, ids, (GraphEnding.id,), GraphEnding.kind == kind)
+        return {record: sorted(({"cause": r.cause_kind, "id": r.cause_id, "valid_to": r.valid_to,
+                                 "prior_status": r.prior_status, "prior_valid_to": r.prior_valid_to} for r in found),
+                               key=lambda e: (e["cause"], e["id"]))
+                for record, found in rows.items()}
+
+    def nodes() -> Iterator[dict[str, Any]]:
+        for page in _pages(GraphNode.select().where(GraphNode.namespace == ns), GraphNode.id):
+            sources = cited("node", [n.id for n in page])
+            for n in page:
+                yield {"id": n.id, "name": n.name, "type": n.type, "aliases": n.aliases, "tags": n.tags,
+                       "provenance": n.provenance, "status": n.status, "confidence": n.confidence,
+                       "created_at": n.created_at, "updated_at": n.updated_at, "sources": sources.get(n.id, [])}
+
+    def facts() -> Iterator[dict[str, Any]]:
+        owned = GraphFact.node.in_(GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns))
+        for page in _pages(GraphFact.select().where(owned), GraphFact.id):
+            ids = [f.id for f in page]
+            sources, endings = cited("fact", ids), ended("fact", ids)
+            for f in page:
+                yield {"id": f.id, "node_id": f.node_id, "key": f.key, "value": f.value, "status": f.status,
+                       "valid_from": f.valid_from, "valid_to": f.valid_to, "confidence": f.confidence,
+                       "created_at": f.created_at, "updated_at": f.updated_at, "sources": sources.get(f.id, []),
+                       "ended_by": endings.get(f.id, [])}
+
+    def edges() -> Iterator[dict[str, Any]]:
+        for page in _pages(GraphEdge.select().where(GraphEdge.namespace == ns), GraphEdge.id):
+            ids = [e.id for e in page]
+            sources, endings = cited("edge", ids), ended("edge", ids)
+            for e in page:
+                yield {"id": e.id, "from": e.from_node_id, "to": e.to_node_id, "relation": e.relation,
+                       "status": e.status, "valid_from": e.valid_from, "valid_to": e.valid_to,
+                       "confidence": e.confidence, "created_at": e.created_at, "updated_at": e.updated_at,
+                       "sources": sources.get(e.id, []), "ended_by": endings.get(e.id, [])}
+
+    def usage() -> Iterator[dict[str, Any]]:
+        for r in UsageReceipt.select().where(UsageReceipt.namespace == ns).order_by(UsageReceipt.id).iterator():
+            yield {"receipt_id": r.receipt_id, "batch_id": r.batch_id, "event_ids": r.event_ids, "audit": r.audit,
                    "created_at": r.created_at}
-                  for r in UsageReceipt.select().where(UsageReceipt.namespace == ns).order_by(UsageReceipt.id)],
-        "ingestion": [{"receipt_id": r.receipt_id, "payload_hash": r.payload_hash, "result": r.result,
-                       "created_at": r.created_at}
-                      for r in IngestionReceipt.select().where(IngestionReceipt.namespace == ns)
-                      .order_by(IngestionReceipt.id)],
-    }
+
+    def ingestion() -> Iterator[dict[str, Any]]:
+        query = IngestionReceipt.select().where(IngestionReceipt.namespace == ns).order_by(IngestionReceipt.id)
+        for r in query.iterator():
+            yield {"receipt_id": r.receipt_id, "payload_hash": r.payload_hash, "result": r.result,
+                   "created_at": r.created_at}
+
     return {
         "export_version": EXPORT_VERSION,
         "namespace": {"name": ns.name, "current_turn": ns.current_turn, "block_turn_size": ns.block_turn_size,
@@ -128,75 +187,114 @@ def export_data(namespace: str) -> dict[str, Any]:
         "threads": [{"name": t.name, "message_count": t.message_count, "turn_count": t.turn_count,
                      "sealed_turns": t.sealed_turns, "block_count": t.block_count, "ready_count": t.ready_count,
                      "created_at": t.created_at} for t in threads.values()],
-        "messages": messages,
-        "blocks": blocks,
-        "events": event_rows,
-        "graph": graph,
-        "receipts": receipts,
+        "messages": Rows(messages),
+        "blocks": Rows(blocks),
+        "events": Rows(events),
+        "graph": {"nodes": Rows(nodes), "facts": Rows(facts), "edges": Rows(edges)},
+        "receipts": {"usage": Rows(usage), "ingestion": Rows(ingestion)},
     }
 
 
-def to_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+def _json(value: Any, level: int) -> str:
+    """``value`` as ``json.dumps(..., indent=2)`` renders it at nesting depth ``level`` (JSON text
+    holds no raw newline inside a string, so every newline starts an indented line)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2)
+    return text.replace("\n", "\n" + "  " * level) if level else text
+
+
+def write_json(data: dict[str, Any], out: TextIO, level: int = 0) -> None:
+    """Write ``data`` (where lists may be ``Rows``) exactly as ``json.dumps(data, ensure_ascii=False,
+    sort_keys=True, indent=2)`` would render it, one record at a time."""
+    inner = "\n" + "  " * (level + 1)
+    if isinstance(data, Rows):
+        first = True
+        for item in data:
+            out.write(("[" if first else ",") + inner + _json(item, level + 1))
+            first = False
+        out.write("[]" if first else "\n" + "  " * level + "]")
+    elif isinstance(data, dict) and any(isinstance(v, (Rows, dict)) for v in data.values()) and data:
+        for i, key in enumerate(sorted(data)):
+            out.write(("{" if i == 0 else ",") + inner + json.dumps(key, ensure_ascii=False) + ": ")
+            write_json(data[key], out, level + 1)
+        out.write("\n" + "  " * level + "}")
+    else:
+        out.write(_json(data, level))
 
 
 def _md_text(text: Any) -> str:
     return " ".join(str(text).split()) if text is not None else ""
 
 
-def to_markdown(data: dict[str, Any]) -> str:
-    """A readable rendering of the same content (same order, every record)."""
+def write_markdown(data: dict[str, Any], out: TextIO) -> None:
+    """A readable rendering of the same content (same order, every record), written as it is read."""
     ns = data["namespace"]
-    out = [f"# Strata export: {ns['name']}", "",
-           f"current turn {ns['current_turn']}, block size {ns['block_turn_size']}, "
-           f"decay λ {ns['block_decay_lambda']}, created {ns['created_at']}", ""]
-    out += ["## Threads", ""] + [f"- {t['name']}: {t['message_count']} messages, {t['turn_count']} turns, "
-                                 f"{t['block_count']} blocks" for t in data["threads"]] + [""]
-    out += ["## Blocks", ""]
+
+    def lines(*texts: str) -> None:
+        for text in texts:
+            out.write(text + "\n")
+
+    lines(f"# Strata export: {ns['name']}", "",
+          f"current turn {ns['current_turn']}, block size {ns['block_turn_size']}, "
+          f"decay λ {ns['block_decay_lambda']}, created {ns['created_at']}", "")
+    lines("## Threads", "", *[f"- {t['name']}: {t['message_count']} messages, {t['turn_count']} turns, "
+                              f"{t['block_count']} blocks" for t in data["threads"]], "")
+    lines("## Blocks", "")
     for b in data["blocks"]:
-        out.append(f"### Block {b['id']} (sequence {b['sequence']}, {b['thread']}, turns {b['start_turn']}-"
-                   f"{b['end_turn']}, {b['status']})")
+        lines(f"### Block {b['id']} (sequence {b['sequence']}, {b['thread']}, turns {b['start_turn']}-"
+              f"{b['end_turn']}, {b['status']})")
         if b["l0_title"]:
-            out.append(f"**{_md_text(b['l0_title'])}** — tags: {', '.join(b['l0_tags'] or [])}")
+            lines(f"**{_md_text(b['l0_title'])}** — tags: {', '.join(b['l0_tags'] or [])}")
         if b["l1_summary"]:
-            out.append(_md_text(b["l1_summary"]))
-        out.append("")
-    out += ["## Messages", ""]
+            lines(_md_text(b["l1_summary"]))
+        lines("")
+    lines("## Messages", "")
     for m in data["messages"]:
         who = m["speaker"] or m["role"]
-        out.append(f"- [{m['id']}] {m['created_at']} {m['thread']}#{m['position']} (block {m['block_id']}) "
-                   f"{who}: {_md_text(m['content'])}")
-    out += ["", "## Events", ""]
+        lines(f"- [{m['id']}] {m['created_at']} {m['thread']}#{m['position']} (block {m['block_id']}) "
+              f"{who}: {_md_text(m['content'])}")
+    lines("", "## Events", "")
     for e in data["events"]:
         when = e["happened_start"] or f"mentioned {e['mentioned_at']}"
         links = "; ".join(f"{k} {t}" for k, t in e["links"])
-        out.append(f"- [{e['id']}] **{_md_text(e['title'])}** ({e['status']}, {e['event_type']}, {when}, "
-                   f"weight {e['weight']['value']}): {_md_text(e['summary'])} — sources {e['sources']}"
-                   + (f" — links: {links}" if links else ""))
-    out += ["", "## Graph", ""]
+        lines(f"- [{e['id']}] **{_md_text(e['title'])}** ({e['status']}, {e['event_type']}, {when}, "
+              f"weight {e['weight']['value']}): {_md_text(e['summary'])} — sources {e['sources']}"
+              + (f" — links: {links}" if links else ""))
+    lines("", "## Graph", "")
     for n in data["graph"]["nodes"]:
-        out.append(f"- node [{n['id']}] {n['name']} ({n['type']}, {n['status']}) aliases {n['aliases']} "
-                   f"— sources {n['sources']}")
+        lines(f"- node [{n['id']}] {n['name']} ({n['type']}, {n['status']}) aliases {n['aliases']} "
+              f"— sources {n['sources']}")
     for f in data["graph"]["facts"]:
-        out.append(f"- fact [{f['id']}] node {f['node_id']} {f['key']} = {f['value']} ({f['status']}) "
-                   f"— sources {f['sources']}")
+        lines(f"- fact [{f['id']}] node {f['node_id']} {f['key']} = {f['value']} ({f['status']}) "
+              f"— sources {f['sources']}")
     for e in data["graph"]["edges"]:
-        out.append(f"- edge [{e['id']}] {e['from']} -{e['relation']}-> {e['to']} ({e['status']}) "
-                   f"— sources {e['sources']}")
-    out += ["", "## Receipts", ""]
+        lines(f"- edge [{e['id']}] {e['from']} -{e['relation']}-> {e['to']} ({e['status']}) "
+              f"— sources {e['sources']}")
+    lines("", "## Receipts", "")
     for r in data["receipts"]["usage"]:
-        out.append(f"- use {r['receipt_id']}: events {r['event_ids']} ({r['created_at']})")
+        lines(f"- use {r['receipt_id']}: events {r['event_ids']} ({r['created_at']})")
     for r in data["receipts"]["ingestion"]:
-        out.append(f"- ingestion {r['receipt_id']} ({r['created_at']})")
-    return "\n".join(out) + "\n"
+        lines(f"- ingestion {r['receipt_id']} ({r['created_at']})")
+
+
+def write_export(namespace: str, out: TextIO, format: str = "json") -> None:
+    """Write the canonical export of ``namespace`` to ``out`` as it is read (memory stays flat
+    whatever the size), from one snapshot of the database: ``json`` (sorted keys) or ``markdown``."""
+    if format not in EXPORT_FORMATS:
+        raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
+    with db.atomic():  # one read snapshot: a writer committing meanwhile changes nothing written
+        data = _sections(get_namespace(namespace))
+        if format == "json":
+            write_json(data, out)
+            out.write("\n")
+        else:
+            write_markdown(data, out)
 
 
 def export_namespace(namespace: str, format: str = "json") -> str:
-    """The canonical export as text: ``json`` (sorted keys) or ``markdown``."""
-    if format not in EXPORT_FORMATS:
-        raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
-    data = export_data(namespace)
-    return to_json(data) if format == "json" else to_markdown(data)
+    """The canonical export as text (see ``write_export``)."""
+    buffer = io.StringIO()
+    write_export(namespace, buffer, format)
+    return buffer.getvalue()
 
 
 def relabel_ids(data: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
@@ -208,15 +210,24 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from core.services.export import export_namespace
+    from core.services.export import write_export
 
     open_from_args(args)
-    text = export_namespace(_namespace(args), args.format)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        err_console.print(f"export written to {args.out}", markup=False)
-    else:
-        print(text, end="")
+    namespace = _namespace(args)
+    if not args.out:
+        write_export(namespace, sys.stdout, args.format)
+        return 0
+    target = Path(args.out)
+    # Written beside the target and moved over it once complete: a failed export leaves the previous
+    # file as it was (at a million messages an export takes minutes and gigabytes on disk).
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            write_export(namespace, out, args.format)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    err_console.print(f"export written to {args.out}", markup=False)
     return 0
 
 

@@ -1,0 +1,78 @@
+"""The canonical export is written as it is read: the same bytes at any page size, flat memory."""
+
+from __future__ import annotations
+
+import io
+import json
+import tracemalloc
+
+import pytest
+
+from core.services import export
+from core.services.capture import append_messages
+from core.store import open_store
+from tests.stores import copy_of
+from workbench.cli import main
+
+
+@pytest.fixture
+def demo(demo_template, tmp_path):
+    url = copy_of(demo_template, tmp_path / "demo.db")
+    open_store(url)
+    return url
+
+
+def test_streamed_export_is_the_json_of_the_data_at_any_page_size(demo, monkeypatch):
+    data = export.export_data("demo")
+    assert data["events"] and data["graph"]["facts"] and any(f["ended_by"] for f in data["graph"]["facts"])
+    reference = json.dumps(data, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    markdown = export.export_namespace("demo", "markdown")
+    for size in (1, 7, 5000):
+        monkeypatch.setattr(export, "ROWS_PER_READ", size)
+        assert export.export_namespace("demo") == reference
+        assert export.export_namespace("demo", "markdown") == markdown
+    assert markdown.count("\n- [") >= len(data["messages"]) + len(data["events"])
+
+
+class _Counting(io.TextIOBase):
+    """A sink that keeps only how much was written."""
+
+    written = 0
+
+    def write(self, text: str) -> int:
+        self.written += len(text)
+        return len(text)
+
+
+def test_export_memory_stays_flat_as_the_store_grows(store, monkeypatch):
+    """Gigabytes at a million messages: the writer holds a page of rows, never the whole namespace."""
+    monkeypatch.setattr(export, "ROWS_PER_READ", 100)
+    for batch in range(30):
+        append_messages("big", f"t{batch % 3}", [
+            {"role": "user" if i % 2 else "assistant", "content": f"message {batch}-{i}: " + "lorem ipsum " * 20}
+            for i in range(100)])
+    sink = _Counting()
+    tracemalloc.start()
+    try:
+        export.write_export("big", sink)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sink.written > 1_500_000  # 3,000 messages of ~300 characters, as JSON
+    assert peak < sink.written / 4
+
+
+def test_a_failed_export_leaves_the_previous_file(demo, tmp_path, monkeypatch, capsys):
+    target = tmp_path / "me.json"
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(target)]) == 0
+    good = target.read_text(encoding="utf-8")
+    assert json.loads(good)["namespace"]["name"] == "demo"
+
+    def broken(event, turn):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export, "event_weight", broken)
+    with pytest.raises(OSError):
+        main(["export", "--db", demo, "--namespace", "demo", "--out", str(target)])
+    assert target.read_text(encoding="utf-8") == good
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".me")) == []
