@@ -41,6 +41,9 @@ SUMMARY_LIMIT = 800
 CONTENT_LIMIT = 500
 ALIASES_LIMIT = 160
 STATE_LIMIT = 500
+# get_blocks lists the newest blocks within about this many estimated tokens (older ones page back):
+# at a million messages a namespace holds ~28k blocks, 16 MB when all are listed.
+BLOCK_LIST_TOKENS = 6000
 _DEFAULT_BUDGET = object()  # "use the gate's default round budget"
 
 # Tool-facing strategy names (the tool an agent calls next) and the gate's spelling.
@@ -159,6 +162,10 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "scope": {"type": "string", "enum": ["session", "namespace"],
                       "description": "'session' (default when this agent has a conversation) lists this "
                                      "conversation's blocks; 'namespace' lists every conversation's blocks."},
+            "before": {"type": "integer", "minimum": 1,
+                       "description": "Page back: list the blocks before this position (the 'older.before' of "
+                                      "the previous result). Each call lists the newest blocks that fit "
+                                      f"in about {BLOCK_LIST_TOKENS} tokens."},
         }, []),
     },
     "expand_block": {
@@ -677,33 +684,35 @@ class MemoryTools:
 
     def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate
-        from core.services.blocks import get_block_context, list_blocks
+        from core.services.blocks import block_counts, get_block_context
 
         scope = self._session_scope("get_blocks", args.get("scope"), "session" if self.thread else "namespace")
         thread = self.thread if scope == "session" else None
-        views = get_block_context(self.namespace, thread)
-        rows = list_blocks(self.namespace, thread)
-        counts = {
-            "blocks": len(rows),
-            "ready": sum(1 for r in rows if r.status == "ready"),
-            "pending": sum(1 for r in rows if r.status == "pending"),
-            "failed": sum(1 for r in rows if r.status not in ("ready", "pending")),
-        }
+        before = args.get("before")
+        views = get_block_context(self.namespace, thread, token_budget=BLOCK_LIST_TOKENS, before=before)
+        counts = block_counts(self.namespace, thread)
         empty_reason = None
         if not views:
             if thread is not None and not self._thread_exists():
                 empty_reason = "This conversation has nothing stored yet."
-            elif not rows:
+            elif before is not None and counts["ready"]:
+                empty_reason = f"No ready block before position {before}: the oldest has been listed."
+            elif not counts["blocks"]:
                 empty_reason = "No block is sealed yet: too few turns so far (recent turns stay in the open tail)."
             else:
-                empty_reason = (f"{len(rows)} block(s) exist but none is ready: their summaries are still being "
-                                "derived. search_raw finds their messages meanwhile.")
+                empty_reason = (f"{counts['blocks']} block(s) exist but none is ready: their summaries are still "
+                                "being derived. search_raw finds their messages meanwhile.")
         specs = gate.refs_for_blocks(views)
         results = [_block_entry(view, spec.ref) for view, spec in zip(views, specs)]
         extra: dict[str, Any] = {"scope": scope, "namespace": self.namespace, "thread": thread, "counts": counts}
+        if views:
+            older = block_counts(self.namespace, thread, before=views[0].sequence)["ready"]
+            if older:  # a long memory is listed newest first, a page at a time
+                extra["older"] = {"blocks": older, "before": views[0].sequence}
         if empty_reason:
             extra["empty_reason"] = empty_reason
-        return self._open("get_blocks", "blocks", "", specs, {"scope": scope}, results, **extra)
+        params: dict[str, Any] = {"scope": scope} if before is None else {"scope": scope, "before": before}
+        return self._open("get_blocks", "blocks", "", specs, params, results, **extra)
 
     # -- expansion
 

@@ -51,6 +51,7 @@ class BlockView:
     level: int
     label: str
     content: str
+    sequence: int  # the block's position in its namespace
 
 
 def _age(block: Block, thread: Thread) -> int | None:
@@ -173,6 +174,7 @@ def _view(block: Block, level: int) -> BlockView:
         level=level,
         label=LEVEL_LABELS[level],
         content=_render(block, level),
+        sequence=block.sequence,
     )
 
 
@@ -199,8 +201,13 @@ def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -
     return render_block(block_id, new_level)
 
 
-def get_block_context(namespace: str, thread: str | None = None) -> list[BlockView]:
-    """Every ready block (of one thread, or all) rendered at its decayed level, oldest first."""
+def get_block_context(namespace: str, thread: str | None = None, *, token_budget: int | None = None,
+                      before: int | None = None) -> list[BlockView]:
+    """Ready blocks (of one thread, or all) rendered at their decayed level, oldest first.
+
+    With ``token_budget``: only the newest blocks whose renderings fit in that many estimated
+    tokens (at least one), read newest first and never the whole namespace (28k blocks at a
+    million messages). ``before``: only blocks before this namespace sequence (the next page back)."""
     ns = get_namespace(namespace)
     query = (
         Block.select(Block, Thread, Namespace)
@@ -211,10 +218,34 @@ def get_block_context(namespace: str, thread: str | None = None) -> list[BlockVi
     )
     if thread is not None:
         query = query.where(Thread.name == thread)
-    out = []
-    for block in query.order_by(Block.sequence):
-        out.append(_view(block, current_level(block, block.thread, ns.block_decay_lambda)))
-    return out
+    if before is not None:
+        query = query.where(Block.sequence < before)
+    if token_budget is None:
+        return [_view(block, current_level(block, block.thread, ns.block_decay_lambda))
+                for block in query.order_by(Block.sequence)]
+    out: list[BlockView] = []
+    spent = 0
+    for block in query.order_by(Block.sequence.desc()).iterator():
+        view = _view(block, current_level(block, block.thread, ns.block_decay_lambda))
+        spent += estimate_tokens(view.content)
+        if out and spent > token_budget:
+            break
+        out.append(view)
+    return out[::-1]
+
+
+def block_counts(namespace: str, thread: str | None = None, *, before: int | None = None) -> dict[str, int]:
+    """How many blocks there are by status (``before``: only those before that namespace sequence),
+    counted in SQL."""
+    query = Block.select(Block.status, fn.COUNT(Block.id)).where(Block.namespace == get_namespace(namespace))
+    if thread is not None:
+        query = query.join(Thread).where(Thread.name == thread)
+    if before is not None:
+        query = query.where(Block.sequence < before)
+    by_status = dict(query.group_by(Block.status).tuples())
+    ready, pending = by_status.get("ready", 0), by_status.get("pending", 0)
+    total = sum(by_status.values())
+    return {"blocks": total, "ready": ready, "pending": pending, "failed": total - ready - pending}
 
 
 def open_tail_turns(namespace: str | None = None) -> int:

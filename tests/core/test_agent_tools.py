@@ -224,6 +224,41 @@ def test_get_blocks_lists_decayed_blocks(memory):
     assert empty["results"] == [] and empty["empty_reason"] and empty["evidence_refs"] == []
 
 
+def test_get_blocks_lists_a_long_memory_newest_first_a_page_at_a_time(store, monkeypatch):
+    """A million messages make ~28k blocks: one call lists the newest that fit a token budget and says
+    how to page back; paging lists every ready block once, each page oldest first."""
+    import core.agent_tools as agent_tools
+
+    configure_namespace("long", block_turn_size=1)
+    for i in range(14):
+        append_turn("long", "chat", f"Day {i}: we reviewed the Lisbon budget item {i}.", f"Noted item {i}.")
+    assert run_pending("long").failed == 0
+    ready = [b.id for b in Block.select().where(Block.status == "ready").order_by(Block.sequence)]
+    assert len(ready) >= 12
+    monkeypatch.setattr(agent_tools, "BLOCK_LIST_TOKENS", 120)
+    pages, before = [], None
+    while True:
+        args = {"scope": "namespace"} if before is None else {"scope": "namespace", "before": before}
+        out = MemoryTools("long").call("get_blocks", args)
+        if not out["results"]:
+            assert before is not None and "oldest" in out["empty_reason"]
+            break
+        ids = [r["id"] for r in out["results"]]
+        assert ids == sorted(ids, key=ready.index)  # oldest first within a page
+        assert out["counts"]["ready"] == len(ready)
+        assert len(ids) == 1 or sum(len(r["content"]) // 4 for r in out["results"]) <= 120 + 4 * len(ids)
+        pages.append(ids)
+        if "older" not in out:
+            break
+        assert out["older"]["blocks"] == ready.index(ids[0])
+        before = out["older"]["before"]
+    assert len(pages) > 2 and pages[0][-1] == ready[-1]  # the first call shows the newest
+    assert [i for page in reversed(pages) for i in page] == ready
+    with pytest.raises(ToolError) as caught:
+        MemoryTools("long").call("get_blocks", {"before": 0, "scope": "namespace"})
+    assert caught.value.field == "before"
+
+
 def test_get_blocks_explains_an_empty_memory(store):
     fresh = MemoryTools("brand-new", session="s")
     out = fresh.call("get_blocks", {"scope": "namespace"})
