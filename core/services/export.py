@@ -130,8 +130,15 @@ def _sections(ns) -> dict[str, Any]:
                 }
 
     def cited(kind: str, ids: list[int]) -> dict[int, list[int]]:
-        rows = _grouped(GraphSource, GraphSource.record_id, ids, (GraphSource.id,), GraphSource.kind == kind)
-        return {record: sorted(r.event_id for r in found) for record, found in rows.items()}
+        # Plain ids, not rows: at a million messages 113 nodes cite 1.45M events (1.3 GB as rows).
+        out: dict[int, list[int]] = {}
+        for part in chunks(ids):
+            query = (GraphSource.select(GraphSource.record_id, GraphSource.event)
+                     .where((GraphSource.kind == kind) & GraphSource.record_id.in_(part))
+                     .order_by(GraphSource.record_id, GraphSource.event))
+            for record, event in query.tuples().iterator():
+                out.setdefault(record, []).append(event)
+        return out
 
     def ended(kind: str, ids: list[int]) -> dict[int, list[dict]]:
         rows = _grouped(GraphEnding, GraphEnding.record_id, ids, (GraphEnding.id,), GraphEnding.kind == kind)
