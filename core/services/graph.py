@@ -1226,9 +1226,9 @@ def _sources_of(kind: str, record_ids: Sequence[int], more: set[int] | None = No
             more.add(record_id)
         if truncated and not any(status == "active" for _, status in sources):
             seen = {event_id for event_id, _ in sources}
-            extra = [(i, "active") for i in _newest_sources(kind, record_id, ("active",), SOURCE_WINDOW)]
+            extra = [(i, "active") for i in newest_sources(kind, record_id, ("active",), SOURCE_WINDOW)]
             if not extra:
-                live = _newest_sources(kind, record_id, LIVE, SOURCE_WINDOW)
+                live = newest_sources(kind, record_id, LIVE, SOURCE_WINDOW)
                 extra = [(i, "superseded") for i in live]  # no active one exists: every live one is superseded
             sources.extend(pair for pair in extra if pair[0] not in seen)
             sources.sort(key=lambda pair: -pair[0])
@@ -1340,7 +1340,7 @@ _NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.
 ).order_by(GraphSource.event.desc()).limit(limit).tuples())
 
 
-def _newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
+def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
     """The newest ``limit`` events citing one record whose status is in ``statuses``.
 
     Walks the (kind, record_id, event) index from the newest citation and stops at ``limit``,
@@ -1401,7 +1401,7 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     statuses = _metadata_statuses(nodes)
     for node in nodes:
         view = out[node.id]
-        view.node_sources = _newest_sources("node", node.id, LIVE, CONTEXT_SOURCES)
+        view.node_sources = newest_sources("node", node.id, LIVE, CONTEXT_SOURCES)
         own = [(i, "active") for i in view.node_sources]  # only consulted for legacy nodes without provenance
         view.aliases = _visible_metadata(node, "aliases", own, statuses)
         view.tags = _visible_metadata(node, "tags", own, statuses)

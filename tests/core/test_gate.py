@@ -348,6 +348,32 @@ def test_graph_node_refs_reinforce_the_node_source_events(ns):
     assert (_mentions(a), _mentions(b), _mentions(c)) == (2, 2, 1)
 
 
+def test_a_node_ref_stands_for_its_newest_live_sources(ns, monkeypatch):
+    """A person named in tens of thousands of events is evidence through the newest few of them."""
+    import core.services.gate as gate
+    from core.models import GraphEdge
+
+    monkeypatch.setattr(gate, "NODE_REF_EVENTS", 3)
+    ids = [_event(ns, f"Alice note {i}") for i in range(6)]
+    met = [_event(ns, f"Alice met Bo {i}") for i in range(5)]
+    now = now_iso()
+    with write_transaction():
+        alice = GraphNode.create(namespace=ns, name="Alice", name_norm="alice", type="person",
+                                 created_at=now, updated_at=now)
+        bo = GraphNode.create(namespace=ns, name="Bo", name_norm="bo", type="person", created_at=now, updated_at=now)
+        edge = GraphEdge.create(namespace=ns, from_node=alice, to_node=bo, relation="knows", status="active",
+                                created_at=now, updated_at=now)
+        for event_id in ids:
+            GraphSource.create(kind="node", record_id=alice.id, event=event_id)
+        for event_id in met:
+            GraphSource.create(kind="edge", record_id=edge.id, event=event_id)
+    forget_event(ids[-1])
+    assert refs_for_nodes([alice.id])[0].event_ids == (ids[4], ids[3], ids[2])  # newest live first
+    expanded = refs_for_nodes([alice.id], expanded=True)[0]
+    assert expanded.event_ids == (met[4], met[3], met[2], ids[4], ids[3], ids[2])
+    assert refs_for_nodes([bo.id], expanded=True)[0].event_ids == (met[4], met[3], met[2])
+
+
 def test_raw_and_block_refs_carry_no_events(ns):
     append_turn("ns", "t", "We chose Postgres for the ledger", "Noted: Postgres.")
     hits = search_raw("ns", "postgres ledger")
