@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -148,6 +148,14 @@ def _v14_graph_endings(database: Database) -> None:
     database.create_tables([GraphEnding])
 
 
+def _v15_special_event_index(database: Database) -> None:
+    """Version 15: pinned and safety-critical events in a partial index, so automatic context finds
+    them without scanning every event of the namespace."""
+    from core.models import Event
+
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -158,7 +166,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  11: _v11_event_day_lane_index,
                                                  12: _v12_job_claim_by_namespace_index,
                                                  13: _v13_event_status_by_id_index,
-                                                 14: _v14_graph_endings}
+                                                 14: _v14_graph_endings, 15: _v15_special_event_index}
 
 
 def database_version(database: Database) -> int:

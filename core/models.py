@@ -261,6 +261,12 @@ Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.happened_st
 EVENT_STATUS_INDEX = "event_status_by_id"
 Event.add_index(Event.index(Event.id, Event.status, name=EVENT_STATUS_INDEX))
 
+# Pinned or safety-critical events are few and automatic context asks for them before every model
+# call: a partial index holds just them (a scan of 855k events took 0.6 s). Literal values, so
+# the planner can match a query's condition to the index's (schema 15).
+SPECIAL_EVENT = (Event.pinned == SQL("TRUE")) | (Event.criticality == SQL("'safety'"))
+Event.add_index(Event.index(Event.namespace, Event.id, name="event_special", where=SPECIAL_EVENT))
+
 # The event statuses a reader still sees as evidence (a superseded event is history, not gone),
 # and the graph record statuses that make up current state.
 LIVE = ("active", "superseded")

@@ -122,6 +122,22 @@ def test_migration_to_6_adds_the_scale_indexes(db_url, store):
     assert open_store(db_url).schema_version == SCHEMA_VERSION and wanted <= names()
 
 
+def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
+    """Automatic context reads them before every model call: from a small partial index, not a scan."""
+    from core.models import LIVE, SPECIAL_EVENT, Event
+
+    db.execute_sql('DROP INDEX "event_special"')
+    SchemaVersion.delete().where(SchemaVersion.version >= 15).execute()
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    assert "event_special" in {ix.name for ix in db.get_indexes("event")}
+    query = Event.select(Event.id).where((Event.namespace == 1) & Event.status.in_(LIVE) & SPECIAL_EVENT).order_by(
+        Event.id.desc()).limit(100)
+    sql, params = query.sql()
+    plan = " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall())
+    assert "event_special" in plan
+
+
 def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
     from core.services.capture import append_messages
 
