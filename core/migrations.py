@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -156,6 +156,30 @@ def _v15_special_event_index(database: Database) -> None:
     Event._schema.create_indexes(safe=True)
 
 
+def _v16_event_fingerprints(database: Database) -> None:
+    """Version 16: ``event.fingerprint`` (the wording's identity) with an index, filled for every
+    stored event, so an import looks its candidates' exact duplicates up instead of hashing all."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import Event
+    from core.text import fingerprint
+
+    if "fingerprint" not in {c.name for c in database.get_columns(Event._meta.table_name)}:
+        run(SchemaMigrator.from_database(database).add_column(Event._meta.table_name, "fingerprint",
+                                                              Event.fingerprint))
+    marker = database.param
+    update = f'UPDATE "{Event._meta.table_name}" SET "fingerprint" = {marker} WHERE "id" = {marker}'
+    last = 0
+    while True:  # in pages by id, like the time flags of version 7
+        rows = list(Event.select(Event.id, Event.title, Event.summary)
+                    .where((Event.id > last) & Event.fingerprint.is_null()).order_by(Event.id).limit(2000).tuples())
+        if not rows:
+            break
+        database.cursor().executemany(update, [(fingerprint(title, summary), eid) for eid, title, summary in rows])
+        last = rows[-1][0]
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -166,7 +190,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  11: _v11_event_day_lane_index,
                                                  12: _v12_job_claim_by_namespace_index,
                                                  13: _v13_event_status_by_id_index,
-                                                 14: _v14_graph_endings, 15: _v15_special_event_index}
+                                                 14: _v14_graph_endings, 15: _v15_special_event_index,
+                                                 16: _v16_event_fingerprints}
 
 
 def database_version(database: Database) -> int:

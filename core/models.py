@@ -237,13 +237,17 @@ class Event(BaseModel):
     floor_weight = FloatField(default=0.0)
     forced_cap = FloatField(null=True)
     origin = CharField(max_length=16, default="extraction")
+    # core.text.fingerprint(title, summary): the wording's identity, so an import finds an exact
+    # duplicate by index instead of hashing every stored event (19 s at a million messages).
+    fingerprint = CharField(max_length=64, null=True)
     created_at = CharField()
     updated_at = CharField()
 
     class Meta:
         # (namespace, updated_at): the newest change to a namespace's events is one index step
         # (graph search's node views stay valid until it moves).
-        indexes = ((("namespace", "status"), False), (("namespace", "updated_at"), False))
+        indexes = ((("namespace", "status"), False), (("namespace", "updated_at"), False),
+                   (("namespace", "fingerprint"), False))
 
 
 # The timeline's order (happened time, else mention time, then id) as an index, so a page of

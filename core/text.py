@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 
@@ -88,3 +89,16 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def fingerprint(title: str, summary: str) -> str:
+    """Identity of a fact's wording: normalised title and summary (case, width, punctuation
+    and spacing folded), hashed. Equal fingerprints are exact duplicates."""
+    def norm(text: str) -> str:
+        folded = unicodedata.normalize("NFKC", text or "").casefold()
+        return " ".join(_NON_WORD.sub(" ", folded).split())
+
+    return hashlib.sha256(f"{norm(title)}\0{norm(summary)}".encode("utf-8")).hexdigest()

@@ -10,10 +10,8 @@ from core.imports.formats import (
     MAX_BYTES,
     MAX_CANDIDATES,
     ParsedImport,
-    fingerprint,
     parse_import,
     read_import_file,
 )
 
-__all__ = ["FORMATS", "MAX_BYTES", "MAX_CANDIDATES", "ParsedImport", "fingerprint", "parse_import",
-           "read_import_file"]
+__all__ = ["FORMATS", "MAX_BYTES", "MAX_CANDIDATES", "ParsedImport", "parse_import", "read_import_file"]

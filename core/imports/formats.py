@@ -19,11 +19,9 @@ Everything here is pure: no database, no model. A candidate is a plain dict with
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -85,16 +83,6 @@ class ParsedImport:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def fingerprint(title: str, summary: str) -> str:
-    """Identity of a fact's wording: normalised title and summary (case, width, punctuation
-    and spacing folded), hashed. Equal fingerprints are exact duplicates."""
-    def norm(text: str) -> str:
-        folded = unicodedata.normalize("NFKC", text or "").casefold()
-        return " ".join(re.sub(r"[^\w]+", " ", folded).split())
-
-    return hashlib.sha256(f"{norm(title)}\0{norm(summary)}".encode("utf-8")).hexdigest()
 
 
 _FENCE = re.compile(r"^```[ \t]*[\w-]*[ \t]*\r?\n(.*?)\r?\n?```[ \t]*$", re.DOTALL)

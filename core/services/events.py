@@ -38,6 +38,7 @@ from core.services.capture import _row_to_raw
 from core.services.graph_endings import reconsider
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace
+from core.text import fingerprint
 from core.timeutil import now_iso, parse_timestamp, period_bounds, to_epoch
 from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
 
@@ -276,6 +277,7 @@ def write_event(
         last_adopted_turn=formed_turn,
         floor_weight=floor_for(criticality),
         origin=origin,
+        fingerprint=fingerprint(draft["title"], draft["summary"]),
         created_at=now,
         updated_at=now,
         **_time_fields(temporal, mentioned_fallback),

@@ -37,7 +37,7 @@ from core.db import chunks, write_transaction
 from core.dto import MessageIn
 from core.errors import InvalidInputError, NotFoundError, StorageConflictError, StrataError
 from core.imports.formats import (
-    FORMATS, ImportFormatError, ParsedImport, fingerprint, parse_import, parse_v2_object,
+    FORMATS, ImportFormatError, ParsedImport, parse_import, parse_v2_object,
     read_import_file,
 )
 from core.layers import deterministic_layers
@@ -53,7 +53,7 @@ from core.services.events import LIVE, live_event_ids, write_event
 from core.services.graph_endings import affected_by, forget_endings_by_events, forget_endings_of, settle
 from core.services.jobs import create_job
 from core.services.spaces import bump_revision, get_or_create_namespace, validate_name
-from core.text import clip
+from core.text import clip, fingerprint
 from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, parse_timestamp, to_epoch
 from core.tokens import estimate_tokens
@@ -384,16 +384,19 @@ def _revision(namespace: str) -> int:
     return row.revision if row is not None else NO_NAMESPACE
 
 
-def _live_fingerprints(namespace: str) -> dict[str, int]:
-    """Fingerprint → oldest live event with that wording (forgotten and archived excluded)."""
+def _live_fingerprints(namespace: str, wanted: Sequence[str]) -> dict[str, int]:
+    """Fingerprint → oldest live event with that wording (forgotten and archived excluded), for
+    the ``wanted`` fingerprints: looked up by index, never by hashing every stored event."""
     ns = Namespace.get_or_none(Namespace.name == namespace)
     if ns is None:
         return {}
     out: dict[str, int] = {}
-    rows = (Event.select(Event.id, Event.title, Event.summary)
-            .where((Event.namespace == ns) & Event.status.in_(LIVE)).order_by(Event.id).tuples())
-    for event_id, title, summary in rows:
-        out.setdefault(fingerprint(title, summary), event_id)
+    for part in chunks(sorted(set(wanted))):
+        rows = (Event.select(Event.fingerprint, Event.id)
+                .where((Event.namespace == ns) & Event.fingerprint.in_(part) & Event.status.in_(LIVE))
+                .order_by(Event.id).tuples())
+        for found, event_id in rows:
+            out.setdefault(found, event_id)
     return out
 
 
@@ -624,7 +627,7 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
         for item in items:
             earlier.setdefault(item.fingerprint, item.position)
         todo = [i for i in items if i.state != "decided" or i.revision != revision or (refresh and attempt == 0)]
-        live = _live_fingerprints(batch.namespace_name) if todo else {}
+        live = _live_fingerprints(batch.namespace_name, [i.fingerprint for i in todo]) if todo else {}
         users = user_names(batch.namespace_name) if todo else []
         done = len(items) - len(todo)
         if progress:

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from core.imports.formats import (
-    MAX_BYTES, ImportFormatError, fingerprint, parse_import, read_import_file, strip_fences,
+    MAX_BYTES, ImportFormatError, parse_import, read_import_file, strip_fences,
 )
 from core.imports.prompt import export_prompt
+from core.text import fingerprint
 
 
 def doc(*candidates, **top):

@@ -127,7 +127,8 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     from core.models import LIVE, SPECIAL_EVENT, Event
 
     db.execute_sql('DROP INDEX "event_special"')
-    SchemaVersion.delete().where(SchemaVersion.version >= 15).execute()
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=14, applied_at="2026-12-01T00:00:00+00:00")
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert "event_special" in {ix.name for ix in db.get_indexes("event")}
@@ -136,6 +137,30 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     sql, params = query.sql()
     plan = " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall())
     assert "event_special" in plan
+
+
+def test_migration_to_16_fills_every_event_fingerprint(db_url, store):
+    from core.models import Event
+    from core.services.events import write_event
+    from core.services.spaces import configure_namespace, get_namespace
+    from core.text import fingerprint
+
+    configure_namespace("ns")
+    ns = get_namespace("ns")
+    with write_transaction():
+        ids = [write_event(ns.id, {"title": f"Fact {i}", "summary": f"Maya fact number {i}.",
+                                   "source_message_ids": [], "temporal": {}}, block=None, formed_turn=0).id
+               for i in range(5)]
+    index = next(ix.name for ix in db.get_indexes("event") if ix.columns == ["namespace_id", "fingerprint"])
+    db.execute_sql(f'DROP INDEX "{index}"')
+    db.execute_sql("ALTER TABLE event DROP COLUMN fingerprint")  # a version-15 store
+    SchemaVersion.delete().execute()
+    SchemaVersion.create(version=15, applied_at="2026-12-01T00:00:00+00:00")
+    db.close()
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    rows = {e.id: e for e in Event.select()}
+    assert [rows[i].fingerprint for i in ids] == [fingerprint(f"Fact {i}", f"Maya fact number {i}.") for i in range(5)]
+    assert index in {ix.name for ix in db.get_indexes("event")}
 
 
 def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
