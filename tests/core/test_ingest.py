@@ -714,6 +714,15 @@ def test_jsonl_blank_lines_are_skipped_but_line_numbers_stay_true(store, tmp_pat
         parse("jsonl", path)
 
 
+def test_jsonl_that_is_not_utf8_is_refused_and_nothing_is_written(store, tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    good = json.dumps(jl("t", "user", "fine line")).encode()
+    path.write_bytes(good + b"\n" + json.dumps(jl("t", "user", "caf\u00e9")).encode().replace(b"\\u00e9", b"\xe9") + b"\n")
+    with pytest.raises(InvalidInputError, match="not UTF-8"):
+        ingest("jsonl", path)
+    assert Message.select().count() == 0
+
+
 def test_jsonl_empty_file_is_rejected(store, tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("\n\n")
