@@ -127,9 +127,7 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     from core.models import LIVE, SPECIAL_EVENT, Event
 
     db.execute_sql('DROP INDEX "event_special"')
-    SchemaVersion.delete().execute()
-    SchemaVersion.create(version=14, applied_at="2026-12-01T00:00:00+00:00")
-    db.close()
+    _as_version(14)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert "event_special" in {ix.name for ix in db.get_indexes("event")}
     query = Event.select(Event.id).where((Event.namespace == 1) & Event.status.in_(LIVE) & SPECIAL_EVENT).order_by(
@@ -139,28 +137,45 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     assert "event_special" in plan
 
 
-def test_migration_to_16_fills_every_event_fingerprint(db_url, store):
-    from core.models import Event
+def _events_for_fingerprints() -> list[int]:
     from core.services.events import write_event
     from core.services.spaces import configure_namespace, get_namespace
-    from core.text import fingerprint
 
     configure_namespace("ns")
     ns = get_namespace("ns")
     with write_transaction():
-        ids = [write_event(ns.id, {"title": f"Fact {i}", "summary": f"Maya fact number {i}.",
-                                   "source_message_ids": [], "temporal": {}}, block=None, formed_turn=0).id
-               for i in range(5)]
-    index = next(ix.name for ix in db.get_indexes("event") if ix.columns == ["namespace_id", "fingerprint"])
-    db.execute_sql(f'DROP INDEX "{index}"')
-    db.execute_sql("ALTER TABLE event DROP COLUMN fingerprint")  # a version-15 store
+        return [write_event(ns.id, {"title": f"Fact {i}", "summary": f"Maya fact number {i}.",
+                                    "source_message_ids": [], "temporal": {}}, block=None, formed_turn=0).id
+                for i in range(5)]
+
+
+def _as_version(version: int) -> None:
     SchemaVersion.delete().execute()
-    SchemaVersion.create(version=15, applied_at="2026-12-01T00:00:00+00:00")
+    SchemaVersion.create(version=version, applied_at="2026-12-01T00:00:00+00:00")
     db.close()
+
+
+@pytest.mark.parametrize("bogus_index", [False, True], ids=["from-14", "from-a-15-with-a-constant-index"])
+def test_migration_to_16_fills_every_event_fingerprint(db_url, store, bogus_index):
+    """From 14 the model's missing indexes are created (15) before the column exists (16): an index
+    naming it then would index a string constant and be corrupt once the column is added."""
+    from core.models import Event
+    from core.text import fingerprint
+
+    ids = _events_for_fingerprints()
+    db.execute_sql('DROP INDEX "event_fingerprint"')
+    db.execute_sql("ALTER TABLE event DROP COLUMN fingerprint")
+    if bogus_index:  # what bc66626 left: v15 created it on the constant "fingerprint"
+        db.execute_sql('CREATE INDEX "event_namespace_id_fingerprint" ON "event" ("namespace_id", "fingerprint")')
+    else:
+        db.execute_sql('DROP INDEX "event_special"')
+    _as_version(15 if bogus_index else 14)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
+    assert db.execute_sql("PRAGMA integrity_check").fetchall() == [("ok",)]
     rows = {e.id: e for e in Event.select()}
     assert [rows[i].fingerprint for i in ids] == [fingerprint(f"Fact {i}", f"Maya fact number {i}.") for i in range(5)]
-    assert index in {ix.name for ix in db.get_indexes("event")}
+    names = {ix.name for ix in db.get_indexes("event")}
+    assert "event_fingerprint" in names and "event_namespace_id_fingerprint" not in names
 
 
 def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
