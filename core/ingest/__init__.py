@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from itertools import islice
 from pathlib import Path
 from typing import Callable
 
@@ -33,7 +34,8 @@ class ThreadBatch:
 class Unit:
     """What one transaction writes: threads of one namespace under one receipt.
 
-    ``receipt_id`` None means each message carries its own receipt (JSON Lines).
+    ``receipt_id`` None means each message carries its own receipt (JSON Lines, whose threads
+    read their lines from the file as they are written: ``core.ingest.jsonl.JsonlThread``).
     """
 
     namespace: str
@@ -113,7 +115,6 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
         with write_transaction():
             stored = 0
             duplicate = True
-            seen: dict[str, tuple[str, str]] = {}  # line receipt -> (payload hash, where): repeats in this file
             for batch in unit.threads:
                 if unit.receipt_id is not None:
                     result = append_messages(
@@ -126,13 +127,15 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
                         stored += len(result.message_ids)
                         report.blocks_sealed += len(result.sealed_block_ids)
                     continue
-                fresh = _new_lines(unit, batch, seen)
-                for start in range(0, len(fresh), APPEND_CHUNK):
-                    part = fresh[start:start + APPEND_CHUNK]
-                    result = append_messages(unit.namespace, batch.thread, [m for m, _ in part], close_turn=False)
-                    _line_receipts(unit.namespace, result, part)
+                lines = iter(batch.messages)  # read as written (a JSONL thread is not held whole)
+                while chunk := list(islice(lines, APPEND_CHUNK)):
+                    fresh = _new_lines(unit, batch.thread, chunk)
+                    if not fresh:
+                        continue
+                    result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh], close_turn=False)
+                    _line_receipts(unit.namespace, result, fresh)
                     duplicate = False
-                    stored += len(part)
+                    stored += len(fresh)
                     report.blocks_sealed += len(result.sealed_block_ids)
         report.messages += stored
         written[unit.namespace] = written.get(unit.namespace, 0) + stored
@@ -155,36 +158,32 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
 APPEND_CHUNK = 1000  # lines appended per call when each line has its own receipt
 
 
-def _new_lines(unit: Unit, batch: ThreadBatch, seen: dict[str, tuple[str, str]]) -> list[tuple[dict, str]]:
-    """The lines of a thread not stored before (by an earlier ingest or earlier in this file), with
-    their payload hashes; a receipt reused for different content is refused, naming the line.
+def _new_lines(unit: Unit, thread: str, messages: list[dict]) -> list[tuple[dict, str]]:
+    """The lines not stored before (by an earlier ingest, or earlier in this file: those chunks are
+    written by now), with their payload hashes; a receipt reused for different content is refused,
+    naming the line.
 
-    The same check appending line by line under each line's receipt did, in one query per chunk:
-    at a million lines that was 30 minutes of per-message SQL."""
+    The same check appending line by line under each line's receipt did, in one query per 500
+    lines: at a million lines that was 30 minutes of per-message SQL."""
     from core.models import IngestionReceipt, Namespace
     from core.services.capture import coerce_message, payload_hash
 
-    hashed = []
-    for message in batch.messages:
-        where = message.get("where", unit.label)
-        hashed.append((message, payload_hash(batch.thread, [coerce_message(message, where)]), where))
-    stored: dict[str, str] = {}
+    hashed = [(m, payload_hash(thread, [coerce_message(m, m.get("where", unit.label))])) for m in messages]
+    known: dict[str, str] = {}
     ns = Namespace.get_or_none(Namespace.name == unit.namespace)
     if ns is not None:
-        receipts = [m["receipt"] for m, _, _ in hashed]
-        for part in chunks(receipts):
-            stored.update(IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash).where(
+        for part in chunks([m["receipt"] for m, _ in hashed]):
+            known.update(IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash).where(
                 (IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part)).tuples())
     fresh = []
-    for message, digest, where in hashed:
+    for message, digest in hashed:
         receipt = message["receipt"]
-        known = stored.get(receipt, seen.get(receipt, (None,))[0])
-        if known is not None:
-            if known != digest:
-                raise ReceiptConflictError(f"{where}: receipt {receipt!r} in namespace {unit.namespace!r} was already "
-                                           "used for a different payload")
+        if receipt in known:
+            if known[receipt] != digest:
+                raise ReceiptConflictError(f"{message.get('where', unit.label)}: receipt {receipt!r} in namespace "
+                                           f"{unit.namespace!r} was already used for a different payload")
             continue
-        seen[receipt] = (digest, where)
+        known[receipt] = digest  # a repeat later in this chunk
         fresh.append((message, digest))
     return fresh
 

@@ -723,6 +723,29 @@ def test_jsonl_that_is_not_utf8_is_refused_and_nothing_is_written(store, tmp_pat
     assert Message.select().count() == 0
 
 
+def test_jsonl_is_read_again_as_it_is_written_and_a_changed_file_is_refused(store, tmp_path):
+    """Validated in one pass, then each thread's lines read again while written (a million lines are
+    never held): a file edited in between is refused and nothing is written."""
+    from core.ingest import IngestReport, parse, write_units
+
+    rows = [jl("t", "user", f"line {i}", id=f"l-{i}") for i in range(5)]
+    path = write_jsonl(tmp_path / "moving.jsonl", rows)
+    units = parse("jsonl", path)
+    write_jsonl(path, rows[:2] + [jl("other", "user", "moved here", id="x")] + rows[3:])
+    with pytest.raises(InvalidInputError, match=r"moving.jsonl:3: the file changed"):
+        write_units(units, IngestReport(format="jsonl", path=str(path)))
+    assert Message.select().count() == 0
+    write_jsonl(path, rows)
+    assert write_units(parse("jsonl", path), IngestReport(format="jsonl", path=str(path))).messages == 5
+
+
+def test_jsonl_with_windows_line_endings(store, tmp_path):
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b"".join(json.dumps(jl("t", "user", f"m{i}")).encode() + b"\r\n" for i in range(3)) + b"\r\n")
+    assert ingest("jsonl", path).messages == 3
+    assert [m.content for m in thread_messages("default", "t")] == ["m0", "m1", "m2"]
+
+
 def test_jsonl_empty_file_is_rejected(store, tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("\n\n")
