@@ -283,18 +283,65 @@ def write_markdown(data: dict[str, Any], out: TextIO) -> None:
         lines(f"- ingestion {r['receipt_id']} ({r['created_at']})")
 
 
-def write_export(namespace: str, out: TextIO, format: str = "json") -> None:
+PROGRESS_EVERY = 5000  # records written between two progress calls
+
+
+def _counted(data: Any, progress: Callable[[int, int, str], None], total: int) -> Any:
+    """``data`` whose ``Rows`` report each PROGRESS_EVERY records written (and their section)."""
+    done = 0
+
+    def wrap(label: str, rows: Rows) -> Rows:
+        def produce() -> Iterator[dict[str, Any]]:
+            nonlocal done
+            for row in rows:
+                yield row
+                done += 1
+                if done % PROGRESS_EVERY == 0:
+                    progress(done, total, label)
+        return Rows(produce)
+
+    def walk(value: Any, label: str) -> Any:
+        if isinstance(value, Rows):
+            return wrap(label, value)
+        if isinstance(value, dict):
+            return {key: walk(item, key) for key, item in value.items()}
+        return value
+
+    return walk(data, "")
+
+
+def _records(ns) -> int:
+    """How many records the export writes (for progress)."""
+    nodes = GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns)
+    return sum(query.count() for query in (
+        Message.select().where(Message.namespace == ns), Block.select().where(Block.namespace == ns),
+        Event.select().where(Event.namespace == ns), nodes, GraphFact.select().where(GraphFact.node.in_(nodes)),
+        GraphEdge.select().where(GraphEdge.namespace == ns),
+        UsageReceipt.select().where(UsageReceipt.namespace == ns),
+        IngestionReceipt.select().where(IngestionReceipt.namespace == ns)))
+
+
+def write_export(namespace: str, out: TextIO, format: str = "json",
+                 progress: Callable[[int, int, str], None] | None = None) -> None:
     """Write the canonical export of ``namespace`` to ``out`` as it is read (memory stays flat
-    whatever the size), from one snapshot of the database: ``json`` (sorted keys) or ``markdown``."""
+    whatever the size), from one snapshot of the database: ``json`` (sorted keys) or ``markdown``.
+    ``progress(done, total, section)`` is called as records are written."""
     if format not in EXPORT_FORMATS:
         raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     with db.atomic():  # one read snapshot: a writer committing meanwhile changes nothing written
-        data = _sections(get_namespace(namespace))
+        ns = get_namespace(namespace)
+        data = _sections(ns)
+        if progress is not None:
+            total = _records(ns)
+            data = _counted(data, progress, total)
+            progress(0, total, "")
         if format == "json":
             write_json(data, out)
             out.write("\n")
         else:
             write_markdown(data, out)
+        if progress is not None:
+            progress(total, total, "done")
 
 
 def export_namespace(namespace: str, format: str = "json") -> str:

@@ -76,3 +76,21 @@ def test_a_failed_export_leaves_the_previous_file(demo, tmp_path, monkeypatch, c
         main(["export", "--db", demo, "--namespace", "demo", "--out", str(target)])
     assert target.read_text(encoding="utf-8") == good
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".me")) == []
+
+
+def test_export_reports_progress_and_writes_the_same(demo, monkeypatch):
+    """Minutes at a million messages: the export says how far it is, and counting changes nothing."""
+    monkeypatch.setattr(export, "PROGRESS_EVERY", 50)
+    calls = []
+    for format in ("json", "markdown"):
+        calls.clear()
+        out = io.StringIO()
+        export.write_export("demo", out, format, progress=lambda done, total, label: calls.append((done, total, label)))
+        assert out.getvalue() == export.export_namespace("demo", format)
+        done = [d for d, _, _ in calls]
+        assert done == sorted(done) and calls[0][0] == 0 and calls[-1][0] == calls[-1][1] > 0
+        assert {"messages", "events"} <= {label for _, _, label in calls}
+    data = export.export_data("demo")
+    records = sum(len(data[k]) for k in ("messages", "blocks", "events")) + sum(
+        len(v) for v in data["graph"].values()) + sum(len(v) for v in data["receipts"].values())
+    assert calls[-1][1] == records and calls[-2][0] == records - records % 50

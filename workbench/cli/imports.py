@@ -222,8 +222,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     # file as it was (at a million messages an export takes minutes and gigabytes on disk).
     partial = target.with_name(f".{target.name}.partial")
     try:
-        with partial.open("w", encoding="utf-8") as out:
-            write_export(namespace, out, args.format)
+        with partial.open("w", encoding="utf-8") as out, progress_bar("export") as update:
+            write_export(namespace, out, args.format, progress=update)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
