@@ -29,6 +29,10 @@ class ThreadBatch:
     close_turn: bool = True
     close_thread: bool = False
 
+    @property
+    def size(self) -> int:
+        return len(self.messages)
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -104,13 +108,18 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
     from core.services.capture import append_messages
     from core.services.spaces import get_namespace
 
-    total = len(units)
+    # Progress counts units, or lines where each line is its own record (one JSONL file can be a
+    # million lines written for minutes).
+    work = [sum(batch.size for batch in unit.threads) if unit.receipt_id is None else 1 for unit in units]
+    total = sum(work)
+    done = 0
     written: dict[str, int] = {}
-    for index, unit in enumerate(units, 1):
+    for index, unit in enumerate(units):
         if not unit.threads:
             report.units_empty += 1
+            done += work[index]
             if progress:
-                progress(index, total, unit.label)
+                progress(done, total, unit.label)
             continue
         with write_transaction():
             stored = 0
@@ -130,13 +139,16 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
                 lines = iter(batch.messages)  # read as written (a JSONL thread is not held whole)
                 while chunk := list(islice(lines, APPEND_CHUNK)):
                     fresh = _new_lines(unit, batch.thread, chunk)
-                    if not fresh:
-                        continue
-                    result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh], close_turn=False)
-                    _line_receipts(unit.namespace, result, fresh)
-                    duplicate = False
-                    stored += len(fresh)
-                    report.blocks_sealed += len(result.sealed_block_ids)
+                    if fresh:
+                        result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh],
+                                                 close_turn=False)
+                        _line_receipts(unit.namespace, result, fresh)
+                        duplicate = False
+                        stored += len(fresh)
+                        report.blocks_sealed += len(result.sealed_block_ids)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total, f"{unit.label}: {batch.thread}")
         report.messages += stored
         written[unit.namespace] = written.get(unit.namespace, 0) + stored
         if duplicate:
@@ -145,8 +157,10 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
             report.units += 1
         if unit.namespace not in report.namespaces:
             report.namespaces.append(unit.namespace)
+        if unit.receipt_id is not None:
+            done += 1
         if progress:
-            progress(index, total, unit.label)
+            progress(done, total, unit.label)
     for namespace, count in written.items():
         if count >= BULK_INDEX_MIN:
             if progress:

@@ -37,6 +37,10 @@ class JsonlThread:
     close_thread: bool = False
 
     @property
+    def size(self) -> int:
+        return len(self.starts)
+
+    @property
     def messages(self) -> Iterator[dict]:
         with self.path.open("rb") as handle:
             for start, lineno in zip(self.starts, self.numbers):

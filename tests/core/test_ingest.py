@@ -645,6 +645,18 @@ def test_jsonl_lines_are_appended_in_chunks_as_if_one_by_one(store, tmp_path, mo
     assert shapes["small"] == shapes["whole"] and shapes["small"][2] == 80 and len(shapes["small"][0]) >= 2
 
 
+def test_jsonl_progress_counts_lines_as_they_are_written(store, tmp_path, monkeypatch):
+    """One file can be a million lines written for minutes: progress is in lines, chunk by chunk."""
+    import core.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "APPEND_CHUNK", 4)
+    rows = [jl("a" if i % 3 else "b", "user", f"line {i}", id=f"p-{i}") for i in range(20)]
+    calls = []
+    ingest("jsonl", write_jsonl(tmp_path / "p.jsonl", rows), progress=lambda d, t, label: calls.append((d, t)))
+    done = [d for d, _ in calls]
+    assert {t for _, t in calls} == {20} and done == sorted(done) and done[-1] == 20 and len(calls) >= 6
+
+
 def test_jsonl_a_line_repeated_in_one_file_is_stored_once_and_a_reused_id_is_refused(store, tmp_path):
     line = jl("t", "user", "the same line twice", "2024-03-01T09:00:00")
     assert ingest("jsonl", write_jsonl(tmp_path / "twice.jsonl", [line, line])).messages == 1

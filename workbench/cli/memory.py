@@ -8,6 +8,8 @@ from pathlib import Path
 
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
+PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
+
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from core.ingest import IngestReport, parse, write_units
@@ -18,7 +20,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     units = parse(args.format, args.path, namespace=args.namespace, limit=args.limit, tz=tz)
     open_from_args(args)
     report = IngestReport(format=args.format, path=str(args.path))
-    with progress_bar(f"ingest {args.format}", enabled=not args.json and len(units) > 1) as update:
+    # A JSON Lines file is one unit, counted in lines: a long one is written for minutes.
+    lines = sum(batch.size for batch in units[0].threads) if units[0].receipt_id is None else 0
+    shown = not args.json and (len(units) > 1 or lines >= PROGRESS_LINES)
+    with progress_bar(f"ingest {args.format}", enabled=shown) as update:
         write_units(units, report, update)
     if report.messages:
         _prepare_search(report.namespaces, quiet=args.json)
