@@ -178,6 +178,22 @@ def test_migration_to_16_fills_every_event_fingerprint(db_url, store, bogus_inde
     assert "event_fingerprint" in names and "event_namespace_id_fingerprint" not in names
 
 
+def test_an_upgrade_reports_each_migration_and_a_current_store_reports_none(db_url, store, capsys):
+    from workbench.cli import main
+
+    calls = []
+    db.close()
+    open_store(db_url, progress=lambda *a: calls.append(a))
+    assert calls == []  # already current
+    _as_version(SCHEMA_VERSION - 2)
+    open_store(db_url, progress=lambda *a: calls.append(a))
+    v = SCHEMA_VERSION
+    assert calls == [(0, 2, f"schema {v - 2} -> {v - 1}"), (1, 2, f"schema {v - 2} -> {v}"), (2, 2, f"schema {v}")]
+    _as_version(SCHEMA_VERSION - 1)
+    assert main(["stats", "--db", db_url]) == 0
+    assert f"upgrading the store: schema {v - 1} -> {v} (1/1)" in capsys.readouterr().err
+
+
 def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
     from core.services.capture import append_messages
 

@@ -17,10 +17,15 @@ err_console = Console(stderr=True)
 
 
 def open_from_args(args: Any):
-    """Open the store named by ``--db`` (or $STRATA_DB, or the default) for a command."""
+    """Open the store named by ``--db`` (or $STRATA_DB, or the default) for a command; an older
+    store's upgrade is announced on stderr (a backfill takes a while on a large store)."""
     from core.store import open_store
 
-    return open_store(getattr(args, "db", None))
+    def upgrading(done: int, total: int, label: str) -> None:
+        if done < total:
+            err_console.print(f"upgrading the store: {label} ({done + 1}/{total})", markup=False)
+
+    return open_store(getattr(args, "db", None), progress=upgrading)
 
 
 def to_plain(value: Any) -> Any:
