@@ -342,6 +342,19 @@ class View:
                 pointing = self._find_keys(_shifted(added, -offset))
                 changed.append(pointing[pointing >= 0])
             touched = np.unique(np.concatenate(changed))  # a few rows; the breaks are ~10% of a million
+            cut = int(np.searchsorted(breaks, touched[0]))
+            if len(breaks) - cut <= TAIL_BREAKS:
+                # The usual capture: only the last breaks change. One copy of the untouched head and
+                # a small sort of the tail, where a delete and an insert copied every break twice.
+                tail, tail_sources = breaks[cut:], sources[:, cut:]
+                stay = ~np.isin(tail, touched)
+                extra = touched[~self._adjacent(touched, offsets)]
+                rows = np.concatenate((tail[stay], extra))
+                order = np.argsort(rows, kind="stable")
+                found = np.concatenate((tail_sources[:, stay], self._sources(extra, offsets)), axis=1)[:, order]
+                self._breaks[offsets] = (np.concatenate((breaks[:cut], rows[order])),
+                                         np.concatenate((sources[:, :cut], found), axis=1))
+                continue
             # Found from the few touched rows, not by a pass over every break.
             at = np.minimum(np.searchsorted(breaks, touched), max(len(breaks) - 1, 0))
             gone = at[breaks[at] == touched] if len(breaks) else at[:0]
@@ -353,6 +366,7 @@ class View:
 
 
 NEW_KEYS_MIN = 4_096  # keys a lookup holds apart from its base before they are merged into it
+TAIL_BREAKS = 256  # breaks after the first row a capture touched, up to which only that tail is redone
 
 
 @dataclass(frozen=True)

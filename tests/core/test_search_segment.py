@@ -408,12 +408,15 @@ def _lookups(view) -> dict:
             "index_of": view.index_of(view.doc_ids).tolist()}
 
 
+@pytest.mark.parametrize("tail", [0, 10**6], ids=["breaks-redone-anywhere", "breaks-redone-at-the-tail"])
 @pytest.mark.parametrize("apart", [2, 10**6])
-def test_lookups_follow_appends_like_a_fresh_view(corpus, monkeypatch, apart):
+def test_lookups_follow_appends_like_a_fresh_view(corpus, monkeypatch, apart, tail):
     """Neighbours, their breaks and the id index are merged with each appended turn (no full sort
     per capture), and stay what a view built from scratch computes: with the appended keys kept
-    apart from the base, and with them merged into it every few appends."""
+    apart from the base, and with them merged into it every few appends; with the breaks redone
+    from the first touched row to the end, or by deleting and inserting only the touched ones."""
     monkeypatch.setattr(segment, "NEW_KEYS_MIN", apart)
+    monkeypatch.setattr(segment, "TAIL_BREAKS", tail)
     for i, (thread, messages) in enumerate(conversation(120, seed=21)):
         _lookups(segment.view("message", corpus.id))  # cached before the append, so it must follow it
         append_messages("scale", thread if i % 3 else "thread-new", messages[:3])
