@@ -114,10 +114,10 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
     total = sum(work)
     done = 0
     written: dict[str, int] = {}
-    for index, unit in enumerate(units):
+    for unit, amount in zip(units, work):
         if not unit.threads:
             report.units_empty += 1
-            done += work[index]
+            done += amount
             if progress:
                 progress(done, total, unit.label)
             continue

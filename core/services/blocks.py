@@ -220,15 +220,12 @@ def get_block_context(namespace: str, thread: str | None = None, *, token_budget
         query = query.where(Thread.name == thread)
     if before is not None:
         query = query.where(Block.sequence < before)
-    if token_budget is None:
-        return [_view(block, current_level(block, block.thread, ns.block_decay_lambda))
-                for block in query.order_by(Block.sequence)]
     out: list[BlockView] = []
     spent = 0
     for block in query.order_by(Block.sequence.desc()).iterator():
         view = _view(block, current_level(block, block.thread, ns.block_decay_lambda))
         spent += estimate_tokens(view.content)
-        if out and spent > token_budget:
+        if token_budget is not None and out and spent > token_budget:
             break
         out.append(view)
     return out[::-1]

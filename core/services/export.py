@@ -73,10 +73,15 @@ def export_data(namespace: str) -> dict[str, Any]:
 
 
 def _materialized(value: Any) -> Any:
+    return _each_rows(value, lambda _, rows: list(rows))
+
+
+def _each_rows(value: Any, change: Callable[[str, Rows], Any], key: str = "") -> Any:
+    """``value`` with each ``Rows`` in it replaced by ``change(its key, it)``."""
     if isinstance(value, Rows):
-        return list(value)
+        return change(key, value)
     if isinstance(value, dict):
-        return {key: _materialized(item) for key, item in value.items()}
+        return {name: _each_rows(item, change, name) for name, item in value.items()}
     return value
 
 
@@ -300,14 +305,7 @@ def _counted(data: Any, progress: Callable[[int, int, str], None], total: int) -
                     progress(done, total, label)
         return Rows(produce)
 
-    def walk(value: Any, label: str) -> Any:
-        if isinstance(value, Rows):
-            return wrap(label, value)
-        if isinstance(value, dict):
-            return {key: walk(item, key) for key, item in value.items()}
-        return value
-
-    return walk(data, "")
+    return _each_rows(data, wrap)
 
 
 def _records(ns) -> int:
