@@ -286,3 +286,28 @@ def test_migration_to_14_adds_the_graph_endings(db_url, store):
     assert db.table_exists("graphending") and GraphEnding.select().count() == 0
     assert {tuple(ix.columns) for ix in db.get_indexes("graphending")} == {
         ("kind", "record_id", "cause_kind", "cause_id"), ("cause_kind", "cause_id")}
+
+
+def test_no_model_index_names_a_column_a_migration_adds():
+    """Migrations 6, 10, 11, 13 and 15 create a model's missing indexes. One naming a column that a
+    later migration adds would be built before the column exists, on the quoted name read as a
+    string constant, and the column's arrival corrupts it; such an index must be created with its
+    column (``create_late_indexes``), as event.fingerprint's is."""
+    import inspect
+    import re
+
+    from core import migrations
+    from core.models import ALL_MODELS, EVENT_FINGERPRINT_INDEX
+
+    source = inspect.getsource(migrations)
+    added = set(re.findall(r'add_column\(\s*(\w+)\._meta\.table_name,\s*"(\w+)"', source))
+    assert len(added) == source.count("add_column(") and ("Event", "fingerprint") in added
+    offenders = []
+    for model in ALL_MODELS:
+        for index in model._meta.fields_to_index():
+            columns = {getattr(part, "column_name", None) for part in index._expressions}
+            offenders += [f"{index._name} ({model.__name__}.{column})" for owner, column in added
+                          if owner == model.__name__ and column in columns]
+    assert offenders == []
+    late = {getattr(part, "column_name", None) for part in EVENT_FINGERPRINT_INDEX._expressions}
+    assert "fingerprint" in late  # the check above would have caught it as a model index
