@@ -21,6 +21,7 @@ from core.eventtypes import (
     normalize_temporal,
 )
 from core.models import (
+    EVENT_CHRONOLOGY,
     LIVE,
     Block,
     Event,
@@ -422,11 +423,14 @@ def list_events(
     text: str | None = None,
     limit: int = 100,
     offset: int = 0,
+    after_event: int | None = None,
 ) -> list[EventRow]:
-    """Events in chronological order (happened time, else mention time), filtered.
+    """Events in chronological order (happened time, else mention time, then id), filtered.
 
     A time filter keeps events whose happened range overlaps [from, to]; events with no
-    known happened time never match one.
+    known happened time never match one. ``after_event`` starts after that event's place in
+    the order (the next page, read along the event_chronology index; ``offset`` counts its way
+    there: 3.8 s at half a million events).
     """
     query = (
         Event.select(Event, Namespace, Thread.name)
@@ -457,9 +461,12 @@ def list_events(
     if text:
         for word in text.split():
             query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
-    from peewee import fn
-
-    chronology = fn.COALESCE(Event.happened_start_ts, Event.mentioned_ts, 0)
+    chronology = EVENT_CHRONOLOGY
+    if after_event is not None:
+        anchor = Event.select(chronology.alias("chron")).where(Event.id == after_event).first()
+        if anchor is None:
+            raise NotFoundError(f"event {after_event} does not exist (see `strata events`)")
+        query = query.where((chronology > anchor.chron) | ((chronology == anchor.chron) & (Event.id > after_event)))
     query = query.order_by(chronology, Event.id).limit(max(1, min(limit, 10_000))).offset(max(0, offset))
     return [_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
 

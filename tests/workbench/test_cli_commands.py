@@ -91,6 +91,26 @@ def test_blocks_come_a_page_at_a_time(demo_db, capsys, monkeypatch):
     assert seen["limit"] == 200
 
 
+def test_events_come_a_page_at_a_time(demo_db, capsys):
+    """`--after EVENT` continues where a page ended, along the time-order index (no OFFSET walk),
+    across dated and undated events alike; the hint names the next page's argument."""
+    everything = run_json(capsys, "events", "--db", demo_db, "--namespace", "demo", "--limit", "1000")
+    assert len(everything) >= 12 and any(e["happened_start"] for e in everything) \
+        and any(not e["happened_start"] for e in everything)
+    assert main(["events", "--db", demo_db, "--namespace", "demo", "--limit", "7"]) == 0
+    assert f"--after {everything[6]['id']}" in capsys.readouterr().err
+    pages, after = [], []
+    while True:
+        page = run_json(capsys, "events", "--db", demo_db, "--namespace", "demo", "--limit", "7", *after)
+        if not page:
+            break
+        pages.append(page)
+        after = ["--after", str(page[-1]["id"])]
+    assert [e["id"] for page in pages for e in page] == [e["id"] for e in everything]
+    assert main(["events", "--db", demo_db, "--after", "99999999"]) != 0
+    assert "event 99999999 does not exist" in capsys.readouterr().err
+
+
 def test_derive_reports_nothing_left(demo_db, capsys):
     report = run_json(capsys, "derive", "--db", demo_db)
     assert report["processed"] == 0 and report["failed"] == 0

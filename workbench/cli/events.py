@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, open_from_args, print_json, table
+from workbench.cli.output import console, err_console, open_from_args, print_json, table
 
 
 def _when(row) -> str:
@@ -21,6 +21,7 @@ def cmd_events(args: argparse.Namespace) -> int:
     rows = list_events(
         args.namespace, event_type=args.type, participant=args.participant, date_from=args.date_from,
         date_to=args.date_to, status=args.status, text=args.text, limit=args.limit, offset=args.offset,
+        after_event=args.after,
     )
     if args.json:
         print_json(rows)
@@ -28,6 +29,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     table("Events", ["id", "when", "type", "status", "participants", "title", "weight"],
           [[e.id, _when(e), e.event_type, e.status, ", ".join(e.participants), e.title, f"{e.weight:.2f}"]
            for e in rows])
+    if rows and len(rows) == args.limit:
+        err_console.print(f"first {len(rows)} events shown; the next ones: --after {rows[-1].id}", markup=False)
     return 0
 
 
@@ -119,7 +122,8 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--status", choices=["active", "superseded", "forgotten", "archived"])
     p.add_argument("--text", help="words that must appear in the title or summary")
     p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--offset", type=int, default=0, help="skip this many (slow on a large store: prefer --after)")
+    p.add_argument("--after", type=int, metavar="EVENT", help="only events after this one in the order (the next page)")
     p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser("event", parents=[common], help="one event card: time, relations, weight, sources")
