@@ -138,33 +138,35 @@ def _parts(q: Query, term: _Term, docs: np.ndarray, tf: np.ndarray) -> np.ndarra
 _WORK = threading.local()
 
 
-def work_array(name: str, size: int, zero: bool = True) -> np.ndarray:
-    """``size`` zeros (``zero=False``: whatever was left there) in a float64 array this thread keeps
+def work_array(name: str, size: int, zero: bool = True, dtype=np.float64) -> np.ndarray:
+    """``size`` zeros (``zero=False``: whatever was left there) in an array this thread keeps
     under ``name`` and hands out again on its next call (at a million documents a fresh array costs
     more in page faults than the sums done in it). Whatever holds the result must be done with it
     before the thread asks for ``name`` again."""
     arrays = _WORK.__dict__.setdefault("arrays", {})
     buffer = arrays.get(name)
-    if buffer is None or len(buffer) < size:
+    if buffer is None or len(buffer) < size or buffer.dtype != dtype:
         # with room: a captured turn adds a document, and a fresh million-entry array each time
         # would cost its page faults on every query after a capture
-        buffer = arrays[name] = np.empty(size + size // 64 + 1024, np.float64)
+        buffer = arrays[name] = np.empty(size + size // 64 + 1024, dtype)
     out = buffer[:size]
     if zero:
         out.fill(0.0)
     return out
 
 
-def dense_scores(q: Query, pad: int = 0, work: str = "dense_scores") -> np.ndarray:
+def dense_scores(q: Query, pad: int = 0, work: str = "dense_scores", dtype=np.float64) -> np.ndarray:
     """Every document's score by index (0.0 where no term), then ``pad`` trailing zeros, in this
     thread's ``work`` array (see ``work_array``).
 
     Per term each posting's part is added to its document, so each document sums its terms in
-    sorted order from 0.0."""
-    total = work_array(work, q.view.size + pad)
+    sorted order from 0.0: the reference's sums, bit for bit, in float64 (``np.float32``: within
+    a relative 1e-6 of them, for half the memory traffic)."""
+    total = work_array(work, q.view.size + pad, dtype=dtype)
     for term in q.terms:
         for _, docs, tf in term.runs:
-            np.add.at(total, docs, _parts(q, term, docs, tf))  # unbuffered: ~3x a fancy-index +=
+            # unbuffered: ~3x a fancy-index +=; parts of the array's own type (a cast per posting: 30x)
+            np.add.at(total, docs, np.asarray(_parts(q, term, docs, tf), dtype))
     return total
 
 

@@ -120,12 +120,12 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     docs, scores = spread.cut(sums, factors, limit)
     if not len(docs):
         return {}
-    # The candidate_limit best. The vectorised sums may differ from the loop's in the last bit, so
-    # everything within a hair of the cut is summed again exactly as the loop does, which also
-    # gives the loop's order for equal scores.
+    # The candidate_limit best. The vectorised sums are float32, close to the loop's but not equal,
+    # so everything within SUM_SLACK of the cut is summed again exactly as the loop does, which
+    # also gives the loop's order for equal scores.
     if len(scores) > limit:
         kth = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-        keep = np.flatnonzero(scores >= kth * (1 - 1e-9))
+        keep = np.flatnonzero(scores >= kth * (1 - spread.SUM_SLACK))
     else:
         keep = np.arange(len(scores))
     exact, arrival = spread.exact(view, docs[keep], own, params)

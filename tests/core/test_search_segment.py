@@ -315,7 +315,10 @@ def _reference_raw_ranking(ns: Namespace, question: str, params=DEFAULT_PARAMS) 
     replace(DEFAULT_PARAMS, candidate_limit=7),
     replace(DEFAULT_PARAMS, candidate_limit=3, second_neighbour_weight=0.0, event_boost=0.0),
 ], ids=["default", "small-cut", "one-neighbour"])
-def test_default_retrieval_raw_ranking_equals_the_reference(corpus, params):
+@pytest.mark.parametrize("split", [False, True], ids=["one-piece", "two-threads"])
+def test_default_retrieval_raw_ranking_equals_the_reference(corpus, params, split, monkeypatch):
+    if split:  # the halves of the spread summed on two threads, as from SPLIT_ROWS messages
+        monkeypatch.setattr(spread, "SPLIT_ROWS", 2)
     ns = Namespace.get_by_id(corpus.id)
     for question in QUESTIONS + ["when did Alice plan the Lisbon trip", "what did I decide about redis"]:
         expected = _reference_raw_ranking(ns, question, params)
@@ -348,19 +351,38 @@ def test_spread_convolution_equals_scattering_every_scored_message(corpus):
                 targets = view.neighbours_of(offset, hit)
                 reach = targets >= 0
                 scattered[targets[reach]] += weight * own[reach]
-            got = spread.spread_scores(view, np.append(scoring.dense_scores(query), 0.0), weights)
+            pieces = spread.spread_scores(view, np.append(scoring.dense_scores(query), 0.0), weights)
+            got = np.concatenate([piece.sums for piece in pieces])
             assert np.array_equal(got > 0, scattered > 0)
             assert np.allclose(got, scattered, rtol=1e-12, atol=0)
 
 
-def test_cut_floor_never_passes_the_kth_best():
+def test_cut_keeps_every_target_that_can_reach_the_best_limit():
+    """Whatever pieces the sums come in and whatever factors raise, the cut returns every target
+    at or above the limit-th best (ties and zeros included), and skips most of the rest when the
+    rows are many."""
     rng = np.random.default_rng(5)
-    for size, limit in ((40, 5), (1_000, 7), (5_000, 400), (20_000, 50)):
-        sums = np.round(rng.random(size), 2) * (rng.random(size) < 0.3)  # ties and zeros
-        floor = spread._floor(sums, limit)
-        assert floor <= np.sort(sums)[-limit]
-        if size >= limit * spread.BLOCKS_PER_PICK * 2:
-            assert floor > 0
+    for size, limit in ((40, 5), (1_000, 7), (5_000, 400), (20_000, 50), (60_000, 400)):
+        sums = np.round(rng.random(size), 2) * (rng.random(size) < 0.3)
+        factors = {int(at): 1 + float(rng.random()) for at in rng.choice(size, 20, replace=False)}
+        for bounds in ([0, size], [0, size // 2, size], [0, 1, 4_000, size]):
+            bounds = sorted(set(min(bound, size) for bound in bounds))
+            pieces = [spread.Piece(lo, sums[lo:hi].copy()) for lo, hi in zip(bounds, bounds[1:])]
+            starts = spread._block_starts(size, limit)
+            assert (starts is not None) == (size >= limit * spread.BLOCKS_PER_PICK * 2)
+            for piece in pieces:
+                if starts is not None:
+                    piece.find_maxima(starts)
+            targets, scores = spread.cut(pieces, factors, limit)
+            expected = sums.copy()
+            for at, factor in factors.items():
+                expected[at] *= factor
+            kth = np.sort(expected)[-limit]
+            assert np.array_equal(scores, expected[targets])
+            assert set(np.flatnonzero(expected >= kth).tolist()) <= set(targets.tolist())
+            assert (scores > 0).all()
+            if starts is not None:
+                assert len(targets) < size * 0.3 / 2  # the floor cut something
 
 
 def test_graph_search_cache_follows_forget_and_restore(store):
