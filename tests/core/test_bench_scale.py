@@ -45,6 +45,7 @@ def test_one_size_builds_measures_and_plots(tmp_path):
     assert all(v["p95"] >= v["p50"] >= 0 for v in measured["latency_ms"].values())
     assert measured["answered"]["search_raw"] == 4
     assert measured["after_capture_ms"]["p95"] >= measured["after_capture_ms"]["p50"] > 0
+    assert measured["after_capture_ms"]["first"] > 0  # the process's first capture, reported apart too
     import sqlite3
 
     with sqlite3.connect(path) as check:  # the captured turns were rolled back: the corpus is as built
