@@ -7,8 +7,9 @@ loading it into memory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
-from peewee import JOIN, fn
+from peewee import JOIN, SQL, fn
 
 from core.models import (
     CURRENT, LIVE, Block, Event, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, Job, Message,
@@ -36,10 +37,25 @@ def _scope(query, model, ns):
     return query.where(model.namespace == ns) if ns is not None else query
 
 
-def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
+def verify(namespace: str | None = None, *, limit: int = 50,
+           progress: Callable[[int, int, str], None] | None = None) -> VerifyReport:
+    """Run every check (``progress(done, total, label)`` before each: at a million messages the
+    whole takes ~16 s, most of it reading the citations)."""
     ns = get_namespace(namespace) if namespace else None
     report = VerifyReport(namespace=namespace)
+    steps = [("blocks and jobs", _check_blocks), ("events cite messages", _check_uncited),
+             ("citations inside their blocks", _check_outside), ("graph records cite events", _check_graph),
+             ("current facts cite events", _check_current_facts), ("why records ended", _check_endings)]
+    for done, (label, step) in enumerate(steps):
+        if progress:
+            progress(done, len(steps), label)
+        step(report, ns, limit)
+    if progress:
+        progress(len(steps), len(steps), "done")
+    return report
 
+
+def _check_blocks(report: VerifyReport, ns, limit: int) -> None:
     report.blocks = _scope(Block.select(), Block, ns).count()
     report.blocks_ready = _scope(Block.select().where(Block.status == "ready"), Block, ns).count()
     failed = Job.select(Job.block).where((Job.status == "failed") & Job.block.is_null(False))
@@ -48,21 +64,32 @@ def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
     for job in _scope(Job.select().where((Job.status == "failed") & Job.last_error.is_null()), Job, ns).limit(limit):
         report.problems.append(f"job {job.id} failed without an error message")
 
-    report.events = _scope(Event.select(), Event, ns).count()
-    uncited = _scope(
-        Event.select(Event.id).join(EventSource, JOIN.LEFT_OUTER)
-        .where(Event.block.is_null(False) & EventSource.id.is_null()), Event, ns,
-    )
-    for event in uncited.limit(limit):
-        report.problems.append(f"event {event.id} cites no message")
-    outside = _scope(
-        Event.select(Event.id, Message.id.alias("mid")).join(EventSource).join(Message)
-        .where(Event.block.is_null(False) & ((Message.block.is_null()) | (Message.block != Event.block))),
-        Event, ns,
-    )
-    for row in outside.dicts().limit(limit):
-        report.problems.append(f"event {row['id']} cites message {row['mid']} outside its source block")
 
+def _check_uncited(report: VerifyReport, ns, limit: int) -> None:
+    report.events = _scope(Event.select(), Event, ns).count()
+    # Walked from the blocks: the event ids of a block, its citations and the messages' blocks are all
+    # read from indexes. From the events, each needed its row (its block) and the walk over a
+    # namespace's events fetched 866k of them at random (13 s at a million messages; now 0.3 s).
+    uncited = _scope(Block.select(Event.id).join(Event, on=(Event.block == Block.id))
+                     .join(EventSource, JOIN.LEFT_OUTER, on=(EventSource.event == Event.id))
+                     .where(EventSource.id.is_null()), Block, ns)
+    for (event_id,) in uncited.tuples().limit(limit):
+        report.problems.append(f"event {event_id} cites no message")
+
+
+def _check_outside(report: VerifyReport, ns, limit: int) -> None:
+    inside = Message.alias("inside")
+    outside = _scope(
+        Block.select(Event.id, EventSource.message).join(Event, on=(Event.block == Block.id))
+        .join(EventSource, on=(EventSource.event == Event.id))
+        .where(~fn.EXISTS(inside.select(SQL("1")).where((inside.id == EventSource.message)
+                                                        & (inside.block == Block.id)))), Block, ns,
+    )
+    for event_id, message_id in outside.tuples().limit(limit):
+        report.problems.append(f"event {event_id} cites message {message_id} outside its source block")
+
+
+def _check_graph(report: VerifyReport, ns, limit: int) -> None:
     for kind, model in (("node", GraphNode), ("fact", GraphFact), ("edge", GraphEdge)):
         query = model.select(model.id)
         if ns is not None:
@@ -72,6 +99,9 @@ def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
         report.graph_records += query.count()
         for row in query.where(model.id.not_in(cited)).limit(limit):
             report.problems.append(f"graph {kind} {row.id} cites no event")
+
+
+def _check_current_facts(report: VerifyReport, ns, limit: int) -> None:
     current_without_active = (
         GraphFact.select(GraphFact.id)
         .where(GraphFact.status.in_(CURRENT))
@@ -82,8 +112,6 @@ def verify(namespace: str | None = None, *, limit: int = 50) -> VerifyReport:
     )
     for row in current_without_active.limit(limit):
         report.problems.append(f"graph fact {row.id} is current but cites no existing event")
-    _check_endings(report, ns, limit)
-    return report
 
 
 def _check_endings(report: VerifyReport, ns, limit: int) -> None:

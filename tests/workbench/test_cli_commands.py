@@ -111,6 +111,19 @@ def test_events_come_a_page_at_a_time(demo_db, capsys):
     assert "event 99999999 does not exist" in capsys.readouterr().err
 
 
+def test_verify_passes_the_demo_and_fails_on_a_broken_citation(demo_db, capsys):
+    report = run_json(capsys, "verify", "--db", demo_db, "--namespace", "demo")
+    assert report["ok"] is True and report["events"] > 0 and report["problems"] == []
+    import sqlite3
+
+    with sqlite3.connect(demo_db.removeprefix("sqlite:///")) as broken:
+        event_id = broken.execute("SELECT event_id FROM eventsource ORDER BY event_id LIMIT 1").fetchone()[0]
+        broken.execute("DELETE FROM eventsource WHERE event_id = ?", (event_id,))
+    assert main(["verify", "--db", demo_db, "--namespace", "demo"]) == 1
+    out = capsys.readouterr()
+    assert f"event {event_id} cites no message" in out.out and "verify" in out.err  # the progress bar
+
+
 def test_derive_reports_nothing_left(demo_db, capsys):
     report = run_json(capsys, "derive", "--db", demo_db)
     assert report["processed"] == 0 and report["failed"] == 0

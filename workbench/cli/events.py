@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, err_console, open_from_args, print_json, table
+from workbench.cli.output import console, err_console, progress_bar, open_from_args, print_json, table
 
 
 def _when(row) -> str:
@@ -153,7 +153,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from core.services.verify import verify
 
     open_from_args(args)
-    report = verify(args.namespace)
+    with progress_bar("verify", enabled=not args.json) as update:
+        report = verify(args.namespace, progress=update)
     if args.json:
         print_json({**report.__dict__, "ok": report.ok})
     else:

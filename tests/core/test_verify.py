@@ -1,0 +1,70 @@
+"""`strata verify`: each check finds what it is for, in the namespace asked about only."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.db import db
+from core.models import Block, Event, EventSource, GraphFact, GraphSource, Message
+from core.services.spaces import get_namespace
+from core.services.verify import verify
+from core.store import open_store
+from tests.stores import copy_of
+
+
+@pytest.fixture
+def demo(demo_template, tmp_path):
+    open_store(copy_of(demo_template, tmp_path / "demo.db"), recover=False)
+    yield "demo"
+    db.close()
+
+
+def _two_events_of_different_blocks() -> tuple[Event, Event]:
+    first = Event.select().where(Event.block.is_null(False)).order_by(Event.id).first()
+    other = Event.select().where(Event.block.is_null(False) & (Event.block != first.block_id)).order_by(Event.id).first()
+    return first, other
+
+
+def test_a_sound_store_passes_every_check_and_reports_progress(demo):
+    seen = []
+    report = verify(demo, progress=lambda done, total, label: seen.append((done, total, label)))
+    assert report.ok and report.events == Event.select().count() > 0 and report.blocks_ready > 0
+    assert report.graph_records > 0
+    assert [done for done, _, _ in seen] == list(range(len(seen))) and seen[-1][0] == seen[-1][1] > 3
+
+
+def test_uncited_events_and_citations_outside_their_block_are_reported(demo):
+    uncited, moved = _two_events_of_different_blocks()
+    EventSource.delete().where(EventSource.event == uncited.id).execute()
+    stray = Message.select().where(Message.block != moved.block_id).order_by(Message.id).first()
+    EventSource.insert(event=moved.id, message=stray.id, position=99).execute()
+    loose = Message.select().where(Message.block.is_null(False)).order_by(Message.id.desc()).first()
+    Message.update(block=None).where(Message.id == loose.id).execute()  # a cited message in no block
+    cites_loose = EventSource.select().where(EventSource.message == loose.id).first()
+
+    problems = verify(demo).problems
+    assert f"event {uncited.id} cites no message" in problems
+    assert f"event {moved.id} cites message {stray.id} outside its source block" in problems
+    if cites_loose is not None:
+        assert f"event {cites_loose.event_id} cites message {loose.id} outside its source block" in problems
+    assert verify(None).problems == problems  # the whole store: the same, the demo being all of it
+
+    # Another namespace sees none of it.
+    from core.services.capture import append_turn
+
+    append_turn("elsewhere", "chat", {"role": "user", "content": "hello"}, "hi")
+    assert get_namespace("elsewhere") and verify("elsewhere").ok
+
+
+def test_graph_records_without_evidence_are_reported(demo):
+    fact = GraphFact.select().where(GraphFact.status == "active").order_by(GraphFact.id).first()
+    GraphSource.delete().where((GraphSource.kind == "fact") & (GraphSource.record_id == fact.id)).execute()
+    problems = verify(demo).problems
+    assert f"graph fact {fact.id} cites no event" in problems
+    assert f"graph fact {fact.id} is current but cites no existing event" in problems
+
+
+def test_blocks_are_counted_by_state(demo):
+    report = verify(demo)
+    assert report.blocks == Block.select().count()
+    assert report.blocks == report.blocks_ready + report.blocks_failed + report.blocks_waiting
