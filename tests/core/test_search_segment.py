@@ -586,9 +586,10 @@ def test_a_captured_turn_appends_a_column_in_place_and_earlier_readers_keep_thei
 
 
 @pytest.mark.parametrize("b", [0.0, 0.75])
-@pytest.mark.parametrize("max_tf", [1, 4])
+@pytest.mark.parametrize("max_tf", [1, 4, 300])
 @pytest.mark.parametrize("postings", [30, 5_000])
-def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, postings):
+@pytest.mark.parametrize("narrow", [False, True], ids=["int32", "narrowed"])
+def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, postings, narrow):
     """However a posting's part is found (the expression per posting, a table over the (tf,
     length) pairs present, one shared value), it equals the reference's float expression exactly:
     equal scores must stay equal, or ties would order differently."""
@@ -598,6 +599,9 @@ def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, pos
     doc_len = rng.integers(1, 60, size=20_000).astype(np.int32)
     docs = np.sort(rng.choice(len(doc_len), postings, replace=False))
     tf = rng.integers(1, max_tf + 1, size=postings).astype(np.int32)
+    if narrow:  # as a segment stores them: a byte per posting, two from a tf of 256
+        tf = segment.narrow_tf(tf)
+        assert tf.dtype == (np.uint8 if max_tf < 256 else np.uint16)
     query = scoring.Query([], 1.2, b, 23.7, SimpleNamespace(doc_len=doc_len))
     term = scoring._Term("word", [], postings, 1.7 * 3.1)
     expected = [term.w_idf * float(t) * (1.2 + 1) / (float(t) + 1.2 * (1 - b + b * float(n) / 23.7))
@@ -607,3 +611,20 @@ def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, pos
     assert np.broadcast_to(parts, (postings,)).tolist() == expected
     if b == 0.0 and max_tf == 1:
         assert np.ndim(parts) == 0  # one shared value, added as a scalar
+
+
+def test_parts_keep_tf_narrow_and_join_parts_of_different_widths():
+    assert segment.narrow_tf(np.array([1, 255])).dtype == np.uint8
+    assert segment.narrow_tf(np.array([1, 256])).dtype == np.uint16
+    assert segment.narrow_tf(np.array([70_000])).dtype == np.uint32
+    assert segment.narrow_tf(np.zeros(0, np.int64)).dtype == np.uint8
+    vocabulary = ["alpha", "beta"]
+    first = segment.Part.from_rows(np.array([0, 1, 0]), np.array([0, 0, 1]), np.array([2, 1, 3]), vocabulary)
+    later = segment.Part.from_rows(np.array([1, 0]), np.array([2, 3]), np.array([400, 1]), vocabulary)
+    assert first.tf.dtype == np.uint8 and later.tf.dtype == np.uint16
+    joined = first.followed_by(later)
+    whole = segment.Part.from_rows(np.array([0, 1, 0, 1, 0]), np.array([0, 0, 1, 2, 3]),
+                                   np.array([2, 1, 3, 400, 1]), vocabulary)
+    for term in vocabulary:
+        assert [a.tolist() for a in joined.slice(term)] == [a.tolist() for a in whole.slice(term)]
+    assert joined.tf.dtype == np.uint16
