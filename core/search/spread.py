@@ -86,7 +86,7 @@ def spread_scores(view: View, own: np.ndarray, weights: list[tuple[int, float]],
     reads it.
 
     From SPLIT_ROWS documents the later half of the rows is offered to the helper thread (these
-    passes over memory let go of the interpreter lock: spread and floor 3.0 -> 1.9 ms at 1M); when
+    passes over memory let go of the interpreter lock: 2.2 -> 1.6 ms at 1M, alone); when
     the helper is still busy (it scores the events' top k first), this thread takes it back."""
     size = view.size
     if not size:
