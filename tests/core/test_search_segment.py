@@ -628,3 +628,64 @@ def test_parts_keep_tf_narrow_and_join_parts_of_different_widths():
     for term in vocabulary:
         assert [a.tolist() for a in joined.slice(term)] == [a.tolist() for a in whole.slice(term)]
     assert joined.tf.dtype == np.uint16
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+def test_parts_from_rows_in_document_order_equal_the_sorted_build(monkeypatch, chunk):
+    """Postings read by row id come in document order; they are placed by term directly (in
+    chunks), and give the part a sort of every (term, doc) key gives."""
+    monkeypatch.setattr(segment, "PLACE_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    vocabulary = [f"t{i}" for i in range(40)]
+    docs = np.repeat(np.arange(300), 5)  # five terms per document, in document order
+    terms = np.concatenate([rng.choice(40, 5, replace=False) for _ in range(300)])
+    tf = rng.integers(1, 300, len(docs))
+    placed = segment.Part.from_rows(terms, docs, tf, vocabulary)
+    shuffled = rng.permutation(len(docs))  # any order: the (term, doc) sort
+    sorted_build = segment.Part.from_rows(terms[shuffled], docs[shuffled], tf[shuffled], vocabulary)
+    assert placed.terms == sorted_build.terms
+    for name in ("offsets", "docs", "tf"):
+        assert np.array_equal(getattr(placed, name), getattr(sorted_build, name))
+    assert placed.tf.dtype == np.uint16 and placed.docs.dtype == np.int32
+
+
+def test_events_out_of_id_order_are_placed_by_a_sort(corpus, monkeypatch):
+    """Events are indexed as they are written, so their postings come in id order and each is placed
+    as it is read; a re-indexed event breaks that order, and the build sorts them instead: the same
+    view either way."""
+    from core.search.index import index_events
+
+    identity = segment.view("event", corpus.id).identity
+    outcomes = []
+    placing = segment._InOrder.__call__
+
+    def spy(self, doc_ids, lengths):
+        try:
+            return placing(self, doc_ids, lengths)
+        except segment._Misplaced:
+            outcomes.append("sorted instead")
+            raise
+
+    monkeypatch.setattr(segment._InOrder, "__call__", spy)
+
+    def both_ways():
+        placed = segment.build_view("event", corpus.id, identity)
+        with monkeypatch.context() as forced:
+            forced.setattr(segment._InOrder, "__call__", lambda *a: (_ for _ in ()).throw(segment._Misplaced()))
+            sorted_build = segment.build_view("event", corpus.id, identity)
+        for name in segment._ARRAYS:
+            assert np.array_equal(getattr(placed, name), getattr(sorted_build, name)), name
+        assert _postings(placed) == _postings(sorted_build) and placed.static.tf.dtype == np.uint8
+        return placed
+
+    in_order = both_ways()
+    assert outcomes == []
+    first = Event.select().where(Event.namespace == corpus.id).order_by(Event.id).first()
+    with write_transaction():
+        unindex_events(corpus.id, [first.id])
+        index_events(corpus.id, [first])  # its postings now come after every later event's
+    again = both_ways()
+    assert outcomes == ["sorted instead"]
+    assert _postings(again) == _postings(in_order)
+    segment.forget_views()
+    _assert_same("event", corpus.id, analyze("deadline budget rollback"))
