@@ -177,15 +177,21 @@ class Part:
         later_counts = np.diff(later.offsets)
         counts[theirs_at] += later_counts
         offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts, dtype=np.int64)])
-        # A posting's new place: its rank in its run plus where that run now starts (after this
-        # part's run of the same term, for ``later``'s postings).
-        here = np.arange(self.size, dtype=np.int64) + np.repeat(offsets[:own] - self.offsets[:-1], mine[:own])
-        there = np.arange(later.size, dtype=np.int64) + np.repeat(
-            offsets[theirs_at] + mine[theirs_at] - later.offsets[:-1], later_counts)
         docs = np.empty(self.size + later.size, np.int32)
         tf = np.empty(self.size + later.size, np.result_type(self.tf, later.tf))
-        docs[here], docs[there] = self.docs, later.docs
-        tf[here], tf[there] = self.tf, later.tf
+        # This part's runs keep their order and move right by what ``later`` adds to the terms before
+        # them: runs that move alike are copied as one slice (as many slices as terms ``later``
+        # shares with this part). A place per posting cost three int64 columns, 460 MB at 1M.
+        shift = offsets[:own] - self.offsets[:-1]
+        bounds = [0, *(np.flatnonzero(np.diff(shift)) + 1).tolist(), own]
+        for first, last in zip(bounds, bounds[1:]):
+            lo, hi, by = int(self.offsets[first]), int(self.offsets[last]), int(shift[first])
+            docs[lo + by:hi + by] = self.docs[lo:hi]
+            tf[lo + by:hi + by] = self.tf[lo:hi]
+        # ``later``'s postings each go after this part's run of the same term.
+        there = np.arange(later.size, dtype=np.int64) + np.repeat(
+            offsets[theirs_at] + mine[theirs_at] - later.offsets[:-1], later_counts)
+        docs[there], tf[there] = later.docs, later.tf
         return Part(terms, offsets, docs, tf)
 
 
