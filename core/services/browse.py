@@ -33,7 +33,7 @@ from core.models import (
     UsageReceipt,
 )
 from core.search.tokenize import normalize as norm_text
-from core.services.events import EventRow, _row as event_row, event_weight
+from core.services.events import EventRow, _row as event_row, event_type_clause, event_weight
 from core.services.graph import CURRENT, NodeRow, _compute_views
 from core.services.jobs import JobRow, _row as job_row
 from core.services.spaces import get_namespace
@@ -162,11 +162,9 @@ def _participant_clause(text: str, walk: bool):
 
 def _filtered(query, ns: Namespace, flt: EventFilter, *, walk: bool = False):
     """``query`` narrowed to ``flt``; ``walk`` when it reads one page in timeline order."""
-    from core.eventtypes import normalize_event_type
-
     query = query.where(Event.namespace == ns)
     if flt.event_type:
-        query = query.where(Event.event_type == normalize_event_type(flt.event_type))
+        query = query.where(event_type_clause(flt.event_type, ns.id))
     if flt.status:
         query = query.where(Event.status == flt.status)
     if flt.date_from.strip() or flt.date_to.strip():

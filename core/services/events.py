@@ -412,6 +412,23 @@ def _row(event: Event, ns: Namespace, thread_name: str | None) -> EventRow:
     )
 
 
+TYPE_LIST_MAX = 2000  # events of a type from which the filter is the type itself, not a list of ids
+
+
+def event_type_clause(event_type: str, namespace_id: int | None):
+    """Events of a type. A type with few events is listed first through the type index and matched
+    by id: a page walking the timeline, or the day counts, would otherwise read every event's row to
+    find them (0.9 s at 866k events for one incident). A common type is found within its first rows."""
+    kind = normalize_event_type(event_type)
+    few = Event.select(Event.id).where(Event.event_type == kind)
+    if namespace_id is not None:  # "+ 0": through the type index, not the namespace's (all its events)
+        few = few.where((Event.namespace + 0) == namespace_id)
+    ids = [i for (i,) in few.limit(TYPE_LIST_MAX + 1).tuples()]
+    if len(ids) <= TYPE_LIST_MAX:
+        return Event.id.in_(ids) if ids else (Event.id < 0)
+    return Event.event_type == kind
+
+
 def list_events(
     namespace: str | None = None,
     *,
@@ -438,10 +455,11 @@ def list_events(
         .switch(Event)
         .join(Thread, JOIN.LEFT_OUTER)
     )
-    if namespace is not None:
-        query = query.where(Event.namespace == get_namespace(namespace))
+    ns = get_namespace(namespace) if namespace is not None else None
+    if ns is not None:
+        query = query.where(Event.namespace == ns)
     if event_type:
-        query = query.where(Event.event_type == normalize_event_type(event_type))
+        query = query.where(event_type_clause(event_type, ns.id if namespace is not None else None))
     if status:
         query = query.where(Event.status == status)
     if participant:

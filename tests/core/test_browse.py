@@ -140,3 +140,45 @@ def test_threads_jobs_weight_and_traces(demo):
     info = event_weight_info(event_id)
     assert any("used" in step.what for step in info.history)
     assert info.mention_count >= 2
+
+
+def test_a_type_filter_lists_a_rare_type_by_id_with_the_same_result(demo_template, tmp_path, monkeypatch):
+    """A type with few events is matched by id (found through the type index), a common one by the
+    type itself: the same pages, day counts and CLI listing either way, and only this namespace's."""
+    import core.services.events as events
+    from core.db import write_transaction
+
+    open_store(copy_of(demo_template, tmp_path / "demo.db"), recover=False)  # changed below: a copy of its own
+    demo = "demo"
+    from core.models import Event
+    from core.services.browse import EventFilter, event_day_counts, event_page
+    from core.services.capture import append_turn
+    from core.services.events import list_events, write_event
+    from core.services.spaces import get_namespace
+
+    append_turn("other-space", "chat", {"role": "user", "content": "hello"}, "hi")
+    other = get_namespace("other-space")
+    with write_transaction():  # another namespace's event of every type the demo has: never listed here
+        for kind in {e.event_type for e in Event.select(Event.event_type)}:
+            write_event(other.id, {"title": f"elsewhere {kind}", "summary": "elsewhere", "participants": [],
+                                   "source_message_ids": [], "event_type": kind, "temporal": {}},
+                        block=None, formed_turn=0)
+
+    def everything(kind: str):
+        flt = EventFilter(event_type=kind)
+        days = event_day_counts(demo, flt)
+        return ([r.id for r in event_page(demo, flt, limit=1000).rows], days.dated, days.undated,
+                [e.id for e in list_events(demo, event_type=kind, limit=1000)])
+
+    kinds = sorted({e.event_type for e in Event.select(Event.event_type).where(Event.namespace == get_namespace(demo))})
+    assert len(kinds) >= 3
+    by_id = {kind: everything(kind) for kind in kinds}
+    monkeypatch.setattr(events, "TYPE_LIST_MAX", 0)  # every type counts as common: matched by the type itself
+    assert {kind: everything(kind) for kind in kinds} == by_id
+    for kind, (page, _, _, listed) in by_id.items():
+        assert page == listed and page and all(Event.get_by_id(i).event_type == kind for i in page)
+    from core.eventtypes import EVENT_TYPES
+
+    absent = next(kind for kind in EVENT_TYPES if kind not in kinds)
+    assert everything(absent) == ([], (), (), [])
+    db.close()
