@@ -690,7 +690,7 @@ class _InOrder:
         """(ids, lengths) of the documents in order."""
         if not self.ids:
             return np.zeros(0, np.int64), np.zeros(0, np.int32)
-        return np.concatenate(self.ids), np.concatenate(self.lengths).astype(np.int32)
+        return np.concatenate(self.ids), np.concatenate(self.lengths)  # int32, as read
 
 
 def _message_postings(namespace_id: int, highest: int, speakers: dict[str, str], codes: dict[str, int]) -> tuple:

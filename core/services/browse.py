@@ -33,7 +33,13 @@ from core.models import (
     UsageReceipt,
 )
 from core.search.tokenize import normalize as norm_text
-from core.services.events import EventRow, _row as event_row, event_type_clause, event_weight
+from core.services.events import (
+    EventRow,
+    _row as event_row,
+    after_in_chronology,
+    event_type_clause,
+    event_weight,
+)
 from core.services.graph import CURRENT, NodeRow, _compute_views
 from core.services.jobs import JobRow, _row as job_row
 from core.services.spaces import get_namespace
@@ -203,7 +209,7 @@ def event_page(namespace: str, flt: EventFilter = EventFilter(), *, after: tuple
         Event.select(Event, Thread.name, chron.alias("chron")).join(Thread, JOIN.LEFT_OUTER), ns, flt, walk=True
     )
     if after is not None:
-        query = query.where((chron > after[0]) | ((chron == after[0]) & (Event.id > after[1])))
+        query = query.where(after_in_chronology(*after))
     rows = list(query.order_by(chron, Event.id).limit(limit + 1))
     more = len(rows) > limit
     rows = rows[:limit]

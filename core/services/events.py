@@ -429,6 +429,11 @@ def event_type_clause(event_type: str, namespace_id: int | None):
     return Event.event_type == kind
 
 
+def after_in_chronology(chron: float, event_id: int):
+    """Events after (chron, event_id) in time order: a keyset page along event_chronology."""
+    return (EVENT_CHRONOLOGY > chron) | ((EVENT_CHRONOLOGY == chron) & (Event.id > event_id))
+
+
 def list_events(
     namespace: str | None = None,
     *,
@@ -459,7 +464,7 @@ def list_events(
     if ns is not None:
         query = query.where(Event.namespace == ns)
     if event_type:
-        query = query.where(event_type_clause(event_type, ns.id if namespace is not None else None))
+        query = query.where(event_type_clause(event_type, ns.id if ns is not None else None))
     if status:
         query = query.where(Event.status == status)
     if participant:
@@ -479,13 +484,12 @@ def list_events(
     if text:
         for word in text.split():
             query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
-    chronology = EVENT_CHRONOLOGY
     if after_event is not None:
-        anchor = Event.select(chronology.alias("chron")).where(Event.id == after_event).first()
+        anchor = Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
         if anchor is None:
             raise NotFoundError(f"event {after_event} does not exist (see `strata events`)")
-        query = query.where((chronology > anchor.chron) | ((chronology == anchor.chron) & (Event.id > after_event)))
-    query = query.order_by(chronology, Event.id).limit(max(1, min(limit, 10_000))).offset(max(0, offset))
+        query = query.where(after_in_chronology(anchor.chron, after_event))
+    query = query.order_by(EVENT_CHRONOLOGY, Event.id).limit(max(1, min(limit, 10_000))).offset(max(0, offset))
     return [_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
 
 

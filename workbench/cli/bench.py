@@ -126,7 +126,6 @@ def _mb(value: int | None) -> str:
     return "–" if value is None else f"{value / 1e6:,.0f} MB"
 
 
-
 def _after_capture(ms: dict | None) -> str:
     if not ms:
         return "–"

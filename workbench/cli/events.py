@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.output import console, err_console, progress_bar, open_from_args, print_json, table
+from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 
 def _when(row) -> str:
