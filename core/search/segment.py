@@ -748,6 +748,16 @@ def refresh(view: View) -> View | None:
         return _refresh(view)
 
 
+def _successor(view: View) -> View:
+    """A view to change in place of ``view``, which readers may still hold.
+
+    A search reads a view's columns, parts and lookups at different moments, outside the cache
+    lock; changing the published object would let it pair a new delta with old columns. The
+    successor shares every array (appends go past the prefixes the old view sees) and gets its
+    own breaks and speakers, the two mappings changed by item."""
+    return replace(view, _breaks=dict(view._breaks), speakers=dict(view.speakers))
+
+
 def _refresh(view: View) -> View | None:
     docs, total, highest, message_max, removals = _stats(view.kind, view.namespace_id)
     if removals > view.removal_watermark:
@@ -758,6 +768,7 @@ def _refresh(view: View) -> View | None:
         return None
     added = 0
     if highest > view.watermark or message_max > view.message_watermark:
+        view = _successor(view)
         doc_ids, tf, lengths, term_ids, vocabulary, new_high = _read_postings(
             view.kind, view.namespace_id, view.watermark, highest)
         known = view.index_of(doc_ids) if len(doc_ids) else np.zeros(0, np.int64)
@@ -783,7 +794,8 @@ def _refresh(view: View) -> View | None:
     # New postings explain any growth of the corpus statistics; anything else was a deletion.
     if total != view.stat_total + added:
         return None
-    view.stat_docs, view.stat_total = docs, total
+    if (view.stat_docs, view.stat_total) != (docs, total):
+        view = replace(view, stat_docs=docs, stat_total=total)
     return view
 
 
@@ -809,7 +821,7 @@ def _apply_removals(view: View, upto: int) -> View | None:
     keep[index[index >= 0]] = False
     if view.kind == "message" and not (~keep | (view.doc_ids <= message_floor)).all():
         return None  # a message above the floor was not logged as removed
-    out = _compacted(view, keep) if not keep.all() else view
+    out = _compacted(view, keep) if not keep.all() else _successor(view)
     out.watermark, out.static_watermark = posting_floor, min(out.static_watermark, posting_floor)
     out.message_watermark = message_floor
     out.removal_watermark = upto
@@ -852,14 +864,12 @@ def _kept_postings(part: Part, keep: np.ndarray, remap: np.ndarray) -> Part:
 
 
 def merge(view: View) -> View:
-    """Fold the delta into the static part (in memory; no SQL)."""
+    """The view with its delta folded into the static part (in memory; no SQL)."""
     if not view.delta.size:
         return view
-    view.static = view.static.followed_by(view.delta)  # the delta holds the documents appended since
-    view.delta = Part.empty()
-    view.static_watermark = view.watermark
-    view.static_docs = view.size
-    return view
+    # the delta holds the documents appended since
+    return replace(view, static=view.static.followed_by(view.delta), delta=Part.empty(),
+                   static_watermark=view.watermark, static_docs=view.size)
 
 
 # ----------------------------------------------------------------------------- persistence
@@ -874,12 +884,13 @@ def _folder() -> Path | None:
     return Path(f"{name}.search")
 
 
-def save(view: View) -> None:
-    """Write the static part (merged first) beside the SQLite file; atomically replace the pointer."""
+def save(view: View) -> View:
+    """Write the static part (merged first) beside the SQLite file, atomically replacing the
+    pointer; the merged view that was saved."""
     folder = _folder()
     if folder is None:
-        return
-    merge(view)
+        return view
+    view = merge(view)
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{view.kind}-{view.namespace_id}"
     target = folder / f"{stem}-{view.watermark}-{os.getpid()}"
@@ -898,10 +909,10 @@ def save(view: View) -> None:
     temporary = folder / f"{stem}.json.{os.getpid()}"
     temporary.write_text(json.dumps(meta), encoding="utf-8")
     os.replace(temporary, pointer)
-    view.compacted = False
     for old in folder.glob(f"{stem}-*"):
         if old.is_dir() and old != target:
             shutil.rmtree(old, ignore_errors=True)  # readers that mapped it keep their pages
+    return replace(view, compacted=False) if view.compacted else view
 
 
 def load(kind: str, namespace_id: int, identity: str) -> View | None:
@@ -961,15 +972,15 @@ def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
             # Not the running process's share rule: a delta read here is read again by every new
             # process until it is saved (events derived after the last save: 0.7 s per open at 1M).
             if fresh is not None and fresh.delta.size > MERGE_MIN:
-                save(fresh)
+                fresh = save(fresh)
             if fresh is None:
                 fresh = build_view(kind, namespace_id, identity)
                 if fresh.static.size >= MERGE_MIN:
-                    save(fresh)
+                    fresh = save(fresh)
         elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
-            save(fresh) if _folder() is not None else merge(fresh)
+            fresh = save(fresh) if _folder() is not None else merge(fresh)
         if fresh.compacted and fresh.static.size >= MERGE_MIN:
-            save(fresh)  # else every new process would drop the same documents again
+            fresh = save(fresh)  # else every new process would drop the same documents again
         _VIEWS[key] = fresh
         if len(_VIEWS) > 64:
             _VIEWS.pop(next(iter(_VIEWS)))

@@ -212,6 +212,26 @@ def test_an_unlogged_deletion_still_rebuilds(corpus):
     _assert_views_equal(live, segment.build_view("message", corpus.id, live.identity))
 
 
+def test_a_view_a_reader_holds_never_changes(corpus, monkeypatch):
+    """Searches read a view's columns, parts and lookups outside the cache lock. Captures, merges,
+    saves and removals publish a new view; the one a reader holds stays what it was, so it never
+    pairs a new delta with old columns (or a merged static part with the delta it absorbed)."""
+    monkeypatch.setattr(segment, "MERGE_SHARE", 0.0)  # every refresh with a big delta merges
+    held = segment.view("message", corpus.id)
+    _lookups(held)  # its lazy lookups built, as a reader's search builds them
+    frozen = segment.build_view("message", corpus.id, held.identity)
+    parts = (held.static, held.delta)
+    for i, (thread, messages) in enumerate(conversation(60, seed=43)):
+        append_messages("scale", thread if i % 4 else "thread-new", messages)
+        live = segment.view("message", corpus.id)
+    _remove(corpus.id, _newest_messages(corpus.id, 5))
+    live = segment.view("message", corpus.id)
+    assert live is not held and live.size > held.size
+    assert (held.static, held.delta) == parts
+    _assert_views_equal(held, frozen)
+    _assert_views_equal(live, segment.build_view("message", corpus.id, live.identity))
+
+
 def test_search_channels_equal_exhaustive_rankings(corpus):
     forgotten = Event.select(Event.id).order_by(Event.id).limit(30)
     for event in forgotten:
