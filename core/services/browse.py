@@ -12,18 +12,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import timezone
 from typing import Sequence
 
-from peewee import JOIN, SQL, Case, SqliteDatabase, fn
+from peewee import JOIN, Case, SqliteDatabase, fn
 
-from core.db import distinct_values
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     EVENT_CHRONOLOGY,
     Block,
     Event,
-    EventParticipant,
     GraphNode,
     Job,
     Namespace,
@@ -37,14 +34,13 @@ from core.services.events import (
     EventRow,
     _row as event_row,
     after_in_chronology,
-    event_type_clause,
     event_weight,
+    filter_events,
 )
 from core.services.graph import CURRENT, NodeRow, _compute_views
 from core.services.jobs import JobRow, _row as job_row
 from core.services.spaces import get_namespace
 from core.services.traces import TraceRow, _row as trace_row
-from core.timeutil import period_bounds
 
 LANES = ("all", "dated", "undated")
 DAY = 86400.0
@@ -143,60 +139,13 @@ def _chronology():
     return EVENT_CHRONOLOGY
 
 
-# A participant filter matching more rows than this is checked per event while walking the
-# timeline (stops after a page); fewer are listed first and looked up by id.
-PARTICIPANT_LIST_MAX = 2000
-
-
-def _participant_clause(text: str, walk: bool):
-    """Events with a participant whose name contains ``text``.
-
-    The matching names come from the distinct names (an index skip-scan), so the test is
-    an index lookup rather than a substring scan of every participant row. For a page
-    (``walk``) of a common name each event of the walk is probed (the walk stops after a
-    page); a rare name, or an aggregate, lists its events first."""
-    key = norm_text(text)
-    names = [name for name in distinct_values(EventParticipant.name_norm) if key in name]
-    if not names:
-        return SQL("0")
-    rows = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.in_(names))
-    if walk and rows.limit(PARTICIPANT_LIST_MAX + 1).count() > PARTICIPANT_LIST_MAX:
-        probe = EventParticipant.alias("p")
-        return fn.EXISTS(probe.select(SQL("1")).where((probe.event == Event.id) & probe.name_norm.in_(names)))
-    return Event.id.in_(rows)
-
-
 def _filtered(query, ns: Namespace, flt: EventFilter, *, walk: bool = False):
     """``query`` narrowed to ``flt``; ``walk`` when it reads one page in timeline order."""
-    query = query.where(Event.namespace == ns)
-    if flt.event_type:
-        query = query.where(event_type_clause(flt.event_type, ns.id))
-    if flt.status:
-        query = query.where(Event.status == flt.status)
-    if flt.date_from.strip() or flt.date_to.strip():
-        low = period_bounds(flt.date_from.strip(), timezone.utc) if flt.date_from.strip() else None
-        high = period_bounds(flt.date_to.strip(), timezone.utc) if flt.date_to.strip() else None
-        if (flt.date_from.strip() and low is None) or (flt.date_to.strip() and high is None):
-            raise InvalidInputError("from/to must be dates like 2023, 2023-05 or 2023-05-07")
-        query = query.where(Event.happened_start_ts.is_null(False))
-        if low:
-            # No bound on the index for the start: an event that began before the range and
-            # ends in it (a span) is in it, and sorts before it.
-            query = query.where(Event.happened_end_ts >= low[0])
-        if high:
-            # A dated event sorts by its start, so the walk along event_chronology stops here.
-            query = query.where((Event.happened_start_ts <= high[1]) & (_chronology() <= high[1]))
     if flt.lane not in LANES:
         raise InvalidInputError(f"lane must be one of {', '.join(LANES)}, got {flt.lane!r}")
-    if flt.lane == "dated":
-        query = query.where(Event.happened_start_ts.is_null(False))
-    elif flt.lane == "undated":
-        query = query.where(Event.happened_start_ts.is_null())
-    for word in flt.text.split():
-        query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
-    if flt.participant.strip():  # last: a probe per event is the dearest test of a walk
-        query = query.where(_participant_clause(flt.participant, walk))
-    return query
+    return filter_events(query, ns.id, event_type=flt.event_type, status=flt.status, date_from=flt.date_from,
+                         date_to=flt.date_to, dated={"dated": True, "undated": False}.get(flt.lane),
+                         text=flt.text, participant=flt.participant, walk=walk)
 
 
 def event_page(namespace: str, flt: EventFilter = EventFilter(), *, after: tuple[float, int] | None = None,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Callable, Iterable, Sequence
 
-from peewee import JOIN
+from peewee import JOIN, SQL, fn
 
-from core.db import Prepared, bulk_insert, chunks, insert_one, update_by_id, write_transaction
+from core.db import Prepared, bulk_insert, chunks, distinct_values, insert_one, update_by_id, write_transaction
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import (
@@ -40,7 +40,7 @@ from core.services.graph_endings import reconsider
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace
 from core.text import fingerprint
-from core.timeutil import now_iso, parse_timestamp, period_bounds, to_epoch
+from core.timeutil import now_iso, parse_timestamp, period_bounds, range_bounds, to_epoch
 from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
 
 LINK_KINDS = ("supersedes", "conflicts", "same_event", "before", "after", "related")
@@ -434,6 +434,62 @@ def after_in_chronology(chron: float, event_id: int):
     return (EVENT_CHRONOLOGY > chron) | ((EVENT_CHRONOLOGY == chron) & (Event.id > event_id))
 
 
+# A participant filter matching more rows than this is checked per event while walking the
+# timeline (stops after a page); fewer are listed first and looked up by id.
+PARTICIPANT_LIST_MAX = 2000
+
+
+def _participant_clause(text: str, walk: bool):
+    """Events with a participant whose name contains ``text``.
+
+    The matching names come from the distinct names (an index skip-scan), so the test is
+    an index lookup rather than a substring scan of every participant row. For a page
+    (``walk``) of a common name each event of the walk is probed (the walk stops after a
+    page); a rare name, or an aggregate, lists its events first."""
+    key = norm_text(text)
+    names = [name for name in distinct_values(EventParticipant.name_norm) if key in name]
+    if not names:
+        return SQL("0")
+    rows = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.in_(names))
+    if walk and rows.limit(PARTICIPANT_LIST_MAX + 1).count() > PARTICIPANT_LIST_MAX:
+        probe = EventParticipant.alias("p")
+        return fn.EXISTS(probe.select(SQL("1")).where((probe.event == Event.id) & probe.name_norm.in_(names)))
+    return Event.id.in_(rows)
+
+
+def filter_events(query, namespace_id: int | None, *, event_type: str | None = None, status: str | None = None,
+                  date_from: str | None = None, date_to: str | None = None, dated: bool | None = None,
+                  text: str | None = None, participant: str | None = None, walk: bool = False):
+    """``query`` over events narrowed to one namespace (None: all) and the filters a person sets
+    in `strata events` and the workbench timeline; ``walk`` when it reads one page in time order.
+
+    A date filter keeps events whose happened range overlaps [from, to]; events with no known
+    happened time never match one. ``dated`` keeps only events with (True) or without (False) one."""
+    if namespace_id is not None:
+        query = query.where(Event.namespace == namespace_id)
+    if event_type:
+        query = query.where(event_type_clause(event_type, namespace_id))
+    if status:
+        query = query.where(Event.status == status)
+    low, high = range_bounds(date_from, date_to)
+    if low is not None or high is not None:
+        query = query.where(Event.happened_start_ts.is_null(False))
+        if low is not None:
+            # No bound on the index for the start: an event that began before the range and
+            # ends in it (a span) is in it, and sorts before it.
+            query = query.where(Event.happened_end_ts >= low)
+        if high is not None:
+            # A dated event sorts by its start, so a walk along event_chronology stops here.
+            query = query.where((Event.happened_start_ts <= high) & (EVENT_CHRONOLOGY <= high))
+    if dated is not None:
+        query = query.where(Event.happened_start_ts.is_null(not dated))
+    for word in (text or "").split():
+        query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
+    if participant and participant.strip():  # last: a probe per event is the dearest test of a walk
+        query = query.where(_participant_clause(participant, walk))
+    return query
+
+
 def list_events(
     namespace: str | None = None,
     *,
@@ -461,29 +517,9 @@ def list_events(
         .join(Thread, JOIN.LEFT_OUTER)
     )
     ns = get_namespace(namespace) if namespace is not None else None
-    if ns is not None:
-        query = query.where(Event.namespace == ns)
-    if event_type:
-        query = query.where(event_type_clause(event_type, ns.id if ns is not None else None))
-    if status:
-        query = query.where(Event.status == status)
-    if participant:
-        key = norm_text(participant)
-        sub = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.contains(key))
-        query = query.where(Event.id.in_(sub))
-    if date_from or date_to:
-        low = period_bounds(date_from, timezone.utc) if date_from else None
-        high = period_bounds(date_to, timezone.utc) if date_to else None
-        if (date_from and low is None) or (date_to and high is None):
-            raise InvalidInputError("--from/--to must be dates like 2023, 2023-05 or 2023-05-07")
-        query = query.where(Event.happened_start_ts.is_null(False))
-        if low:
-            query = query.where(Event.happened_end_ts >= low[0])
-        if high:
-            query = query.where(Event.happened_start_ts <= high[1])
-    if text:
-        for word in text.split():
-            query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
+    query = filter_events(query, ns.id if ns is not None else None, event_type=event_type, status=status,
+                          date_from=date_from, date_to=date_to, text=text, participant=participant,
+                          walk=True)
     if after_event is not None:
         anchor = Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
         if anchor is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timezone
 from typing import Sequence
 
 from core.db import Prepared, db, write_transaction
@@ -25,7 +24,7 @@ from core.search.tokenize import normalize
 from core.services.capture import _row_to_raw
 from core.services.events import _EVENTS, LIVE, EventRow, _row as event_row, live_event_ids
 from core.services.spaces import get_namespace, thread_names
-from core.timeutil import now_iso, period_bounds
+from core.timeutil import now_iso, range_bounds
 
 
 @dataclass(frozen=True)
@@ -200,14 +199,11 @@ def search_events(
         wanted = normalize_event_type(event_type)
         lists.append({i for i, e in candidates.items()
                       if e.event_type == wanted or _fuzzy(event_type, f"{e.title} {e.summary} {' '.join(e.tags or [])}")})
-    if happened_from or happened_to:
-        low = period_bounds(happened_from, timezone.utc) if happened_from else None
-        high = period_bounds(happened_to, timezone.utc) if happened_to else None
-        if (happened_from and low is None) or (happened_to and high is None):
-            raise InvalidInputError("happened_from/happened_to must be dates like 2023, 2023-05 or 2023-05-07")
+    low, high = range_bounds(happened_from, happened_to, "happened_from/happened_to")
+    if low is not None or high is not None:
         lists.append({
             i for i, e in candidates.items() if e.happened_start_ts is not None
-            and (low is None or e.happened_end_ts >= low[0]) and (high is None or e.happened_start_ts <= high[1])
+            and (low is None or e.happened_end_ts >= low) and (high is None or e.happened_start_ts <= high)
         })
     text_rank = sorted(text_scores, key=lambda i: (-text_scores[i], i))
     rankings: list[list[int]] = []

@@ -37,6 +37,21 @@ def test_event_pages_follow_time_order_without_gaps(demo):
     assert seen == expected
 
 
+@pytest.mark.parametrize("filters", [
+    {"participant": "maya"}, {"event_type": "plan"}, {"status": "superseded"}, {"date_from": "2026-02"},
+    {"date_to": "2026-02-07"}, {"date_from": "2026-02-01", "date_to": "2026-03-31"}, {"text": "plan"},
+    {"participant": "maya", "date_from": "2026", "text": "a"},
+], ids=lambda f: ",".join(f))
+def test_cli_listing_and_timeline_pages_filter_alike(demo, filters):
+    """`strata events` and the workbench timeline read through one filter builder."""
+    from core.services.browse import EventFilter, event_page
+    from core.services.events import list_events
+
+    listed = [e.id for e in list_events(demo, limit=1000, **filters)]
+    assert 0 < len(listed) < len(list_events(demo, limit=1000))  # the filter narrows
+    assert listed == [r.id for r in event_page(demo, EventFilter(**filters), limit=1000).rows]
+
+
 def test_event_filters_and_lanes(demo):
     from core.services.browse import EventFilter, event_histogram, event_page
 
@@ -68,14 +83,14 @@ def test_one_day_count_gives_the_histogram_of_every_lane(demo):
 
 
 def test_participant_filter_probes_or_lists_alike(demo, monkeypatch):
-    from core.services import browse
+    from core.services import events
     from core.services.browse import EventFilter, event_page
 
     def ids(flt):
         return [r.id for r in event_page(demo, flt, limit=1000).rows]
 
     listed = {name: ids(EventFilter(participant=name)) for name in ("maya", "ay", "nobody-at-all")}
-    monkeypatch.setattr(browse, "PARTICIPANT_LIST_MAX", 0)  # every page probes per event
+    monkeypatch.setattr(events, "PARTICIPANT_LIST_MAX", 0)  # every page probes per event
     assert {name: ids(EventFilter(participant=name)) for name in listed} == listed
     assert listed["maya"] and set(listed["maya"]) <= set(listed["ay"]) and not listed["nobody-at-all"]
 
