@@ -37,11 +37,15 @@ class Rows:
     """A list that is read from the database while it is written out, never held whole: as
     Python objects 100k messages and their events took 2.1 GB, a million ten times that."""
 
-    def __init__(self, produce: Callable[[], Iterator[dict[str, Any]]]) -> None:
+    def __init__(self, source, produce: Callable[[Any], Iterator[dict[str, Any]]]) -> None:
+        self.source = source  # the query of the records (one each), which ``produce`` reads
         self._produce = produce
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self._produce()
+        return self._produce(self.source)
+
+    def count(self) -> int:
+        return self.source.count()
 
 
 def _pages(query, key) -> Iterator[list]:
@@ -89,8 +93,8 @@ def _sections(ns) -> dict[str, Any]:
     """The export's content; the long lists are ``Rows`` read while written."""
     threads = {t.id: t for t in Thread.select().where(Thread.namespace == ns).order_by(Thread.id)}
 
-    def messages() -> Iterator[dict[str, Any]]:
-        for page in _pages(Message.select().where(Message.namespace == ns), Message.id):
+    def messages(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, Message.id):
             for m in page:
                 yield {
                     "id": m.id, "thread": threads[m.thread_id].name, "block_id": m.block_id, "position": m.position,
@@ -98,8 +102,8 @@ def _sections(ns) -> dict[str, Any]:
                     "created_at": m.created_at, "external_id": m.external_id, "tool_calls": m.tool_calls,
                 }
 
-    def blocks() -> Iterator[dict[str, Any]]:
-        for b in Block.select().where(Block.namespace == ns).order_by(Block.sequence, Block.id).iterator():
+    def blocks(query) -> Iterator[dict[str, Any]]:
+        for b in query.order_by(Block.sequence, Block.id).iterator():
             yield {
                 "id": b.id, "thread": threads[b.thread_id].name, "sequence": b.sequence, "start_turn": b.start_turn,
                 "end_turn": b.end_turn, "message_count": b.message_count, "created_at": b.created_at,
@@ -110,8 +114,8 @@ def _sections(ns) -> dict[str, Any]:
                 "last_lifted_at": b.last_lifted_at, "last_lifted_by": b.last_lifted_by,
             }
 
-    def events() -> Iterator[dict[str, Any]]:
-        for page in _pages(Event.select().where(Event.namespace == ns), Event.id):
+    def events(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, Event.id):
             ids = [e.id for e in page]
             sources = _grouped(EventSource, EventSource.event, ids, (EventSource.event, EventSource.position))
             links = _grouped(EventLink, EventLink.event, ids, (EventLink.event, EventLink.kind, EventLink.target))
@@ -152,17 +156,16 @@ def _sections(ns) -> dict[str, Any]:
                                key=lambda e: (e["cause"], e["id"]))
                 for record, found in rows.items()}
 
-    def nodes() -> Iterator[dict[str, Any]]:
-        for page in _pages(GraphNode.select().where(GraphNode.namespace == ns), GraphNode.id):
+    def nodes(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, GraphNode.id):
             sources = cited("node", [n.id for n in page])
             for n in page:
                 yield {"id": n.id, "name": n.name, "type": n.type, "aliases": n.aliases, "tags": n.tags,
                        "provenance": n.provenance, "status": n.status, "confidence": n.confidence,
                        "created_at": n.created_at, "updated_at": n.updated_at, "sources": sources.get(n.id, [])}
 
-    def facts() -> Iterator[dict[str, Any]]:
-        owned = GraphFact.node.in_(GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns))
-        for page in _pages(GraphFact.select().where(owned), GraphFact.id):
+    def facts(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, GraphFact.id):
             ids = [f.id for f in page]
             sources, endings = cited("fact", ids), ended("fact", ids)
             for f in page:
@@ -171,8 +174,8 @@ def _sections(ns) -> dict[str, Any]:
                        "created_at": f.created_at, "updated_at": f.updated_at, "sources": sources.get(f.id, []),
                        "ended_by": endings.get(f.id, [])}
 
-    def edges() -> Iterator[dict[str, Any]]:
-        for page in _pages(GraphEdge.select().where(GraphEdge.namespace == ns), GraphEdge.id):
+    def edges(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, GraphEdge.id):
             ids = [e.id for e in page]
             sources, endings = cited("edge", ids), ended("edge", ids)
             for e in page:
@@ -181,14 +184,13 @@ def _sections(ns) -> dict[str, Any]:
                        "confidence": e.confidence, "created_at": e.created_at, "updated_at": e.updated_at,
                        "sources": sources.get(e.id, []), "ended_by": endings.get(e.id, [])}
 
-    def usage() -> Iterator[dict[str, Any]]:
-        for r in UsageReceipt.select().where(UsageReceipt.namespace == ns).order_by(UsageReceipt.id).iterator():
+    def usage(query) -> Iterator[dict[str, Any]]:
+        for r in query.order_by(UsageReceipt.id).iterator():
             yield {"receipt_id": r.receipt_id, "batch_id": r.batch_id, "event_ids": r.event_ids, "audit": r.audit,
                    "created_at": r.created_at}
 
-    def ingestion() -> Iterator[dict[str, Any]]:
-        query = IngestionReceipt.select().where(IngestionReceipt.namespace == ns).order_by(IngestionReceipt.id)
-        for r in query.iterator():
+    def ingestion(query) -> Iterator[dict[str, Any]]:
+        for r in query.order_by(IngestionReceipt.id).iterator():
             yield {"receipt_id": r.receipt_id, "payload_hash": r.payload_hash, "result": r.result,
                    "created_at": r.created_at}
 
@@ -199,11 +201,17 @@ def _sections(ns) -> dict[str, Any]:
         "threads": [{"name": t.name, "message_count": t.message_count, "turn_count": t.turn_count,
                      "sealed_turns": t.sealed_turns, "block_count": t.block_count, "ready_count": t.ready_count,
                      "created_at": t.created_at} for t in threads.values()],
-        "messages": Rows(messages),
-        "blocks": Rows(blocks),
-        "events": Rows(events),
-        "graph": {"nodes": Rows(nodes), "facts": Rows(facts), "edges": Rows(edges)},
-        "receipts": {"usage": Rows(usage), "ingestion": Rows(ingestion)},
+        "messages": Rows(Message.select().where(Message.namespace == ns), messages),
+        "blocks": Rows(Block.select().where(Block.namespace == ns), blocks),
+        "events": Rows(Event.select().where(Event.namespace == ns), events),
+        "graph": {
+            "nodes": Rows(GraphNode.select().where(GraphNode.namespace == ns), nodes),
+            "facts": Rows(GraphFact.select().where(
+                GraphFact.node.in_(GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns))), facts),
+            "edges": Rows(GraphEdge.select().where(GraphEdge.namespace == ns), edges),
+        },
+        "receipts": {"usage": Rows(UsageReceipt.select().where(UsageReceipt.namespace == ns), usage),
+                     "ingestion": Rows(IngestionReceipt.select().where(IngestionReceipt.namespace == ns), ingestion)},
     }
 
 
@@ -296,27 +304,23 @@ def _counted(data: Any, progress: Callable[[int, int, str], None], total: int) -
     done = 0
 
     def wrap(label: str, rows: Rows) -> Rows:
-        def produce() -> Iterator[dict[str, Any]]:
+        def produce(_source) -> Iterator[dict[str, Any]]:
             nonlocal done
             for row in rows:
                 yield row
                 done += 1
                 if done % PROGRESS_EVERY == 0:
                     progress(done, total, label)
-        return Rows(produce)
+        return Rows(rows.source, produce)
 
     return _each_rows(data, wrap)
 
 
-def _records(ns) -> int:
-    """How many records the export writes (for progress)."""
-    nodes = GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns)
-    return sum(query.count() for query in (
-        Message.select().where(Message.namespace == ns), Block.select().where(Block.namespace == ns),
-        Event.select().where(Event.namespace == ns), nodes, GraphFact.select().where(GraphFact.node.in_(nodes)),
-        GraphEdge.select().where(GraphEdge.namespace == ns),
-        UsageReceipt.select().where(UsageReceipt.namespace == ns),
-        IngestionReceipt.select().where(IngestionReceipt.namespace == ns)))
+def _records(data: Any) -> int:
+    """How many records the export writes (for progress): one per row of each section's query."""
+    counts: list[int] = []
+    _each_rows(data, lambda _, rows: counts.append(rows.count()))
+    return sum(counts)
 
 
 def write_export(namespace: str, out: TextIO, format: str = "json",
@@ -330,7 +334,7 @@ def write_export(namespace: str, out: TextIO, format: str = "json",
         ns = get_namespace(namespace)
         data = _sections(ns)
         if progress is not None:
-            total = _records(ns)
+            total = _records(data)
             data = _counted(data, progress, total)
             progress(0, total, "")
         if format == "json":
