@@ -51,8 +51,11 @@ _SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE
 _THIRD_PERSON_SUBJECT = re.compile(r"^(?:(?:yeah|yes|well|and|so|oh|also|now|actually)[,!]?\s+)?(?P<pronoun>he|she)"
                                    r"(?:['’]s)?\s+\w", re.IGNORECASE)
 # "my sister Ana", "our new colleague Lina": someone a later "she" or "he" of the same speaker can mean.
-_KIN_GENDER = {**dict.fromkeys("sister mother mom mum wife girlfriend daughter aunt niece grandma grandmother".split(), "f"),
-               **dict.fromkeys("brother father dad husband boyfriend son uncle nephew grandpa grandfather".split(), "m"),
+# Kin words that say a person's gender (also what a "she" or "he" in the graph rules can mean).
+FEMININE_KIN = ("sister mother mom mum wife girlfriend fiancée daughter stepdaughter granddaughter aunt niece grandma "
+                "grandmother").split()
+MASCULINE_KIN = "brother father dad husband boyfriend son stepson grandson uncle nephew grandpa grandfather".split()
+_KIN_GENDER = {**dict.fromkeys(FEMININE_KIN, "f"), **dict.fromkeys(MASCULINE_KIN, "m"),
                **dict.fromkeys("partner friend colleague coworker boss manager cousin neighbour neighbor teacher "
                                "doctor kid child baby".split(), None)}
 _KIN_NAMED = re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|best|old|little|big|older|younger|eldest|youngest)\s+)?"

@@ -15,7 +15,9 @@ import unicodedata
 from functools import cached_property, lru_cache
 from typing import Any
 
-from core.providers.offline_events import DOSE, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for
+from core.providers.offline_events import (
+    DOSE, FEMININE_KIN, MASCULINE_KIN, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
+)
 from core.text import ABBREVIATIONS, NUMBER_WORDS, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
@@ -437,9 +439,8 @@ _THIRD_PERSON = frozenset({"he", "she", "they"})
 _PRONOUN_RE = re.compile(r"\b(?:he|she|they)\b", re.IGNORECASE)
 # "my sister Ana", "her husband Tom", "Mr. Lee": who a "she" or a "he" can be when several were named.
 _GENDERED_RE = re.compile(
-    r"\b(?:(?P<f>(?i:sister|mother|mom|mum|wife|girlfriend|fiancée|daughter|stepdaughter|aunt|niece|grandma|"
-    r"grandmother|granddaughter)|Mrs\.?|Ms\.?)|(?P<m>(?i:brother|father|dad|husband|boyfriend|son|stepson|uncle|"
-    rf"nephew|grandpa|grandfather|grandson)|Mr\.?))\s+(?P<name>{_NAME})")
+    rf"\b(?:(?P<f>(?i:{'|'.join(FEMININE_KIN)})|Mrs\.?|Ms\.?)|(?P<m>(?i:{'|'.join(MASCULINE_KIN)})|Mr\.?))"
+    rf"\s+(?P<name>{_NAME})")
 _PRONOUN_GENDER = {"she": "f", "he": "m"}
 # "Sorry, her name is Lena, not Lina", "I meant Lena, not Lina": the person was named wrongly before.
 _NAME_CORRECTION_RE = re.compile(

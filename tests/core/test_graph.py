@@ -1517,6 +1517,11 @@ def test_a_later_she_of_the_same_speaker_means_the_sister_named_before():
     # A brother is no "she": the fact goes to no one.
     facts = _facts_of_messages("My brother Tom moved to Lisbon last month.", "She works at Google as a designer.")
     assert not any(key == "works_at" for _, key, _ in facts)
+    # Every gendered kin word the graph's pronoun rules know serves here too.
+    facts = _facts_of_messages("My stepdaughter Ana moved to Lisbon last month.", "She is allergic to cats, sadly.")
+    assert ("Ana", "allergic_to", "cats") in facts
+    facts = _facts_of_messages("My grandson Leo moved to Lisbon last month.", "He is allergic to cats, sadly.")
+    assert ("Leo", "allergic_to", "cats") in facts
 
 
 def test_a_later_she_after_someone_else_in_the_same_message_is_not_the_one_named_before():
