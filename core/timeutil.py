@@ -112,8 +112,9 @@ def period_bounds(value: str | None, tz: tzinfo) -> tuple[float, float] | None:
 def range_bounds(date_from: str | None, date_to: str | None, names: str = "from/to") -> tuple[float | None, float | None]:
     """(earliest, latest) epoch of a "from … to …" filter in UTC, each end at its own precision
     (None where not given); a date that does not parse is refused under ``names``."""
-    low = period_bounds(date_from, timezone.utc) if date_from and date_from.strip() else None
-    high = period_bounds(date_to, timezone.utc) if date_to and date_to.strip() else None
-    if (date_from and date_from.strip() and low is None) or (date_to and date_to.strip() and high is None):
+    start, end = (date_from or "").strip(), (date_to or "").strip()
+    low = period_bounds(start, timezone.utc) if start else None
+    high = period_bounds(end, timezone.utc) if end else None
+    if (start and low is None) or (end and high is None):
         raise InvalidInputError(f"{names} must be dates like 2023, 2023-05 or 2023-05-07")
     return (low[0] if low else None), (high[1] if high else None)

@@ -134,11 +134,6 @@ class Histogram:
     total: int
 
 
-def _chronology():
-    # The same expression as the event_chronology index (an inline 0, not a parameter).
-    return EVENT_CHRONOLOGY
-
-
 def _filtered(query, ns: Namespace, flt: EventFilter, *, walk: bool = False):
     """``query`` narrowed to ``flt``; ``walk`` when it reads one page in timeline order."""
     if flt.lane not in LANES:
@@ -153,7 +148,7 @@ def event_page(namespace: str, flt: EventFilter = EventFilter(), *, after: tuple
     """Events in time order (happened time, else mention time, then id), one keyset page."""
     ns = get_namespace(namespace)
     limit = _limit(limit)
-    chron = _chronology()
+    chron = EVENT_CHRONOLOGY
     query = _filtered(
         Event.select(Event, Thread.name, chron.alias("chron")).join(Thread, JOIN.LEFT_OUTER), ns, flt, walk=True
     )
@@ -171,7 +166,7 @@ def event_position(namespace: str, event_id: int, flt: EventFilter = EventFilter
     """The keyset cursor just before ``event_id`` (to open a page starting at it), or None
     when the event is not in the filtered timeline."""
     ns = get_namespace(namespace)
-    chron = _chronology()
+    chron = EVENT_CHRONOLOGY
     row = _filtered(Event.select(Event.id, chron.alias("chron")), ns, flt).where(Event.id == event_id).first()
     if row is None:
         return None
@@ -200,7 +195,7 @@ def _grouped_rows(query) -> list[tuple]:
 def event_day_counts(namespace: str, flt: EventFilter = EventFilter()) -> DayCounts:
     """Events per day and lane of the filtered timeline: one grouped query over the filter."""
     ns = get_namespace(namespace)
-    chron = _chronology()
+    chron = EVENT_CHRONOLOGY
     # Integer division of an integer epoch gives the day on SQLite and PostgreSQL alike.
     day = chron.cast("INTEGER") / 86400
     lane = Case(None, [(Event.happened_start_ts.is_null(False), 0), (Event.mentioned_ts.is_null(False), 1)], 2)
