@@ -52,6 +52,35 @@ def test_demo_builds_a_derived_store(cli_demo_db, capsys):
     assert names == ["demo"]
 
 
+def test_demo_outside_a_terminal_builds_without_opening_the_workbench(tmp_path, capsys, monkeypatch):
+    # Under pytest standard input is no terminal, as in a script or CI: the demo must end, not wait for keys.
+    import workbench.app
+
+    monkeypatch.setattr(workbench.app, "run_app", lambda **_: pytest.fail("opened the workbench"))
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--db", url]) == 0
+    out = capsys.readouterr().out
+    assert "not a terminal" in out and f"strata --db {url}" in out
+    assert run_json(capsys, "stats", "--db", url)["blocks_ready"] >= 12
+
+
+@pytest.mark.parametrize("argv", [["ui"], []])
+def test_workbench_outside_a_terminal_is_a_clear_error(argv, demo_db, capsys):
+    assert main([*argv, "--db", demo_db]) == 2
+    assert "the workbench needs a terminal" in capsys.readouterr().err
+
+
+def test_workbench_in_a_terminal_opens_with_the_options(demo_db, monkeypatch):
+    import workbench.app
+    from workbench.cli import memory
+
+    opened = []
+    monkeypatch.setattr(memory, "in_terminal", lambda: True)
+    monkeypatch.setattr(workbench.app, "run_app", lambda **kw: opened.append(kw) or 0)
+    assert main(["ui", "--db", demo_db, "--namespace", "demo", "--theme", "nord"]) == 0
+    assert opened == [{"db_url": demo_db, "namespace": "demo", "theme": "nord"}]
+
+
 def test_blocks_block_and_expand(demo_db, capsys):
     blocks = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--thread", "work-planning")
     assert [b["thread"] for b in blocks] == ["work-planning"] * len(blocks)

@@ -4,8 +4,10 @@ derive, namespaces, demo and ui."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from core.errors import InvalidInputError
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
@@ -176,14 +178,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     if args.no_ui:
         return 0
+    if not in_terminal():
+        # Run from a script or CI: the memory is built, and a workbench with no terminal would
+        # draw into a pipe and wait forever for keys.
+        console.print(f"not a terminal, so the workbench was not opened: run `strata --db {url}` in one",
+                      markup=False, highlight=False, soft_wrap=True)
+        return 0
     args.db = url
     args.namespace = result.namespace
     return run_ui(args)
 
 
+def in_terminal() -> bool:
+    """Whether keys come from, and the screen goes to, a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def run_ui(args: argparse.Namespace) -> int:
     from workbench.app import run_app
 
+    if not in_terminal():
+        raise InvalidInputError("the workbench needs a terminal (standard input and output are not both one); "
+                                "run `strata` in a terminal, or use a subcommand (`strata --help`)")
     return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None),
                    theme=getattr(args, "theme", None))
 
