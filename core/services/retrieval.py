@@ -1,10 +1,13 @@
 """Default retrieval: what a question recalls when no agent steers the search.
 
-It fuses two rankings of source messages:
+It fuses rankings of source messages:
 - raw messages by BM25, each scored together with its neighbouring turns at a lower
   weight (a statement and its context are one unit), with the named speaker's turns
   and — for "when" questions — turns that carry a time expression weighted up;
-- the messages cited by the best-matching event cards, in event order.
+- the messages cited by the best-matching event cards, in event order (off by default:
+  their support weights the raw ranking up instead);
+- for a question about what holds now of someone named, the messages behind the graph's
+  matching one-at-a-time facts (``fact_ranking``).
 Across threads, each thread's best message comes before the second-best of any other, so
 a question that needs several sessions gets all of them early. Everything is lexical
 and deterministic; the parameters were chosen on the LoCoMo dev split.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -39,11 +43,18 @@ class RetrievalParams:
     second_neighbour_weight: float = 0.2
     event_boost: float = 0.25
     user_boost: float = 0.5
+    fact_weight: float = 1.0
+    fact_limit: int = 10
 
 
 DEFAULT_PARAMS = RetrievalParams()
 EVENT_SUPPORT_LIMIT = 60
+FACT_SOURCES = 3  # citations read per fact: the newest say what holds now
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNORECASE)
+# A question about what happened ("when did", "what happened to", "has lost") wants the statement
+# of the event, which the text finds; the fact channel answers what holds now.
+_ABOUT_EVENTS = re.compile(r"\b(?:did|was|were|has|have|had|happened|used\s+to|before|ago|last)\b", re.IGNORECASE)
+_HOW_OLD = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
 
@@ -213,6 +224,74 @@ def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list
     return out
 
 
+# How people ask about a one-at-a-time fact besides the words of its key ("what is Maya's job?"
+# asks for her role). Keys not listed are asked about by their own words only.
+_WORK = "work job company employer office"
+_JOB = "job role position title occupation profession"
+_HOME = "live home city town country based"
+STATE_WORDS = {
+    "works_at": _WORK, "works_for": _WORK, "employer": _WORK, "current_job": _JOB, "role": _JOB, "job_title": _JOB,
+    "title": _JOB, "occupation": _JOB, "lives_in": _HOME, "lives_at": _HOME, "residence": _HOME,
+    "current_city": _HOME, "location": _HOME, "age": "age", "birthday": "birthday born",
+    "born_in": "born birthplace", "birthplace": "born birthplace", "hometown": "hometown grew up",
+    "relationship_status": "relationship married single partner dating", "marital_status": "married single",
+    "spouse": "spouse married husband wife", "married_to": "married husband wife spouse",
+    "reports_to": "report manager boss", "current_project": "project working",
+}
+
+
+@lru_cache(maxsize=None)
+def _asked_by(key: str) -> frozenset[str]:
+    """The analysed words that ask for a one-at-a-time key (its own, when none are listed)."""
+    return frozenset(analyze(STATE_WORDS.get(key) or key.replace("_", " ")))
+
+
+def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
+    """Messages behind the one-at-a-time graph facts (where someone lives or works, their role,
+    age, …) a question asks about, best fact first.
+
+    A fact qualifies when its node is named in the question and the rest of the question uses
+    a word of its key or of how people ask for it: "where does Maya work now?" finds Maya's
+    ``works_at`` and so the message that said where she works, which need not say "work".
+    Facts that accumulate (likes, visits), and questions about what happened or when, are
+    left to the text: which statement answers them is what the text ranking decides.
+    Current facts come before historical ones, and each fact's newest live citations first."""
+    from core.models import CURRENT, LIVE, EventSource, GraphFact
+    from core.services.graph import FUNCTIONAL_RELATIONS, newest_sources
+    from core.services.graph_names import entity_key, node_names, padded
+
+    if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
+        return []
+    names = node_names(ns.id)
+    words = re.findall(r"[\w'’-]+", question)
+    nodes = names.mentioned_in(padded(question)) | names.with_keys(
+        {entity_key(w) for w in words}, "person", first_names=True)
+    if not nodes:
+        return []
+    named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
+    wanted = set(analyze(question)) - named
+    if _HOW_OLD.search(question):
+        wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
+    if not wanted:
+        return []
+    scored: list[tuple[int, int, int]] = []
+    for fact_id, key, status in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
+            GraphFact.node.in_(sorted(nodes)) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS))).tuples():
+        shared = len(wanted & _asked_by(key))
+        if shared:
+            scored.append((-shared, 0 if status in CURRENT else 1, -fact_id))
+    # A person whose job changed every year has a fact per job: the newest few are read.
+    events = list(dict.fromkeys(event_id for *_, fact_id in sorted(scored)[: params.fact_limit]
+                                for event_id in newest_sources("fact", -fact_id, LIVE, FACT_SOURCES)))
+    if not events:
+        return []
+    messages: dict[int, list[int]] = {}
+    for event_id, message_id in (EventSource.select(EventSource.event, EventSource.message)
+                                 .where(EventSource.event.in_(events)).order_by(EventSource.position).tuples()):
+        messages.setdefault(event_id, []).append(message_id)
+    return list(dict.fromkeys(m for e in events for m in messages.get(e, [])))[: params.fact_limit]
+
+
 def _diversify(order: list[int], threads: dict[int, int]) -> list[int]:
     """Each thread's best message first (in order), then everything else in order."""
     if len({threads[m] for m in order[:200] if m in threads}) <= 1:
@@ -236,11 +315,12 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     raw = raw_ranking(ns, question, layout, params)
     raw_order = sorted(raw, key=lambda m: (-raw[m], m))
     events = event_ranking(ns, question, params) if params.event_weight > 0 else []
-    fused = rrf([raw_order, events], [1.0, params.event_weight])
+    facts = fact_ranking(ns, question, params) if params.fact_weight > 0 else []
+    fused = rrf([raw_order, events, facts], [1.0, params.event_weight, params.fact_weight])
     ranked = [m for m, _ in fused]
     threads = layout.threads_of(ranked)
     order = _diversify(ranked, threads)[: max(1, limit)]
-    raw_set, event_set = set(raw), set(events)
+    raw_set, event_set, fact_set = set(raw), set(events), set(facts)
     score = dict(fused)
     from core.search.segment import rows_by_ids
 
@@ -253,7 +333,8 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     for mid in order:
         if mid not in threads:
             continue
-        channels = tuple(c for c, hit in (("raw", mid in raw_set), ("events", mid in event_set)) if hit)
+        channels = tuple(c for c, hit in (("raw", mid in raw_set), ("events", mid in event_set),
+                                          ("facts", mid in fact_set)) if hit)
         out.append(RetrievedMessage(mid, external.get(mid), names.get(threads[mid], ""), round(score[mid], 6),
                                     channels))
     return out

@@ -130,6 +130,54 @@ def test_default_retrieval_prefers_the_named_speakers_turn(ns):
     assert Message.get_by_id(top[0].message_id).speaker == "Ben"
 
 
+def _job_change(ns_name: str) -> dict[str, int]:
+    """Maya's job, then talk about work in general, then her new job (said without "work" or "job")."""
+    turns = [
+        "Hi! I'm Maya Brennan, a senior data engineer at Kestrel Logistics in Utrecht.",
+        "My job is hectic lately, this job eats my evenings and work never stops.",
+        "Big news: I joined Northwind Traders this month as their lead data architect.",
+        "Does work ever calm down at a new job? I want to work less and rest more after work.",
+    ]
+    for text in turns:
+        append_messages(ns_name, "t", [{"role": "user", "speaker": "Maya", "content": text},
+                                       {"role": "assistant", "speaker": "Assistant", "content": "Noted."}],
+                        close_turn=True)
+    run_pending(ns_name)
+    return {m.content.split()[1]: m.id for m in Message.select().where(Message.role == "user")}
+
+
+def test_default_retrieval_answers_what_holds_now_from_the_graph(ns):
+    from dataclasses import replace
+
+    from core.services.retrieval import DEFAULT_PARAMS
+
+    said = _job_change("ns")
+    top = default_retrieval("ns", "Where does Maya work now?", limit=3)
+    # The current employer's statement first, then the one it superseded; the text alone ranks
+    # the messages that say "work" most often first.
+    assert [t.message_id for t in top[:2]] == [said["news:"], said["I'm"]]
+    assert "facts" in top[0].channels
+    text_only = default_retrieval("ns", "Where does Maya work now?", limit=3, params=replace(DEFAULT_PARAMS, fact_weight=0))
+    assert text_only[0].message_id not in (said["news:"], said["I'm"])
+    # How people ask for a key counts as its words: a job is asked for by "job", not "works_at".
+    assert default_retrieval("ns", "What is Maya's job?", limit=1)[0].message_id == said["news:"]
+
+
+@pytest.mark.parametrize("question", [
+    "When did Maya join Northwind Traders?",  # when: the statement of the event
+    "Where did Maya work before?",  # about the past
+    "Where does Tomás work?",  # nobody the graph knows
+    "Where does everyone work?",  # nobody named
+    "Is Maya happy?",  # no one-at-a-time fact asked for
+])
+def test_fact_channel_answers_only_what_holds_now_of_someone_named(ns, question):
+    from core.services.retrieval import DEFAULT_PARAMS, fact_ranking
+
+    _job_change("ns")
+    assert fact_ranking(get_namespace("ns"), "Where does Maya work now?", DEFAULT_PARAMS)
+    assert fact_ranking(get_namespace("ns"), question, DEFAULT_PARAMS) == []
+
+
 def test_first_person_questions_prefer_what_the_user_said(ns):
     append_messages("ns", "t", [
         {"role": "user", "content": "I bought a green bike for my commute."},
