@@ -21,7 +21,9 @@ Ambiguity rules (the documented conventions)
       week"), "next Friday" the Friday of the next week, "this Friday" and "on Friday" the Friday of the anchor's
       week (past or future). "this past Friday" / "past Friday" is the most recent Friday strictly before the
       anchor's day, "this coming Friday" / "coming Friday" the first one strictly after it. A bare weekday
-      ("Friday is my favourite day") is never matched. Chinese 上周五 / 下周五 / 这周五 / 本周五 follow the same
+      ("Friday is my favourite day") is never matched. (The offline event reader then follows the verb of the
+      mention's clause: "we went camping on Friday" said on a Tuesday is the Friday before, "I start there on
+      Monday" the Monday after.) Chinese 上周五 / 下周五 / 这周五 / 本周五 follow the same
       week rule and a bare 周五 / 星期五 is this week's Friday.
     * Weekends are the Saturday–Sunday of the week chosen by the same rule ("last weekend" = previous week's).
     * A month or day written without a year ("in May", "May 7th", "7th of May", 8月, 8月3日) is the occurrence

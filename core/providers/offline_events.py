@@ -106,6 +106,11 @@ _SAFETY = re.compile(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDI
                      re.IGNORECASE)
 _PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon)\b",
                       re.IGNORECASE)
+# "I'm flying out on Monday", "I start there on Monday", "Mum arrives on Friday": the present
+# progressive, or a verb of timetables in the present, with a day is an arrangement to come.
+_ARRANGED = re.compile(r"\b(?:(?:am|is|are|i'm|we're|you're|he's|she's|they're)\s+\w+ing|"
+                       r"(?:starts?|begins?|leaves?|fly|flies|arrives?|returns?|lands?|opens?|launch(?:es)?))\b",
+                       re.IGNORECASE)
 _ONGOING = re.compile(r"\b(currently|these days|nowadays|still|right now|at the moment|been \w+ing|am \w+ing|i'm \w+ing)\b",
                       re.IGNORECASE)
 _PAST = re.compile(
@@ -367,6 +372,16 @@ def _mentions(text: str, anchor: datetime) -> tuple:
     return tuple(find_time_mentions(text, anchor))
 
 
+_CLAUSE_BREAK = re.compile(r"[,;:!?]|\s(?:and|but|so|then)\s", re.IGNORECASE)
+
+
+def _clause(text: str, span: tuple[int, int]) -> str:
+    """The clause of ``text`` holding ``span``: from the break before it to the break after it."""
+    start = max((m.end() for m in _CLAUSE_BREAK.finditer(text, 0, span[0])), default=0)
+    after = _CLAUSE_BREAK.search(text, span[1])
+    return text[start: after.start() if after else len(text)]
+
+
 def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
     if anchor is None:
@@ -377,11 +392,22 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
         if mention.precision == "instant" and mention.original_text.strip().lower() in ("now", "right now", "现在"):
             continue  # "now" describes a state, not when something happened
         start, end, tense = mention.start, mention.end, mention.tense
-        if _WEEKDAY_REF.match(mention.original_text) and start and start > anchor.date().isoformat() \
-                and _PAST.search(text) and not _PLANNED.search(text):
-            # "We went camping on Friday", said on a Tuesday: the Friday before, not the next one.
-            start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
-            tense = "past"
+        if _WEEKDAY_REF.match(mention.original_text) and start:
+            # "On Friday" is this week's Friday, unless the verb says otherwise: said on a Tuesday,
+            # "we went camping on Friday" was the Friday before and "I will start there on Monday"
+            # is the Monday to come. The mention's own clause speaks first ("I got the job, I start
+            # on Monday"); a clause with no tense of its own ("On Friday, we went") takes the sentence's.
+            clause = _clause(text, mention.span) if mention.span else text
+            if not (_PAST.search(clause) or _PLANNED.search(clause) or _ARRANGED.search(clause)):
+                clause = text
+            past = _PAST.search(clause)
+            if start > anchor.date().isoformat() and past and not _PLANNED.search(clause):
+                start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
+                tense = "past"
+            elif start < anchor.date().isoformat() and not past and (
+                    _PLANNED.search(clause) or _ARRANGED.search(clause)):
+                start = end = (date.fromisoformat(start) + timedelta(days=7)).isoformat()
+                tense = "future"
         return {
             "happened_start": start,
             "happened_end": end,

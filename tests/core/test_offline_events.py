@@ -294,3 +294,35 @@ def test_derivation_end_to_end_cites_messages_inside_the_block(store):
     assert beagle.event.happened_start == "2026-01-26" and beagle.event.happened_end == "2026-02-01"
     assert beagle.event.mentioned_at == "2026-02-03T09:00:00+01:00"
     assert Message.select().count() == 4
+
+
+@pytest.mark.parametrize("text, day, tense", [
+    ("We went camping on Friday.", "2026-11-27", "past"),  # said on a Tuesday: the Friday before
+    ("I met Ana on Monday.", "2026-11-30", "past"),
+    ("I will start there on Monday.", "2026-12-07", "future"),  # the Monday to come, not yesterday
+    ("I'm flying out to Lisbon on Monday.", "2026-12-07", "future"),
+    ("We are going to the zoo on Monday.", "2026-12-07", "future"),
+    ("She flies home on Monday.", "2026-12-07", "future"),  # a timetable's present
+    ("I was flying out on Monday.", "2026-11-30", "past"),
+    ("The party is on Sunday.", "2026-12-06", "future"),  # later this week either way
+])
+def test_a_weekday_follows_the_tense_of_its_sentence(text, day, tense):
+    from datetime import datetime, timezone
+
+    from core.providers.offline_events import time_for
+
+    said = time_for(text, datetime(2026, 12, 1, 12, tzinfo=timezone.utc))  # a Tuesday
+    assert (said["happened_start"], said["happened_end"], said["_tense"]) == (day, day, tense)
+
+
+@pytest.mark.parametrize("text, day", [
+    ("I got the job at Northwind, I start there on Monday.", "2026-12-07"),  # the clause's tense, not the sentence's
+    ("I'll call the vet, we took Biscuit there on Friday.", "2026-11-27"),
+    ("On Friday, we went camping.", "2026-11-27"),  # no tense in the clause: the sentence's
+])
+def test_a_weekday_reads_the_tense_of_its_own_clause(text, day):
+    from datetime import datetime, timezone
+
+    from core.providers.offline_events import time_for
+
+    assert time_for(text, datetime(2026, 12, 1, 12, tzinfo=timezone.utc))["happened_start"] == day
