@@ -50,10 +50,14 @@ class RetrievalParams:
 DEFAULT_PARAMS = RetrievalParams()
 EVENT_SUPPORT_LIMIT = 60
 FACT_SOURCES = 3  # citations read per fact: the newest say what holds now
+BRIDGE_NODES = 5  # nodes whose facts may hold a word no message has
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNORECASE)
 # A question about what happened ("when did", "what happened to", "has lost") wants the statement
 # of the event, which the text finds; the fact channel answers what holds now.
-_ABOUT_EVENTS = re.compile(r"\b(?:did|was|were|has|have|had|happened|used\s+to|before|ago|last)\b", re.IGNORECASE)
+_ABOUT_EVENTS = re.compile(
+    r"\b(?:did|was|were|had|happened|used\s+to|before|ago|last|(?:has|have)\s+(?:(?:not|never|just|already|ever)\s+)?"
+    r"(?:been|\w+ed|lost|got|gotten|gone|done|made|taken|seen|found|left|become|begun|bought|met|won|told|heard))\b",
+    re.IGNORECASE)
 _HOW_OLD = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
@@ -247,39 +251,25 @@ def _asked_by(key: str) -> frozenset[str]:
 
 
 def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
-    """Messages behind the one-at-a-time graph facts (where someone lives or works, their role,
-    age, …) a question asks about, best fact first.
+    """Messages behind the graph facts a question asks about, best fact first.
 
-    A fact qualifies when its node is named in the question and the rest of the question uses
-    a word of its key or of how people ask for it: "where does Maya work now?" finds Maya's
-    ``works_at`` and so the message that said where she works, which need not say "work".
-    Facts that accumulate (likes, visits), and questions about what happened or when, are
-    left to the text: which statement answers them is what the text ranking decides.
-    Current facts come before historical ones, and each fact's newest live citations first."""
-    from core.models import CURRENT, LIVE, EventSource, GraphFact
-    from core.services.graph import FUNCTIONAL_RELATIONS, newest_sources
-    from core.services.graph_names import entity_key, node_names, padded
+    Two kinds of fact qualify. A one-at-a-time fact (where someone lives or works, their role,
+    age, …) of a node named in the question, when the rest of the question uses a word of its
+    key or of how people ask for it: "where does Maya work now?" finds Maya's ``works_at`` and
+    so the message that said where she works, which need not say "work". And any current fact
+    that holds a word of the question no message has: "what is the dog's name?" finds
+    ``has_pet: dog Biscuit`` where the messages only ever said "beagle" (the graph's words
+    bridge the gap the text cannot). Other accumulating facts (likes, visits), and questions
+    about what happened or when, are left to the text: which statement answers them is what
+    the text ranking decides. Current facts come before historical ones, and each fact's
+    newest live citations first."""
+    from core.models import LIVE, EventSource
+    from core.services.graph import newest_sources
 
     if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
         return []
-    names = node_names(ns.id)
-    words = re.findall(r"[\w'’-]+", question)
-    nodes = names.mentioned_in(padded(question)) | names.with_keys(
-        {entity_key(w) for w in words}, "person", first_names=True)
-    if not nodes:
-        return []
-    named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
-    wanted = set(analyze(question)) - named
-    if _HOW_OLD.search(question):
-        wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
-    if not wanted:
-        return []
-    scored: list[tuple[int, int, int]] = []
-    for fact_id, key, status in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
-            GraphFact.node.in_(sorted(nodes)) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS))).tuples():
-        shared = len(wanted & _asked_by(key))
-        if shared:
-            scored.append((-shared, 0 if status in CURRENT else 1, -fact_id))
+    terms = analyze(question)
+    scored = _state_facts(ns, question, terms) or _bridging_facts(ns, terms)
     # A person whose job changed every year has a fact per job: the newest few are read.
     events = list(dict.fromkeys(event_id for *_, fact_id in sorted(scored)[: params.fact_limit]
                                 for event_id in newest_sources("fact", -fact_id, LIVE, FACT_SOURCES)))
@@ -290,6 +280,58 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
                                  .where(EventSource.event.in_(events)).order_by(EventSource.position).tuples()):
         messages.setdefault(event_id, []).append(message_id)
     return list(dict.fromkeys(m for e in events for m in messages.get(e, [])))[: params.fact_limit]
+
+
+def _state_facts(ns: Namespace, question: str, terms: list[str]) -> list[tuple[int, int, int]]:
+    """(-words shared, 0 current / 1 history, -fact id) of the one-at-a-time facts of the nodes
+    named in the question that it asks for."""
+    from core.models import CURRENT, GraphFact
+    from core.services.graph import FUNCTIONAL_RELATIONS
+    from core.services.graph_names import entity_key, node_names, padded
+
+    names = node_names(ns.id)
+    words = re.findall(r"[\w'’-]+", question)
+    nodes = names.mentioned_in(padded(question)) | names.with_keys(
+        {entity_key(w) for w in words}, "person", first_names=True)
+    if not nodes:
+        return []
+    named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
+    wanted = set(terms) - named
+    if _HOW_OLD.search(question):
+        wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
+    if not wanted:
+        return []
+    scored = []
+    for fact_id, key, status in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
+            GraphFact.node.in_(sorted(nodes)) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS))).tuples():
+        shared = len(wanted & _asked_by(key))
+        if shared:
+            scored.append((-shared, 0 if status in CURRENT else 1, -fact_id))
+    return scored
+
+
+def _bridging_facts(ns: Namespace, terms: list[str]) -> list[tuple[int, int, int]]:
+    """The same for current facts (of the best few nodes by graph search) holding a question
+    word that no message holds."""
+    from core.models import CURRENT, GraphFact
+    from core.search.index import prepared
+    from core.services.graph import render_value
+    from core.services.search import search_graph
+
+    query = prepared("message", ns.id, terms)
+    unknown = set(terms) - ({t.term for t in query.terms} if query is not None else set())
+    if not unknown:
+        return []
+    nodes = [hit.node_id for hit in search_graph(ns.name, " ".join(sorted(unknown)), limit=BRIDGE_NODES)]
+    if not nodes:
+        return []
+    scored = []
+    for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
+            GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT)).tuples():
+        shared = len(unknown & set(analyze(f"{key.replace('_', ' ')} {render_value(value)}")))
+        if shared:
+            scored.append((-shared, 0, -fact_id))
+    return scored
 
 
 def _diversify(order: list[int], threads: dict[int, int]) -> list[int]:

@@ -163,6 +163,27 @@ def test_default_retrieval_answers_what_holds_now_from_the_graph(ns):
     assert default_retrieval("ns", "What is Maya's job?", limit=1)[0].message_id == said["news:"]
 
 
+def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
+    from dataclasses import replace
+
+    from core.services.retrieval import DEFAULT_PARAMS
+
+    append_messages("ns", "t", [
+        {"role": "user", "speaker": "Maya", "content": "And there's Biscuit, our beagle. He's four and loves the park."},
+        {"role": "assistant", "speaker": "Assistant", "content": "Noted: Biscuit is a four-year-old beagle."},
+        {"role": "user", "speaker": "Maya", "content": "What is a good name for a goldfish? Ivy wants one."},
+        {"role": "assistant", "speaker": "Assistant", "content": "Bubbles is a classic name."},
+    ], close_turn=True)
+    run_pending("ns")
+    beagle = Message.get(Message.content.startswith("And there's Biscuit")).id
+    # No message says "dog"; the graph's has_pet fact does ("dog Biscuit").
+    for question in ("What is the dog's name?", "What pets does Maya have?"):
+        top = default_retrieval("ns", question, limit=2)
+        assert top[0].message_id == beagle and "facts" in top[0].channels, question
+    text_only = default_retrieval("ns", "What is the dog's name?", limit=2, params=replace(DEFAULT_PARAMS, fact_weight=0))
+    assert text_only[0].message_id != beagle
+
+
 @pytest.mark.parametrize("question", [
     "When did Maya join Northwind Traders?",  # when: the statement of the event
     "Where did Maya work before?",  # about the past
