@@ -1334,19 +1334,25 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     return out
 
 
-_NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
-    Event, on=(GraphSource.event == Event.id)).where(
-    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
-).order_by(GraphSource.event.desc()).limit(limit).tuples())
+def _sources_in_order(newest: bool) -> Prepared:
+    return Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
+        Event, on=(GraphSource.event == Event.id)).where(
+        (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
+    ).order_by(GraphSource.event.desc() if newest else GraphSource.event).limit(limit).tuples())
 
 
-def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
-    """The newest ``limit`` events citing one record whose status is in ``statuses``.
+_SOURCES_IN_ORDER = {True: _sources_in_order(True), False: _sources_in_order(False)}
 
-    Walks the (kind, record_id, event) index from the newest citation and stops at ``limit``,
-    so a record cited by thousands of events costs what a rarely cited one does.
+
+def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int, *,
+                   oldest: bool = False) -> list[int]:
+    """The newest (or the ``oldest``) ``limit`` events citing one record whose status is in ``statuses``.
+
+    Walks the (kind, record_id, event) index from one end and stops at ``limit``, so a record
+    cited by thousands of events costs what a rarely cited one does.
     """
-    return [event_id for (event_id,) in _NEWEST_SOURCES.rows(kind, record_id, list(statuses), limit)]
+    rows = _SOURCES_IN_ORDER[not oldest].rows(kind, record_id, list(statuses), limit)
+    return [event_id for (event_id,) in rows]
 
 
 def _newest_facts(node_ids):

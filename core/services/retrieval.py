@@ -16,6 +16,7 @@ and deterministic; the parameters were chosen on the LoCoMo dev split.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -58,6 +59,8 @@ _ABOUT_EVENTS = re.compile(
     r"\b(?:did|was|were|had|happened|used\s+to|before|ago|last|(?:has|have)\s+(?:(?:not|never|just|already|ever)\s+)?"
     r"(?:been|\w+ed|lost|got|gotten|gone|done|made|taken|seen|found|left|become|begun|bought|met|won|told|heard))\b",
     re.IGNORECASE)
+_WHO_IS = re.compile(r"^\W*(?:who|what)(?:\s+is|'s|\s+was)\b|\b(?:tell\s+me|remind\s+me|know)\s+about\b",
+                     re.IGNORECASE)
 _HOW_OLD = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
@@ -251,28 +254,26 @@ def _asked_by(key: str) -> frozenset[str]:
 
 
 def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
-    """Messages behind the graph facts a question asks about, best fact first.
+    """Messages behind the graph records a question asks about, best first.
 
-    Two kinds of fact qualify. A one-at-a-time fact (where someone lives or works, their role,
-    age, …) of a node named in the question, when the rest of the question uses a word of its
-    key or of how people ask for it: "where does Maya work now?" finds Maya's ``works_at`` and
-    so the message that said where she works, which need not say "work". And any current fact
-    that holds a word of the question no message has: "what is the dog's name?" finds
-    ``has_pet: dog Biscuit`` where the messages only ever said "beagle" (the graph's words
-    bridge the gap the text cannot). Other accumulating facts (likes, visits), and questions
-    about what happened or when, are left to the text: which statement answers them is what
-    the text ranking decides. Current facts come before historical ones, and each fact's
-    newest live citations first."""
-    from core.models import LIVE, EventSource
-    from core.services.graph import newest_sources
+    - A one-at-a-time fact (where someone lives or works, their role, age, …) of a node named
+      in the question ("I" / "my" is the namespace's user, when it has one), when the rest of
+      the question uses a word of its key or of how people ask for it: "where does Maya work
+      now?" finds Maya's ``works_at`` and so the message that said where she works, which
+      need not say "work". Current facts first, each fact's newest citations.
+    - A question that names a node and asks nothing else of it ("who is Tomás?"): the events
+      that first cited the node, where it was introduced.
+    - Otherwise any current fact that holds a word of the question no message has: "what is
+      the dog's name?" finds ``has_pet: dog Biscuit`` where the messages only ever said
+      "beagle" (the graph's words bridge the gap the text cannot).
+    Other accumulating facts (likes, visits), and questions about what happened or when, are
+    left to the text: which statement answers them is what the text ranking decides."""
+    from core.models import EventSource
 
     if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
         return []
     terms = analyze(question)
-    scored = _state_facts(ns, question, terms) or _bridging_facts(ns, terms)
-    # A person whose job changed every year has a fact per job: the newest few are read.
-    events = list(dict.fromkeys(event_id for *_, fact_id in sorted(scored)[: params.fact_limit]
-                                for event_id in newest_sources("fact", -fact_id, LIVE, FACT_SOURCES)))
+    events = _state_events(ns, question, terms, params.fact_limit) or _bridging_events(ns, terms, params.fact_limit)
     if not events:
         return []
     messages: dict[int, list[int]] = {}
@@ -282,9 +283,18 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
     return list(dict.fromkeys(m for e in events for m in messages.get(e, [])))[: params.fact_limit]
 
 
-def _state_facts(ns: Namespace, question: str, terms: list[str]) -> list[tuple[int, int, int]]:
-    """(-words shared, 0 current / 1 history, -fact id) of the one-at-a-time facts of the nodes
-    named in the question that it asks for."""
+def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, oldest: bool = False) -> list[int]:
+    """The live events citing the best ``limit`` records (``scored`` tuples sort best first and
+    end with -record id), FACT_SOURCES per record: the newest, or the ``oldest``."""
+    from core.models import LIVE
+    from core.services.graph import newest_sources
+
+    return list(dict.fromkeys(event_id for *_, record in sorted(scored)[:limit]
+                              for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES, oldest=oldest)))
+
+
+def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) -> list[int]:
+    """Events behind what the question asks of the nodes it names (see ``fact_ranking``)."""
     from core.models import CURRENT, GraphFact
     from core.services.graph import FUNCTIONAL_RELATIONS
     from core.services.graph_names import entity_key, node_names, padded
@@ -293,25 +303,30 @@ def _state_facts(ns: Namespace, question: str, terms: list[str]) -> list[tuple[i
     words = re.findall(r"[\w'’-]+", question)
     nodes = names.mentioned_in(padded(question)) | names.with_keys(
         {entity_key(w) for w in words}, "person", first_names=True)
+    named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
+    if not nodes and _FIRST_PERSON.search(question):
+        users = user_speakers(ns)
+        if len(users) == 1:  # "where do I work?" asks about the one person who is the user here
+            nodes = names.with_keys({entity_key(u) for u in users}, "person", first_names=True)
     if not nodes:
         return []
-    named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
     wanted = set(terms) - named
     if _HOW_OLD.search(question):
         wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
     if not wanted:
-        return []
+        return _cited("node", [(-i,) for i in sorted(nodes)], limit, oldest=True) if _WHO_IS.search(question) else []
     scored = []
     for fact_id, key, status in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
             GraphFact.node.in_(sorted(nodes)) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS))).tuples():
         shared = len(wanted & _asked_by(key))
         if shared:
             scored.append((-shared, 0 if status in CURRENT else 1, -fact_id))
-    return scored
+    # A person whose job changed every year has a fact per job: the newest few are read.
+    return _cited("fact", scored, limit)
 
 
-def _bridging_facts(ns: Namespace, terms: list[str]) -> list[tuple[int, int, int]]:
-    """The same for current facts (of the best few nodes by graph search) holding a question
+def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:
+    """Events behind current facts (of the best few nodes by graph search) holding a question
     word that no message holds."""
     from core.models import CURRENT, GraphFact
     from core.search.index import prepared
@@ -330,8 +345,32 @@ def _bridging_facts(ns: Namespace, terms: list[str]) -> list[tuple[int, int, int
             GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT)).tuples():
         shared = len(unknown & set(analyze(f"{key.replace('_', ' ')} {render_value(value)}")))
         if shared:
-            scored.append((-shared, 0, -fact_id))
-    return scored
+            scored.append((-shared, -fact_id))
+    return _cited("fact", scored, limit)
+
+
+_USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[int, frozenset[str]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def user_speakers(ns: Namespace) -> frozenset[str]:
+    """The speakers of the namespace's user messages, read from its message segment; kept per
+    database and namespace and extended by the documents appended since (one pass over 1M
+    documents the first time, a few rows after a capture)."""
+    from core.db import db
+    from core.search.segment import view
+
+    current = view("message", ns.id, ns.created_at)
+    known = _USER_SPEAKERS.setdefault(db.obj, {})
+    key = (ns.id, current.identity)
+    seen, found = known.get(key, (0, frozenset()))
+    if seen > current.size:  # documents were dropped: count again
+        seen, found = 0, frozenset()
+    if seen < current.size:
+        codes = current.doc_speaker[seen:current.size][current.doc_user[seen:current.size] == 1]
+        found = found | {current.speaker_names[c] for c in np.unique(codes).tolist() if c >= 0}
+        known[key] = (current.size, found)
+    return found
 
 
 def _diversify(order: list[int], threads: dict[int, int]) -> list[int]:

@@ -163,6 +163,20 @@ def test_default_retrieval_answers_what_holds_now_from_the_graph(ns):
     assert default_retrieval("ns", "What is Maya's job?", limit=1)[0].message_id == said["news:"]
 
 
+def test_fact_channel_reads_i_as_the_user_and_who_is_as_an_introduction(ns):
+    from core.services.retrieval import DEFAULT_PARAMS, fact_ranking, user_speakers
+
+    said = _job_change("ns")
+    assert user_speakers(get_namespace("ns")) == {"Maya"}
+    assert default_retrieval("ns", "Where do I work now?", limit=1)[0].message_id == said["news:"]
+    # A node named and nothing asked of it: where it was introduced.
+    assert default_retrieval("ns", "Who is Maya Brennan?", limit=1)[0].message_id == said["I'm"]
+    # With a second user in the namespace, "I" is nobody in particular.
+    append_messages("ns", "t2", [{"role": "user", "speaker": "Tomás", "content": "Hello there."}], close_turn=True)
+    assert user_speakers(get_namespace("ns")) == {"Maya", "Tomás"}
+    assert fact_ranking(get_namespace("ns"), "Where do I work now?", DEFAULT_PARAMS) == []
+
+
 def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     from dataclasses import replace
 
