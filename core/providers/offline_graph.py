@@ -328,9 +328,12 @@ _USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|tryi
                        re.IGNORECASE)
 
 _ROLE_FIRST_RE = re.compile(
-    r"\b(?:I'm|I\s+am|I\s+work\s+as|I\s+worked\s+as|I\s+became|my\s+job\s+is|I'm\s+working\s+as)\s+(?:a|an)\s+"
+    r"\b(?:I'm|I\s+am|I\s+work\s+as|I\s+worked\s+as|I\s+became|my\s+job\s+is|I'm\s+working\s+as)"
+    r"\s+(?:(?:now|currently|officially|finally)\s+)?(?:a|an)\s+"  # "I'm now a data architect": a new role
     r"(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})"
 )
+# "I got promoted to staff engineer", "Ana was promoted to head nurse".
+_ROLE_PROMOTED_RE = re.compile(r"\bpromoted\s+to\s+(?:(?:a|an|the)\s+)?(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})")
 # A role said with the job: "started a new job as a product manager", "works at Acme as a nurse".
 _ROLE_AS_RE = re.compile(
     r"\b(?:job|position|role|work(?:s|ed|ing)?|hired|started|joined|employed|intern(?:s|ed|ing)?)\b"
@@ -1123,7 +1126,8 @@ class _EventReader:
 
     def _roles(self, s: str) -> None:
         found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]
-        found += [(m, self.clause_subject(s, m.start())) for m in _ROLE_AS_RE.finditer(s)]
+        found += [(m, self.clause_subject(s, m.start())) for pattern in (_ROLE_AS_RE, _ROLE_PROMOTED_RE)
+                  for m in pattern.finditer(s)]
         for pattern in (_ROLE_NAMED_RE, _ROLE_APPOSITIVE_RE):
             for m in pattern.finditer(s):
                 ref = self.person_keys.get(_key(m.group("who")))
@@ -1131,8 +1135,9 @@ class _EventReader:
                     found.append((m, ref))
         for m, subject in found:
             words = m.group("role").split()
-            # Keep the phrase up to its role noun: "software engineer at Acme" -> "software engineer".
-            end = next((i for i, w in enumerate(words) if w in _ROLE_NOUNS
+            # Keep the phrase up to its last role noun: "software engineer at Acme" -> "software
+            # engineer", "lead data architect" -> all of it (not "lead").
+            end = next((i for i in range(len(words) - 1, -1, -1) if words[i] in _ROLE_NOUNS
                         or " ".join(words[max(0, i - 1) : i + 1]) in _ROLE_PHRASES), None)
             if end is None or subject is None:
                 continue

@@ -1270,7 +1270,12 @@ def test_a_job_change_names_the_role_and_both_employers():
     assert ("Maya", "works_at", "Adyen", "active") in edges
     assert ("Maya", "worked_at", "Booking.com", "active") in edges
     for text, role in (("I work at Booking.com as a data engineer.", "data engineer"),
-                       ("I just started a new job as a product manager at Adyen.", "product manager")):
+                       ("I just started a new job as a product manager at Adyen.", "product manager"),
+                       # a new role said with "now", and a promotion
+                       ("I'm now a data architect at Northwind Traders.", "data architect"),
+                       ("I got promoted to staff engineer last week.", "staff engineer"),
+                       # the phrase up to its last role noun, not its first
+                       ("I'm a lead data architect.", "lead data architect")):
         proposal = _extracted(text)
         maya = next(n for n in proposal["nodes"] if n["name"] == "Maya")
         assert {"key": "role", "value": role} in [{"key": f["key"], "value": f["value"]} for f in maya["facts"]]
