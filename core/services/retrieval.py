@@ -61,6 +61,7 @@ _ABOUT_EVENTS = re.compile(
     re.IGNORECASE)
 _WHO_IS = re.compile(r"^\W*(?:who|what)(?:\s+is|'s|\s+was)\b|\b(?:tell\s+me|remind\s+me|know)\s+about\b",
                      re.IGNORECASE)
+_WORK_ON = re.compile(r"\bwork(?:s|ed|ing)?\s+on\b", re.IGNORECASE)
 _HOW_OLD = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
 
@@ -313,6 +314,8 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
     wanted = set(terms) - named
     if _HOW_OLD.search(question):
         wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
+    if _WORK_ON.search(question):
+        wanted -= set(analyze("work"))  # "what does Dave work on?" asks about a task, not an employer
     if not wanted:
         return _cited("node", [(-i,) for i in sorted(nodes)], limit, oldest=True) if _WHO_IS.search(question) else []
     scored = []

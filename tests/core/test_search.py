@@ -204,6 +204,7 @@ def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     "Where does Tomás work?",  # nobody the graph knows
     "Where does everyone work?",  # nobody named
     "Is Maya happy?",  # no one-at-a-time fact asked for
+    "What does Maya work on?",  # a task, not an employer
 ])
 def test_fact_channel_answers_only_what_holds_now_of_someone_named(ns, question):
     from core.services.retrieval import DEFAULT_PARAMS, fact_ranking
