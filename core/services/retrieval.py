@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Namespace
+from core.db import Prepared
+from core.models import GraphFact, Namespace
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.spaces import get_namespace, thread_names
@@ -248,6 +249,11 @@ STATE_WORDS = {
 }
 
 
+# Rendered once per shape (core.db.Prepared): peewee's rendering cost more than the read.
+_FACTS_WITH_KEYS = Prepared(lambda nodes, keys: GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
+    GraphFact.node.in_(nodes) & GraphFact.key.in_(keys)).tuples())
+
+
 @lru_cache(maxsize=None)
 def _asked_by(key: str) -> frozenset[str]:
     """The analysed words that ask for a one-at-a-time key (its own, when none are listed)."""
@@ -296,7 +302,7 @@ def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, oldest: bool = 
 
 def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) -> list[int]:
     """Events behind what the question asks of the nodes it names (see ``fact_ranking``)."""
-    from core.models import CURRENT, GraphFact
+    from core.models import CURRENT
     from core.services.graph import FUNCTIONAL_RELATIONS
     from core.services.graph_names import entity_key, node_names, padded
 
@@ -318,12 +324,12 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
         wanted -= set(analyze("work"))  # "what does Dave work on?" asks about a task, not an employer
     if not wanted:
         return _cited("node", [(-i,) for i in sorted(nodes)], limit, oldest=True) if _WHO_IS.search(question) else []
+    keys = sorted(key for key in FUNCTIONAL_RELATIONS if wanted & _asked_by(key))
+    if not keys:  # most questions ask for no one-at-a-time key: no read at all
+        return []
     scored = []
-    for fact_id, key, status in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
-            GraphFact.node.in_(sorted(nodes)) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS))).tuples():
-        shared = len(wanted & _asked_by(key))
-        if shared:
-            scored.append((-shared, 0 if status in CURRENT else 1, -fact_id))
+    for fact_id, key, status in _FACTS_WITH_KEYS.rows(sorted(nodes), keys):
+        scored.append((-len(wanted & _asked_by(key)), 0 if status in CURRENT else 1, -fact_id))
     # A person whose job changed every year has a fact per job: the newest few are read.
     return _cited("fact", scored, limit)
 
