@@ -215,22 +215,9 @@ def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
 
 def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
     """Messages cited by the best events for the question, in event order."""
-    from core.models import EventSource
-    from core.services.search import best_live_events
+    from core.services.search import best_live_events, cited_messages
 
-    ranked_events = best_live_events(ns.id, analyze(question), params.event_limit)
-    if not ranked_events:
-        return []
-    cited: dict[int, list[int]] = {}
-    for event_id, message_id in (EventSource.select(EventSource.event, EventSource.message)
-                                 .where(EventSource.event.in_(ranked_events)).order_by(EventSource.position).tuples()):
-        cited.setdefault(event_id, []).append(message_id)
-    out: list[int] = []
-    for event_id in ranked_events:
-        for message_id in cited.get(event_id, []):
-            if message_id not in out:
-                out.append(message_id)
-    return out
+    return cited_messages(best_live_events(ns.id, analyze(question), params.event_limit))
 
 
 # How people ask about a one-at-a-time fact besides the words of its key ("what is Maya's job?"
@@ -275,19 +262,13 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
       "beagle" (the graph's words bridge the gap the text cannot).
     Other accumulating facts (likes, visits), and questions about what happened or when, are
     left to the text: which statement answers them is what the text ranking decides."""
-    from core.models import EventSource
+    from core.services.search import cited_messages
 
     if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
         return []
     terms = analyze(question)
     events = _state_events(ns, question, terms, params.fact_limit) or _bridging_events(ns, terms, params.fact_limit)
-    if not events:
-        return []
-    messages: dict[int, list[int]] = {}
-    for event_id, message_id in (EventSource.select(EventSource.event, EventSource.message)
-                                 .where(EventSource.event.in_(events)).order_by(EventSource.position).tuples()):
-        messages.setdefault(event_id, []).append(message_id)
-    return list(dict.fromkeys(m for e in events for m in messages.get(e, [])))[: params.fact_limit]
+    return cited_messages(events)[: params.fact_limit]
 
 
 def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, oldest: bool = False) -> list[int]:

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.db import Prepared, db, write_transaction
+from core.db import Prepared, chunks, db, write_transaction
 from core.dto import RawMessage, ToolTrace
 from core.errors import InvalidInputError
 from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
@@ -244,12 +244,25 @@ _SOURCE_MESSAGES = Prepared(lambda ids: EventSource.select(EventSource.event, Ev
     EventSource.event.in_(ids)).order_by(EventSource.position).tuples())
 
 
+def source_messages(event_ids: Sequence[int]) -> dict[int, list[int]]:
+    """Each event's source messages, in the order it cites them."""
+    sources: dict[int, list[int]] = {}
+    for part in chunks(list(event_ids)):
+        for event_id, message_id in _SOURCE_MESSAGES.rows(list(part)):
+            sources.setdefault(event_id, []).append(message_id)
+    return sources
+
+
+def cited_messages(event_ids: Sequence[int]) -> list[int]:
+    """The messages the events cite, each once, in event order."""
+    sources = source_messages(event_ids)
+    return list(dict.fromkeys(m for e in event_ids for m in sources.get(e, ())))
+
+
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
                 track: bool) -> list[EventHit]:
     ids = [i for i, _ in fused]
-    sources: dict[int, list[int]] = {}
-    for event_id, message_id in _SOURCE_MESSAGES.rows(ids) if ids else ():
-        sources.setdefault(event_id, []).append(message_id)
+    sources = source_messages(ids)
     if track and ids:
         with write_transaction():
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(ids)).execute()
