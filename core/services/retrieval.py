@@ -6,8 +6,8 @@ It fuses rankings of source messages:
   and — for "when" questions — turns that carry a time expression weighted up;
 - the messages cited by the best-matching event cards, in event order (off by default:
   their support weights the raw ranking up instead);
-- for a question about what holds now of someone named, the messages behind the graph's
-  matching one-at-a-time facts (``fact_ranking``).
+- for a question about what holds now of someone named, or with a word only the graph
+  holds, the messages behind the graph's matching facts (``fact_ranking``).
 Across threads, each thread's best message comes before the second-best of any other, so
 a question that needs several sessions gets all of them early. Everything is lexical
 and deterministic; the parameters were chosen on the LoCoMo dev split.
@@ -318,7 +318,7 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
 def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:
     """Events behind current facts (of the best few nodes by graph search) holding a question
     word that no message holds."""
-    from core.models import CURRENT, GraphFact
+    from core.models import CURRENT
     from core.search.index import prepared
     from core.services.graph import render_value
     from core.services.search import search_graph
