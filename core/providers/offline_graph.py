@@ -1408,19 +1408,22 @@ _PAIR_SUBJECT = re.compile(r"\s+and\s+[A-Z][\w'’-]*\s+(?:are|were|have|had|wil
                            r"took|decided|plan|planned|love|loved|like|liked|want|wanted|need|needed|live|lived)\b")
 
 
-def _candidates(event: dict[str, Any]) -> list[str]:
+def _candidates(event: dict[str, Any], speakers: set[str] = frozenset()) -> list[str]:
+    """The event's participant names, pronouns and role words left out unless one is a speaker
+    ("User": a user whose messages carry no name)."""
     names = event.get("participants")
     if not isinstance(names, list):
         names = (event.get("temporal") or {}).get("participants") or []
     out = [" ".join(n.split())[:120] for n in names if isinstance(n, str)]
-    return [n for n in out if n and n.casefold() not in _PRONOUNS]
+    return [n for n in out if n and (n.casefold() not in _PRONOUNS or _key(n) in speakers)]
 
 
-def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known: set[str]) -> list[str]:
+def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known: set[str],
+            speakers: set[str] = frozenset()) -> list[str]:
     """The event's participants that are people. A name absent from the text counts when it is
     listed first (the speaker), the list is short (a conversation), or it is a known person."""
     joined = "\n".join(texts)
-    candidates = _candidates(event)
+    candidates = _candidates(event, speakers)
     people: list[str] = []
     for index, name in enumerate(candidates):
         absent_ok = index == 0 or len(candidates) <= 3 or _key(name) in known
@@ -1444,9 +1447,9 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
         for name in [n.get("name"), *(n.get("aliases") or [])] if isinstance(name, str)
     ]
     known = {_key(n) for n in context_people} | speakers
-    first_pass = [p for e in events for p in _people(e, texts[e["id"]], not_people, known)]
+    first_pass = [p for e in events for p in _people(e, texts[e["id"]], not_people, known, speakers)]
     known |= {_key(p) for p in first_pass}
-    people = {e["id"]: _people(e, texts[e["id"]], not_people, known) for e in events}
+    people = {e["id"]: _people(e, texts[e["id"]], not_people, known, speakers) for e in events}
     by_first: dict[str, set[str]] = {}
     for name in context_people + [p for names in people.values() for p in names]:
         if " " in name:

@@ -997,18 +997,25 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
     }
 
 
-_SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker).distinct().join(
+_SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker, Message.role).distinct().join(
     EventSource, on=(EventSource.message == Message.id)).where(
-    EventSource.event.in_(event_ids) & Message.speaker.is_null(False) & Message.role.in_(["user", "assistant"])
+    EventSource.event.in_(event_ids) & Message.role.in_(["user", "assistant"])
 ).tuples())
+UNNAMED_USER = "User"  # what the event reader calls a user whose messages carry no speaker
 
 
 def _speakers(events: Sequence[Event]) -> list[str]:
-    """Named speakers of the messages these events cite: people by definition."""
+    """Speakers of the messages these events cite: people by definition. A user message with no
+    speaker is the person the memory is about, so its speaker is ``UNNAMED_USER`` (the name the
+    event cards already use); an unnamed assistant is nobody."""
     if not events:
         return []
-    names = {name for part in chunks([e.id for e in events]) for (name,) in _SPEAKERS.rows(list(part))}
-    return sorted(name for name in names if name and name.casefold() not in ("assistant", "user"))
+    names = set()
+    for part in chunks([e.id for e in events]):
+        for speaker, role in _SPEAKERS.rows(list(part)):
+            named = speaker and speaker.strip().casefold() not in ("assistant", "user")
+            names.add(speaker if named else UNNAMED_USER if role == "user" else None)
+    return sorted(name for name in names if name)
 
 
 def _reason(warnings: Sequence[str], model_reason: Any) -> str:

@@ -344,11 +344,13 @@ _USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[i
 
 
 def user_speakers(ns: Namespace) -> frozenset[str]:
-    """The speakers of the namespace's user messages, read from its message segment; kept per
+    """The speakers of the namespace's user messages (``UNNAMED_USER`` for those with none), read
+    from its message segment; kept per
     database and namespace and extended by the documents appended since (one pass over 1M
     documents the first time, a few rows after a capture)."""
     from core.db import db
     from core.search.segment import view
+    from core.services.graph import UNNAMED_USER
 
     current = view("message", ns.id, ns.created_at)
     known = _USER_SPEAKERS.setdefault(db.obj, {})
@@ -358,7 +360,8 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
         seen, found = 0, frozenset()
     if seen < current.size:
         codes = current.doc_speaker[seen:current.size][current.doc_user[seen:current.size] == 1]
-        found = found | {current.speaker_names[c] for c in np.unique(codes).tolist() if c >= 0}
+        # A user message with no speaker is the graph's UNNAMED_USER.
+        found = found | {current.speaker_names[c] if c >= 0 else UNNAMED_USER for c in np.unique(codes).tolist()}
         known[key] = (current.size, found)
     return found
 

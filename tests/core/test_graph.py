@@ -1533,3 +1533,22 @@ def test_a_later_she_after_someone_else_in_the_same_message_is_not_the_one_named
     facts = _facts_of_messages("Our neighbour Anouk offered to babysit on Saturday.",
                                "Mum arrives on Friday. She is allergic to gluten.")
     assert not any(key == "allergic_to" for _, key, _ in facts)
+
+
+def test_a_user_with_no_name_is_a_person_in_the_graph(store):
+    """A harness that captures turns by role alone: the user is still who the memory is about."""
+    from core.services.capture import append_turn
+    from core.services.graph import UNNAMED_USER
+    from core.services.spaces import configure_namespace
+
+    configure_namespace("anon", block_turn_size=2)
+    append_turn("anon", "t", "I'm a nurse at St Mary's Hospital in Leeds.", "Noted, thanks.")
+    append_turn("anon", "t", "My sister Ana lives in Porto.", "Lovely city.")
+    derive.run_pending("anon")
+    people = {n.name: n for n in GraphNode.select().where(GraphNode.type == "person")}
+    assert UNNAMED_USER in people and "Assistant" not in people
+    facts = {(f.key, f.value) for f in GraphFact.select().where(GraphFact.node == people[UNNAMED_USER].id)}
+    assert ("role", "nurse") in facts and any(key == "works_at" for key, _ in facts)
+    # The user's relations reach the people they name.
+    assert GraphEdge.select().where((GraphEdge.from_node == people[UNNAMED_USER].id)
+                                    & (GraphEdge.to_node == people["Ana"].id)).exists()

@@ -177,6 +177,19 @@ def test_fact_channel_reads_i_as_the_user_and_who_is_as_an_introduction(ns):
     assert fact_ranking(get_namespace("ns"), "Where do I work now?", DEFAULT_PARAMS) == []
 
 
+def test_i_is_the_unnamed_user_when_turns_carry_no_speaker(ns):
+    from core.services.graph import UNNAMED_USER
+    from core.services.retrieval import user_speakers
+
+    append_turn("ns", "t", "I'm a nurse at St Mary's Hospital in Leeds.", "Noted.")
+    append_turn("ns", "t", "My job is hectic lately, this job eats my evenings and work never stops.", "Rest up.")
+    append_turn("ns", "t", "Does work ever calm down? I want to work less and rest more after work.", "Try.")
+    run_pending("ns")
+    assert user_speakers(get_namespace("ns")) == {UNNAMED_USER}
+    top = default_retrieval("ns", "Where do I work?", limit=1)[0]
+    assert Message.get_by_id(top.message_id).content.startswith("I'm a nurse") and "facts" in top.channels
+
+
 def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     from dataclasses import replace
 
