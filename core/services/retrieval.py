@@ -15,10 +15,11 @@ and deterministic; the parameters were chosen on the LoCoMo dev split.
 
 from __future__ import annotations
 
+import operator
 import re
 import weakref
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ DEFAULT_PARAMS = RetrievalParams()
 EVENT_SUPPORT_LIMIT = 60
 FACT_SOURCES = 3  # citations read per fact: the newest say what holds now
 BRIDGE_NODES = 5  # nodes whose facts may hold a word no message has
+BRIDGE_FACTS = 200  # of their facts, the most read
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNORECASE)
 # A question about what happened ("when did", "what happened to", "has lost") wants the statement
 # of the event, which the text finds; the fact channel answers what holds now.
@@ -330,9 +332,12 @@ def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:
     nodes = [hit.node_id for hit in search_graph(ns.name, " ".join(sorted(unknown)), limit=BRIDGE_NODES)]
     if not nodes:
         return []
+    # A hub's facts run to thousands: only those whose text holds an unknown stem are read, the newest first.
+    holds = reduce(operator.or_, [GraphFact.key.contains(t) | GraphFact.value.contains(t) for t in sorted(unknown)])
     scored = []
     for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
-            GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT)).tuples():
+            GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds).order_by(
+            GraphFact.id.desc()).limit(BRIDGE_FACTS).tuples():
         shared = len(unknown & set(analyze(f"{key.replace('_', ' ')} {render_value(value)}")))
         if shared:
             scored.append((-shared, -fact_id))
