@@ -8,6 +8,11 @@ from typing import Any, Protocol, Sequence
 from core.errors import StrataError
 
 
+# The speaker of a user message that carries no name: the person the memory is about, by the
+# name the offline event cards give them and the graph keeps as a person.
+UNNAMED_USER = "User"
+
+
 class ProviderOutputError(StrataError):
     """A provider returned something that fails validation; the job fails, the store is untouched."""
 

@@ -16,6 +16,7 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any, Sequence
 
+from core.providers.base import UNNAMED_USER
 from core.providers.schemas import EVENT_TYPES
 from core.text import (
     ABBREVIATIONS,
@@ -532,7 +533,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
         if message.get("role") == "tool":
             previous = message
             continue
-        speaker = message.get("speaker") or ("User" if message.get("role") == "user" else "Assistant")
+        speaker = message.get("speaker") or (UNNAMED_USER if message.get("role") == "user" else "Assistant")
         parts = [s for s in sentences(text) if informative(s)]
         kin = [(m.group("name"), _KIN_GENDER[m.group("kin").casefold()]) for m in _KIN_NAMED.finditer(text)]
         before = named_kin.get(speaker)

@@ -26,7 +26,7 @@ from core.models import (
     CURRENT, EVENT_STATUS_INDEX, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message,
     Namespace,
 )
-from core.providers.base import ProviderOutputError
+from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
@@ -1001,7 +1001,6 @@ _SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker, Message.r
     EventSource, on=(EventSource.message == Message.id)).where(
     EventSource.event.in_(event_ids) & Message.role.in_(["user", "assistant"])
 ).tuples())
-UNNAMED_USER = "User"  # what the event reader calls a user whose messages carry no speaker
 
 
 def _speakers(events: Sequence[Event]) -> list[str]:

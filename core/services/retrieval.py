@@ -355,7 +355,7 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
     documents the first time, a few rows after a capture)."""
     from core.db import db
     from core.search.segment import view
-    from core.services.graph import UNNAMED_USER
+    from core.providers.base import UNNAMED_USER
 
     current = view("message", ns.id, ns.created_at)
     known = _USER_SPEAKERS.setdefault(db.obj, {})

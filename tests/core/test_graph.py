@@ -1538,7 +1538,7 @@ def test_a_later_she_after_someone_else_in_the_same_message_is_not_the_one_named
 def test_a_user_with_no_name_is_a_person_in_the_graph(store):
     """A harness that captures turns by role alone: the user is still who the memory is about."""
     from core.services.capture import append_turn
-    from core.services.graph import UNNAMED_USER
+    from core.providers.base import UNNAMED_USER
     from core.services.spaces import configure_namespace
 
     configure_namespace("anon", block_turn_size=2)

@@ -178,7 +178,7 @@ def test_fact_channel_reads_i_as_the_user_and_who_is_as_an_introduction(ns):
 
 
 def test_i_is_the_unnamed_user_when_turns_carry_no_speaker(ns):
-    from core.services.graph import UNNAMED_USER
+    from core.providers.base import UNNAMED_USER
     from core.services.retrieval import user_speakers
 
     append_turn("ns", "t", "I'm a nurse at St Mary's Hospital in Leeds.", "Noted.")
