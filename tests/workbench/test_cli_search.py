@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -44,6 +45,15 @@ def test_ask_prints_ranked_evidence_with_sources(demo_url, capsys):
     rows = run_json(capsys, "ask", "When is the Lisbon trip?", "--db", demo_url, "--namespace", "demo", "--limit", "5")
     assert len(rows) == 5 and [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
     assert any("Lisbon" in r["message"]["content"] for r in rows)
+
+
+def test_ask_says_which_rankings_recalled_each_message(demo_url, capsys):
+    # The demo never says Maya "works" at Kestrel: the graph's works_at fact recalls it.
+    assert main(["ask", "Where does Maya work now?", "--db", demo_url, "--namespace", "demo", "--limit", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Kestrel Logistics" in out and re.search(r"via [a-z, ]*facts\]", out)
+    rows = run_json(capsys, "ask", "Where does Maya work now?", "--db", demo_url, "--namespace", "demo", "--limit", "1")
+    assert "facts" in rows[0]["retrieved"]["channels"] and "Kestrel" in rows[0]["message"]["content"]
 
 
 def test_searches_are_traced_newest_first(demo_url, capsys):

@@ -99,8 +99,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     console.rule(f"evidence for: {args.question}")
     for i, r in enumerate(found, 1):
         m = messages[r.message_id]
-        console.print(f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}]"
-                      f" {m.speaker or m.role}: {m.content}", markup=False, highlight=False)
+        # Which rankings recalled it (text, event support, the graph's facts): why it is here.
+        via = f" · via {', '.join(r.channels)}" if r.channels else ""
+        console.print(f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}"
+                      f"{via}] {m.speaker or m.role}: {m.content}", markup=False, highlight=False)
         for event_id, title in cited.get(r.message_id, [])[:2]:
             console.print(f"      event {event_id}: {title}", markup=False, highlight=False)
     if not found:
