@@ -46,7 +46,7 @@ from core.models import (
     Job, Message, Namespace, Thread, UsageReceipt,
 )
 from core.providers import Provider, get_provider
-from core.providers.base import ProviderOutputError
+from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.providers.schemas import IMPORT_ACTIONS
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
 from core.services.events import LIVE, live_event_ids, write_event
@@ -406,7 +406,7 @@ USER_THREADS = 200  # newest threads read for the user's name
 def user_names(namespace: str) -> list[str]:
     """Who "the user" is in a namespace: the speaker of the first user message of each of its newest
     threads. Another assistant's export says "User works at …" or just "Works at …" where this
-    memory's cards say "Maya works at …"."""
+    memory's cards say "Maya works at …" (or "User works at …", when its user has no name)."""
     ns = Namespace.get_or_none(Namespace.name == namespace)
     if ns is None:
         return []
@@ -414,8 +414,11 @@ def user_names(namespace: str) -> list[str]:
              .order_by(Message.position).limit(1))  # per thread, by the (thread, position) index
     rows = (Thread.select(Message.speaker).join(Message, on=(Message.id == first))
             .where(Thread.namespace == ns.id).order_by(Thread.id.desc()).limit(USER_THREADS).tuples())
-    names = dict.fromkeys(s.strip() for (s,) in rows if s and s.strip())
-    return [n for n in names if n.casefold() not in ("user", "human", "me")]
+    speakers = [s.strip() if s and s.strip().casefold() not in ("user", "human", "me") else None for (s,) in rows]
+    names = list(dict.fromkeys(s for s in speakers if s))
+    # Users who never give a name are UNNAMED_USER, whom this memory's cards call "User"; beside
+    # a named user, an unnamed thread is taken to be theirs.
+    return names or ([UNNAMED_USER] if speakers else [])
 
 
 def _match_items(namespace: str, candidate: dict[str, Any], top_k: int,

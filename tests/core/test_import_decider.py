@@ -175,6 +175,11 @@ def test_user_names_are_the_speakers_of_user_messages(store):
     append_turn("home", "t3", said("Tomás", "Hi, it's Tomás on Maya's account."), "Hello!")
     assert sorted(user_names("home")) == ["Maya", "Tomás"]
     assert user_names("nowhere") == []
+    # A user who never gives a name is the one the cards call "User"; beside a named user, theirs.
+    append_turn("anon", "t1", "I keep my notes in Obsidian.", "Noted.")
+    assert user_names("anon") == ["User"]
+    append_turn("anon", "t2", said("Maya", "Book the vet for Thursday."), "Done.")
+    assert user_names("anon") == ["Maya"]
 
 
 def test_merge_decisions_carry_a_merged_candidate():
