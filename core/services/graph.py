@@ -1340,25 +1340,32 @@ def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     return out
 
 
-def _sources_in_order(newest: bool) -> Prepared:
-    return Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
-        Event, on=(GraphSource.event == Event.id)).where(
-        (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
-    ).order_by(GraphSource.event.desc() if newest else GraphSource.event).limit(limit).tuples())
+_NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
+    Event, on=(GraphSource.event == Event.id)).where(
+    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
+).order_by(GraphSource.event.desc()).limit(limit).tuples())
+_FIRST_MENTIONS = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
+    Event, on=(GraphSource.event == Event.id)).where(
+    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
+).order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(limit).tuples())
 
 
-_SOURCES_IN_ORDER = {True: _sources_in_order(True), False: _sources_in_order(False)}
+def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
+    """The newest ``limit`` events citing one record whose status is in ``statuses``.
 
-
-def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int, *,
-                   oldest: bool = False) -> list[int]:
-    """The newest (or the ``oldest``) ``limit`` events citing one record whose status is in ``statuses``.
-
-    Walks the (kind, record_id, event) index from one end and stops at ``limit``, so a record
-    cited by thousands of events costs what a rarely cited one does.
+    Walks the (kind, record_id, event) index from the newest citation and stops at ``limit``,
+    so a record cited by thousands of events costs what a rarely cited one does.
     """
-    rows = _SOURCES_IN_ORDER[not oldest].rows(kind, record_id, list(statuses), limit)
-    return [event_id for (event_id,) in rows]
+    return [event_id for (event_id,) in _NEWEST_SOURCES.rows(kind, record_id, list(statuses), limit)]
+
+
+def first_mentions(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
+    """The ``limit`` events citing one record that were said first (by mention time, then id).
+
+    Event ids follow derivation order, which is not the order things were said when threads
+    were stored one after another; this sorts every citation of the record, so it is for
+    occasional reads (where a node was introduced), not for every projection."""
+    return [event_id for (event_id,) in _FIRST_MENTIONS.rows(kind, record_id, list(statuses), limit)]
 
 
 def _newest_facts(node_ids):

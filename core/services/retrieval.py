@@ -273,14 +273,16 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
     return cited_messages(events)[: params.fact_limit]
 
 
-def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, oldest: bool = False) -> list[int]:
+def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, first: bool = False) -> list[int]:
     """The live events citing the best ``limit`` records (``scored`` tuples sort best first and
-    end with -record id), FACT_SOURCES per record: the newest, or the ``oldest``."""
+    end with -record id): each one's FACT_SOURCES newest, or (``first``) the one said first."""
     from core.models import LIVE
-    from core.services.graph import newest_sources
+    from core.services.graph import first_mentions, newest_sources
 
-    return list(dict.fromkeys(event_id for *_, record in sorted(scored)[:limit]
-                              for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES, oldest=oldest)))
+    return list(dict.fromkeys(
+        event_id for *_, record in sorted(scored)[:limit]
+        for event_id in (first_mentions(kind, -record, LIVE, 1) if first else
+                         newest_sources(kind, -record, LIVE, FACT_SOURCES))))
 
 
 def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) -> list[int]:
@@ -306,7 +308,8 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
     if _WORK_ON.search(question):
         wanted -= set(analyze("work"))  # "what does Dave work on?" asks about a task, not an employer
     if not wanted:
-        return _cited("node", [(-i,) for i in sorted(nodes)], limit, oldest=True) if _WHO_IS.search(question) else []
+        # Where the node was introduced: the citation said first (later ones are mentions the text finds).
+        return _cited("node", [(-i,) for i in sorted(nodes)], limit, first=True) if _WHO_IS.search(question) else []
     keys = sorted(key for key in FUNCTIONAL_RELATIONS if wanted & _asked_by(key))
     if not keys:  # most questions ask for no one-at-a-time key: no read at all
         return []

@@ -190,6 +190,25 @@ def test_i_is_the_unnamed_user_when_turns_carry_no_speaker(ns):
     assert Message.get_by_id(top.message_id).content.startswith("I'm a nurse") and "facts" in top.channels
 
 
+def test_who_is_reads_where_someone_was_first_mentioned_not_first_derived(ns):
+    # The March thread is stored (and derived) first; the January one says who Ivy is.
+    for thread, when, text in (
+        ("work", "2026-03-06T16:00:00+00:00", "I have to leave early on Friday, Ivy has a swimming gala."),
+        ("home", "2026-01-13T20:00:00+00:00", "I live in Utrecht with my partner Tomás and our daughter Ivy, who's six."),
+    ):
+        append_messages("ns", thread, [
+            {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
+            {"role": "assistant", "speaker": "Assistant", "content": "Noted.", "created_at": when},
+        ], close_turn=True)
+        append_messages("ns", thread, [
+            {"role": "user", "speaker": "Maya", "content": "Thanks.", "created_at": when},
+            {"role": "assistant", "speaker": "Assistant", "content": "Any time.", "created_at": when},
+        ], close_turn=True)
+    run_pending("ns")
+    top = default_retrieval("ns", "Who is Ivy?", limit=1)[0]
+    assert "our daughter Ivy" in Message.get_by_id(top.message_id).content and "facts" in top.channels
+
+
 def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     from dataclasses import replace
 
