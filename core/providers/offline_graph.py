@@ -357,6 +357,11 @@ _KIN = {
     **dict.fromkeys(("colleague", "coworker", "co-worker", "teammate"), "works_with"),
     **dict.fromkeys(("boss", "manager"), "reports_to"),
     "friend": "friend_of",
+    **dict.fromkeys(("neighbour", "neighbor"), "neighbour_of"),
+    **dict.fromkeys(("roommate", "flatmate", "housemate"), "lives_with"),
+    **dict.fromkeys(("grandmother", "grandma", "granny", "grandfather", "grandpa", "grandparent"), "grandchild_of"),
+    **dict.fromkeys(("granddaughter", "grandson", "grandchild"), "grandparent_of"),
+    **dict.fromkeys(("cousin", "aunt", "uncle", "niece", "nephew"), "relative_of"),
 }
 _KIN_RE = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir|{_NAME}['’]s)\s+(?P<mods>(?:[\w-]+\s+){{0,2}}?)"

@@ -23,6 +23,7 @@ from functools import lru_cache, reduce
 from typing import Any
 
 import numpy as np
+from peewee import fn
 
 from core.db import Prepared
 from core.models import GraphFact, Namespace
@@ -273,16 +274,14 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
     return cited_messages(events)[: params.fact_limit]
 
 
-def _cited(kind: str, scored: list[tuple[int, ...]], limit: int, first: bool = False) -> list[int]:
+def _cited(kind: str, scored: list[tuple[int, ...]], limit: int) -> list[int]:
     """The live events citing the best ``limit`` records (``scored`` tuples sort best first and
-    end with -record id): each one's FACT_SOURCES newest, or (``first``) the one said first."""
+    end with -record id), each one's FACT_SOURCES newest."""
     from core.models import LIVE
-    from core.services.graph import first_mentions, newest_sources
+    from core.services.graph import newest_sources
 
-    return list(dict.fromkeys(
-        event_id for *_, record in sorted(scored)[:limit]
-        for event_id in (first_mentions(kind, -record, LIVE, 1) if first else
-                         newest_sources(kind, -record, LIVE, FACT_SOURCES))))
+    return list(dict.fromkeys(event_id for *_, record in sorted(scored)[:limit]
+                              for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES)))
 
 
 def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) -> list[int]:
@@ -308,8 +307,7 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
     if _WORK_ON.search(question):
         wanted -= set(analyze("work"))  # "what does Dave work on?" asks about a task, not an employer
     if not wanted:
-        # Where the node was introduced: the citation said first (later ones are mentions the text finds).
-        return _cited("node", [(-i,) for i in sorted(nodes)], limit, first=True) if _WHO_IS.search(question) else []
+        return _introductions(sorted(nodes)[:limit]) if _WHO_IS.search(question) else []
     keys = sorted(key for key in FUNCTIONAL_RELATIONS if wanted & _asked_by(key))
     if not keys:  # most questions ask for no one-at-a-time key: no read at all
         return []
@@ -318,6 +316,34 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
         scored.append((-len(wanted & _asked_by(key)), 0 if status in CURRENT else 1, -fact_id))
     # A person whose job changed every year has a fact per job: the newest few are read.
     return _cited("fact", scored, limit)
+
+
+INTRODUCING_RECORDS = 16  # of a node's relations and facts, the most read to find where it was introduced
+
+
+def _introductions(nodes: list[int]) -> list[int]:
+    """For each node, the event that introduced it: the first said of those that cite what the
+    graph knows of it (its relations other than "knows", and its current facts: "our neighbour
+    Anouk" before a passing "Anouk said she can"), else the first that mentions it at all."""
+    from core.models import CURRENT, LIVE, Event, GraphEdge
+    from core.services.graph import first_mentions
+
+    out: list[int] = []
+    for node in nodes:
+        edges = GraphEdge.select(GraphEdge.id).where(
+            ((GraphEdge.from_node == node) | (GraphEdge.to_node == node)) & GraphEdge.status.in_(CURRENT)
+            & (GraphEdge.relation != "knows")).order_by(GraphEdge.id).limit(INTRODUCING_RECORDS).tuples()
+        facts = GraphFact.select(GraphFact.id).where((GraphFact.node == node) & GraphFact.status.in_(CURRENT)).order_by(
+            GraphFact.id).limit(INTRODUCING_RECORDS).tuples()
+        cited = {e for kind, rows in (("edge", edges), ("fact", facts)) for (record,) in rows
+                 for e in first_mentions(kind, record, LIVE, 1)}
+        if cited:
+            said = Event.select(Event.id).where(Event.id.in_(sorted(cited))).order_by(
+                fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(1).tuples()
+            out += [e for (e,) in said]
+        else:
+            out += first_mentions("node", node, LIVE, 1)
+    return list(dict.fromkeys(out))
 
 
 def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:

@@ -1552,3 +1552,14 @@ def test_a_user_with_no_name_is_a_person_in_the_graph(store):
     # The user's relations reach the people they name.
     assert GraphEdge.select().where((GraphEdge.from_node == people[UNNAMED_USER].id)
                                     & (GraphEdge.to_node == people["Ana"].id)).exists()
+
+
+@pytest.mark.parametrize("text, relation, other", [
+    ("Our neighbour Anouk offered to babysit.", "neighbour_of", "Anouk"),
+    ("My grandma Rose turns ninety next week.", "grandchild_of", "Rose"),
+    ("My cousin Pedro is visiting from Recife.", "relative_of", "Pedro"),
+    ("My flatmate Jo is moving out.", "lives_with", "Jo"),
+])
+def test_neighbours_flatmates_and_the_wider_family_are_relations(text, relation, other):
+    _, edges = _extracted_graph(text)
+    assert ("Maya", relation, other, "active") in edges

@@ -209,6 +209,19 @@ def test_who_is_reads_where_someone_was_first_mentioned_not_first_derived(ns):
     assert "our daughter Ivy" in Message.get_by_id(top.message_id).content and "facts" in top.channels
 
 
+def test_who_is_reads_the_introduction_not_an_earlier_passing_mention(ns):
+    # The passing mention names Anouk twice, so the text alone ranks it first.
+    for when, text in (("2026-02-08T11:00:00+00:00", "I met Anouk at the park. Anouk said she can take Biscuit."),
+                       ("2026-02-10T21:00:00+00:00", "Our neighbour Anouk offered to babysit Ivy next week.")):
+        append_messages("ns", "t", [
+            {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
+            {"role": "assistant", "speaker": "Assistant", "content": "Lovely, noted.", "created_at": when},
+        ], close_turn=True)
+    run_pending("ns")
+    top = default_retrieval("ns", "Who is Anouk?", limit=1)[0]
+    assert Message.get_by_id(top.message_id).content.startswith("Our neighbour Anouk")
+
+
 def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     from dataclasses import replace
 
