@@ -383,6 +383,11 @@ def _clause(text: str, span: tuple[int, int]) -> str:
     return text[start: after.start() if after else len(text)]
 
 
+def _verb_tenses(text: str) -> tuple[bool, bool, bool]:
+    """Whether ``text`` speaks in the past, of a plan, or of an arrangement to come."""
+    return bool(_PAST.search(text)), bool(_PLANNED.search(text)), bool(_ARRANGED.search(text))
+
+
 def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
     if anchor is None:
@@ -398,15 +403,13 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
             # "we went camping on Friday" was the Friday before and "I will start there on Monday"
             # is the Monday to come. The mention's own clause speaks first ("I got the job, I start
             # on Monday"); a clause with no tense of its own ("On Friday, we went") takes the sentence's.
-            clause = _clause(text, mention.span) if mention.span else text
-            if not (_PAST.search(clause) or _PLANNED.search(clause) or _ARRANGED.search(clause)):
-                clause = text
-            past = _PAST.search(clause)
-            if start > anchor.date().isoformat() and past and not _PLANNED.search(clause):
+            past, planned, arranged = _verb_tenses(_clause(text, mention.span) if mention.span else text)
+            if not (past or planned or arranged):
+                past, planned, arranged = _verb_tenses(text)
+            if start > anchor.date().isoformat() and past and not planned:
                 start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
                 tense = "past"
-            elif start < anchor.date().isoformat() and not past and (
-                    _PLANNED.search(clause) or _ARRANGED.search(clause)):
+            elif start < anchor.date().isoformat() and not past and (planned or arranged):
                 start = end = (date.fromisoformat(start) + timedelta(days=7)).isoformat()
                 tense = "future"
         return {
