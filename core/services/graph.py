@@ -12,10 +12,12 @@ person who uses two tools keeps both ``uses`` facts and edges current.
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
+from functools import reduce
 from typing import Any, Callable, Iterable, Sequence
 
 from peewee import Value, fn
@@ -1344,10 +1346,6 @@ _NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.
     Event, on=(GraphSource.event == Event.id)).where(
     (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
 ).order_by(GraphSource.event.desc()).limit(limit).tuples())
-_FIRST_MENTIONS = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
-    Event, on=(GraphSource.event == Event.id)).where(
-    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
-).order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(limit).tuples())
 
 
 def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
@@ -1359,13 +1357,20 @@ def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: in
     return [event_id for (event_id,) in _NEWEST_SOURCES.rows(kind, record_id, list(statuses), limit)]
 
 
-def first_mentions(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
-    """The ``limit`` events citing one record that were said first (by mention time, then id).
+def first_mention(records: dict[str, Sequence[int]], statuses: Sequence[str]) -> int | None:
+    """Of the events citing any of the records (ids by kind), the one said first (by mention
+    time, then id), whose status is in ``statuses``; None when none does.
 
     Event ids follow derivation order, which is not the order things were said when threads
-    were stored one after another; this sorts every citation of the record, so it is for
+    were stored one after another; this sorts every citation of the records, so it is for
     occasional reads (where a node was introduced), not for every projection."""
-    return [event_id for (event_id,) in _FIRST_MENTIONS.rows(kind, record_id, list(statuses), limit)]
+    cited = [(GraphSource.kind == kind) & GraphSource.record_id.in_(list(ids)) for kind, ids in records.items() if ids]
+    if not cited:
+        return None
+    first = (GraphSource.select(GraphSource.event).join(Event, on=(GraphSource.event == Event.id))
+             .where(reduce(operator.or_, cited) & Event.status.in_(list(statuses)))
+             .order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(1).tuples().first())
+    return first[0] if first else None
 
 
 def _newest_facts(node_ids):

@@ -23,7 +23,6 @@ from functools import lru_cache, reduce
 from typing import Any
 
 import numpy as np
-from peewee import fn
 
 from core.db import Prepared
 from core.models import GraphFact, Namespace
@@ -258,8 +257,8 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
       the question uses a word of its key or of how people ask for it: "where does Maya work
       now?" finds Maya's ``works_at`` and so the message that said where she works, which
       need not say "work". Current facts first, each fact's newest citations.
-    - A question that names a node and asks nothing else of it ("who is Tomás?"): the events
-      that first cited the node, where it was introduced.
+    - A question that names a node and asks nothing else of it ("who is Tomás?"): where it was
+      introduced (``_introductions``).
     - Otherwise any current fact that holds a word of the question no message has: "what is
       the dog's name?" finds ``has_pet: dog Biscuit`` where the messages only ever said
       "beagle" (the graph's words bridge the gap the text cannot).
@@ -325,8 +324,8 @@ def _introductions(nodes: list[int]) -> list[int]:
     """For each node, the event that introduced it: the first said of those that cite what the
     graph knows of it (its relations other than "knows", and its current facts: "our neighbour
     Anouk" before a passing "Anouk said she can"), else the first that mentions it at all."""
-    from core.models import CURRENT, LIVE, Event, GraphEdge
-    from core.services.graph import first_mentions
+    from core.models import CURRENT, LIVE, GraphEdge
+    from core.services.graph import first_mention
 
     out: list[int] = []
     for node in nodes:
@@ -335,14 +334,11 @@ def _introductions(nodes: list[int]) -> list[int]:
             & (GraphEdge.relation != "knows")).order_by(GraphEdge.id).limit(INTRODUCING_RECORDS).tuples()
         facts = GraphFact.select(GraphFact.id).where((GraphFact.node == node) & GraphFact.status.in_(CURRENT)).order_by(
             GraphFact.id).limit(INTRODUCING_RECORDS).tuples()
-        cited = {e for kind, rows in (("edge", edges), ("fact", facts)) for (record,) in rows
-                 for e in first_mentions(kind, record, LIVE, 1)}
-        if cited:
-            said = Event.select(Event.id).where(Event.id.in_(sorted(cited))).order_by(
-                fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(1).tuples()
-            out += [e for (e,) in said]
-        else:
-            out += first_mentions("node", node, LIVE, 1)
+        event = first_mention({"edge": [e for (e,) in edges], "fact": [f for (f,) in facts]}, LIVE)
+        if event is None:
+            event = first_mention({"node": [node]}, LIVE)
+        if event is not None:
+            out.append(event)
     return list(dict.fromkeys(out))
 
 
@@ -379,9 +375,8 @@ _USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[i
 
 def user_speakers(ns: Namespace) -> frozenset[str]:
     """The speakers of the namespace's user messages (``UNNAMED_USER`` for those with none), read
-    from its message segment; kept per
-    database and namespace and extended by the documents appended since (one pass over 1M
-    documents the first time, a few rows after a capture)."""
+    from its message segment; kept per database and namespace and extended by the documents
+    appended since (one pass over 1M documents the first time, a few rows after a capture)."""
     from core.db import db
     from core.search.segment import view
     from core.providers.base import UNNAMED_USER
