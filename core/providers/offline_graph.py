@@ -502,6 +502,9 @@ _OBJ_SKIP = frozenset(
 # "love that they're a great escape", "loved ones are ...": a clause, not a thing liked.
 _OBJ_CLAUSE = re.compile(r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
                          r"|['’](?:re|ve|ll|m|d)\b", re.IGNORECASE)
+# "loves the hall and wants her party there": a second verb of the subject, with its own object.
+_OBJ_NEXT_VERB = re.compile(r"(?!(?:her|his|their|my|our|your|its|the|a|an)\b)[a-z]+\s+"
+                            r"(?:(?:her|his|their|my|our|your|its|the|a|an|it|them|him|me|us)\b|[A-Z][\w-]*['’]s\b)")
 # "I'd love to hear", "loves going with ...": a verb cut from what it was about.
 _OBJ_INCOMPLETE = frozenset("""go going be being get getting have having do doing make making take taking spend
     spending hear hearing say saying see seeing know tell help chat talk play playing throw throwing watch share
@@ -1165,8 +1168,8 @@ class _EventReader:
             key = "prefers" if "prefer" in verb else "likes"
             obj = _OBJ_STOP.sub("", m.group("obj").strip())
             subject = self.clause_subject(s, m.start("obj"))  # "I" in "I love" is inside the match
-            for item in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj):
-                if _OBJ_CLAUSE.search(item):
+            for i, item in enumerate(re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", obj)):
+                if _OBJ_CLAUSE.search(item) or (i and _OBJ_NEXT_VERB.match(item)):
                     break  # the rest is another clause
                 words = item.strip().split()
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):

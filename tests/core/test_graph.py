@@ -1446,9 +1446,11 @@ def test_likes_keep_things_and_drop_clauses_compliments_and_cut_verbs():
         "I love hiking, pottery and sci-fi movies.",
         "I love your turtles! My loved ones are so supportive.",
         "I'd love to hear more. I love that they're a great escape.",
-        "I really love going with my friends.")
+        "I really love going with my friends.",
+        "I love the climbing hall and want my party there.",
+        "I love jazz and visited the Bimhuis last week.")
     likes = {value for who, key, value in facts if who == "Maya" and key == "likes"}
-    assert likes == {"hiking", "pottery", "sci-fi movies"}
+    assert likes == {"hiking", "pottery", "sci-fi movies", "climbing hall", "jazz"}
 
 
 def test_a_corrected_name_renames_the_stored_node_and_keeps_the_wrong_one_as_alias(store):
