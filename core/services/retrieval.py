@@ -259,9 +259,11 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
       need not say "work". Current facts first, each fact's newest citations.
     - A question that names a node and asks nothing else of it ("who is Tomás?"): where it was
       introduced (``_introductions``).
-    - Otherwise any current fact that holds a word of the question no message has: "what is
-      the dog's name?" finds ``has_pet: dog Biscuit`` where the messages only ever said
-      "beagle" (the graph's words bridge the gap the text cannot).
+    - Otherwise a current fact, of a node named or found by graph search, that holds a word of
+      the question no message has (or one of its family): "what is the dog's name?" finds
+      ``has_pet: dog Biscuit`` where the messages only ever said "beagle", and "what allergies
+      does Ivy have?" finds Ivy's ``allergic_to`` (the graph's words bridge the gap the text
+      cannot).
     Other accumulating facts (likes, visits), and questions about what happened or when, are
     left to the text: which statement answers them is what the text ranking decides."""
     from core.services.search import cited_messages
@@ -269,7 +271,9 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
     if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
         return []
     terms = analyze(question)
-    events = _state_events(ns, question, terms, params.fact_limit) or _bridging_events(ns, terms, params.fact_limit)
+    named = _named_nodes(ns, question)
+    events = _state_events(question, terms, named, params.fact_limit) or _bridging_events(
+        ns, terms, named[0], params.fact_limit)
     return cited_messages(events)[: params.fact_limit]
 
 
@@ -283,10 +287,9 @@ def _cited(kind: str, scored: list[tuple[int, ...]], limit: int) -> list[int]:
                               for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES)))
 
 
-def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) -> list[int]:
-    """Events behind what the question asks of the nodes it names (see ``fact_ranking``)."""
-    from core.models import CURRENT
-    from core.services.graph import FUNCTIONAL_RELATIONS
+def _named_nodes(ns: Namespace, question: str) -> tuple[set[int], set[str]]:
+    """The nodes a question names ("I" / "my" is the namespace's one user, when it names no one)
+    and the analysed words of their names."""
     from core.services.graph_names import entity_key, node_names, padded
 
     names = node_names(ns.id)
@@ -298,9 +301,19 @@ def _state_events(ns: Namespace, question: str, terms: list[str], limit: int) ->
         users = user_speakers(ns)
         if len(users) == 1:  # "where do I work?" asks about the one person who is the user here
             nodes = names.with_keys({entity_key(u) for u in users}, "person", first_names=True)
+    return nodes, named
+
+
+def _state_events(question: str, terms: list[str], named: tuple[set[int], set[str]], limit: int) -> list[int]:
+    """Events behind what the question asks of the nodes it names (``_named_nodes``; see
+    ``fact_ranking``)."""
+    from core.models import CURRENT
+    from core.services.graph import FUNCTIONAL_RELATIONS
+
+    nodes, named_words = named
     if not nodes:
         return []
-    wanted = set(terms) - named
+    wanted = set(terms) - named_words
     if _HOW_OLD.search(question):
         wanted |= set(analyze("age"))  # not "old" alone: "old notebooks" is no question of age
     if _WORK_ON.search(question):
@@ -342,9 +355,10 @@ def _introductions(nodes: list[int]) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:
-    """Events behind current facts (of the best few nodes by graph search) holding a question
-    word that no message holds."""
+def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: int) -> list[int]:
+    """Events behind current facts holding a question word that no message holds, of the nodes
+    the question names and the best few by graph search ("what allergies does Ivy have?" finds
+    ``allergic_to: peanuts`` where the messages only say "allergic")."""
     from core.models import CURRENT
     from core.search.index import prepared
     from core.services.graph import render_value
@@ -354,19 +368,43 @@ def _bridging_events(ns: Namespace, terms: list[str], limit: int) -> list[int]:
     unknown = set(terms) - ({t.term for t in query.terms} if query is not None else set())
     if not unknown:
         return []
-    nodes = [hit.node_id for hit in search_graph(ns.name, " ".join(sorted(unknown)), limit=BRIDGE_NODES)]
+    found = [hit.node_id for hit in search_graph(ns.name, " ".join(sorted(unknown)), limit=BRIDGE_NODES)]
+    nodes = sorted(named | set(found))
     if not nodes:
         return []
-    # A hub's facts run to thousands: only those whose text holds an unknown stem are read, the newest first.
-    holds = reduce(operator.or_, [GraphFact.key.contains(t) | GraphFact.value.contains(t) for t in sorted(unknown)])
+    # A hub's facts run to thousands: only those whose text holds an unknown word's stem (or the
+    # start of a long one) are read, the newest first.
+    holds = reduce(operator.or_, [GraphFact.key.contains(_stem_probe(t)) | GraphFact.value.contains(_stem_probe(t))
+                                  for t in sorted(unknown)])
     scored = []
     for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
             GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds).order_by(
             GraphFact.id.desc()).limit(BRIDGE_FACTS).tuples():
-        shared = len(unknown & set(analyze(f"{key.replace('_', ' ')} {render_value(value)}")))
+        words = set(analyze(f"{key.replace('_', ' ')} {render_value(value)}"))
+        shared = sum(1 for u in unknown if any(_same_word(u, w) for w in words))
         if shared:
             scored.append((-shared, -fact_id))
     return _cited("fact", scored, limit)
+
+
+FAMILY_PREFIX = 6  # letters two stems must share, the shorter whole, to count as one word's family
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One stem, or one word's family: the light stemmer gives "allergy" and "allergic" two
+    stems ("allergi", "allergic"), one a prefix of the other."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return len(short) >= FAMILY_PREFIX and long.startswith(short)
+
+
+def _stem_probe(term: str) -> str:
+    """A substring every stored word of ``term``'s family holds: stems turn a final "y" into "i"
+    ("study" → "studi"), and a family shares its first FAMILY_PREFIX letters."""
+    if len(term) > FAMILY_PREFIX:
+        return term[:FAMILY_PREFIX]
+    return term[:-1] if term.endswith("i") and len(term) > 3 else term
 
 
 _USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[int, frozenset[str]]]]" = \

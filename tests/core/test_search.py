@@ -243,6 +243,31 @@ def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
     assert text_only[0].message_id != beagle
 
 
+def test_bridging_reads_the_named_node_and_a_word_family(ns):
+    from dataclasses import replace
+
+    from core.services.retrieval import DEFAULT_PARAMS, _same_word, _stem_probe
+
+    for text in ("Ivy is allergic to peanuts, so we always check the labels.",
+                 "Ivy loves the climbing hall and her party is there.",
+                 "Ivy has a new favourite book about dragons.",
+                 "Ivy started swimming lessons on Saturday."):
+        append_messages("ns", "t", [{"role": "user", "speaker": "Maya", "content": text},
+                                    {"role": "assistant", "speaker": "Assistant", "content": "Noted."}], close_turn=True)
+    run_pending("ns")
+    allergy = Message.get(Message.content.startswith("Ivy is allergic")).id
+    # No message says "allergy"; Ivy's allergic_to fact is of its family ("allergi" / "allergic").
+    for question in ("What allergies does Ivy have?", "Does Ivy have any allergy?"):
+        top = default_retrieval("ns", question, limit=2)
+        assert top[0].message_id == allergy and "facts" in top[0].channels, question
+    text_only = default_retrieval("ns", "What allergies does Ivy have?", limit=2,
+                                  params=replace(DEFAULT_PARAMS, fact_weight=0))
+    assert text_only[0].message_id != allergy
+    assert _same_word("allergi", "allergic") and _same_word("studi", "studi")
+    assert not _same_word("organ", "organis") and not _same_word("plan", "planet")  # short stems stay apart
+    assert "studi" not in "study" and _stem_probe("studi") in "study" and _stem_probe("allergi") in "allergy"
+
+
 @pytest.mark.parametrize("question", [
     "When did Maya join Northwind Traders?",  # when: the statement of the event
     "Where did Maya work before?",  # about the past
