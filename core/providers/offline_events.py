@@ -69,10 +69,16 @@ _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
     for kind, pattern in (
         ("cancellation", r"\b(cancel(l?ed|s|ling)?|called off|call(ed)? it off|scrapped|no longer (going|happening))\b|取消"),
+        # Before migration and change: "we decided to stay on Airflow instead of migrating" is a
+        # decision, and no migration.
+        ("decision", r"\b(decid(ed|e|ing)|decision(s)? (recorded|made)|decision:|chose|choose|going with|settled on|"
+                     r"opted|made up my mind|picked(?! up)|we agreed|agreed (on|that|to))\b|决定"),
         ("migration", r"\b(migrat\w*|moved (from|over) \w+ to|port(ed|ing) (it )?to)\b|迁移"),
-        ("change", r"\b(switch(ed|ing)? to|changed?|no longer|not anymore|instead of|moved (the|it|our|my)\b|"
+        # "change" as a verb or announcing one ("change of plan", "another change:"); "the merge
+        # change landed" or "show me the change" names a thing, no change of state.
+        ("change", r"\b(switch(ed|ing)? to|chang(ed|es|ing)\b|change (of|to|from|in)\b|(another|small|one|a) (\w+ )?change(?=:)|"
+                   r"no longer|not anymore|instead of|moved (the|it|our|my)\b|swap(s|ped|ping)?\b|"
                    r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为"),
-        ("decision", r"\b(decid(ed|e|ing)|chose|choose|going with|settled on|opted|made up my mind|picked(?! up))\b|决定"),
         ("plan", r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
                  r"tomorrow|upcoming|schedul\w*|thinking (of|about)|(flying|heading) to)\b|计划|打算"),
         ("release", r"\b(releas(ed|ing)|launch(ed|ing)|publish(ed|ing)|shipped|went live)\b|发布"),
@@ -83,7 +89,7 @@ _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                     r"visit(ed|ing)?|party|conference|session with|went to|hang(ing)? out|dinner with|lunch with)\b"
                     r"|会议|见面"),
         ("collaboration", r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作"),
-        ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure)|"
+        ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure|ing|s)?|"
                      r"outage|bug|error|emergency|hurt)\b|故障|事故"),
     )
 )

@@ -135,6 +135,17 @@ def test_classification_and_criticality():
     assert classify("We picked up Ivy's new passport, so that's sorted") == "other"  # fetched, not chosen
     assert classify("Meeting with Jonas about the roadmap") == "meeting"
     assert classify("Maya keeps her meeting notes in Notion") == "other"
+    # A decision not to migrate is a decision; an agreement is one too.
+    assert classify("We decided to stay on Airflow instead of migrating to Dagster") == "decision"
+    assert classify("Decision recorded: Atlas stays on Airflow") == "decision"
+    assert classify("We agreed fct_orders should merge on order_id") == "decision"
+    assert classify("We migrated the warehouse to Snowflake") == "migration"
+    # "change" as a verb or an announcement is a change; as a thing shipped or shown it is not.
+    assert classify("The swimming school changed its schedule") == "change"
+    assert classify("Small itinerary change: we're swapping the days") == "change"
+    assert classify("Show Maya the change") == "other"
+    assert classify("Jonas merged the fct_orders change on Friday") == "task_completed"
+    assert classify("The nightly run has been failing since the merge change") == "incident"
     assert criticality("Ivy is allergic to peanuts") == "safety"
     assert criticality("I'm a data engineer") == "identity"
     assert criticality("I love hiking") == "preference"
