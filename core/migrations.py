@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -183,6 +183,21 @@ def _v16_event_fingerprints(database: Database) -> None:
     create_late_indexes(database)
 
 
+def _v17_job_claims(database: Database) -> None:
+    """Version 17: who claimed a running job and when (``job.claimed_by``, ``job.claimed_at``), so
+    a store opened while another process derives leaves that process's jobs running."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import Job
+
+    have = {c.name for c in database.get_columns(Job._meta.table_name)}
+    migrator = SchemaMigrator.from_database(database)
+    if "claimed_by" not in have:
+        run(migrator.add_column(Job._meta.table_name, "claimed_by", Job.claimed_by))
+    if "claimed_at" not in have:
+        run(migrator.add_column(Job._meta.table_name, "claimed_at", Job.claimed_at))
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -194,7 +209,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  12: _v12_job_claim_by_namespace_index,
                                                  13: _v13_event_status_by_id_index,
                                                  14: _v14_graph_endings, 15: _v15_special_event_index,
-                                                 16: _v16_event_fingerprints}
+                                                 16: _v16_event_fingerprints, 17: _v17_job_claims}
 
 
 def database_version(database: Database) -> int:

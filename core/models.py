@@ -182,6 +182,10 @@ class Job(BaseModel):
     payload = JSONTextField(null=True)
     created_at = CharField()
     updated_at = CharField()
+    # Who holds a running job ("host:pid") and since when: recovery at open leaves a live
+    # process's jobs alone (schema 17).
+    claimed_by = CharField(max_length=255, null=True)
+    claimed_at = FloatField(null=True)
 
     class Meta:
         indexes = (

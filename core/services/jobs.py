@@ -1,23 +1,31 @@
 """Derivation jobs: claiming, failing with backoff, recovery and manual retry.
 
-A job is claimed in one short write transaction (running, attempts + 1), its model call
-runs outside any transaction, and its result is committed in another. A process killed
-in between leaves the job ``running``; the next open turns it into a retryable failure.
+A job is claimed in one short write transaction (running, attempts + 1, the claiming
+process as ``host:pid``), its model call runs outside any transaction, and its result is
+committed in another. A process killed in between leaves the job ``running``; the next open
+turns it into a retryable failure — but only once the claimant is gone: any command run while
+another process derives (``strata stats`` beside ``strata derive``) leaves its jobs alone.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
 from dataclasses import dataclass
 
-from peewee import fn
+from peewee import Case, fn
 
 from core.db import Prepared, insert_one, update_by_id, write_transaction
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import InvalidInputError, NotFoundError, StoreUnavailableError
 from core.models import Block, Job, Namespace
 from core.timeutil import now_iso, wall
 
 MAX_ATTEMPTS = 3
 STATUSES = ("pending", "running", "succeeded", "failed", "skipped")
+# A claim older than this is abandoned even when its process cannot be checked (another host,
+# Windows) or still runs: no model call with its retries takes an hour.
+STALE_CLAIM_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -92,8 +100,44 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
         job.status = "running"
         job.attempts += 1
         job.updated_at = now_iso()
-        update_by_id(Job, job.id, dict(status=job.status, attempts=job.attempts, updated_at=job.updated_at))
+        job.claimed_by, job.claimed_at = claimant(), now
+        update_by_id(Job, job.id, dict(status=job.status, attempts=job.attempts, updated_at=job.updated_at,
+                                       claimed_by=job.claimed_by, claimed_at=job.claimed_at))
     return job
+
+
+def claimant() -> str:
+    """This process, as a running job records it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence and permission check only
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return False
+    return True
+
+
+def abandoned(claimed_by: str | None, claimed_at: float | None, now: float) -> bool:
+    """Whether a running job's claimant is gone: a claim from before schema 17, a process of
+    this host that no longer runs, or a claim older than STALE_CLAIM_SECONDS. Another host's
+    live process cannot be checked, so its claim stands until it is stale."""
+    if not claimed_by or claimed_at is None:
+        return True
+    if now - claimed_at > STALE_CLAIM_SECONDS:
+        return True
+    host, _, pid = claimed_by.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False  # a worker thread of this process is on it
+    # On Windows os.kill(pid, 0) would terminate the process: there, only staleness counts.
+    return sys.platform != "win32" and not _process_alive(int(pid))
 
 
 def still_claimed(job: Job) -> bool:
@@ -129,17 +173,34 @@ def next_due_at(namespace_id: int | None = None, kinds: tuple[str, ...] | None =
 
 
 def recover_interrupted() -> int:
-    """Jobs left running by a killed process become failed and due now (if attempts remain)."""
+    """Jobs whose claimant is gone (``abandoned``) become failed and due now (if attempts
+    remain). Nothing is written, and no write lock taken, when there are none; when another
+    writer holds the lock the recovery is left to the next open."""
     now = wall()
-    with write_transaction():
-        stuck = list(Job.select().where(Job.status == "running"))
-        for job in stuck:
-            job.status = "failed"
-            job.last_error = "interrupted: the process stopped while this job was running"
-            job.next_retry_at = now if job.attempts < MAX_ATTEMPTS else None
-            job.updated_at = now_iso()
-            job.save()
-    return len(stuck)
+    running = Job.select(Job.id, Job.claimed_by, Job.claimed_at).where(Job.status == "running").tuples()
+    stuck = [(job_id, by, at) for job_id, by, at in running if abandoned(by, at, now)]
+    if not stuck:
+        return 0
+    recovered = 0
+    try:
+        with write_transaction():
+            for job_id, by, at in stuck:
+                # Only if nobody finished, failed or re-claimed it since it was read.
+                recovered += Job.update(
+                    status="failed",
+                    last_error="interrupted: the process stopped while this job was running",
+                    next_retry_at=Case(None, [(Job.attempts < MAX_ATTEMPTS, now)], None),
+                    updated_at=now_iso(),
+                ).where((Job.id == job_id) & (Job.status == "running") & _same_claim(by, at)).execute()
+    except StoreUnavailableError:
+        return 0  # another writer holds the lock: the next open recovers
+    return recovered
+
+
+def _same_claim(claimed_by: str | None, claimed_at: float | None):
+    by = Job.claimed_by.is_null() if claimed_by is None else (Job.claimed_by == claimed_by)
+    at = Job.claimed_at.is_null() if claimed_at is None else (Job.claimed_at == claimed_at)
+    return by & at
 
 
 def retry(job_id: int) -> JobRow:

@@ -113,21 +113,71 @@ def test_run_pending_waits_out_short_backoffs(store):
     assert report.failed == 1 and Block.get_by_id(block_id).status == "ready"
 
 
-def test_running_jobs_found_at_open_become_retryable(db_url, store, clock):
+_CLAIM_IN_CHILD = """
+import sys
+from core.store import open_store
+from core.services import jobs
+open_store(sys.argv[1])
+job = jobs.claim_next()
+print(job.id, flush=True)
+if sys.argv[2] == "die":
+    import os
+    os._exit(0)  # as if killed: the job stays running
+sys.stdin.readline()  # alive, holding the claim, until told to go
+"""
+
+
+def _claiming_child(db_url: str, mode: str):
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", _CLAIM_IN_CHILD, db_url, mode], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    job_id = int(child.stdout.readline())
+    return child, job_id
+
+
+def test_running_jobs_of_a_killed_process_become_retryable_at_open(db_url, store):
     block_id = _one_block()
-    claimed = jobsvc.claim_next()
-    assert claimed.status == "running" and claimed.attempts == 1
     db.close()
-    open_store(db_url)  # as after a killed process
-    job = _summary_job()
+    child, job_id = _claiming_child(db_url, "die")
+    child.wait()
+    open_store(db_url)
+    job = Job.get_by_id(job_id)
     assert job.status == "failed" and job.next_retry_at is not None and "interrupted" in job.last_error
     run_pending("ns", wait_for_retries=False)
     assert Block.get_by_id(block_id).status == "ready"
 
 
-def test_a_stale_result_is_discarded_after_recovery(store, clock):
+def test_a_live_process_keeps_its_running_jobs_when_another_opens_the_store(db_url, store):
+    _one_block()
+    db.close()
+    child, job_id = _claiming_child(db_url, "wait")
+    try:
+        open_store(db_url)  # `strata stats` while `strata derive` works
+        job = Job.get_by_id(job_id)
+        assert job.status == "running" and job.claimed_by.endswith(f":{child.pid}")
+    finally:
+        child.communicate("go\n")
+    assert jobsvc.recover_interrupted() == 1  # its process is gone now
+    assert Job.get_by_id(job_id).status == "failed"
+
+
+def test_legacy_and_stale_claims_are_abandoned(store, clock):
     _one_block()
     job = jobsvc.claim_next()
+    assert job.claimed_at == clock.now and not jobsvc.abandoned(job.claimed_by, job.claimed_at, clock.now)
+    assert jobsvc.abandoned(None, None, clock.now)  # claimed before schema 17
+    assert jobsvc.abandoned("elsewhere:1", clock.now - jobsvc.STALE_CLAIM_SECONDS - 1, clock.now)
+    assert not jobsvc.abandoned("elsewhere:1", clock.now - 60, clock.now)  # another host: cannot tell yet
+    clock.now += jobsvc.STALE_CLAIM_SECONDS + 1
+    assert jobsvc.recover_interrupted() == 1 and _summary_job().status == "failed"
+
+
+def test_a_stale_result_is_discarded_after_recovery(store, clock, monkeypatch):
+    _one_block()
+    job = jobsvc.claim_next()
+    monkeypatch.setattr(jobsvc, "abandoned", lambda *_: True)
     jobsvc.recover_interrupted()  # someone else decided the job was abandoned
     jobsvc.fail(job, "late failure from the old worker")
     assert _summary_job().last_error.startswith("interrupted")
