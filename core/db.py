@@ -43,6 +43,8 @@ def default_sqlite_path() -> Path:
 
 def resolve_url(url: str | None) -> str:
     """The URL to open: the argument, else ``$STRATA_DB``, else the platform default."""
+    if url is not None and not url.strip():
+        raise InvalidInputError("the database URL is empty; give sqlite:///path or postgresql://…, or leave --db out")
     chosen = url or os.environ.get(ENV_VAR)
     if chosen:
         return chosen
@@ -72,6 +74,8 @@ def make_database(url: str) -> Database:
         from urllib.parse import urlparse
 
         parts = urlparse(url)
+        if not parts.path.lstrip("/"):
+            raise InvalidInputError(f"database URL {url!r} names no database (postgresql://user@host/dbname)")
         return PostgresqlDatabase(
             parts.path.lstrip("/"),
             user=parts.username,
@@ -91,14 +95,24 @@ def write_transaction() -> Iterator[None]:
     """A write transaction that takes the write lock up front on SQLite.
 
     BEGIN IMMEDIATE makes a second writer wait (busy timeout) at the start rather
-    than fail half-way with a lock upgrade error.
+    than fail half-way with a lock upgrade error. A writer that still finds the lock held
+    gets StoreUnavailableError, which says so, instead of the driver's "database is locked".
     """
-    if is_sqlite() and not db.in_transaction():
-        with db.atomic("IMMEDIATE"):
-            yield
-    else:
-        with db.atomic():
-            yield
+    try:
+        if is_sqlite() and not db.in_transaction():
+            with db.atomic("IMMEDIATE"):
+                yield
+        else:
+            with db.atomic():
+                yield
+    except peewee.OperationalError as exc:
+        if "locked" not in str(exc).lower():
+            raise
+        from core.errors import StoreUnavailableError
+
+        raise StoreUnavailableError(
+            "the database is locked by another writer (waited 5 s); nothing of this step was written, "
+            "try again when it is done") from exc
 
 
 def bulk_insert(model, columns: list[str], rows: list[tuple], *, ignore_conflicts: bool = False) -> None:

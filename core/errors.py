@@ -29,3 +29,7 @@ class BlockNotReadyError(StrataError):
 
 class StorageConflictError(StrataError):
     """Another writer changed the data between read and write."""
+
+
+class StoreUnavailableError(StrataError):
+    """The database cannot be opened or used: not a Strata store, unreadable, locked, no driver."""

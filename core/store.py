@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import peewee
+
 from core.db import db, make_database, resolve_url, sqlite_path
+from core.errors import StoreUnavailableError
 from core.migrations import migrate
 
 
@@ -36,12 +39,59 @@ def open_store(url: str | None = None, *, recover: bool = True,
     resolved = resolve_url(url)
     if not db.is_closed() if db.obj is not None else False:
         db.close()
-    db.initialize(make_database(resolved))
-    db.connect(reuse_if_open=True)
-    version = migrate(progress=progress)
+    try:
+        db.initialize(make_database(resolved))
+        db.connect(reuse_if_open=True)
+        _refuse_foreign(resolved)
+        version = migrate(progress=progress)
+    except (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured, OSError) as exc:
+        if db.obj is not None and not db.is_closed():
+            db.close()
+        raise StoreUnavailableError(unavailable_reason(resolved, exc)) from exc
     store = Store(url=resolved, schema_version=version)
     if recover:
         from core.services.jobs import recover_interrupted
 
         recover_interrupted()
     return store
+
+
+def _refuse_foreign(url: str) -> None:
+    """A database another program made is not turned into a Strata store: on SQLite one with
+    any table but no Strata schema version (a stray --db would add a hundred tables to the
+    file); on PostgreSQL, where a team may share one database, one whose tables clash with ours."""
+    from core.models import ALL_MODELS, SchemaVersion
+
+    tables = {t for t in db.get_tables() if not t.startswith("sqlite_")}
+    if SchemaVersion._meta.table_name in tables:
+        return
+    ours = {model._meta.table_name for model in ALL_MODELS}
+    clash = sorted(tables & ours) if sqlite_path(url) is None else sorted(tables)
+    if clash:
+        shown = ", ".join(clash[:5]) + (", …" if len(clash) > 5 else "")
+        raise StoreUnavailableError(
+            f"database {url} holds tables that are not a Strata store's ({shown}); "
+            "give Strata a database of its own")
+
+
+def unavailable_reason(url: str, exc: BaseException) -> str:
+    """What an error opening ``url`` means, in words a person can act on."""
+    text = str(exc).strip() or type(exc).__name__
+    lowered = text.lower()
+    path = sqlite_path(url) if not url.startswith("sqlite://") or url.startswith("sqlite:///") else None
+    where = str(path) if path is not None else url
+    if "file is not a database" in lowered or "malformed" in lowered:
+        return f"{where} is not a SQLite database, or it is damaged ({text})"
+    if "locked" in lowered or "busy" in lowered:
+        return f"{where} is locked by another writer (waited 5 s); try again when it is done"
+    if "unable to open database file" in lowered:
+        if path is not None and path.is_dir():
+            return f"{where} is a directory; give a database file path"
+        return f"cannot open {where}: check that its directory exists and is writable ({text})"
+    if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):
+        return f"cannot write {where}: it or its directory is read-only ({text})"
+    if isinstance(exc, peewee.ImproperlyConfigured) and "psycopg" in lowered:
+        return f"PostgreSQL needs the psycopg2 driver (pip install psycopg2-binary) to open {url}"
+    if isinstance(exc, OSError):
+        return f"cannot open {where}: {text}"
+    return f"cannot open database {where}: {text}"

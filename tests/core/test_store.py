@@ -311,3 +311,59 @@ def test_no_model_index_names_a_column_a_migration_adds():
     assert offenders == []
     late = {getattr(part, "column_name", None) for part in EVENT_FINGERPRINT_INDEX._expressions}
     assert "fingerprint" in late  # the check above would have caught it as a model index
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"hello, not a database\n" * 300, "is not a SQLite database"),
+    (None, "is a directory"),
+])
+def test_a_path_that_is_no_database_is_a_clear_error(tmp_path, content, expected):
+    from core.errors import StoreUnavailableError
+
+    target = tmp_path / "x.db"
+    if content is None:
+        target.mkdir()
+    else:
+        target.write_bytes(content)
+    with pytest.raises(StoreUnavailableError, match=expected) as caught:
+        open_store(f"sqlite:///{target}")
+    assert str(target) in str(caught.value)
+    if content is not None:
+        assert target.read_bytes() == content  # untouched
+
+
+def test_another_programs_sqlite_file_is_not_turned_into_a_store(tmp_path):
+    import sqlite3
+
+    from core.errors import StoreUnavailableError
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE users (id INTEGER)")
+    with pytest.raises(StoreUnavailableError, match=r"not a Strata store's \(users\)"):
+        open_store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as con:
+        assert [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["users"]
+
+
+@pytest.mark.parametrize("url, expected", [("", "database URL is empty"), ("postgresql://", "names no database")])
+def test_empty_urls_are_refused(url, expected):
+    with pytest.raises(InvalidInputError, match=expected):
+        open_store(url)
+
+
+def test_a_writer_that_finds_the_lock_held_says_so(db_url, store):
+    import sqlite3
+
+    from core.errors import StoreUnavailableError
+
+    holder = sqlite3.connect(sqlite_path(db_url), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute_sql("PRAGMA busy_timeout = 50")  # fail fast instead of the 5 s a person waits
+        with pytest.raises(StoreUnavailableError, match="locked by another writer"):
+            with write_transaction():
+                Message.select().count()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
