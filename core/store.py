@@ -44,6 +44,7 @@ def open_store(url: str | None = None, *, recover: bool = True,
         db.connect(reuse_if_open=True)
         _refuse_foreign(resolved)
         version = migrate(progress=progress)
+        _require_tables(resolved)
     except (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured, OSError) as exc:
         if db.obj is not None and not db.is_closed():
             db.close()
@@ -95,3 +96,16 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"cannot open {where}: {text}"
     return f"cannot open database {where}: {text}"
+
+
+def _require_tables(url: str) -> None:
+    """A store missing one of its tables (dropped by hand, a damaged file) is refused at open
+    with the table's name, instead of every command failing later on "no such table"."""
+    from core.models import ALL_MODELS
+
+    present = set(db.get_tables())
+    missing = sorted(m._meta.table_name for m in ALL_MODELS if m._meta.table_name not in present)
+    if missing:
+        raise StoreUnavailableError(
+            f"database {url} is damaged: table{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            "missing; restore it from a backup")

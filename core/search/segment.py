@@ -875,7 +875,8 @@ def merge(view: View) -> View:
 # ----------------------------------------------------------------------------- persistence
 
 
-def _folder() -> Path | None:
+def saved_folder() -> Path | None:
+    """Where the saved copies live: ``<database file>.search`` (None off SQLite)."""
     if not is_sqlite():
         return None
     name = getattr(db.obj, "database", None)
@@ -887,7 +888,7 @@ def _folder() -> Path | None:
 def save(view: View) -> View:
     """Write the static part (merged first) beside the SQLite file, atomically replacing the
     pointer; the merged view that was saved."""
-    folder = _folder()
+    folder = saved_folder()
     if folder is None:
         return view
     view = merge(view)
@@ -916,7 +917,7 @@ def save(view: View) -> View:
 
 
 def load(kind: str, namespace_id: int, identity: str) -> View | None:
-    folder = _folder()
+    folder = saved_folder()
     if folder is None:
         return None
     pointer = folder / f"{kind}-{namespace_id}.json"
@@ -933,8 +934,8 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
     except (OSError, ValueError, KeyError):
         return None
     vocabulary = text.split("\n") if text else []
-    if len(vocabulary) + 1 != len(offsets):
-        return None
+    if not _consistent(vocabulary, offsets, docs, tf, arrays):
+        return None  # damaged or mixed files: built again from SQL, as when there is no copy
     static = Part({t: i for i, t in enumerate(vocabulary)}, offsets, docs, tf)
     return View(kind, namespace_id, identity, static=static, watermark=meta["watermark"],
                 static_watermark=meta["watermark"], static_docs=len(arrays["doc_ids"]),
@@ -943,6 +944,27 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
                 # A copy saved before removals were logged predates every logged removal.
                 removal_watermark=meta.get("removal_watermark", 0),
                 speakers=dict(meta["speakers"]), speaker_names=list(meta["speaker_names"]), **arrays)
+
+
+def _consistent(vocabulary: list[str], offsets: np.ndarray, docs: np.ndarray, tf: np.ndarray,
+                arrays: dict[str, np.ndarray]) -> bool:
+    """The shapes a saved copy must have (cheap: no posting is read). A value damaged inside
+    a file passes; ``postings_in_range`` reads every posting and is what `strata verify` runs."""
+    sizes = {len(a) for a in arrays.values()}
+    return (len(sizes) == 1 and offsets.ndim == docs.ndim == tf.ndim == 1 and len(offsets) == len(vocabulary) + 1
+            and int(offsets[0]) == 0 and int(offsets[-1]) == len(docs) == len(tf))
+
+
+def postings_in_range(current: View) -> str | None:
+    """What is wrong with a view's postings (None when nothing): offsets that go back, or a
+    posting naming a document the view does not hold."""
+    docs_total = current.size
+    for label, part in (("saved", current.static), ("recent", current.delta)):
+        if len(part.offsets) and np.any(np.diff(part.offsets) < 0):
+            return f"{label} postings: offsets go back"
+        if len(part.docs) and (int(part.docs.min()) < 0 or int(part.docs.max()) >= docs_total):
+            return f"{label} postings: a document number outside 0..{docs_total - 1}"
+    return None
 
 
 # ----------------------------------------------------------------------------- the cache
@@ -978,7 +1000,7 @@ def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
                 if fresh.static.size >= MERGE_MIN:
                     fresh = save(fresh)
         elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
-            fresh = save(fresh) if _folder() is not None else merge(fresh)
+            fresh = save(fresh) if saved_folder() is not None else merge(fresh)
         if fresh.compacted and fresh.static.size >= MERGE_MIN:
             fresh = save(fresh)  # else every new process would drop the same documents again
         _VIEWS[key] = fresh

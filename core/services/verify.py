@@ -45,7 +45,8 @@ def verify(namespace: str | None = None, *, limit: int = 50,
     report = VerifyReport(namespace=namespace)
     steps = [("blocks and jobs", _check_blocks), ("events cite messages", _check_uncited),
              ("citations inside their blocks", _check_outside), ("graph records cite events", _check_graph),
-             ("current facts cite events", _check_current_facts), ("why records ended", _check_endings)]
+             ("current facts cite events", _check_current_facts), ("why records ended", _check_endings),
+             ("saved search copies", _check_search_copies)]
     for done, (label, step) in enumerate(steps):
         if progress:
             progress(done, len(steps), label)
@@ -131,3 +132,20 @@ def _check_endings(report: VerifyReport, ns, limit: int) -> None:
                         .where(GraphNode.namespace == ns) if model is GraphFact else standing.where(model.namespace == ns))
         for record_id, event_id in standing.tuples().limit(limit):
             report.problems.append(f"graph {kind} {record_id} is current though event {event_id} says it ended")
+
+
+def _check_search_copies(report: VerifyReport, ns, limit: int) -> None:
+    """The search index's saved copies (``<db>.search``) are read at open by their shapes only; a
+    posting damaged inside a file is found here, by reading every one."""
+    from core.models import Namespace
+    from core.search import segment
+
+    spaces = [ns] if ns is not None else list(Namespace.select())
+    for space in spaces:
+        for kind in ("message", "event"):
+            saved = segment.load(kind, space.id, space.created_at)
+            wrong = segment.postings_in_range(saved) if saved is not None else None
+            if wrong and len(report.problems) < limit:
+                report.problems.append(
+                    f"saved search copy of namespace {space.name!r}'s {kind}s: {wrong}; delete "
+                    f"{segment.saved_folder()} and it is built again from the database")

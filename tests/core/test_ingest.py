@@ -820,7 +820,7 @@ def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatc
     monkeypatch.setattr(segment, "MERGE_MIN", 10)  # a segment this small is saved too
     small = [jl("alpha", "user", f"small note {i} about kubernetes", id=f"s-{i}") for i in range(10)]
     ingest("jsonl", write_jsonl(tmp_path / "small.jsonl", small), namespace="small")
-    folder = segment._folder()
+    folder = segment.saved_folder()
     assert not folder.exists() or not list(folder.glob("message-*.json"))
     rows = [jl(f"t{i % 3}", "user" if i % 2 else "assistant", f"turn {i}: the kubernetes rollback plan step {i}",
                id=f"b-{i}") for i in range(60)]
@@ -846,7 +846,7 @@ def test_a_derivation_pass_keeps_the_message_segment_current(store, monkeypatch)
     segment.forget_views()
     append_messages("api", "t", [{"role": "user", "content": f"kubernetes rollback step {i} of the plan"}
                                  for i in range(24)])
-    folder = segment._folder()
+    folder = segment.saved_folder()
     assert not folder.exists() or not list(folder.glob("message-*.json"))
     run_pending("api", provider="offline")
     assert list(folder.glob("message-*.json"))
@@ -893,7 +893,7 @@ def test_a_new_process_saves_the_delta_it_had_to_read(store, tmp_path, monkeypat
     search_raw("ns", "kubernetes")  # builds and saves the static part
     from core.services.spaces import get_namespace
 
-    pointer = segment._folder() / f"message-{get_namespace('ns').id}.json"
+    pointer = segment.saved_folder() / f"message-{get_namespace('ns').id}.json"
     saved = json.loads(pointer.read_text())["watermark"]
     append_messages("ns", "t", [{"role": "user", "content": f"redis failover drill {i}"} for i in range(8)])
     search_raw("ns", "redis")  # the running process keeps its delta in memory

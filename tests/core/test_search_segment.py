@@ -7,7 +7,9 @@ the copy saved beside the database, the rebuild after a deletion — is compared
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,7 +88,7 @@ def test_equal_after_appends_merge_reload_and_deletes(corpus):
         if i % 4 == 0:
             _assert_same("message", corpus.id, analyze(QUESTIONS[i % len(QUESTIONS)]))
     _check_all(corpus.id)
-    assert any(segment._folder().glob("message-*.json"))  # the merged segment was saved
+    assert any(segment.saved_folder().glob("message-*.json"))  # the merged segment was saved
     segment.forget_views()  # a new process: loads the saved segment, reads the delta from SQL
     append_messages("scale", "thread-000", [{"role": "user", "content": "Alice moved the kubernetes rollback"}])
     _check_all(corpus.id)
@@ -709,3 +711,30 @@ def test_events_out_of_id_order_are_placed_by_a_sort(corpus, monkeypatch):
     assert _postings(again) == _postings(in_order)
     segment.forget_views()
     _assert_same("event", corpus.id, analyze("deadline budget rollback"))
+
+
+def _saved_copy(ns_id: int) -> Path:
+    pointer = json.loads((segment.saved_folder() / f"message-{ns_id}.json").read_text())
+    return segment.saved_folder() / pointer["dir"]
+
+
+def test_a_saved_copy_cut_short_is_built_again_and_a_damaged_one_is_reported(corpus):
+    from core.services.verify import verify
+
+    _assert_same("message", corpus.id, analyze(QUESTIONS[0]))
+    segment.save(segment.view("message", corpus.id))
+    folder = _saved_copy(corpus.id)
+    docs = np.load(folder / "post_docs.npy")
+    np.save(folder / "post_docs.npy", docs[: len(docs) // 2])  # a valid file, half the postings
+    segment.forget_views()
+    assert segment.load("message", corpus.id, corpus.created_at) is None  # its shape gives it away
+    _check_all(corpus.id)  # built again from SQL: the same scores
+    assert verify("scale").ok
+
+    segment.save(segment.view("message", corpus.id))
+    folder = _saved_copy(corpus.id)
+    docs = np.load(folder / "post_docs.npy")
+    docs[len(docs) // 3] = 10**6  # damaged inside, shapes intact
+    np.save(folder / "post_docs.npy", docs)
+    problems = verify("scale").problems
+    assert any("saved search copy" in p and "outside" in p and str(segment.saved_folder()) in p for p in problems)

@@ -68,3 +68,14 @@ def test_blocks_are_counted_by_state(demo):
     report = verify(demo)
     assert report.blocks == Block.select().count()
     assert report.blocks == report.blocks_ready + report.blocks_failed + report.blocks_waiting
+
+
+def test_a_store_missing_a_table_is_refused_at_open_with_its_name(demo_template, tmp_path):
+    from core.errors import StoreUnavailableError
+
+    url = copy_of(demo_template, tmp_path / "demo.db")
+    open_store(url, recover=False)
+    db.execute_sql("DROP TABLE graphfact")
+    db.close()
+    with pytest.raises(StoreUnavailableError, match="damaged: table graphfact missing"):
+        open_store(url)
