@@ -88,11 +88,62 @@ def build_server(tools: MemoryTools) -> Server:
     )
 
 
+class _AnsweringReader:
+    """The transport's read stream, minus the lines that are no JSON-RPC message: each of those
+    gets a JSON-RPC error (id null: -32700 for text that is no JSON, -32600 for JSON that is no
+    request) and a line on stderr. The SDK only logs them at debug level, so a client that sent
+    one waited for an answer forever."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner, self._write = inner, write_stream
+
+    def __getattr__(self, name: str) -> Any:  # last_context and whatever else the SDK reads
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._answer(item)
+
+    async def _answer(self, exc: Exception) -> None:
+        from mcp.shared.message import SessionMessage
+
+        errors = getattr(exc, "errors", None)
+        kinds = {e.get("type") for e in errors()} if callable(errors) else set()
+        code, text = (types.PARSE_ERROR, "Parse error") if "json_invalid" in kinds else (
+            types.INVALID_REQUEST, "Invalid Request")
+        log.warning("answered a malformed message with %s %s: %s", code, text, str(exc).splitlines()[0][:200])
+        error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=text))
+        await self._write.send(SessionMessage(error))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> "_AnsweringReader":
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> "_AnsweringReader":
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc_info)
+
+
 async def serve_stdio(tools: MemoryTools) -> None:
     """Serve ``tools`` on this process's stdin/stdout until the client disconnects."""
     server = build_server(tools)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        reader = _AnsweringReader(read_stream, write_stream)
+        await server.run(reader, write_stream, server.create_initialization_options())
 
 
 def _configure_logging() -> None:

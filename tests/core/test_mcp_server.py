@@ -182,6 +182,35 @@ def test_server_logs_to_stderr_only(db_url, tmp_path):
 
 
 
+def test_malformed_messages_get_a_json_rpc_error_and_the_server_keeps_serving(store, db_url):
+    import json as jsonlib
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    lines = [jsonlib.dumps(init), jsonlib.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             "{not json", "42", jsonlib.dumps({"jsonrpc": "2.0", "id": 2}),
+             jsonlib.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        replies = []
+        while not any(r.get("id") == 3 for r in replies):  # the request after the bad ones is answered
+            line = proc.stdout.readline()
+            assert line, f"server stopped: {replies}"
+            replies.append(jsonlib.loads(line))
+    finally:
+        _, stderr = proc.communicate("", timeout=60)
+    errors = [r["error"]["code"] for r in replies if "error" in r and r.get("id") is None]
+    assert errors == [-32700, -32600, -32600], replies
+    assert [r for r in replies if r.get("id") == 3][0]["result"]["tools"]
+    assert "malformed message" in stderr
+
+
 def test_in_process_client_sees_errors_as_results_and_the_server_survives(store, monkeypatch):
     """The SDK's in-process client (modern protocol path): a crashing tool is an isError result."""
     from mcp import Client
