@@ -45,10 +45,12 @@ def open_store(url: str | None = None, *, recover: bool = True,
         _refuse_foreign(resolved)
         version = migrate(progress=progress)
         _require_tables(resolved)
-    except (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured, OSError) as exc:
+    except BaseException as exc:
         if db.obj is not None and not db.is_closed():
-            db.close()
-        raise StoreUnavailableError(unavailable_reason(resolved, exc)) from exc
+            db.close()  # a refused store is not left open for the next call to use
+        if isinstance(exc, (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured, OSError)):
+            raise StoreUnavailableError(unavailable_reason(resolved, exc)) from exc
+        raise
     store = Store(url=resolved, schema_version=version)
     if recover:
         from core.services.jobs import recover_interrupted
