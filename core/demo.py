@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -25,8 +26,52 @@ def demo_source() -> Path:
     return Path(str(files("core") / "demo_data" / "demo.jsonl"))
 
 
+def _stored_namespaces(path: Path) -> list[str] | None:
+    """The namespace names in the SQLite file at ``path``; None when it is not a Strata database.
+    Read with plain sqlite3: opening it as a store would migrate (write to) a file that may not be ours."""
+    import sqlite3
+
+    from core.models import Namespace, SchemaVersion
+
+    try:
+        connection = sqlite3.connect(str(path))
+    except sqlite3.Error:
+        return None
+    try:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return []  # an empty file or database (an interrupted build): nothing to lose
+        if SchemaVersion._meta.table_name not in tables or Namespace._meta.table_name not in tables:
+            return None
+        return [row[0] for row in connection.execute(f'SELECT name FROM "{Namespace._meta.table_name}"')]
+    except sqlite3.Error:  # "file is not a database"
+        return None
+    finally:
+        connection.close()
+
+
+def check_replaceable(path: Path) -> None:
+    """Refuse to build the demo over anything but an earlier demo: the build deletes the file first."""
+    from core.errors import InvalidInputError
+
+    if not os.path.lexists(path):
+        return
+    hint = "the demo rebuilds its database from scratch; give it another --db, or remove the file yourself"
+    if not path.is_file():
+        raise InvalidInputError(f"{path} exists and is not a regular file; {hint}")
+    names = _stored_namespaces(path)
+    if names is None:
+        raise InvalidInputError(f"{path} exists and is not a Strata database; {hint}")
+    others = sorted(name for name in names if name != DEMO_NAMESPACE)
+    if others:
+        raise InvalidInputError(f"{path} holds namespace(s) other than {DEMO_NAMESPACE!r} "
+                                f"({', '.join(map(repr, others))}); {hint}")
+
+
 def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None) -> DemoResult:
-    """Build the demo database from scratch at ``url`` (an existing demo file is replaced)."""
+    """Build the demo database from scratch at ``url``. A file there is replaced only if it is an
+    earlier demo store (a Strata database with no namespace but ``demo``): anything else is refused
+    with InvalidInputError and left as it was."""
     from core.db import db, sqlite_path
     from core.ingest import ingest
     from core.services.derive import run_pending
@@ -35,6 +80,7 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
 
     path = sqlite_path(url)
     if path is not None:
+        check_replaceable(path)
         if db.obj is not None and not db.is_closed():
             db.close()
         for suffix in ("", "-wal", "-shm"):

@@ -64,6 +64,47 @@ def test_demo_outside_a_terminal_builds_without_opening_the_workbench(tmp_path, 
     assert run_json(capsys, "stats", "--db", url)["blocks_ready"] >= 12
 
 
+def test_demo_rebuilds_an_earlier_demo(demo_db, capsys):
+    assert main(["demo", "--no-ui", "--db", demo_db]) == 0
+    capsys.readouterr()
+    assert [n["name"] for n in run_json(capsys, "namespaces", "--db", demo_db)] == ["demo"]
+
+
+def test_demo_refuses_a_store_holding_other_namespaces(tmp_path, capsys):
+    lines = tmp_path / "one.jsonl"
+    lines.write_text(json.dumps({"thread": "t", "role": "user", "content": "keep me",
+                                 "created_at": "2024-01-01T00:00:00Z"}) + "\n", encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'mine.db'}"
+    assert main(["ingest", "jsonl", str(lines), "--db", url, "--namespace", "mine"]) == 0
+    capsys.readouterr()
+    assert main(["--db", url, "demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("strata: error:") and "'mine'" in err and err.strip().count("\n") == 0
+    assert [(n["name"], n["messages"]) for n in run_json(capsys, "namespaces", "--db", url)] == [("mine", 1)]
+
+
+def test_demo_refuses_a_file_that_is_not_a_strata_database(tmp_path, capsys):
+    target = tmp_path / "notes.txt"
+    target.write_text("my notes\n", encoding="utf-8")
+    assert main(["demo", "--no-ui", "--db", str(target)]) == 2
+    assert "is not a Strata database" in capsys.readouterr().err
+    assert target.read_text(encoding="utf-8") == "my notes\n"
+    assert main(["demo", "--no-ui", "--db", str(tmp_path)]) == 2  # a directory
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_demo_never_builds_over_strata_db(tmp_path, capsys, monkeypatch):
+    from workbench.cli import memory
+
+    kept = tmp_path / "kept.db"
+    kept.write_bytes(b"not even a database")
+    monkeypatch.setenv("STRATA_DB", f"sqlite:///{kept}")
+    monkeypatch.setattr(memory, "demo_db_path", lambda: tmp_path / "data" / "demo.db")
+    assert main(["demo", "--no-ui"]) == 0
+    assert str(tmp_path / "data" / "demo.db") in " ".join(capsys.readouterr().out.split())
+    assert kept.read_bytes() == b"not even a database"
+
+
 @pytest.mark.parametrize("argv", [["ui"], []])
 def test_workbench_outside_a_terminal_is_a_clear_error(argv, demo_db, capsys):
     assert main([*argv, "--db", demo_db]) == 2

@@ -165,9 +165,13 @@ def demo_db_path() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from core.demo import build_demo
+    from core.db import sqlite_path
+    from core.demo import build_demo, check_replaceable
 
     url = getattr(args, "db", None) or f"sqlite:///{demo_db_path()}"
+    path = sqlite_path(url)
+    if path is not None:
+        check_replaceable(path)  # before the progress bar, so a refusal is the only line printed
     with progress_bar("demo", enabled=True) as update:
         result = build_demo(url, progress=update)
     console.print(
@@ -248,7 +252,15 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p = sub.add_parser("namespaces", parents=[common], help="list namespaces")
     p.set_defaults(handler=cmd_namespaces)
 
-    p = sub.add_parser("demo", parents=[common_no_json], help="build the demo database and open the workbench")
+    p = sub.add_parser("demo", help="build the demo database and open the workbench",
+                       description="Rebuild the demo database from the bundled sample conversation, derive it and "
+                                   "open the workbench. The database is demo.db in the data dir, or --db; never "
+                                   "$STRATA_DB, since the build replaces the file. A file that is not an earlier "
+                                   "demo database (a Strata database holding only the 'demo' namespace) is refused "
+                                   "and left as it was.")
+    # Not the shared --db: its default is $STRATA_DB, which the demo must never rebuild.
+    p.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
+                   help=f"database to (re)build (default {demo_db_path()}; $STRATA_DB is not used)")
     p.add_argument("--no-ui", action="store_true", help="only build the demo database")
     p.set_defaults(handler=cmd_demo)
 
