@@ -72,10 +72,75 @@ def test_a_failed_export_leaves_the_previous_file(demo, tmp_path, monkeypatch, c
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(export, "event_weight", broken)
-    with pytest.raises(OSError):
-        main(["export", "--db", demo, "--namespace", "demo", "--out", str(target)])
+    capsys.readouterr()
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(target)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"strata: error: --out {target}: cannot write: No space left on device" in err
     assert target.read_text(encoding="utf-8") == good
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".me")) == []
+
+
+def test_export_through_a_link_replaces_the_file_it_names(demo, tmp_path, capsys):
+    real = tmp_path / "real.json"
+    real.write_text("old\n", encoding="utf-8")
+    real.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(link)]) == 0
+    assert link.is_symlink() and link.resolve() == real
+    assert json.loads(real.read_text(encoding="utf-8"))["namespace"]["name"] == "demo"
+    assert real.stat().st_mode & 0o777 == 0o600
+
+
+def _fifo_reader(path, keep: int | None):
+    """A thread reading ``path`` (all of it, or only ``keep`` bytes before closing it)."""
+    import threading
+
+    got = []
+
+    def read():
+        with open(path, "rb") as pipe:
+            got.append(pipe.read() if keep is None else pipe.read(keep))
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread, got
+
+
+def test_export_into_a_fifo_writes_through_it(demo, tmp_path, capsys):
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    thread, got = _fifo_reader(fifo, None)
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(fifo)]) == 0
+    thread.join(10)
+    assert json.loads(got[0])["namespace"]["name"] == "demo"
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # not replaced by a regular file
+
+
+def test_a_write_error_on_a_fifo_is_one_error_line(demo, tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    thread, _ = _fifo_reader(fifo, 10)  # the reader goes away after 10 bytes
+    capsys.readouterr()
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(fifo)]) == 2
+    thread.join(10)
+    err = capsys.readouterr().err
+    assert f"strata: error: --out {fifo}: cannot write: Broken pipe" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("name, message", [("missing/me.json", "does not exist"), (".", "is a directory")])
+def test_an_unusable_out_path_is_refused_before_the_export(demo, tmp_path, capsys, monkeypatch, name, message):
+    monkeypatch.setattr(export, "write_export", lambda *a, **k: pytest.fail("exported before checking --out"))
+    capsys.readouterr()
+    assert main(["export", "--db", demo, "--namespace", "demo", "--out", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("strata: error: --out") and message in err and err.strip().count("\n") == 0
+    assert not (tmp_path / "missing").exists()
 
 
 def test_export_reports_progress_and_writes_the_same(demo, monkeypatch):

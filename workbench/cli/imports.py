@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
+from workbench.cli.output import (
+    check_output, console, err_console, open_from_args, output_file, print_json, progress_bar, table,
+)
 
 ACTION_STYLE = {"add": "green", "merge": "cyan", "supersede": "yellow", "conflict": "red", "ignore": "dim"}
 
@@ -212,21 +213,15 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from core.services.export import write_export
 
+    check_output(args.out, "--out")
     open_from_args(args)
     namespace = _namespace(args)
     if not args.out:
         write_export(namespace, sys.stdout, args.format)
         return 0
-    target = Path(args.out)
-    # Written beside the target and moved over it once complete: a failed export leaves the previous
-    # file as it was (at a million messages an export takes minutes and gigabytes on disk).
-    partial = target.with_name(f".{target.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8") as out, progress_bar("export") as update:
-            write_export(namespace, out, args.format, progress=update)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
+    # At a million messages an export takes minutes and gigabytes: a failed one must leave the previous file.
+    with output_file(args.out, "--out") as out, progress_bar("export") as update:
+        write_export(namespace, out, args.format, progress=update)
     err_console.print(f"export written to {args.out}", markup=False)
     return 0
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -26,6 +29,52 @@ def open_from_args(args: Any):
             err_console.print(f"upgrading the store: {label} ({done + 1}/{total})", markup=False)
 
     return open_store(getattr(args, "db", None), progress=upgrading)
+
+
+def check_output(path: str | Path | None, option: str) -> None:
+    """Refuse an output file that cannot be written before the work that fills it runs: an export
+    or a benchmark can take minutes, and its result would be lost at the end."""
+    from core.errors import InvalidInputError
+
+    if path is None:
+        return
+    real = Path(os.path.realpath(path))  # a link is followed: the file it names is what gets written
+    if real.is_dir():
+        raise InvalidInputError(f"{option} {path}: is a directory; give a file name")
+    if not real.parent.is_dir():
+        raise InvalidInputError(f"{option} {path}: directory {real.parent} does not exist")
+    # A regular file is replaced by one written beside it; a FIFO or device is written in place.
+    writable = os.access(real, os.W_OK) if real.exists() and not real.is_file() else os.access(real.parent, os.W_OK)
+    if not writable:
+        raise InvalidInputError(f"{option} {path}: permission denied")
+
+
+@contextmanager
+def output_file(path: str | Path, option: str) -> Iterator[TextIO]:
+    """A text stream that ends up in ``path``. A regular file (or the file a link names: the link
+    stays) is replaced only once the writing is complete, so a failed run leaves the previous file
+    as it was. A FIFO or a device is written directly: renaming over it would replace it instead of
+    writing to it. An OS error (a full disk, a reader that went away) is one error line naming
+    ``option``."""
+    from core.errors import InvalidInputError
+
+    real = Path(os.path.realpath(path))
+    try:
+        if real.exists() and not real.is_file():
+            with real.open("w", encoding="utf-8") as out:
+                yield out
+            return
+        partial = real.with_name(f".{real.name}.partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                yield out
+            if real.exists():
+                shutil.copymode(real, partial)  # replacing a file keeps who may read it
+            os.replace(partial, real)
+        finally:
+            partial.unlink(missing_ok=True)
+    except OSError as exc:
+        raise InvalidInputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from exc
 
 
 def to_plain(value: Any) -> Any:
