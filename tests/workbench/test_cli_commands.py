@@ -212,6 +212,16 @@ def test_python_dash_m_workbench_runs():
     assert out.returncode == 0 and out.stdout.startswith("strata ")
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly(demo_db):
+    """`strata export | head -c 10`: no traceback, and the exit status a shell gives a SIGPIPE'd tool."""
+    process = subprocess.Popen([sys.executable, "-m", "workbench", "export", "--db", demo_db, "--namespace", "demo"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert process.stdout.read(10) == b'{\n  "block'
+    process.stdout.close()
+    err = process.stderr.read().decode()
+    assert process.wait(60) == 141 and err == ""
+
+
 def test_cli_import_does_not_load_textual():
     code = "import sys, workbench.cli, workbench.cli.memory; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

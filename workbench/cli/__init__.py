@@ -7,6 +7,7 @@ the UI, so headless commands start fast and run where no terminal UI is possible
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -63,13 +64,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             from workbench.cli.memory import run_ui
 
             return run_ui(args)
-        return int(handler(args) or 0)
+        code = int(handler(args) or 0)
+        sys.stdout.flush()  # here, not at interpreter exit, so a reader that left is seen below
+        return code
     except StrataError as exc:
         err_console.print(f"[bold red]strata: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("strata: interrupted")
         return 130
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # another pipe (a worker process) broke: that is a real failure
+        # `strata export | head`: the reader has what it wanted. Python ignores SIGPIPE, so stop as a
+        # program killed by it would (what a shell reports for one, so `set -o pipefail` sees the same
+        # as with other tools), and point stdout at devnull so the exit-time flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
+
+
+SIGPIPE_EXIT = 128 + 13
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or stdout is no file: assume it
+        return True
 
 
 if __name__ == "__main__":
