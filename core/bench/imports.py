@@ -544,8 +544,13 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
     from core.services.imports import commit_batch, preview_import, undo_batch
     from core.store import open_store
 
-    if not 1 <= candidates <= 200:
-        raise ValueError("candidates must be from 1 to 200 (one import batch)")
+    from core.errors import InvalidInputError
+    from core.imports.formats import MAX_CANDIDATES
+
+    if not 1 <= candidates <= MAX_CANDIDATES:
+        raise InvalidInputError(f"candidates must be from 1 to {MAX_CANDIDATES} (one import batch), got {candidates}")
+    if not 1 <= people <= len(PEOPLE):
+        raise InvalidInputError(f"people must be from 1 to {len(PEOPLE)}, got {people}")
     started = time.monotonic()
     holder = None
     if db_url is None:

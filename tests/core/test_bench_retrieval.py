@@ -475,6 +475,58 @@ def test_cli_locomo_and_longmemeval(locomo_file, lme_file, tmp_path, capsys, mon
     assert json.loads(capsys.readouterr().out)["benchmark"] == "longmemeval"
 
 
+@pytest.mark.parametrize("argv", [
+    ["locomo", "--data", "{locomo}", "--json-out", "{missing}"],
+    ["coverage", "--data", "{locomo}", "--json-out", "{missing}"],
+    ["longmemeval", "--data", "{lme}", "--json-out", "{missing}"],
+    ["import", "--candidates", "5", "--json-out", "{missing}"],
+    ["ui", "--events", "50", "--json-out", "{missing}"],
+    ["scale", "--messages", "100", "--svg", "{missing}"],
+    ["scale", "--messages", "100", "--json-out", "{tmp}"],
+])
+def test_bench_output_paths_are_checked_before_the_run(argv, locomo_file, lme_file, tmp_path, capsys, monkeypatch):
+    """A report path that cannot be written is refused up front, not after a run of hours."""
+    import core.bench.coverage
+    import core.bench.imports
+    import core.bench.locomo
+    import core.bench.longmemeval
+    import core.bench.scale
+    import workbench.bench_ui
+    from workbench.cli import main
+
+    def ran(*args, **kwargs):
+        pytest.fail("the benchmark ran")
+
+    for module, name in ((core.bench.locomo, "run_locomo"), (core.bench.coverage, "run_coverage"),
+                         (core.bench.longmemeval, "run_longmemeval"), (core.bench.imports, "run_import_bench"),
+                         (workbench.bench_ui, "run"), (core.bench.scale, "run_scale")):
+        monkeypatch.setattr(module, name, ran)
+    names = {"locomo": locomo_file, "lme": lme_file, "missing": tmp_path / "no" / "report.json", "tmp": tmp_path}
+    assert main(["bench", *(a.format(**names) for a in argv)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("strata: error: --") and ("does not exist" in err or "is a directory" in err)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["import", "--candidates", "0"], "--candidates: must be from 1 to 200, got 0"),
+    (["import", "--candidates", "500"], "--candidates: must be from 1 to 200, got 500"),
+    (["import", "--people", "0"], "--people: must be from 1 to 20, got 0"),
+    (["import", "--top-k", "0"], "--top-k: must be from 1 to 20, got 0"),
+    (["import", "--threshold", "1.5"], "--threshold: must be from 0 to 1, got 1.5"),
+    (["ui", "--events", "-5"], "--events: must be at least 1, got -5"),
+    (["scale", "--queries", "-1"], "--queries: must be at least 1, got -1"),
+    (["scale", "--derive-limit", "0"], "--derive-limit: must be at least 1, got 0"),
+    (["longmemeval", "--data", "x", "--limit", "0"], "--limit: must be at least 1, got 0"),
+    (["longmemeval", "--data", "x", "--workers", "many"], "--workers: expected a whole number, got 'many'"),
+])
+def test_bench_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    from workbench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["bench", *argv])
+    assert info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_longmemeval_workers_give_the_same_rankings(lme_file):
     serial = run_longmemeval(lme_file, "all", workers=1)
     parallel = run_longmemeval(lme_file, "all", workers=2)

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 from pathlib import Path
 
-from workbench.cli.output import console, err_console, print_json, progress_bar, table
+from workbench.cli.argtypes import positive_int
+from workbench.cli.output import check_output, console, err_console, output_file, print_json, progress_bar, table
 
 
-def _write(report: dict, args: argparse.Namespace) -> None:
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file a benchmark writes is checked before it runs: a run takes minutes to hours, and a
+    report path that cannot be written would lose its results at the end."""
+    check_output(getattr(args, "json_out", None), "--json-out")
+    check_output(getattr(args, "svg", None), "--svg")
+
+
+def write_report(report: dict, args: argparse.Namespace) -> None:
     if getattr(args, "json_out", None):
-        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        with output_file(args.json_out, "--json-out") as out:
+            out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
         err_console.print(f"report written to {args.json_out}", markup=False)
     if args.json:
         print_json(report)
@@ -21,6 +30,7 @@ def _write(report: dict, args: argparse.Namespace) -> None:
 def cmd_coverage(args: argparse.Namespace) -> int:
     from core.bench.coverage import run_coverage
 
+    check_outputs(args)
     with progress_bar("derive", enabled=not args.json) as update:
         report = run_coverage(args.data, args.split, db_url=getattr(args, "db", None), provider=args.provider,
                               progress=update)
@@ -38,7 +48,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         t = report["timing"]
         console.print(f"ingest {t['ingest_s']} s, derivation {t['derive_s']} s for {t['messages']} messages",
                       markup=False)
-    _write(report, args)
+    write_report(report, args)
     return 0
 
 
@@ -69,6 +79,7 @@ def cmd_locomo(args: argparse.Namespace) -> int:
     from core.bench.locomo import KS, run_locomo
     from core.bench.locomo_data import CATEGORIES
 
+    check_outputs(args)
     with progress_bar("locomo", enabled=not args.json) as update:
         report = run_locomo(args.data, args.split, db_url=getattr(args, "db", None), provider=args.provider,
                             progress=update)
@@ -89,13 +100,14 @@ def cmd_locomo(args: argparse.Namespace) -> int:
         console.print("context tokens, strata / bm25: " + ", ".join(
             f"@{k} {tokens['strata'][k]} / {tokens['bm25'][k]}" for k in ks), markup=False)
         console.print(_timing_line(report) + f", {report['ingest']['messages']} messages", markup=False)
-    _write(report, args)
+    write_report(report, args)
     return 0
 
 
 def cmd_longmemeval(args: argparse.Namespace) -> int:
     from core.bench.longmemeval import KS, QUESTION_TYPES, run_longmemeval
 
+    check_outputs(args)
     with progress_bar("longmemeval", enabled=not args.json) as update:
         report = run_longmemeval(args.data, args.split, limit=args.limit, db_url=getattr(args, "db", None),
                                  provider=args.provider, progress=update, workers=args.workers, derive=args.derive)
@@ -108,7 +120,7 @@ def cmd_longmemeval(args: argparse.Namespace) -> int:
         for metric in ("recall_any", "recall_all", "ndcg_any"):
             _metric_table(f"{head}: session {metric}", report["results"], "session", metric, groups + extra, ks)
         console.print(_timing_line(report) + f", {report['ingest']['messages']} messages", markup=False)
-    _write(report, args)
+    write_report(report, args)
     return 0
 
 
@@ -138,6 +150,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
     from core.bench.scale import CHANNELS, run_scale
 
+    check_outputs(args)
     workdir = Path(args.workdir) if args.workdir else None
     holder = None if workdir else tempfile.TemporaryDirectory(prefix="strata-scale-")
     try:
@@ -180,15 +193,17 @@ def cmd_scale(args: argparse.Namespace) -> int:
     if args.svg:
         from core.bench.plot import scale_svg
 
-        Path(args.svg).write_text(scale_svg(report), encoding="utf-8")
+        with output_file(args.svg, "--svg") as out:
+            out.write(scale_svg(report))
         err_console.print(f"latency plot written to {args.svg}", markup=False)
-    _write(report, args)
+    write_report(report, args)
     return 0
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from workbench.bench_ui import TARGET_FIRST_PAINT_MS, TARGET_SWITCH_MS, run
 
+    check_outputs(args)
     with progress_bar("generate", enabled=not args.json) as update:
         report = run(getattr(args, "db", None), args.events, reuse=args.reuse, seed=args.seed,
                      prebuild=not args.no_prebuild, progress=update)
@@ -207,8 +222,12 @@ def cmd_ui(args: argparse.Namespace) -> int:
         met = report["targets"]
         console.print(f"first paint target met: {met['first_paint_met']}, switches: {met['switch_met']}, "
                       f"filters: {met['filter_met']}", markup=False)
-    _write(report, args)
+    write_report(report, args)
     return 0
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
@@ -236,8 +255,9 @@ def register(sub, common: argparse.ArgumentParser) -> None:
                          help="LongMemEval_S session retrieval against a BM25 baseline")
     p.add_argument("--data", required=True, type=Path, help="path to longmemeval_s_cleaned….json(.gz)")
     p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N questions of the split")
-    p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                   help="only the first N questions of the split")
+    p.add_argument("--workers", type=positive_int, default=default_workers(),
                    help="processes, each with its own database (default: the cores, at most 4)")
     p.add_argument("--provider", default="offline")
     p.add_argument("--derive", choices=["retrieval", "all"], default="retrieval",
@@ -250,9 +270,10 @@ def register(sub, common: argparse.ArgumentParser) -> None:
                          help="ingest, derivation, storage and search latency on synthetic corpora of growing size")
     p.add_argument("--messages", type=_sizes, default=[10_000, 100_000], metavar="N[,N…]",
                    help="corpus sizes (default 10000,100000)")
-    p.add_argument("--queries", type=int, default=50, metavar="Q", help="questions timed per channel (default 50)")
+    p.add_argument("--queries", type=positive_int, default=50, metavar="Q",
+                   help="questions timed per channel (default 50)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--derive-limit", type=int, default=None, metavar="M",
+    p.add_argument("--derive-limit", type=positive_int, default=None, metavar="M",
                    help="derive only the first M messages of a larger corpus (flagged in the report)")
     p.add_argument("--workdir", default=None, help="keep the built databases here (default: a temporary folder)")
     p.add_argument("--reuse", action="store_true", help="reuse databases already built in --workdir")
@@ -264,7 +285,8 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
     p = kinds.add_parser("ui", parents=[common],
                          help="workbench first paint, screen switches and filters on a generated large store")
-    p.add_argument("--events", type=int, default=100_000, metavar="N", help="events in the generated store")
+    p.add_argument("--events", type=positive_int, default=100_000, metavar="N",
+                   help="events in the generated store (default 100000)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--reuse", action="store_true", help="measure the store at --db as it is (no regeneration)")
     p.add_argument("--no-prebuild", action="store_true",

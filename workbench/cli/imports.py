@@ -4,7 +4,6 @@ and `strata bench import`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -301,7 +300,9 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
 def cmd_bench_import(args: argparse.Namespace) -> int:
     from core.bench.imports import run_import_bench
+    from workbench.cli.bench import check_outputs, write_report
 
+    check_outputs(args)
     with progress_bar("import preview", enabled=not args.json) as update:
         report = run_import_bench(seed=args.seed, candidates=args.candidates, people=args.people,
                                   threshold=args.threshold, top_k=args.top_k, provider=args.provider,
@@ -317,23 +318,26 @@ def cmd_bench_import(args: argparse.Namespace) -> int:
                       f"auto-applied precision {report['auto_applied_precision']:.3f}; undo round trip "
                       f"{'identical' if report['undo_round_trip'] else 'DIFFERENT'}; {report['timing']['total_s']} s",
                       markup=False, highlight=False)
-    if getattr(args, "json_out", None):
-        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        err_console.print(f"report written to {args.json_out}", markup=False)
-    if args.json:
-        print_json(report)
+    write_report(report, args)
     return 0
 
 
 def register_bench(kinds, common: argparse.ArgumentParser) -> None:
+    from core.bench.imports import PEOPLE
+    from core.imports.formats import MAX_CANDIDATES
+    from workbench.cli.argtypes import float_in, int_in
+
     p = kinds.add_parser("import", parents=[common],
                          help="import decisions on a generated, labelled set against a seeded store, and the undo "
                               "round trip")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--candidates", type=int, default=200, help="labelled candidates, 1-200 (default 200)")
-    p.add_argument("--people", type=int, default=14, help="people in the seeded store (default 14)")
-    p.add_argument("--threshold", type=float, default=0.85)
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--candidates", type=int_in(1, MAX_CANDIDATES), default=200,
+                   help=f"labelled candidates, 1-{MAX_CANDIDATES} (default 200)")
+    p.add_argument("--people", type=int_in(1, len(PEOPLE)), default=14,
+                   help=f"people in the seeded store, 1-{len(PEOPLE)} (default 14)")
+    p.add_argument("--threshold", type=float_in(0, 1), default=0.85,
+                   help="decisions below this confidence need a person, 0-1 (default 0.85)")
+    p.add_argument("--top-k", type=int_in(1, 20), default=5, help="stored matches per item, 1-20 (default 5)")
     p.add_argument("--provider", default=None, help="decider (default: offline)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_bench_import)
