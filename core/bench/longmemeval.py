@@ -158,6 +158,11 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
 
     if derive not in DERIVE_STAGES:
         raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")
+    if workers > 1 and db_url is not None:
+        raise InvalidInputError(f"--workers {workers} gives each worker its own temporary database, so it cannot be "
+                                "combined with --db: pass --workers 1 (the default with --db), or drop --db")
+    if workers > 1 and retriever_factory is not None:
+        raise InvalidInputError("workers > 1 run the default retriever only")
     run_started = time.perf_counter()
     commit = git_commit()  # the code that runs, even if the checkout moves during a long run
     items = load_json(Path(data))
@@ -167,8 +172,6 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
     del items
     scored = [item for item in chosen if not is_abstention(item["question_id"])]
     wanted = {item["question_id"] for item in scored}
-    if workers > 1 and (retriever_factory is not None or db_url is not None):
-        raise InvalidInputError("--workers > 1 uses the default retriever and temporary databases only")
 
     results: list[tuple[dict, dict]] = []
     workdir = tempfile.TemporaryDirectory(prefix="strata-bench-") if db_url is None else None

@@ -475,6 +475,18 @@ def test_cli_locomo_and_longmemeval(locomo_file, lme_file, tmp_path, capsys, mon
     assert json.loads(capsys.readouterr().out)["benchmark"] == "longmemeval"
 
 
+def test_longmemeval_with_db_runs_in_one_process_unless_told_otherwise(lme_file, tmp_path, capsys, monkeypatch):
+    from workbench.cli import bench, main
+
+    monkeypatch.setattr(bench, "default_workers", lambda: 4)  # a many-core machine
+    url = f"sqlite:///{tmp_path / 'lme.db'}"
+    assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workers"] == 1
+    assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url,
+                 "--workers", "2"]) == 2
+    assert "pass --workers 1 (the default with --db), or drop --db" in " ".join(capsys.readouterr().err.split())
+
+
 @pytest.mark.parametrize("argv", [
     ["locomo", "--data", "{locomo}", "--json-out", "{missing}"],
     ["coverage", "--data", "{locomo}", "--json-out", "{missing}"],

@@ -108,9 +108,12 @@ def cmd_longmemeval(args: argparse.Namespace) -> int:
     from core.bench.longmemeval import KS, QUESTION_TYPES, run_longmemeval
 
     check_outputs(args)
+    db_url = getattr(args, "db", None)
+    # Parallel workers each build a temporary database, so one named store means one process.
+    workers = args.workers or (1 if db_url else default_workers())
     with progress_bar("longmemeval", enabled=not args.json) as update:
-        report = run_longmemeval(args.data, args.split, limit=args.limit, db_url=getattr(args, "db", None),
-                                 provider=args.provider, progress=update, workers=args.workers, derive=args.derive)
+        report = run_longmemeval(args.data, args.split, limit=args.limit, db_url=db_url,
+                                 provider=args.provider, progress=update, workers=workers, derive=args.derive)
     if not args.json:
         ks = [str(k) for k in KS]
         groups = ["overall", *QUESTION_TYPES]
@@ -257,8 +260,9 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--split", default="dev", choices=["dev", "test", "all"])
     p.add_argument("--limit", type=positive_int, default=None, metavar="N",
                    help="only the first N questions of the split")
-    p.add_argument("--workers", type=positive_int, default=default_workers(),
-                   help="processes, each with its own database (default: the cores, at most 4)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help=f"processes, each with its own temporary database (default: the cores, at most 4, here "
+                        f"{default_workers()}; 1 with --db, which cannot be shared by several)")
     p.add_argument("--provider", default="offline")
     p.add_argument("--derive", choices=["retrieval", "all"], default="retrieval",
                    help="derivation stages per question: what default retrieval reads (summaries and event "
