@@ -45,6 +45,8 @@ class DeriveReport:
     succeeded: int = 0
     failed: int = 0
     skipped: int = 0
+    # Jobs whose last attempt in this run failed: ``failed`` also counts attempts a retry later fixed.
+    left_failed: int = 0
     blocks_ready: int = 0
     events: int = 0
     errors: list[str] = field(default_factory=list)
@@ -214,6 +216,7 @@ def run_pending(
     report = DeriveReport()
     total = jobsvc.claimable_count(ns_id, wanted)
     summarized: set[int] = set()  # namespaces with new blocks, hence new messages
+    failing: set[int] = set()
     while max_jobs is None or report.processed < max_jobs:
         job = jobsvc.claim_next(ns_id, kinds=wanted)
         if job is None:
@@ -227,10 +230,12 @@ def run_pending(
             summarized.add(job.namespace_id)
         try:
             handler(job, prov, report)
+            failing.discard(job.id)
         except Exception as exc:  # any provider or validation failure fails the job, never the store
             message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, StrataError) else str(exc)
             jobsvc.fail(job, message)
             report.failed += 1
+            failing.add(job.id)
             where = f", block {job.block_id}" if job.block_id else ""
             report.errors.append(f"job {job.id} ({job.kind}{where}): {message}")
         report.processed += 1
@@ -249,5 +254,6 @@ def run_pending(
             prepare_search(sorted(summarized))
         except OSError as exc:  # the saved copy is a cache: the derived memory is stored either way
             report.errors.append(f"search index not saved: {exc}")
+    report.left_failed = len(failing)
     report.seconds = time.monotonic() - started
     return report

@@ -111,6 +111,13 @@ def test_run_pending_waits_out_short_backoffs(store):
     block_id = _one_block()
     report = run_pending("ns", provider=BrokenSummarizer(failures=1))
     assert report.failed == 1 and Block.get_by_id(block_id).status == "ready"
+    assert report.left_failed == 0  # the retry in the same run succeeded
+
+
+def test_a_job_whose_last_attempt_failed_is_left_failed(store, clock):
+    _one_block()
+    report = run_pending("ns", provider=BrokenSummarizer(failures=10), wait_for_retries=False)
+    assert (report.processed, report.failed, report.left_failed) == (1, 1, 1)
 
 
 _CLAIM_IN_CHILD = """

@@ -199,6 +199,29 @@ def test_derive_reports_nothing_left(demo_db, capsys):
     assert report["processed"] == 0 and report["failed"] == 0
 
 
+def test_derive_exits_1_when_a_job_is_left_failed(tmp_path, capsys, monkeypatch):
+    from core.providers.offline import OfflineProvider
+    from core.services import derive, jobs
+
+    class Broken(OfflineProvider):
+        def summarize_block(self, messages):
+            raise TimeoutError("model did not answer")
+
+    monkeypatch.setattr(derive, "get_provider", lambda name: Broken())
+    monkeypatch.setattr(jobs, "backoff_seconds", lambda attempts: 3600)  # no retry falls due during the test
+    lines = tmp_path / "t.jsonl"
+    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
+                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
+                             for i in range(30) for role in ("user", "assistant")), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'fail.db'}"
+    assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
+    capsys.readouterr()
+    assert main(["derive", "--db", url]) == 1
+    out = capsys.readouterr()
+    assert "0 succeeded" in out.out and "left failed" in out.err and "model did not answer" in out.err
+    assert main(["derive", "--db", url, "--json"]) == 0  # nothing due now: nothing left failed by this run
+
+
 def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):
     assert main(["block", "99999", "--db", demo_db]) == 2
     err = capsys.readouterr().err.strip()

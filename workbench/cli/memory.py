@@ -141,7 +141,11 @@ def cmd_derive(args: argparse.Namespace) -> int:
         )
         for error in report.errors[:20]:
             err_console.print(f"  {error}", markup=False)
-    return 0
+        if report.left_failed:
+            err_console.print(f"{report.left_failed} job(s) left failed: see `strata jobs --status failed`",
+                              markup=False)
+    # A script running derive must see a job it could not finish (a retry that later succeeded is no failure).
+    return 1 if report.left_failed else 0
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
