@@ -42,6 +42,7 @@ DEFAULT_MODEL = "deepseek-chat"
 BASE_URL_ENV = "STRATA_LLM_BASE_URL"
 MODEL_ENV = "STRATA_LLM_MODEL"
 KEY_ENVS = ("STRATA_LLM_API_KEY", "DEEPSEEK_API_KEY")
+MIN_SECRET_CHARS = 8  # keys shorter than this are not masked in messages (see _scrub)
 
 BODY_EXCERPT = 300  # characters of a response body quoted in an error message
 MAX_BODY_BYTES = 16 * 1024 * 1024  # refuse to buffer more than this from one response
@@ -233,7 +234,9 @@ class OpenAICompatProvider:
 
     def _scrub(self, text: str) -> str:
         key = self._key.reveal()
-        return text.replace(key, "***") if key else text
+        # A key too short to be a real secret ("k" in a test setup) would mask every "k" in a message
+        # ("deepsee***-chat") and hide the error itself.
+        return text.replace(key, "***") if len(key) >= MIN_SECRET_CHARS else text
 
     def _fail(self, message: str, cls: type[ProviderOutputError] = ProviderOutputError, **kw: Any):
         text = self._scrub(f"{self.name} provider ({self.model}): {message}")

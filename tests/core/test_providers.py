@@ -547,6 +547,15 @@ def test_key_never_leaks(llm):
     assert provider.recent_responses and KEY not in provider.recent_responses[-1]
 
 
+def test_a_short_key_is_not_masked_in_messages(llm, monkeypatch):
+    """A one-letter key is no secret; masking it turned 'deepseek-chat' into 'deepsee***-chat'."""
+    monkeypatch.setenv("STRATA_LLM_API_KEY", "k")
+    llm.queue({"error": {"message": "unknown model"}}, status=400)
+    with pytest.raises(ProviderCallError) as info:
+        OpenAICompatProvider(base_url=llm.url, model="deepseek-chat", retry_delay=0).summarize_block(MESSAGES)
+    assert "(deepseek-chat)" in str(info.value) and "***" not in str(info.value)
+
+
 def test_repr_hides_key(llm):
     provider = make(llm)
     text = repr(provider)
