@@ -24,6 +24,10 @@ def parse_tz(text: str | None) -> tzinfo:
     match = _OFFSET_RE.match(text)
     if match:
         sign, hours, minutes = match.groups()
+        # timezone() raises a bare ValueError past ±24 h; real offsets stay within -12:00..+14:00.
+        if int(hours) > 23 or int(minutes) > 59:
+            raise InvalidInputError(f"timezone offset {text!r} is out of range: hours 0-23 and minutes 0-59, "
+                                    "like +02:00 or -05:30")
         delta = timedelta(hours=int(hours), minutes=int(minutes))
         return timezone(delta if sign == "+" else -delta)
     try:

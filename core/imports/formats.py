@@ -29,6 +29,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from core.eventtypes import normalize_event_type
+from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
 from core.providers.schemas import BASES, CRITICALITIES, PRECISIONS, SCOPES, TIME_STATUSES
 from core.timeutil import period_bounds
 
@@ -106,12 +107,19 @@ def _load_json(text: str, where: str) -> Any:
     if not body:
         raise ImportFormatError(f"{where}: empty input, expected JSON", syntax=True)
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        data = json.loads(body, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"{where}: not JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
                                 syntax=True) from None
     except ValueError as exc:
         raise ImportFormatError(f"{where}: not JSON: {exc}", syntax=True) from None
+    except RecursionError:  # valid JSON, only too deep: nothing for the recovery path to repair
+        position, message = too_deep_message(body)
+        at = f" at line {position[1:].replace(':', ' column ')}" if position else ""
+        raise ImportFormatError(f"{where}: {message}{at}") from None
+    if may_hold_surrogates(body):
+        check_surrogates(data, where, error=ImportFormatError)
+    return data
 
 
 def _reject_constant(token: str) -> Any:

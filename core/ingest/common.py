@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
+from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
 
 
 def load_json(path: Path) -> Any:
@@ -21,9 +22,15 @@ def load_json(path: Path) -> Any:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"{path}: cannot read file: {exc}") from exc
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
+    except RecursionError:
+        position, message = too_deep_message(text)
+        raise InvalidInputError(f"{path}{position}: {message}") from None
+    if may_hold_surrogates(text):
+        check_surrogates(data, str(path), items=isinstance(data, list))
+    return data
 
 
 def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -751,6 +751,15 @@ def test_jsonl_is_read_again_as_it_is_written_and_a_changed_file_is_refused(stor
     assert write_units(parse("jsonl", path), IngestReport(format="jsonl", path=str(path))).messages == 5
 
 
+def test_jsonl_escaped_surrogate_pair_is_a_character_not_a_lone_surrogate(store, tmp_path):
+    """Only a lone surrogate is refused: an escaped pair (JSON's way to write an emoji) is one character."""
+    path = tmp_path / "emoji.jsonl"
+    path.write_text(json.dumps(jl("t", "user", "party \U0001f389")) + "\n", encoding="utf-8")  # ensure_ascii: a pair
+    assert "\\ud83c\\udf89" in path.read_text(encoding="utf-8")
+    assert ingest("jsonl", path).messages == 1
+    assert thread_messages("default", "t")[0].content == "party \U0001f389"
+
+
 def test_jsonl_with_windows_line_endings(store, tmp_path):
     path = tmp_path / "crlf.jsonl"
     path.write_bytes(b"".join(json.dumps(jl("t", "user", f"m{i}")).encode() + b"\r\n" for i in range(3)) + b"\r\n")

@@ -100,6 +100,10 @@ def test_preview_decide_commit_show_list_undo_round_trip(url, tmp_path, capsys):
     ("date.json", json.dumps({**EXPORT, "candidates": [
         {"title": "t", "summary": "s", "temporal": {"happenedStart": "2024-13-40", "precision": "day"}}]}),
      "'2024-13-40' is not a valid date"),
+    pytest.param("surrogate.json", json.dumps({**EXPORT, "candidates": [{"title": "Maya \ud800", "summary": "s"}]}),
+                 "field 'candidates[0].title': \\ud800 is a lone surrogate", id="lone-surrogate"),
+    pytest.param("deep.json", "[" * 5000, "nested too deeply to read (more than 512 levels of arrays and objects) "
+                 "at line 1 column 513", id="nested-too-deep"),
 ])
 def test_bad_input_is_rejected_with_its_location_and_nothing_written(url, tmp_path, capsys, name, text, message):
     before = run(capsys, "export", "--db", url, "--namespace", "ns").out

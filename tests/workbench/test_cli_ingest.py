@@ -240,6 +240,38 @@ def _lme_bad_date(tmp_path: Path):
     return "longmemeval", path, [re.escape(str(path)), r"item 0 \(q-1\)", "session 0", "haystack_dates", "'yesterday'"]
 
 
+def _jsonl_raw(name: str, line: str, lineno: int, needles: list[str]):
+    """A JSON Lines file whose line ``lineno`` is ``line`` as written (not built with json.dumps)."""
+    def build(tmp_path: Path):
+        rows = [jl("t", "user", "fine"), jl("t", "assistant", "fine too")]
+        rows.insert(lineno - 1, line)
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        return "jsonl", path, [rf"{re.escape(str(path))}:{lineno}"] + needles
+    return build
+
+
+def _locomo_lone_surrogate(tmp_path: Path):
+    data = [locomo_sample("a", 3), locomo_sample("b", 3)]
+    data[1]["conversation"]["session_1"][2]["text"] = "half an emoji \ud83d"
+    path = write_json(tmp_path / "surrogate.json", data)  # json.dumps writes it as the escape \ud83d
+    return "locomo", path, [re.escape(str(path)), "item 1", re.escape("field 'conversation.session_1[2].text'"),
+                            re.escape("\\ud83d is a lone surrogate")]
+
+
+def _lme_lone_surrogate(tmp_path: Path):
+    item = {"question_id": "q-1", "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+            "haystack_sessions": [[{"role": "user", "content": "x \udc00"}]]}
+    path = write_json(tmp_path / "lme.json", [item])
+    return "longmemeval", path, [re.escape(str(path)), "item 0",
+                                 re.escape("field 'haystack_sessions[0][0].content'"), "lone surrogate"]
+
+
+def _locomo_too_deep(tmp_path: Path):
+    path = tmp_path / "deep.json"
+    path.write_text("[\n" + "[" * 5000, encoding="utf-8")
+    return "locomo", path, [rf"{re.escape(str(path))}:2:512: JSON nested too deeply to read"]
+
+
 def _missing_file(tmp_path: Path):
     path = tmp_path / "nowhere" / "absent.json"
     return "locomo", path, [re.escape(str(path)), "no such file"]
@@ -259,6 +291,13 @@ BAD_INPUTS = {
     "jsonl-content-empty": _jsonl("content-empty", jl("t", "user", "")),
     "jsonl-created_at-not-a-date": _jsonl("date-words", jl("t", "user", "hi", "next friday"), lineno=1),
     "jsonl-missing-thread": _jsonl("missing-thread", {"role": "user", "content": "x", "created_at": "2024-01-01"}),
+    "jsonl-lone-surrogate": _jsonl_raw(
+        "surrogate", '{"thread": "t", "role": "user", "content": "\\ud800", "created_at": "2024-01-01T00:00:00Z"}', 2,
+        [re.escape("field 'content': \\ud800 is a lone surrogate")]),
+    "jsonl-nested-too-deep": _jsonl_raw("deep", "[" * 100_000, 3, [":3:513: JSON nested too deeply to read"]),
+    "locomo-lone-surrogate": _locomo_lone_surrogate,
+    "locomo-nested-too-deep": _locomo_too_deep,
+    "longmemeval-lone-surrogate": _lme_lone_surrogate,
     "longmemeval-length-mismatch": _lme_mismatch,
     "longmemeval-date-not-a-date": _lme_bad_date,
     "missing-file": _missing_file,
@@ -298,13 +337,16 @@ def test_cli_receipt_conflict_exits_non_zero_and_writes_nothing(tmp_path, seeded
     assert snapshot(capsys, seeded) == before
 
 
-def test_cli_unknown_timezone_is_an_error(tmp_path, seeded, capsys):
+@pytest.mark.parametrize("tz, message", [("Mars/Olympus", "unknown timezone 'Mars/Olympus'"),
+                                         ("+99:00", "timezone offset '+99:00' is out of range"),
+                                         ("UTC+02:75", "timezone offset 'UTC+02:75' is out of range")])
+def test_cli_unknown_timezone_is_an_error(tmp_path, seeded, capsys, tz, message):
     path = write_json(tmp_path / "locomo.json", [locomo_sample("a", 1)])
     before = snapshot(capsys, seeded)
 
-    code, _, err = run(capsys, "ingest", "locomo", str(path), "--db", seeded, "--tz", "Mars/Olympus")
+    code, _, err = run(capsys, "ingest", "locomo", str(path), "--db", seeded, "--tz", tz)
 
-    assert code != 0 and len(err.splitlines()) == 1 and "'Mars/Olympus'" in err
+    assert code == 2 and len(err.splitlines()) == 1 and message in err
     assert snapshot(capsys, seeded) == before
 
 
