@@ -82,6 +82,7 @@ def parse(fmt: str, path: str | Path, *, namespace: str | None = None, limit: in
         from core.ingest.jsonl import parse_jsonl as parser
     units = parser(path, namespace=namespace, limit=limit, tz=tz)
     _check_names(path, units)
+    _check_repeats(path, units)
     return units
 
 
@@ -98,11 +99,62 @@ def _check_names(path: Path, units: list[Unit]) -> None:
             raise InvalidInputError(f"{path}: {unit.where or unit.label}: {exc}") from exc
 
 
+def _check_repeats(path: Path, units: list[Unit]) -> None:
+    """Two units of one file under the same receipt must hold the same messages (the second is then
+    skipped as already stored). Different ones are refused here: found while writing, the units
+    before the second would already be committed."""
+    seen: dict[tuple[str, str], tuple[Unit, tuple]] = {}
+    for unit in units:
+        if unit.receipt_id is None:
+            continue
+        for batch in unit.threads:
+            receipt = f"{unit.receipt_id}#{batch.thread}"
+            first = seen.setdefault((unit.namespace, receipt), (unit, batch.messages))
+            if first[1] != batch.messages:
+                raise ReceiptConflictError(
+                    f"{path}: {unit.where or unit.label}: repeats {first[0].where or first[0].label} with different "
+                    f"messages (both would be stored under receipt {receipt!r} in namespace {unit.namespace!r})")
+
+
+def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
+    """A unit whose receipt an earlier ingest used for other messages is refused before anything is
+    written, so a file is stored whole or not at all (one transaction per unit keeps a large file's
+    progress: a rerun after an interruption skips what was stored)."""
+    from core.models import IngestionReceipt, Namespace
+    from core.services.capture import coerce_message, payload_hash
+    from core.services.spaces import validate_name
+
+    wanted: dict[str, dict[str, tuple[Unit, ThreadBatch]]] = {}
+    for unit in units:
+        if unit.receipt_id is not None:
+            for batch in unit.threads:
+                wanted.setdefault(validate_name(unit.namespace), {})[f"{unit.receipt_id}#{batch.thread}"] = (unit, batch)
+    for name, receipts in wanted.items():
+        ns = Namespace.get_or_none(Namespace.name == name)
+        if ns is None:
+            continue
+        stored: dict[str, str] = {}
+        for part in chunks(list(receipts)):
+            stored.update(IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash).where(
+                (IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part)).tuples())
+        for receipt, digest in stored.items():
+            unit, batch = receipts[receipt]
+            if payload_hash(batch.thread, [coerce_message(m, unit.label) for m in batch.messages]) != digest:
+                raise ReceiptConflictError(_conflict(report, unit, receipt, name) + "; nothing was written")
+
+
+def _conflict(report: IngestReport, unit: Unit, receipt: str, namespace: str) -> str:
+    return (f"{report.path}: {unit.where or unit.label}: receipt {receipt!r} in namespace {namespace!r} was already "
+            "used for different messages (an earlier ingest of another version of this item)")
+
+
 BULK_INDEX_MIN = 20_000  # messages one ingest writes to a namespace before it prepares its search index
 
 
-def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | None = None) -> IngestReport:
-    """Write each unit in one transaction; a unit whose receipt exists is skipped."""
+def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | None = None, *,
+                checked: bool = False) -> IngestReport:
+    """Write each unit in one transaction; a unit whose receipt exists is skipped. ``checked``: the
+    caller has run ``check_stored_receipts`` already."""
     from core.db import write_transaction
     from core.search.index import prepare_search
     from core.services.capture import append_messages
@@ -110,6 +162,8 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
 
     # Progress counts units, or lines where each line is its own record (one JSONL file can be a
     # million lines written for minutes).
+    if not checked:
+        check_stored_receipts(units, report)
     work = [sum(batch.size for batch in unit.threads) if unit.receipt_id is None else 1 for unit in units]
     total = sum(work)
     done = 0
@@ -126,11 +180,12 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
             duplicate = True
             for batch in unit.threads:
                 if unit.receipt_id is not None:
-                    result = append_messages(
-                        unit.namespace, batch.thread, batch.messages,
-                        receipt_id=f"{unit.receipt_id}#{batch.thread}", close_turn=batch.close_turn,
-                        close_thread=batch.close_thread,
-                    )
+                    receipt = f"{unit.receipt_id}#{batch.thread}"
+                    try:
+                        result = append_messages(unit.namespace, batch.thread, batch.messages, receipt_id=receipt,
+                                                 close_turn=batch.close_turn, close_thread=batch.close_thread)
+                    except ReceiptConflictError as exc:  # another writer stored it since the check above
+                        raise ReceiptConflictError(_conflict(report, unit, receipt, unit.namespace)) from exc
                     duplicate &= result.duplicate
                     if not result.duplicate:
                         stored += len(result.message_ids)

@@ -251,6 +251,19 @@ def test_locomo_block_sealing_is_not_repeated_on_reingest(store, tmp_path):
     assert stats("c").open_tail_turns == 0
 
 
+def test_locomo_file_conflicting_with_a_stored_conversation_writes_none_of_it(store, tmp_path):
+    """Each conversation is its own transaction, so a receipt conflict found while writing the second
+    would leave the first committed: receipts are checked against the store before anything is written."""
+    conv_a, conv_b = two_conversations()
+    ingest("locomo", write_json(tmp_path / "first.json", [conv_b]))
+    before = snapshot()
+    conv_b["conversation"]["session_1"][0]["text"] = "I went sailing."
+    second = write_json(tmp_path / "second.json", [conv_a, conv_b])
+    with pytest.raises(ReceiptConflictError, match=r"second.json: item 1 \(conv-b\): receipt 'locomo:conv-b#conv-b'"):
+        ingest("locomo", second)
+    assert snapshot() == before
+
+
 def test_locomo_limit_takes_the_first_conversations(store, tmp_path):
     path = write_json(tmp_path / "locomo.json", two_conversations())
 

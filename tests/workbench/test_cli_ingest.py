@@ -337,6 +337,44 @@ def test_cli_receipt_conflict_exits_non_zero_and_writes_nothing(tmp_path, seeded
     assert snapshot(capsys, seeded) == before
 
 
+def _lme_item(qid: str, content: str) -> dict:
+    return {"question_id": qid, "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+            "haystack_sessions": [[{"role": "user", "content": content}]]}
+
+
+@pytest.mark.parametrize("fmt, data, needles", [
+    ("locomo", [locomo_sample("a", 2), locomo_sample("b", 2), {**locomo_sample("b", 3)}],
+     ["item 2 (b): repeats item 1 (b) with different messages", "'locomo:b#b'"]),
+    ("longmemeval", [_lme_item("q-1", "first"), _lme_item("q-2", "x"), _lme_item("q-1", "first, edited")],
+     ["item 2 (q-1): repeats item 0 (q-1) with different messages", "'longmemeval:q-1#s1'"]),
+])
+def test_cli_an_item_repeated_with_other_content_writes_nothing(tmp_path, seeded, capsys, fmt, data, needles):
+    path = write_json(tmp_path / "repeated.json", data)
+    before = snapshot(capsys, seeded)
+
+    code, _, err = run(capsys, "ingest", fmt, str(path), "--db", seeded)
+
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith(f"strata: error: {path}: ")
+    for needle in needles:
+        assert needle in err, err
+    assert snapshot(capsys, seeded) == before
+
+
+def test_cli_an_item_stored_earlier_with_other_content_writes_nothing(tmp_path, seeded, capsys):
+    """The conflicting conversation comes second: the first must not be committed before it is found."""
+    changed = locomo_sample("seed-conv", 14)
+    changed["conversation"]["session_1"][0]["text"] = "edited since the first ingest"
+    path = write_json(tmp_path / "second.json", [locomo_sample("fresh", 2), changed])
+    before = snapshot(capsys, seeded)
+
+    code, _, err = run(capsys, "ingest", "locomo", str(path), "--db", seeded)
+
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{path}: item 1 (seed-conv): receipt 'locomo:seed-conv#seed-conv' in namespace 'seed-conv'" in err
+    assert "nothing was written" in err
+    assert snapshot(capsys, seeded) == before
+
+
 @pytest.mark.parametrize("tz, message", [("Mars/Olympus", "unknown timezone 'Mars/Olympus'"),
                                          ("+99:00", "timezone offset '+99:00' is out of range"),
                                          ("UTC+02:75", "timezone offset 'UTC+02:75' is out of range")])

@@ -14,7 +14,7 @@ PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from core.ingest import IngestReport, parse, write_units
+    from core.ingest import IngestReport, check_stored_receipts, parse, write_units
     from core.timeutil import parse_tz
 
     tz = parse_tz(args.tz) if args.tz else None
@@ -22,11 +22,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     units = parse(args.format, args.path, namespace=args.namespace, limit=args.limit, tz=tz)
     open_from_args(args)
     report = IngestReport(format=args.format, path=str(args.path))
+    check_stored_receipts(units, report)  # before the progress bar: a refusal is the only line printed
     # A JSON Lines file is one unit, counted in lines: a long one is written for minutes.
     lines = sum(batch.size for batch in units[0].threads) if units[0].receipt_id is None else 0
     shown = not args.json and (len(units) > 1 or lines >= PROGRESS_LINES)
     with progress_bar(f"ingest {args.format}", enabled=shown) as update:
-        write_units(units, report, update)
+        write_units(units, report, update, checked=True)
     if report.messages:
         _prepare_search(report.namespaces, quiet=args.json)
     if args.json:
