@@ -464,6 +464,8 @@ def parse_import(text: str, format: str = "v2", *, where: str = "input") -> Pars
 def read_import_file(path: str | Path, format: str = "v2") -> tuple[str, ParsedImport]:
     """Read and parse a file; the size limit is checked before the file is read."""
     path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(f"{path}: is a directory; give a file")
     if not path.is_file():
         raise InvalidInputError(f"{path}: no such file")
     size = path.stat().st_size

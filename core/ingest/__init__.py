@@ -70,10 +70,17 @@ def parse(fmt: str, path: str | Path, *, namespace: str | None = None, limit: in
     path = Path(path)
     if fmt not in FORMATS:
         raise InvalidInputError(f"{path}: unknown ingest format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    if path.is_dir():
+        raise InvalidInputError(f"{path}: is a directory; give a file")
     if not path.is_file():
         raise InvalidInputError(f"{path}: no such file")
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InvalidInputError(f"--limit must be a positive integer, got {limit!r}")
+    if namespace is not None:
+        from core.services.spaces import validate_name
+
+        # Checked as given: an empty name must not quietly become 'default' or a per-item namespace.
+        validate_name(namespace)
     if fmt == "locomo":
         from core.ingest.locomo import parse_locomo as parser
     elif fmt == "longmemeval":
@@ -96,7 +103,8 @@ def _check_names(path: Path, units: list[Unit]) -> None:
             for batch in unit.threads:
                 validate_name(batch.thread, "thread")
         except InvalidInputError as exc:
-            raise InvalidInputError(f"{path}: {unit.where or unit.label}: {exc}") from exc
+            # A JSON Lines unit is the whole file: its lines were checked, with their numbers, when parsed.
+            raise InvalidInputError(f"{path}: {unit.where}: {exc}" if unit.where else f"{path}: {exc}") from exc
 
 
 def _check_repeats(path: Path, units: list[Unit]) -> None:

@@ -19,6 +19,7 @@ from core.errors import InvalidInputError
 from core.ingest import Unit
 from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
 from core.services.capture import coerce_message
+from core.services.spaces import validate_name
 from core.timeutil import parse_timestamp, to_iso
 
 REQUIRED = ("thread", "role", "content", "created_at")
@@ -104,6 +105,10 @@ def _parse_line(path: Path, lineno: int, raw: bytes, tz: tzinfo) -> tuple[str, d
     thread = obj["thread"]
     if not isinstance(thread, str) or not thread.strip():
         raise InvalidInputError(f"{where}: thread: expected a non-empty string, got {thread!r}")
+    try:
+        validate_name(thread, "thread")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
     message = coerce_message(obj, where)
     stamp = parse_timestamp(message.created_at, tz, where=f"{where}: created_at")
     ident = message.external_id or hashlib.sha256(line.strip().encode("utf-8")).hexdigest()[:20]

@@ -114,6 +114,14 @@ def test_bad_input_is_rejected_with_its_location_and_nothing_written(url, tmp_pa
     assert run(capsys, "export", "--db", url, "--namespace", "ns").out == before
 
 
+def test_a_directory_or_an_empty_namespace_is_refused(url, tmp_path, capsys):
+    assert f"{tmp_path}: is a directory" in run(capsys, "import", "preview", str(tmp_path), "--db", url, code=2).err
+    file = write(tmp_path, "export.json", json.dumps(EXPORT))
+    err = run(capsys, "import", "preview", file, "--db", url, "--namespace", "", code=2).err
+    assert "namespace name must be a non-empty string" in err
+    assert run_json(capsys, "import", "list", "--db", url) == []
+
+
 def test_a_file_over_four_megabytes_is_refused(url, tmp_path, capsys):
     file = write(tmp_path, "big.json", json.dumps(EXPORT) + " " * 4_000_001)
     error = run(capsys, "import", "preview", file, "--db", url, code=2).err

@@ -277,6 +277,18 @@ def _missing_file(tmp_path: Path):
     return "locomo", path, [re.escape(str(path)), "no such file"]
 
 
+def _directory(tmp_path: Path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    return "jsonl", folder, [rf"^strata: error: {re.escape(str(folder))}: is a directory"]
+
+
+def _jsonl_thread_too_long(tmp_path: Path):
+    path = write_jsonl(tmp_path / "long.jsonl", [jl("t", "user", "fine"), jl("t" * 300, "user", "x")])
+    # Once the file, with the line: not "long.jsonl: long.jsonl: …".
+    return "jsonl", path, [rf"^strata: error: {re.escape(str(path))}:2: thread name is longer than 255 characters$"]
+
+
 def _unknown_format(tmp_path: Path):
     path = write_json(tmp_path / "locomo.json", [locomo_sample("a", 1)])
     return "csv", path, ["unknown ingest format 'csv'", "locomo, longmemeval, jsonl"]
@@ -301,6 +313,8 @@ BAD_INPUTS = {
     "longmemeval-length-mismatch": _lme_mismatch,
     "longmemeval-date-not-a-date": _lme_bad_date,
     "missing-file": _missing_file,
+    "directory": _directory,
+    "jsonl-thread-too-long": _jsonl_thread_too_long,
     "unknown-format": _unknown_format,
 }
 
@@ -334,6 +348,21 @@ def test_cli_receipt_conflict_exits_non_zero_and_writes_nothing(tmp_path, seeded
 
     assert code != 0
     assert len(err.splitlines()) == 1 and "'jsonl:t:m1'" in err and "different payload" in err
+    assert snapshot(capsys, seeded) == before
+
+
+@pytest.mark.parametrize("namespace, message", [
+    pytest.param("", "namespace name must be a non-empty string, got ''", id="empty"),
+    pytest.param("   ", "namespace name must be a non-empty string, got '   '", id="blank"),
+    pytest.param("n" * 300, "namespace name is longer than 255 characters", id="too-long"),
+])
+def test_cli_a_bad_namespace_option_is_refused(tmp_path, seeded, capsys, namespace, message):
+    path = write_jsonl(tmp_path / "chat.jsonl", [jl("t", "user", "hello")])
+    before = snapshot(capsys, seeded)
+
+    code, _, err = run(capsys, "ingest", "jsonl", str(path), "--db", seeded, "--namespace", namespace)
+
+    assert code == 2 and err.strip() == f"strata: error: {message}"
     assert snapshot(capsys, seeded) == before
 
 

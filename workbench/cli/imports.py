@@ -20,7 +20,7 @@ def _namespace(args: argparse.Namespace) -> str:
     from core.services.spaces import DEFAULT_NAMESPACE, list_namespaces
 
     chosen = getattr(args, "namespace", None)
-    if chosen:
+    if chosen is not None:  # an empty one is refused where it is used, not replaced by the only one
         return chosen
     names = [n.name for n in list_namespaces()]
     if len(names) > 1:
