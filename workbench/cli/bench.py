@@ -155,6 +155,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
     check_outputs(args)
     workdir = Path(args.workdir) if args.workdir else None
+    if workdir is not None and workdir.exists() and not workdir.is_dir():
+        from core.errors import InvalidInputError
+
+        raise InvalidInputError(f"--workdir {workdir}: is not a directory")
     holder = None if workdir else tempfile.TemporaryDirectory(prefix="strata-scale-")
     try:
         with progress_bar("scale", enabled=not args.json) as update:
