@@ -140,6 +140,29 @@ def bulk_insert(model, columns: list[str], rows: list[tuple], *, ignore_conflict
 
 IN_CHUNK = 500  # ids per IN list: well under every engine's limit on bound parameters
 
+# SQLite and Postgres integers are 64-bit: a larger Python int cannot even be bound as a
+# parameter (OverflowError), so callers' ids and positions are checked against this first.
+MAX_ROW_ID = 2**63 - 1
+
+
+def is_row_id(value: object) -> bool:
+    """Whether ``value`` can be the id of a stored row (an int from 1 to MAX_ROW_ID).
+    Anything else names no row: callers answer "does not exist" without asking the database."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ROW_ID
+
+
+# The most rows one listing returns (events, graph nodes, jobs, import batches): past it, page.
+LIST_MAX = 10_000
+
+
+def clamp(value: object, low: int, high: int, default: int) -> int:
+    """A caller's limit, offset or position held within [low, high]; ``default`` when it is not
+    an integer at all."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return default
+    return max(low, min(high, value))
+
+
 
 def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
     """``items`` in consecutive slices of at most ``size`` (for IN lists)."""

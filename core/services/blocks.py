@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from peewee import fn
 
-from core.db import write_transaction
+from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
 from core.decay import decayed_level, normalize_target
 from core.errors import BlockNotReadyError, InvalidInputError, NotFoundError
 from core.layers import LEVEL_LABELS, render_l0, render_l1, render_l2, render_l5
@@ -101,7 +101,7 @@ def _get_block(block_id: int) -> Block:
         .join(Namespace)
         .where(Block.id == block_id)
         .first()
-    )
+    ) if is_row_id(block_id) else None
     if block is None:
         raise NotFoundError(f"block {block_id} does not exist")
     return block
@@ -132,7 +132,8 @@ def list_blocks(
     namespace: str | None = None, thread: str | None = None, *, status: str | None = None,
     limit: int | None = None, after_sequence: int = 0,
 ) -> list[BlockRow]:
-    """Blocks in namespace-sequence order, paged by keyset (``after_sequence``)."""
+    """Blocks in namespace-sequence order, paged by keyset (``after_sequence``); ``limit`` None
+    (or 0): all of them."""
     query = Block.select(Block, Thread, Namespace).join(Thread).switch(Block).join(Namespace)
     if namespace is not None:
         query = query.where(Block.namespace == get_namespace(namespace))
@@ -141,10 +142,10 @@ def list_blocks(
     if status is not None:
         query = query.where(Block.status == status)
     if after_sequence:
-        query = query.where(Block.sequence > after_sequence)
+        query = query.where(Block.sequence > clamp(after_sequence, 0, MAX_ROW_ID, 0))
     query = query.order_by(Namespace.name, Block.sequence)
     if limit:
-        query = query.limit(limit)
+        query = query.limit(clamp(limit, 1, MAX_ROW_ID, 200))
     return [_row(b) for b in query]
 
 
@@ -219,7 +220,7 @@ def get_block_context(namespace: str, thread: str | None = None, *, token_budget
     if thread is not None:
         query = query.where(Thread.name == thread)
     if before is not None:
-        query = query.where(Block.sequence < before)
+        query = query.where(Block.sequence < clamp(before, 0, MAX_ROW_ID, 0))
     out: list[BlockView] = []
     spent = 0
     for block in query.order_by(Block.sequence.desc()).iterator():
@@ -238,7 +239,7 @@ def block_counts(namespace: str, thread: str | None = None, *, before: int | Non
     if thread is not None:
         query = query.join(Thread).where(Thread.name == thread)
     if before is not None:
-        query = query.where(Block.sequence < before)
+        query = query.where(Block.sequence < clamp(before, 0, MAX_ROW_ID, 0))
     by_status = dict(query.group_by(Block.status).tuples())
     ready, pending = by_status.get("ready", 0), by_status.get("pending", 0)
     total = sum(by_status.values())

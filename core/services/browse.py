@@ -16,6 +16,7 @@ from typing import Sequence
 
 from peewee import JOIN, Case, SqliteDatabase, fn
 
+from core.db import clamp
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     EVENT_CHRONOLOGY,
@@ -48,7 +49,7 @@ MAX_PAGE = 1000
 
 
 def _limit(limit: int) -> int:
-    return max(1, min(int(limit), MAX_PAGE))
+    return clamp(limit, 1, MAX_PAGE, MAX_PAGE)
 
 
 # ----------------------------------------------------------------------------- threads

@@ -11,7 +11,19 @@ from typing import Any, Callable, Iterable, Sequence
 
 from peewee import JOIN, SQL, fn
 
-from core.db import Prepared, bulk_insert, chunks, distinct_values, insert_one, update_by_id, write_transaction
+from core.db import (
+    LIST_MAX,
+    MAX_ROW_ID,
+    Prepared,
+    bulk_insert,
+    chunks,
+    clamp,
+    distinct_values,
+    insert_one,
+    is_row_id,
+    update_by_id,
+    write_transaction,
+)
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import (
@@ -369,7 +381,7 @@ def restore_event(event_id: int) -> EventRow:
 
 
 def _get(event_id: int) -> Event:
-    event = Event.get_or_none(Event.id == event_id)
+    event = Event.get_or_none(Event.id == event_id) if is_row_id(event_id) else None
     if event is None:
         raise NotFoundError(f"event {event_id} does not exist (see `strata events`)")
     return event
@@ -521,11 +533,13 @@ def list_events(
                           date_from=date_from, date_to=date_to, text=text, participant=participant,
                           walk=True)
     if after_event is not None:
-        anchor = Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
+        anchor = (Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
+                  if is_row_id(after_event) else None)
         if anchor is None:
             raise NotFoundError(f"event {after_event} does not exist (see `strata events`)")
         query = query.where(after_in_chronology(anchor.chron, after_event))
-    query = query.order_by(EVENT_CHRONOLOGY, Event.id).limit(max(1, min(limit, 10_000))).offset(max(0, offset))
+    query = query.order_by(EVENT_CHRONOLOGY, Event.id).limit(clamp(limit, 1, LIST_MAX, 100)).offset(
+        clamp(offset, 0, MAX_ROW_ID, 0))
     return [_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
 
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from peewee import fn
 
-from core.db import write_transaction
+from core.db import is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, StrataError
 from core.models import (
     LIVE, BatchRef, Event, GraphEdge, GraphNode, Namespace, RetrievalBatch, UsageReceipt,
@@ -400,13 +400,18 @@ def normalize_channel(channel: object) -> str:
 
 
 def _parse_batch_id(value: object) -> int:
+    number = None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
         match = re.fullmatch(r"\s*(?:batch_)?(\d+)\s*", value)
         if match:
-            return int(match.group(1))
-    raise InvalidInputError(f"batch_id must be a batch id like 12 or 'batch_12', got {value!r}")
+            number = int(match.group(1))
+    if number is None:
+        raise InvalidInputError(f"batch_id must be a batch id like 12 or 'batch_12', got {value!r}")
+    if not is_row_id(number):
+        raise NotFoundError(f"retrieval batch {value!r} does not exist")
+    return number
 
 
 def _json_safe(value: Any, what: str) -> Any:

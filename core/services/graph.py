@@ -22,7 +22,20 @@ from typing import Any, Callable, Iterable, Sequence
 
 from peewee import Value, fn
 
-from core.db import Prepared, bulk_insert, chunks, db, insert_one, is_sqlite, save_one, update_by_id, write_transaction
+from core.db import (
+    LIST_MAX,
+    Prepared,
+    bulk_insert,
+    chunks,
+    clamp,
+    db,
+    insert_one,
+    is_row_id,
+    is_sqlite,
+    save_one,
+    update_by_id,
+    write_transaction,
+)
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     CURRENT, EVENT_STATUS_INDEX, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message,
@@ -1482,7 +1495,7 @@ def _fact_view(fact: GraphFact, sources: list[int], ended_by: tuple[EndedBy, ...
 
 def node_view(node_id: int) -> NodeView:
     """The Event-authoritative view of one node (§6.3); hidden nodes do not exist here."""
-    found = node_views([node_id]).get(node_id)
+    found = node_views([node_id]).get(node_id) if is_row_id(node_id) else None
     if found is None:
         raise NotFoundError(f"graph node {node_id} does not exist or has no visible evidence (see `strata graph`)")
     return found
@@ -1586,7 +1599,7 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
             events_more=view.sources_more,
         ))
     rows.sort(key=lambda r: (-r.events, -r.facts - r.edges, r.name.casefold(), r.id))
-    return rows[: max(1, min(int(limit), 10_000))]
+    return rows[: clamp(limit, 1, LIST_MAX, 200)]
 
 
 def find_node(ref: str | int, namespace: str | None = None) -> int:
@@ -1597,7 +1610,7 @@ def find_node(ref: str | int, namespace: str | None = None) -> int:
     text = " ".join(str(ref).split())
     if not text:
         raise InvalidInputError("a node is named by its id or its name")
-    rows = list_nodes(namespace, query=text, limit=10_000)
+    rows = list_nodes(namespace, query=text, limit=LIST_MAX)
     wanted = entity_key(text)
     exact = [r for r in rows if wanted in {entity_key(v) for v in (r.name, *r.aliases)}]
     found = exact or rows

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from core.db import chunks, write_transaction
+from core.db import LIST_MAX, chunks, clamp, is_row_id, write_transaction
 from core.dto import MessageIn
 from core.errors import InvalidInputError, NotFoundError, StorageConflictError, StrataError
 from core.imports.formats import (
@@ -258,7 +258,7 @@ def _get_batch(batch_id: int | str) -> ImportBatch:
         key = int(batch_id)
     except (TypeError, ValueError):
         raise InvalidInputError(f"import batch id must be a number, got {batch_id!r}") from None
-    batch = ImportBatch.get_or_none(ImportBatch.id == key)
+    batch = ImportBatch.get_or_none(ImportBatch.id == key) if is_row_id(key) else None
     if batch is None:
         raise NotFoundError(f"import batch {key} does not exist (see `strata import list`)")
     return batch
@@ -280,7 +280,7 @@ def list_batches(namespace: str | None = None, status: str | None = None, limit:
         query = query.where(ImportBatch.namespace_name == namespace)
     if status is not None:
         query = query.where(ImportBatch.status == status)
-    return [_batch_row(b) for b in query.order_by(ImportBatch.id.desc()).limit(max(1, min(limit, 10_000)))]
+    return [_batch_row(b) for b in query.order_by(ImportBatch.id.desc()).limit(clamp(limit, 1, LIST_MAX, 100))]
 
 
 # ----------------------------------------------------------------------------- starting
@@ -721,7 +721,8 @@ def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence
         batch = _get_batch(batch_id)
         if batch.status in ("committed", "undone"):
             raise InvalidInputError(f"import batch {batch.id} is {batch.status}; its choices cannot change")
-        item = ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
+        item = (ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
+                if is_row_id(position) else None)
         if item is None:
             raise NotFoundError(f"import batch {batch.id} has no item {position} (items 1-{batch.total})")
         if item.state != "decided":

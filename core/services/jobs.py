@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from peewee import Case, fn
 
-from core.db import Prepared, insert_one, update_by_id, write_transaction
+from core.db import LIST_MAX, Prepared, clamp, insert_one, is_row_id, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError, StoreUnavailableError
 from core.models import Block, Job, Namespace
 from core.timeutil import now_iso, wall
@@ -206,7 +206,7 @@ def _same_claim(claimed_by: str | None, claimed_at: float | None):
 def retry(job_id: int) -> JobRow:
     """Manual retry: attempts reset, pending again. Retrying a pending job changes nothing."""
     with write_transaction():
-        job = Job.get_or_none(Job.id == job_id)
+        job = Job.get_or_none(Job.id == job_id) if is_row_id(job_id) else None
         if job is None:
             raise NotFoundError(f"job {job_id} does not exist (see `strata jobs`)")
         if job.status in ("succeeded", "skipped", "running"):
@@ -221,13 +221,14 @@ def retry(job_id: int) -> JobRow:
 
 
 def get_job(job_id: int) -> JobRow:
-    job = Job.select(Job, Namespace).join(Namespace).where(Job.id == job_id).first()
+    job = Job.select(Job, Namespace).join(Namespace).where(Job.id == job_id).first() if is_row_id(job_id) else None
     if job is None:
         raise NotFoundError(f"job {job_id} does not exist")
     return _row(job)
 
 
 def list_jobs(namespace: str | None = None, status: str | None = None, limit: int = 200) -> list[JobRow]:
+    """Jobs newest first, at most ``limit`` (1..LIST_MAX)."""
     if status is not None and status not in STATUSES:
         raise InvalidInputError(f"job status must be one of {', '.join(STATUSES)}, got {status!r}")
     query = Job.select(Job, Namespace).join(Namespace)
@@ -235,7 +236,7 @@ def list_jobs(namespace: str | None = None, status: str | None = None, limit: in
         query = query.where(Namespace.name == namespace)
     if status is not None:
         query = query.where(Job.status == status)
-    return [_row(j) for j in query.order_by(Job.id.desc()).limit(limit)]
+    return [_row(j) for j in query.order_by(Job.id.desc()).limit(clamp(limit, 1, LIST_MAX, 200))]
 
 
 def job_counts(namespace: str | None = None) -> dict[str, int]:

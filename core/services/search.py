@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.db import Prepared, chunks, db, write_transaction
+from core.db import Prepared, chunks, clamp, db, write_transaction
 from core.dto import RawMessage, ToolTrace
 from core.errors import InvalidInputError
 from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
@@ -25,6 +25,10 @@ from core.services.capture import _row_to_raw
 from core.services.events import _EVENTS, LIVE, EventRow, _row as event_row, live_event_ids
 from core.services.spaces import get_namespace, thread_names
 from core.timeutil import now_iso, range_bounds
+
+
+# The most hits one search returns, by channel: a search is for the best few, not a listing.
+SEARCH_MAX = {"events": 20, "graph": 20, "raw": 50}
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,6 @@ class EventHit:
     rank_score: float
     source_message_ids: tuple[int, ...]
     source_block_id: int | None
-
-
-def clamp(limit: object, low: int, high: int, default: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        return default
-    return max(low, min(high, limit))
 
 
 def _thread_id(ns: Namespace, thread: str | None) -> int | None:
@@ -81,7 +79,7 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
 
     A query with no searchable token returns nothing (the zero-match rule)."""
     ns = get_namespace(namespace)
-    limit = clamp(limit, 1, 50, 6)
+    limit = clamp(limit, 1, SEARCH_MAX["raw"], 6)
     terms = analyze(query)
     if not terms:
         return []
@@ -156,7 +154,7 @@ def search_events(
     from core.services.events import event_weight
 
     ns = get_namespace(namespace)
-    limit = clamp(limit, 1, 20, 6)
+    limit = clamp(limit, 1, SEARCH_MAX["events"], 6)
     if temporal_intent not in (None, "first", "latest"):
         raise InvalidInputError(f"temporal_intent must be 'first' or 'latest', got {temporal_intent!r}")
     terms = analyze(query or "")
@@ -454,7 +452,7 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     """
     from core.errors import NotFoundError
 
-    limit = clamp(limit, 1, 20, 8)
+    limit = clamp(limit, 1, SEARCH_MAX["graph"], 8)
     terms = analyze(query or "")
     if not terms:
         return []

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from core.db import write_transaction
+from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Namespace, RetrievalTrace
 from core.services.spaces import get_namespace
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 TRACE_KINDS = ("search", "assess", "use", "context")
 MAX_CANDIDATES = 200
 MAX_QUERY_CHARS = 4000
+TRACES_MAX = 1000  # traces one listing returns: each carries its candidates
 
 
 @dataclass(frozen=True)
@@ -149,11 +150,10 @@ def list_traces(namespace: str | None = None, limit: int = 50, before_id: int | 
     if namespace is not None:
         query = query.where(RetrievalTrace.namespace == get_namespace(namespace))
     if before_id is not None:
-        query = query.where(RetrievalTrace.id < before_id)
+        query = query.where(RetrievalTrace.id < clamp(before_id, 0, MAX_ROW_ID, 0))
     if kind is not None:
         query = query.where(RetrievalTrace.kind == kind)
-    limit = max(1, min(int(limit), 1000))
-    rows = list(query.order_by(RetrievalTrace.id.desc()).limit(limit))
+    rows = list(query.order_by(RetrievalTrace.id.desc()).limit(clamp(limit, 1, TRACES_MAX, 50)))
     names = dict(Namespace.select(Namespace.id, Namespace.name).where(
         Namespace.id.in_({r.namespace_id for r in rows})).tuples()) if rows else {}
     return [_row(r, names) for r in rows]
@@ -163,7 +163,7 @@ def get_trace(trace_id: int) -> TraceDetail:
     """One trace with its candidates and, when it belongs to a batch, the batch itself."""
     from core.services.gate import get_batch
 
-    trace = RetrievalTrace.get_or_none(RetrievalTrace.id == trace_id)
+    trace = RetrievalTrace.get_or_none(RetrievalTrace.id == trace_id) if is_row_id(trace_id) else None
     if trace is None:
         raise NotFoundError(f"retrieval trace {trace_id} does not exist")
     names = {trace.namespace_id: Namespace.get_by_id(trace.namespace_id).name}

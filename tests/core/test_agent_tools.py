@@ -267,6 +267,23 @@ def test_get_blocks_explains_an_empty_memory(store):
     assert found["results"] == [] and found["empty_reason"] and found["batch_id"].startswith("batch_")
 
 
+@pytest.mark.parametrize("name, args", [
+    ("expand_block", {"id": 10**30}), ("expand_block", {"id": "block:99999999999999999999"}),
+    ("expand_event", {"id": 10**30}), ("expand_graph_node", {"id": "graph-node:99999999999999999999"}),
+    ("record_use", {"batch_id": 10**30, "evidence_refs": []}),
+    ("assess", {"batch_id": "batch_99999999999999999999", "verdict": "partial", "evidence_refs": [], "fit": "",
+                "missing": "", "next_strategy": "search_raw"}),
+])
+def test_ids_past_64_bits_are_not_found(memory, name, args):
+    error = tools().call_safe(name, args)["error"]
+    assert error["code"] == "not_found" and "does not exist" in error["message"]
+
+
+def test_get_blocks_before_past_64_bits_lists_the_newest(memory):
+    newest = tools().call("get_blocks", {"scope": "namespace"})["evidence_refs"]
+    assert once().call("get_blocks", {"scope": "namespace", "before": 10**30})["evidence_refs"] == newest
+
+
 def test_expand_block_lifts_and_reanchors(memory):
     block_id = next(r["id"] for r in tools().call("get_blocks", {})["results"] if r["level"] < 5)
     before = get_block(block_id).current_level
