@@ -230,6 +230,39 @@ def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):
     assert "nope" in capsys.readouterr().err
 
 
+HUGE = "99999999999999999999"  # past 2**63 - 1: SQLite cannot even bind it
+
+
+@pytest.mark.parametrize("argv", [
+    ["block", HUGE], ["event", HUGE], ["forget", HUGE], ["restore", HUGE], ["retry", HUGE], ["trace", HUGE],
+    ["expand-block", HUGE, "--level", "next"], ["import", "show", HUGE], ["import", "undo", HUGE],
+    ["import", "decide", "1", HUGE, "add"], ["event", "0"], ["event", "-1"],
+    ["blocks", "--after", HUGE], ["blocks", "--limit", HUGE], ["blocks", "--limit", "-1"],
+    ["events", "--after", HUGE], ["events", "--offset", HUGE], ["events", "--offset", "-1"],
+    ["events", "--limit", "0"], ["events", "--limit", "-1"], ["events", "--limit", "10001"],
+    ["graph", "--limit", "0"], ["graph", "--limit", "-1"], ["jobs", "--limit", "0"], ["jobs", "--limit", "-3"],
+    ["jobs", "--limit", HUGE], ["traces", "--limit", "0"], ["import", "list", "--limit", "0"],
+    ["search", "raw", "x", "--limit", "0"], ["ask", "x", "--limit", "-1"], ["events", "--limit", "ten"],
+])
+def test_ids_limits_and_offsets_out_of_range_are_usage_errors(argv, demo_db, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--db", demo_db])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: argument" in err and "expected an integer" in err and "Traceback" not in err
+
+
+def test_a_search_limit_is_checked_against_its_channel(demo_db, capsys):
+    assert main(["search", "events", "Maya", "--db", demo_db, "--limit", "21"]) == 2
+    assert "--limit for events search is 1-20" in capsys.readouterr().err
+    assert main(["search", "raw", "Maya", "--db", demo_db, "--limit", "21", "--json"]) == 0
+
+
+def test_node_past_64_bits_does_not_exist(demo_db, capsys):
+    assert main(["node", HUGE, "--db", demo_db]) == 2
+    assert f"graph node {HUGE} does not exist" in capsys.readouterr().err
+
+
 def test_python_dash_m_workbench_runs():
     out = subprocess.run([sys.executable, "-m", "workbench", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.startswith("strata ")

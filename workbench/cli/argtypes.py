@@ -1,5 +1,9 @@
-"""argparse types for bounded numbers: a value out of range is a usage error before any work starts,
-not a traceback (or a nonsense report) after it."""
+"""argparse types the subcommands share: ids, limits, offsets and bounded counts.
+
+A value out of range is a usage error that names the range (exit 2) before the store is
+opened or any work starts; the services check the same bounds again for callers that are
+not the CLI.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +11,23 @@ import argparse
 import math
 from typing import Callable
 
+from core.db import MAX_ROW_ID
 
-def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An integer from ``low`` to ``high`` (no upper bound when None)."""
+
+def integer(low: int, high: int = MAX_ROW_ID) -> Callable[[str], int]:
+    """An integer from ``low`` to ``high`` (default: the largest id the database can hold)."""
+    shown = "2^63-1" if high == MAX_ROW_ID else str(high)
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from {low} to {shown}, got {text}")
         return value
 
+    parse.__name__ = "integer"  # argparse names the type in its messages
     return parse
 
 
@@ -39,4 +46,5 @@ def float_in(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
-positive_int = int_in(1)
+ROW_ID = integer(1)  # a block, event, job, trace or batch id
+positive_int = integer(1)

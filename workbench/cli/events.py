@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from core.db import LIST_MAX
+from workbench.cli.argtypes import ROW_ID, integer
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 
@@ -121,31 +123,35 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--to", dest="date_to", help="happened on or before")
     p.add_argument("--status", choices=["active", "superseded", "forgotten", "archived"])
     p.add_argument("--text", help="words that must appear in the title or summary")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--offset", type=int, default=0, help="skip this many (slow on a large store: prefer --after)")
-    p.add_argument("--after", type=int, metavar="EVENT", help="only events after this one in the order (the next page)")
+    p.add_argument("--limit", type=integer(1, LIST_MAX), default=100,
+                   help=f"at most this many (1-{LIST_MAX}, default 100)")
+    p.add_argument("--offset", type=integer(0), default=0,
+                   help="skip this many (slow on a large store: prefer --after)")
+    p.add_argument("--after", type=ROW_ID, metavar="EVENT",
+                   help="only events after this one in the order (the next page)")
     p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser("event", parents=[common], help="one event card: time, relations, weight, sources")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_event)
 
     p = sub.add_parser("forget", parents=[common], help="hide an event (reversible)")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_forget)
 
     p = sub.add_parser("restore", parents=[common], help="bring back a forgotten event")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_restore)
 
     p = sub.add_parser("jobs", parents=[common], help="derivation jobs and their errors")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--status", choices=["pending", "running", "succeeded", "failed", "skipped"])
-    p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
+                   help=f"at most this many (1-{LIST_MAX}, default 200)")
     p.set_defaults(handler=cmd_jobs)
 
     p = sub.add_parser("retry", parents=[common], help="retry a failed job now (attempts reset)")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_retry)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from core.db import LIST_MAX
+from workbench.cli.argtypes import integer
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
@@ -74,7 +76,8 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--type", choices=NODE_TYPES, help="only nodes of this type")
     p.add_argument("--query", help="case-insensitive substring of the name or an alias")
-    p.add_argument("--limit", type=int, default=200, help="at most this many nodes (default 200)")
+    p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
+                   help=f"at most this many nodes (1-{LIST_MAX}, default 200)")
     p.set_defaults(handler=cmd_graph)
 
     p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")

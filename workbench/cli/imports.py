@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbench.cli.argtypes import ROW_ID, integer
 from workbench.cli.output import (
     check_output, console, err_console, open_from_args, output_file, print_json, progress_bar, table,
 )
@@ -228,6 +229,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
     from core.imports.formats import FORMATS
     from core.providers.schemas import IMPORT_ACTIONS
+    from core.db import LIST_MAX
     from core.services.imports import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
 
     imp = sub.add_parser("import", help="import memory exported by another assistant (preview, decide, commit, undo)",
@@ -242,7 +244,8 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
                    help="v2 (stratagate.external-memory.v2 JSON, default), mem0 (a Mem0 export) or text (one fact per "
                         "bullet or line)")
     p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to import into (default: the only one)")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"stored matches per item, 1-20 (default {DEFAULT_TOP_K})")
+    p.add_argument("--top-k", type=integer(1, 20), default=DEFAULT_TOP_K,
+                   help=f"stored matches per item, 1-20 (default {DEFAULT_TOP_K})")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"decisions below this confidence need a person (default {DEFAULT_THRESHOLD})")
     p.add_argument("--provider", default=None, help="decider (default: offline)")
@@ -250,35 +253,36 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.set_defaults(handler=cmd_preview)
 
     p = steps.add_parser("resume", parents=[common], help="finish an interrupted preview (finished items are kept)")
-    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.add_argument("--provider", default=None)
     p.set_defaults(handler=cmd_resume)
 
     p = steps.add_parser("decide", parents=[common], help="choose the action for one item of a batch")
-    p.add_argument("batch", metavar="BATCH")
-    p.add_argument("item", type=int, metavar="ITEM")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
+    p.add_argument("item", type=ROW_ID, metavar="ITEM")
     p.add_argument("action", choices=IMPORT_ACTIONS, metavar="ACTION", help=" | ".join(IMPORT_ACTIONS))
-    p.add_argument("--target", type=int, action="append", metavar="EVENT",
+    p.add_argument("--target", type=ROW_ID, action="append", metavar="EVENT",
                    help="stored event the action applies to (merge, supersede, conflict); repeatable")
     p.set_defaults(handler=cmd_decide)
 
     p = steps.add_parser("commit", parents=[common], help="apply a previewed batch in one transaction")
-    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.add_argument("--provider", default=None, help="decider used to refresh a stale preview")
     p.set_defaults(handler=cmd_commit)
 
     p = steps.add_parser("list", parents=[common], help="import batches with their status")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--status", choices=STATUSES)
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=integer(1, LIST_MAX), default=100,
+                   help=f"at most this many (1-{LIST_MAX}, default 100)")
     p.set_defaults(handler=cmd_list)
 
     p = steps.add_parser("show", parents=[common], help="a batch with every item, decision and audit")
-    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.set_defaults(handler=cmd_show)
 
     p = steps.add_parser("undo", parents=[common], help="undo a committed batch exactly (once)")
-    p.add_argument("batch", metavar="BATCH")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.set_defaults(handler=cmd_undo)
 
     p = steps.add_parser("prompt", parents=[common], help="print a prompt that asks another assistant for a v2 export")
@@ -325,19 +329,19 @@ def cmd_bench_import(args: argparse.Namespace) -> int:
 def register_bench(kinds, common: argparse.ArgumentParser) -> None:
     from core.bench.imports import PEOPLE
     from core.imports.formats import MAX_CANDIDATES
-    from workbench.cli.argtypes import float_in, int_in
+    from workbench.cli.argtypes import float_in, integer
 
     p = kinds.add_parser("import", parents=[common],
                          help="import decisions on a generated, labelled set against a seeded store, and the undo "
                               "round trip")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--candidates", type=int_in(1, MAX_CANDIDATES), default=200,
+    p.add_argument("--candidates", type=integer(1, MAX_CANDIDATES), default=200,
                    help=f"labelled candidates, 1-{MAX_CANDIDATES} (default 200)")
-    p.add_argument("--people", type=int_in(1, len(PEOPLE)), default=14,
+    p.add_argument("--people", type=integer(1, len(PEOPLE)), default=14,
                    help=f"people in the seeded store, 1-{len(PEOPLE)} (default 14)")
     p.add_argument("--threshold", type=float_in(0, 1), default=0.85,
                    help="decisions below this confidence need a person, 0-1 (default 0.85)")
-    p.add_argument("--top-k", type=int_in(1, 20), default=5, help="stored matches per item, 1-20 (default 5)")
+    p.add_argument("--top-k", type=integer(1, 20), default=5, help="stored matches per item, 1-20 (default 5)")
     p.add_argument("--provider", default=None, help="decider (default: offline)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_bench_import)

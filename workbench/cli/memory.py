@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInputError
+from workbench.cli.argtypes import ROW_ID, integer
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
@@ -222,7 +223,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(FORMATS)}")
     p.add_argument("path", type=Path, metavar="PATH")
     p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to store into (default: per conversation/question, or 'default')")
-    p.add_argument("--limit", type=int, help="only the first N conversations/questions/lines")
+    p.add_argument("--limit", type=integer(1), help="only the first N conversations/questions/lines")
     p.add_argument("--tz", help="offset for timestamps that have none (UTC, +02:00, Europe/Paris); default UTC")
     p.set_defaults(handler=cmd_ingest)
 
@@ -234,18 +235,18 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--thread")
     p.add_argument("--status", choices=["pending", "ready"])
-    p.add_argument("--limit", type=int, default=200, help="at most this many blocks (default 200; 0: all)")
-    p.add_argument("--after", type=int, default=0, metavar="SEQUENCE",
+    p.add_argument("--limit", type=integer(0), default=200, help="at most this many blocks (default 200; 0: all)")
+    p.add_argument("--after", type=integer(0), default=0, metavar="SEQUENCE",
                    help="only blocks after this position in their namespace (the next page)")
     p.set_defaults(handler=cmd_blocks)
 
     p = sub.add_parser("block", parents=[common], help="show one block rendered at a level")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.add_argument("--level", type=int, choices=range(6), help="0..5 (default: its current decayed level)")
     p.set_defaults(handler=cmd_block)
 
     p = sub.add_parser("expand-block", parents=[common], help="lift a ready block to a deeper level (as a user)")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.add_argument("--level", required=True, help="0..5, L0..L5, next or raw")
     p.set_defaults(handler=cmd_expand_block)
 

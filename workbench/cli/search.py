@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from workbench.cli.argtypes import ROW_ID, integer
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
@@ -37,8 +38,12 @@ def _trace(namespace: str, channel: str, query: str, candidates: list[dict], sta
 def cmd_search(args: argparse.Namespace) -> int:
     import time
 
-    from core.services.search import search_events, search_graph, search_raw
+    from core.errors import InvalidInputError
+    from core.services.search import SEARCH_MAX, search_events, search_graph, search_raw
 
+    if args.limit > SEARCH_MAX[args.channel]:
+        # One --limit serves every channel, so argparse allows the largest; this channel's is smaller.
+        raise InvalidInputError(f"--limit for {args.channel} search is 1-{SEARCH_MAX[args.channel]}, got {args.limit}")
     open_from_args(args)
     ns = _namespace(args)
     started = time.perf_counter()
@@ -111,11 +116,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
+    from core.services.search import SEARCH_MAX
+
     p = sub.add_parser("search", parents=[common], help="search one channel: events, graph or raw messages")
     p.add_argument("channel", choices=["events", "graph", "raw"])
     p.add_argument("query")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=integer(1, SEARCH_MAX["raw"]), default=10,
+                   help=f"at most this many (events and graph: 1-{SEARCH_MAX['events']}, raw: 1-{SEARCH_MAX['raw']})")
     p.add_argument("--thread", help="raw: only this thread")
     p.add_argument("--participant", action="append", help="events: participant (repeatable)")
     p.add_argument("--type", help="events: event type")
@@ -127,7 +135,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("ask", parents=[common], help="default retrieval for a question, with sources")
     p.add_argument("question")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=integer(1), default=10, help="at most this many messages (default 10)")
     p.set_defaults(handler=cmd_ask)
 
 
@@ -179,12 +187,15 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def register_traces(sub, common: argparse.ArgumentParser) -> None:
+    from core.services.traces import TRACES_MAX
+
     p = sub.add_parser("traces", parents=[common], help="retrieval traces, newest first")
     p.add_argument("--namespace", default=argparse.SUPPRESS)
     p.add_argument("--kind", choices=["search", "assess", "use", "context"])
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=integer(1, TRACES_MAX), default=50,
+                   help=f"at most this many (1-{TRACES_MAX}, default 50)")
     p.set_defaults(handler=cmd_traces)
 
     p = sub.add_parser("trace", parents=[common], help="one trace: candidates with scores, assessment, receipt")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_trace)
