@@ -172,7 +172,8 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "description": (
             "Show one conversation block at a deeper level (L0 title … L5 raw transcript). This also re-anchors "
             "the block's decay at the new level. target: 'next' (default, one level deeper), 'raw' (L5), "
-            "'L0'-'L5' or a level number 0-5. Opens a retrieval batch: assess it, then close it with record_use."
+            "'L0'-'L5' or a level number 0-5, never shallower than the block's current level. Opens a retrieval "
+            "batch: assess it, then close it with record_use."
         ),
         "inputSchema": _obj({
             "id": {"type": ["integer", "string"], "description": f"The block: {_ID_DOC} (e.g. 'block:4:level:2')."},
@@ -719,7 +720,7 @@ class MemoryTools:
     def _expand_block(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.decay import normalize_target
         from core.services import gate
-        from core.services.blocks import expand_block, get_block, render_block
+        from core.services.blocks import expand_block, expansion_level, get_block, render_block
 
         block_id = _parse_id("expand_block", args["id"], "block", "block")
         target = args.get("target", "next")
@@ -727,8 +728,13 @@ class MemoryTools:
         if row.namespace != self.namespace:
             raise NotFoundError(f"block {block_id} does not exist in namespace {self.namespace!r}")
         note = None
+        try:
+            # A pending block is shown raw whatever the target, but a target no block has is still a mistake.
+            level = (expansion_level(block_id, target, row.current_level) if row.status == "ready"
+                     else normalize_target(target, 5))
+        except InvalidInputError as exc:
+            raise ToolError(f"expand_block: {exc}", field="target", tool="expand_block") from exc
         if row.status == "ready":
-            level = normalize_target(target, row.current_level if row.current_level is not None else 5)
             ref = gate.block_ref(block_id, level)
             # Expanding writes (it re-anchors decay): ask the gate first so a refused batch changes nothing.
             gate.check_batch_allowed(self.namespace, "block_detail", [ref], session=self.session, budget=self.budget)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from core.errors import InvalidInputError
+
 # (weight threshold, levels dropped from the anchor): the first row whose threshold the
 # weight exceeds wins; below all of them the full five levels are dropped.
 _DROP_TABLE = ((0.7, 0), (0.5, 1), (0.3, 2), (0.15, 3), (0.08, 4))
@@ -29,22 +31,30 @@ def decayed_level(anchor_level: int, age: int, lam: float) -> int:
     return max(0, min(5, anchor_level - levels_dropped(decay_weight(age, lam))))
 
 
+LEVELS = "0..5, L0..L5 or raw"
+NEXT = ("next", "+1")  # one level deeper than shown now
+
+
+def parse_level(value: object) -> int:
+    """A level as a caller names it: 0..5, "0".."5", "L0".."L5" (any case) or "raw" (L5)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 5:
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "raw":
+            return 5
+        text = text[1:] if text.startswith("l") else text
+        if len(text) == 1 and text in "012345":
+            return int(text)
+    raise InvalidInputError(f"level must be {LEVELS}, got {value!r}")
+
+
 def normalize_target(target: object, current: int) -> int:
-    """Map an expansion target (``next``, ``raw``, ``L3``, 3, "+1", None) to a level 0..5."""
-    if target is None:
+    """The level an expansion target names: ``next`` (or "+1", or None) is one deeper than
+    ``current`` (L5 stays L5); otherwise a level as ``parse_level`` reads it."""
+    if target is None or (isinstance(target, str) and target.strip().lower() in NEXT):
         return min(5, current + 1)
-    if isinstance(target, bool):
-        return min(5, current + 1)
-    if isinstance(target, (int, float)):
-        return max(0, min(5, round(target)))
-    text = str(target).strip().lower()
-    if text in ("raw", "l5", "5"):
-        return 5
-    if text in ("next", "+1", ""):
-        return min(5, current + 1)
-    if len(text) == 2 and text[0] == "l" and text[1] in "012345":
-        return int(text[1])
     try:
-        return max(0, min(5, round(float(text))))
-    except ValueError:
-        return min(5, current + 1)
+        return parse_level(target)
+    except InvalidInputError:
+        raise InvalidInputError(f"expansion target must be next, {LEVELS}, got {target!r}") from None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from peewee import fn
 
 from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
-from core.decay import decayed_level, normalize_target
+from core.decay import decayed_level, normalize_target, parse_level
 from core.errors import BlockNotReadyError, InvalidInputError, NotFoundError
 from core.layers import LEVEL_LABELS, render_l0, render_l1, render_l2, render_l5
 from core.models import Block, Message, Namespace, Thread
@@ -157,10 +157,7 @@ def render_block(block_id: int, level: int | None = None) -> BlockView:
     """A block rendered at ``level`` (default: its decayed level, or L5 while pending)."""
     block = _get_block(block_id)
     lvl = current_level(block, block.thread, block.namespace.block_decay_lambda)
-    if level is None:
-        level = 5 if lvl is None else lvl
-    if not isinstance(level, int) or not 0 <= level <= 5:
-        raise InvalidInputError(f"level must be 0..5, got {level!r}")
+    level = (5 if lvl is None else lvl) if level is None else parse_level(level)
     return _view(block, level)
 
 
@@ -179,6 +176,20 @@ def _view(block: Block, level: int) -> BlockView:
     )
 
 
+def expansion_level(block_id: int, target: object, current: int | None) -> int:
+    """The level expanding a block shown at ``current`` (None: pending, shown raw) to ``target``
+    lifts it to. Expanding only lifts: its decay is re-anchored at the new level, so a shallower
+    target would age the block early, and reading one shallower needs no expansion."""
+    shown = 5 if current is None else current
+    level = normalize_target(target, shown)
+    if level < shown:
+        deeper = "L5" if shown == 5 else f"L{shown}..L5"
+        raise InvalidInputError(f"block {block_id} is shown at L{shown}; expanding only lifts it (to {deeper}), "
+                                f"not to L{level} (to read it at L{level} without changing it: "
+                                f"`strata block {block_id} --level {level}`)")
+    return level
+
+
 def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -> BlockView:
     """Lift a ready block to ``target`` and re-anchor its decay there; records who lifted it."""
     if by not in ("agent", "user"):
@@ -190,7 +201,7 @@ def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -
         thread = Thread.get_by_id(block.thread_id)
         ns = Namespace.get_by_id(block.namespace_id)
         current = current_level(block, thread, ns.block_decay_lambda)
-        new_level = normalize_target(target, current if current is not None else 5)
+        new_level = expansion_level(block_id, target, current)
         block.pointer_current_level = new_level
         block.pointer_anchor_level = new_level
         block.pointer_anchor_position = thread.ready_count

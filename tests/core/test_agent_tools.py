@@ -123,6 +123,9 @@ def test_example_calls_validate_against_their_schema():
     ("expand_event", {}, "id"),
     ("expand_event", {"id": "graph-node:x"}, "id"),
     ("expand_block", {"id": 1, "target": [1]}, "target"),
+    ("expand_block", {"id": 1, "target": "inf"}, "target"),
+    ("expand_block", {"id": 1, "target": "L9"}, "target"),
+    ("expand_block", {"id": 1, "target": 7}, "target"),
     ("assess", {"verdict": "partial", "evidence_refs": [], "fit": "", "missing": ""}, "next_strategy"),
     ("assess", {"batch_id": "b-one", "verdict": "partial", "evidence_refs": [], "fit": "", "missing": "",
                 "next_strategy": "search_events"}, "batch_id"),
@@ -292,8 +295,11 @@ def test_expand_block_lifts_and_reanchors(memory):
     assert entry["level"] == 5 and entry["previous_level"] == before and entry["label"].startswith("L5")
     assert out["evidence_refs"] == [f"block:{block_id}:level:5"]
     assert get_block(block_id).current_level == 5 and get_block(block_id).last_lifted_by == "agent"
-    nxt = once().call("expand_block", {"id": block_id, "target": "L2"})
-    assert nxt["results"][0]["level"] == 2
+    with pytest.raises(ToolError) as caught:  # expanding only lifts: L2 would re-anchor the decay lower
+        once().call("expand_block", {"id": block_id, "target": "L2"})
+    assert caught.value.code == "invalid_arguments" and caught.value.field == "target"
+    assert "shown at L5" in str(caught.value) and get_block(block_id).current_level == 5
+    assert once().call("expand_block", {"id": block_id, "target": "next"})["results"][0]["level"] == 5
 
 
 def test_expand_block_shows_a_pending_block_raw(memory):

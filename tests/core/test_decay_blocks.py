@@ -7,7 +7,7 @@ import math
 import pytest
 
 from core.decay import decay_weight, decayed_level, normalize_target
-from core.errors import BlockNotReadyError
+from core.errors import BlockNotReadyError, InvalidInputError
 from core.models import Block
 from core.services.blocks import expand_block, get_block_context, list_blocks, render_block
 from core.services.capture import append_turn
@@ -34,10 +34,17 @@ def test_decay_other_lambdas_and_anchor():
 @pytest.mark.parametrize(
     "target, current, expected",
     [("raw", 1, 5), ("L5", 0, 5), (5, 2, 5), ("next", 2, 3), ("+1", 4, 5), (None, 3, 4), ("next", 5, 5),
-     (2.6, 0, 3), (-4, 3, 0), (9, 3, 5), ("L2", 4, 2), ("3", 0, 3), ("bogus", 1, 2)],
+     ("L2", 4, 2), ("l2", 4, 2), (" RAW ", 0, 5), ("3", 0, 3), (0, 3, 0)],
 )
 def test_expand_targets(target, current, expected):
     assert normalize_target(target, current) == expected
+
+
+@pytest.mark.parametrize("target", [2.6, -4, 9, True, "bogus", "", "L9", "L-1", "-3", "7", "inf", "1e400", [1]])
+def test_an_unknown_expand_target_is_an_error_not_a_guess(target):
+    # It used to be read as "next" (or rounded and clamped), and the expansion was saved.
+    with pytest.raises(InvalidInputError, match="expansion target must be next, 0..5, L0..L5 or raw"):
+        normalize_target(target, 2)
 
 
 def _ready_blocks(ns: str, thread: str, count: int, size: int = 1) -> list[int]:
@@ -77,6 +84,11 @@ def test_expand_block_reanchors_and_records_the_lift(store):
     assert row.current_level == 3 and row.last_lifted_by == "user" and row.last_lifted_at
     assert expand_block(first, "raw").level == 5
     assert "user" in expand_block(first, "L5").content.lower()
+    lifted_at = Block.get_by_id(first).last_lifted_at
+    with pytest.raises(InvalidInputError, match="expanding only lifts it"):
+        expand_block(first, 3)  # a shallower target would re-anchor the decay lower: refused, nothing saved
+    assert Block.get_by_id(first).last_lifted_at == lifted_at and render_block(first).level == 5
+    assert render_block(first, "L3").level == 3  # reading it shallower is rendering, not expanding
     # After one more ready block, the lifted block decays again from its new anchor.
     append_turn("ns", "t", "A later decision about pricing.", "ok")
     run_pending("ns")

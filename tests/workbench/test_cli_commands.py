@@ -136,6 +136,35 @@ def test_blocks_block_and_expand(demo_db, capsys):
     assert again[0]["last_lifted_by"] == "user" and again[0]["current_level"] == lifted["level"]
 
 
+@pytest.mark.parametrize("level", ["inf", "-inf", "1e400", "foo", "L9", "L-1", "7", "-3", "2.5", ""])
+def test_expand_block_rejects_a_level_it_does_not_know_and_saves_nothing(level, demo_db, capsys):
+    block = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo")[0]
+    with pytest.raises(SystemExit) as exited:
+        main(["expand-block", str(block["id"]), "--db", demo_db, f"--level={level}"])
+    assert exited.value.code == 2
+    assert "expansion target must be next, 0..5, L0..L5 or raw" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["block", str(block["id"]), "--db", demo_db, f"--level={level}"])
+    assert "level must be 0..5, L0..L5 or raw" in capsys.readouterr().err
+    assert run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo")[0] == block
+
+
+def test_expand_block_only_lifts(demo_db, capsys):
+    """Expanding re-anchors the block's decay: a shallower target would age it early, so it is refused;
+    reading it shallower is `block --level`, which takes the same spellings."""
+    block = next(b for b in run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo")
+                 if 0 < b["current_level"] < 5)
+    below = block["current_level"] - 1
+    assert main(["expand-block", str(block["id"]), "--db", demo_db, "--level", f"L{below}"]) == 2
+    err = capsys.readouterr().err
+    assert f"is shown at L{block['current_level']}; expanding only lifts it" in err and err.count("\n") == 1
+    assert run_json(capsys, "block", str(block["id"]), "--db", demo_db, "--level", f"L{below}")["level"] == below
+    same = run_json(capsys, "expand-block", str(block["id"]), "--db", demo_db, "--level", str(block["current_level"]))
+    assert same["level"] == block["current_level"]  # re-anchored where it is: it fades again from there
+    assert run_json(capsys, "expand-block", str(block["id"]), "--db", demo_db, "--level", "RAW")["level"] == 5
+    assert run_json(capsys, "expand-block", str(block["id"]), "--db", demo_db, "--level", "next")["level"] == 5
+
+
 def test_blocks_come_a_page_at_a_time(demo_db, capsys, monkeypatch):
     """At a million messages there are ~30k blocks: the list is bounded by default and pages by position."""
     everything = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--limit", "0")

@@ -1,4 +1,4 @@
-"""argparse types the subcommands share: ids, limits, offsets and bounded counts.
+"""argparse types the subcommands share: ids, limits, offsets, bounded counts and block levels.
 
 A value out of range is a usage error that names the range (exit 2) before the store is
 opened or any work starts; the services check the same bounds again for callers that are
@@ -12,6 +12,7 @@ import math
 from typing import Callable
 
 from core.db import MAX_ROW_ID
+from core.errors import InvalidInputError
 
 
 def integer(low: int, high: int = MAX_ROW_ID) -> Callable[[str], int]:
@@ -48,3 +49,25 @@ def float_in(low: float, high: float) -> Callable[[str], float]:
 
 ROW_ID = integer(1)  # a block, event, job, trace or batch id
 positive_int = integer(1)
+
+
+def level(text: str) -> int:
+    """A block level: 0..5, L0..L5 or raw."""
+    from core.decay import parse_level
+
+    try:
+        return parse_level(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def expansion_target(text: str) -> int | str:
+    """What to expand a block to: next, or a level as ``level`` reads it."""
+    from core.decay import NEXT, normalize_target
+
+    if text.strip().lower() in NEXT:
+        return "next"
+    try:
+        return normalize_target(text, 0)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInputError
-from workbench.cli.argtypes import ROW_ID, integer
+from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
@@ -242,12 +242,13 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
     p = sub.add_parser("block", parents=[common], help="show one block rendered at a level")
     p.add_argument("id", type=ROW_ID)
-    p.add_argument("--level", type=int, choices=range(6), help="0..5 (default: its current decayed level)")
+    p.add_argument("--level", type=level, help="0..5, L0..L5 or raw (default: its current decayed level)")
     p.set_defaults(handler=cmd_block)
 
     p = sub.add_parser("expand-block", parents=[common], help="lift a ready block to a deeper level (as a user)")
     p.add_argument("id", type=ROW_ID)
-    p.add_argument("--level", required=True, help="0..5, L0..L5, next or raw")
+    p.add_argument("--level", type=expansion_target, required=True,
+                   help="next, raw, L0..L5 or 0..5; never shallower than the block is shown now")
     p.set_defaults(handler=cmd_expand_block)
 
     p = sub.add_parser("derive", parents=[common], help="run pending derivation jobs with progress")
