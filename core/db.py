@@ -7,6 +7,7 @@ SQLite is the embedded default, in WAL mode in the platform data dir.
 
 from __future__ import annotations
 
+import operator
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -162,6 +163,24 @@ def clamp(value: object, low: int, high: int, default: int) -> int:
         return default
     return max(low, min(high, value))
 
+
+def _balanced(op, clauses: Sequence[Any]):
+    if len(clauses) == 1:
+        return clauses[0]
+    middle = len(clauses) // 2
+    return op(_balanced(op, clauses[:middle]), _balanced(op, clauses[middle:]))
+
+
+def all_of(clauses: Sequence[Any]):
+    """``clauses`` joined by AND as a balanced tree. Chained ``.where`` calls (or a plain
+    reduce) nest one level per clause: about 90 overflow SQLite's parser stack and a few
+    hundred Python's recursion limit while peewee renders them."""
+    return _balanced(operator.and_, list(clauses))
+
+
+def any_of(clauses: Sequence[Any]):
+    """``clauses`` joined by OR as a balanced tree (see ``all_of``)."""
+    return _balanced(operator.or_, list(clauses))
 
 
 def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:

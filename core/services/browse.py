@@ -16,7 +16,7 @@ from typing import Sequence
 
 from peewee import JOIN, Case, SqliteDatabase, fn
 
-from core.db import clamp
+from core.db import all_of, clamp
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     EVENT_CHRONOLOGY,
@@ -37,6 +37,7 @@ from core.services.events import (
     after_in_chronology,
     event_weight,
     filter_events,
+    text_words,
 )
 from core.services.graph import CURRENT, NodeRow, _compute_views
 from core.services.jobs import JobRow, _row as job_row
@@ -391,8 +392,7 @@ def trace_page(namespace: str, text: str = "", kind: str | None = None, *, befor
             query = query.where(fn.COALESCE(RetrievalTrace.candidates, "").contains(f'"ref":{quoted}')
                                 | fn.COALESCE(RetrievalTrace.selected, "").contains(quoted))
         else:
-            for word in text.split():
-                query = query.where(RetrievalTrace.query.contains(word))
+            query = query.where(all_of([RetrievalTrace.query.contains(word) for word in text_words(text)]))
     rows = list(query.order_by(RetrievalTrace.id.desc()).limit(_limit(limit)))
     return [trace_row(r, {ns.id: ns.name}) for r in rows]
 

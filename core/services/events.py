@@ -15,6 +15,7 @@ from core.db import (
     LIST_MAX,
     MAX_ROW_ID,
     Prepared,
+    all_of,
     bulk_insert,
     chunks,
     clamp,
@@ -424,6 +425,20 @@ def _row(event: Event, ns: Namespace, thread_name: str | None) -> EventRow:
     )
 
 
+# Distinct words a text filter may require: each is two LIKE tests, so this bounds the statement's
+# bound parameters well under every engine's limit.
+TEXT_WORDS_MAX = 200
+
+
+def text_words(text: str | None) -> list[str]:
+    """The distinct words of a text filter (every one must appear), at most TEXT_WORDS_MAX."""
+    words = list(dict.fromkeys((text or "").split()))
+    if len(words) > TEXT_WORDS_MAX:
+        raise InvalidInputError(f"the text filter has {len(words)} distinct words; at most {TEXT_WORDS_MAX} can be "
+                                "required (fewer, more distinctive words find the same events)")
+    return words
+
+
 TYPE_LIST_MAX = 2000  # events of a type from which the filter is the type itself, not a list of ids
 
 
@@ -495,8 +510,9 @@ def filter_events(query, namespace_id: int | None, *, event_type: str | None = N
             query = query.where((Event.happened_start_ts <= high) & (EVENT_CHRONOLOGY <= high))
     if dated is not None:
         query = query.where(Event.happened_start_ts.is_null(not dated))
-    for word in (text or "").split():
-        query = query.where((Event.title.contains(word)) | (Event.summary.contains(word)))
+    words = text_words(text)
+    if words:
+        query = query.where(all_of([Event.title.contains(w) | Event.summary.contains(w) for w in words]))
     if participant and participant.strip():  # last: a probe per event is the dearest test of a walk
         query = query.where(_participant_clause(participant, walk))
     return query

@@ -15,16 +15,15 @@ and deterministic; the parameters were chosen on the LoCoMo dev split.
 
 from __future__ import annotations
 
-import operator
 import re
 import weakref
 from dataclasses import dataclass, field
-from functools import lru_cache, reduce
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from core.db import Prepared
+from core.db import Prepared, any_of
 from core.models import GraphFact, Namespace
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
@@ -374,8 +373,8 @@ def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: in
         return []
     # A hub's facts run to thousands: only those whose text holds an unknown word's stem (or the
     # start of a long one) are read, the newest first.
-    holds = reduce(operator.or_, [GraphFact.key.contains(_stem_probe(t)) | GraphFact.value.contains(_stem_probe(t))
-                                  for t in sorted(unknown)])
+    holds = any_of([GraphFact.key.contains(_stem_probe(t)) | GraphFact.value.contains(_stem_probe(t))
+                    for t in sorted(unknown)])
     scored = []
     for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
             GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds).order_by(

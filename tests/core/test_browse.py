@@ -151,6 +151,8 @@ def test_threads_jobs_weight_and_traces(demo):
     assert trace_page(demo, text=ref)
     assert trace_page(demo, text="Atlas")
     assert not trace_page(demo, text="zebra-quartz")
+    # The workbench's filter box takes a pasted paragraph: its words are one flat condition.
+    assert trace_page(demo, text="Atlas " * 300) and not trace_page(demo, text=" ".join(f"w{i}" for i in range(150)))
     event_id = int(ref.split(":")[1])
     info = event_weight_info(event_id)
     assert any("used" in step.what for step in info.history)

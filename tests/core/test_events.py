@@ -156,6 +156,19 @@ def test_list_events_filters(ns):
         list_events("ns", date_from="soon")
 
 
+def test_a_long_text_filter_is_one_flat_condition(ns):
+    """Every word of --text must appear. One nested condition per word overflowed SQLite's parser
+    stack at about 90 words and Python's recursion limit at a few hundred."""
+    _event(ns, "Maya booked flights to Lisbon for April")
+    _event(ns, "Tomás booked a hotel")
+    words = " ".join(f"w{i}" for i in range(150))
+    assert list_events("ns", text=words) == []
+    assert [e.title for e in list_events("ns", text="lisbon " * 500 + "maya booked")] == [
+        "Maya booked flights to Lisbon for April"]
+    with pytest.raises(InvalidInputError, match="201 distinct words; at most 200"):
+        list_events("ns", text=" ".join(f"w{i}" for i in range(201)))
+
+
 # ----------------------------------------------------------------------------- timeline
 
 

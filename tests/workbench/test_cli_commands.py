@@ -210,6 +210,13 @@ def test_events_come_a_page_at_a_time(demo_db, capsys):
     assert "event 99999999 does not exist" in capsys.readouterr().err
 
 
+def test_events_text_takes_many_words_and_says_when_too_many(demo_db, capsys):
+    assert run_json(capsys, "events", "--db", demo_db, "--text", " ".join(f"w{i}" for i in range(150))) == []
+    assert main(["events", "--db", demo_db, "--text", " ".join(f"w{i}" for i in range(500))]) == 2
+    err = capsys.readouterr().err
+    assert "500 distinct words; at most 200" in err and err.count("\n") == 1
+
+
 def test_verify_passes_the_demo_and_fails_on_a_broken_citation(demo_db, capsys):
     report = run_json(capsys, "verify", "--db", demo_db, "--namespace", "demo")
     assert report["ok"] is True and report["events"] > 0 and report["problems"] == []
