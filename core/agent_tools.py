@@ -116,7 +116,8 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "temporal_intent": {"type": "string", "enum": ["first", "latest"],
                                 "description": "Prefer the earliest ('first') or most recent ('latest') events."},
             "event_type": {"type": "string",
-                           "description": "Event type such as decision, plan, change, release, meeting, incident."},
+                           "description": "Event type: decision, release, task_completed, plan, change, cancellation, "
+                                          "incident, meeting, collaboration, migration or other."},
             "participants": {"type": "array", "items": {"type": "string"},
                              "description": "People or agents that must take part in the event."},
             "happened_from": {"type": "string", "description": "Only events that happened on or after this date "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from core.errors import InvalidInputError
 from core.providers.schemas import BASES, CRITICALITIES, EVENT_TYPES, PRECISIONS, SCOPES, TIME_STATUSES
 
 _ALIASES = {
@@ -37,6 +38,18 @@ def normalize_event_type(value: Any) -> str:
     if key == "taskcompleted":
         return "task_completed"
     return _LOOKUP.get(key, "other")
+
+
+def filter_event_type(value: Any) -> str:
+    """The type a filter asks for, in any spelling ``normalize_event_type`` reads; an unknown one is
+    an error. A provider's unknown type is stored as "other", but a filter mapped to "other" would
+    quietly answer with the other events instead of saying it named no type."""
+    if isinstance(value, str) and value.strip():
+        kind = normalize_event_type(value)
+        if kind != "other" or _key(value) == "other":
+            return kind
+    raise InvalidInputError(f"unknown event type {value!r}; the types are {', '.join(EVENT_TYPES)} "
+                            "(or a spelling of one: decided, done, launched, 决定, …)")
 
 
 def normalize_scope(value: Any) -> str:

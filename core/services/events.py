@@ -28,6 +28,7 @@ from core.db import (
 from core.dto import RawMessage
 from core.errors import InvalidInputError, NotFoundError
 from core.eventtypes import (
+    filter_event_type,
     normalize_criticality,
     normalize_event_type,
     normalize_scope,
@@ -446,7 +447,7 @@ def event_type_clause(event_type: str, namespace_id: int | None):
     """Events of a type. A type with few events is listed first through the type index and matched
     by id: a page walking the timeline, or the day counts, would otherwise read every event's row to
     find them (0.9 s at 866k events for one incident). A common type is found within its first rows."""
-    kind = normalize_event_type(event_type)
+    kind = filter_event_type(event_type)
     few = Event.select(Event.id).where(Event.event_type == kind)
     if namespace_id is not None:  # "+ 0": through the type index, not the namespace's (all its events)
         few = few.where((Event.namespace + 0) == namespace_id)

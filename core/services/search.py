@@ -150,13 +150,14 @@ def search_events(
     track: bool = True,
 ) -> list[EventHit]:
     """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF."""
-    from core.eventtypes import normalize_event_type
+    from core.eventtypes import filter_event_type
     from core.services.events import event_weight
 
     ns = get_namespace(namespace)
     limit = clamp(limit, 1, SEARCH_MAX["events"], 6)
     if temporal_intent not in (None, "first", "latest"):
         raise InvalidInputError(f"temporal_intent must be 'first' or 'latest', got {temporal_intent!r}")
+    wanted = filter_event_type(event_type) if event_type else None
     terms = analyze(query or "")
     filters = bool(participants) or bool(event_type) or bool(happened_from or happened_to)
     if terms and not filters and not temporal_intent:
@@ -194,7 +195,6 @@ def search_events(
             names.setdefault(row.event_id, []).append(row.name)
         lists.append({i for i in candidates if all(any(_fuzzy(p, n) for n in names.get(i, [])) for p in participants)})
     if event_type:
-        wanted = normalize_event_type(event_type)
         lists.append({i for i, e in candidates.items()
                       if e.event_type == wanted or _fuzzy(event_type, f"{e.title} {e.summary} {' '.join(e.tags or [])}")})
     low, high = range_bounds(happened_from, happened_to, "happened_from/happened_to")

@@ -156,6 +156,24 @@ def test_list_events_filters(ns):
         list_events("ns", date_from="soon")
 
 
+def test_a_type_filter_names_a_known_type(ns):
+    """A provider's unknown type is stored as "other"; a filter's is an error listing the types
+    (it used to be read as "other" and answer with those events)."""
+    _event(ns, "Trip", event_type="plan")
+    _event(ns, "Birthday", event_type="birthday")
+    assert [e.event_type for e in list_events("ns")] == ["plan", "other"]
+    assert [e.title for e in list_events("ns", event_type="planned")] == ["Trip"]  # an alias still works
+    assert [e.title for e in list_events("ns", event_type="Other")] == ["Birthday"]
+    for unknown in ("birthday", "nosuch"):
+        with pytest.raises(InvalidInputError, match="unknown event type .*decision, release, task_completed"):
+            list_events("ns", event_type=unknown)
+    from core.services.search import search_events
+
+    with pytest.raises(InvalidInputError, match="unknown event type 'nosuch'"):
+        search_events("ns", "trip", event_type="nosuch")
+    assert [h.event.title for h in search_events("ns", "trip", event_type="plan")] == ["Trip"]
+
+
 def test_a_long_text_filter_is_one_flat_condition(ns):
     """Every word of --text must appear. One nested condition per word overflowed SQLite's parser
     stack at about 90 words and Python's recursion limit at a few hundred."""

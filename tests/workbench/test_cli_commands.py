@@ -217,6 +217,15 @@ def test_events_text_takes_many_words_and_says_when_too_many(demo_db, capsys):
     assert "500 distinct words; at most 200" in err and err.count("\n") == 1
 
 
+def test_events_type_is_a_known_type_or_a_spelling_of_one(demo_db, capsys):
+    assert main(["events", "--db", demo_db, "--type", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown event type 'nosuch'" in err and "decision" in err and "migration" in err
+    decided = run_json(capsys, "events", "--db", demo_db, "--type", "decided")
+    assert decided and decided == run_json(capsys, "events", "--db", demo_db, "--type", "decision")
+    assert {e["event_type"] for e in decided} == {"decision"}
+
+
 def test_verify_passes_the_demo_and_fails_on_a_broken_citation(demo_db, capsys):
     report = run_json(capsys, "verify", "--db", demo_db, "--namespace", "demo")
     assert report["ok"] is True and report["events"] > 0 and report["problems"] == []
