@@ -19,6 +19,7 @@ from peewee import Case, fn
 from core.db import LIST_MAX, Prepared, clamp, insert_one, is_row_id, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError, StoreUnavailableError
 from core.models import Block, Job, Namespace
+from core.services.spaces import get_namespace
 from core.timeutil import now_iso, wall
 
 MAX_ATTEMPTS = 3
@@ -233,7 +234,7 @@ def list_jobs(namespace: str | None = None, status: str | None = None, limit: in
         raise InvalidInputError(f"job status must be one of {', '.join(STATUSES)}, got {status!r}")
     query = Job.select(Job, Namespace).join(Namespace)
     if namespace is not None:
-        query = query.where(Namespace.name == namespace)
+        query = query.where(Job.namespace == get_namespace(namespace))
     if status is not None:
         query = query.where(Job.status == status)
     return [_row(j) for j in query.order_by(Job.id.desc()).limit(clamp(limit, 1, LIST_MAX, 200))]

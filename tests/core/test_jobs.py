@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.db import db
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, NotFoundError
 from core.models import Block, Job, Message
 from core.providers.base import BlockSummary, Extraction
 from core.providers.offline import OfflineProvider
@@ -105,6 +105,13 @@ def test_manual_retry_resets_attempts(store, clock):
     assert _summary_job().status == "succeeded"
     with pytest.raises(InvalidInputError):
         jobsvc.retry(job.id)  # succeeded jobs are not retried
+
+
+def test_listing_jobs_of_an_unknown_namespace_is_an_error(store):
+    _one_block()
+    assert [j.namespace for j in jobsvc.list_jobs("ns")] and jobsvc.list_jobs(None)
+    with pytest.raises(NotFoundError, match="namespace 'nope' does not exist"):
+        jobsvc.list_jobs("nope")  # it used to be an empty list, as if the namespace had no jobs
 
 
 def test_run_pending_waits_out_short_backoffs(store):

@@ -273,6 +273,8 @@ def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):
     assert err.count("\n") == 0 and "block 99999" in err
     assert main(["stats", "--db", demo_db, "--namespace", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+    assert main(["jobs", "--db", demo_db, "--namespace", "nope"]) == 2  # not an empty list
+    assert "namespace 'nope' does not exist" in capsys.readouterr().err
 
 
 HUGE = "99999999999999999999"  # past 2**63 - 1: SQLite cannot even bind it
