@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
-from core.db import write_transaction
 from core.errors import (
     BlockNotReadyError,
     InvalidInputError,
@@ -554,7 +553,7 @@ class MemoryTools:
         """Run one tool; return its JSON-ready result or raise ``ToolError``."""
         args = check_arguments(name, arguments)
         try:
-            self._ensure_namespace()
+            self._require_namespace()
             return self._handlers[name](args)
         except ToolError as exc:
             exc.tool = exc.tool or name
@@ -571,16 +570,22 @@ class MemoryTools:
 
     # -- plumbing
 
-    def _ensure_namespace(self) -> None:
-        """A fresh memory is an empty namespace, not an error: create it on first use."""
+    def _require_namespace(self) -> None:
+        """Every tool reads (or assesses) memory that lives in the namespace, so a missing one is an
+        error, never created here: a mistyped --namespace would otherwise answer "nothing found" and
+        leave a second namespace behind. Capturing the first turn creates it; from then on the tools
+        work (only its existence is remembered, so a later capture is seen)."""
         if self._ready:
             return
         from core.models import Namespace
-        from core.services.spaces import get_or_create_namespace
 
         if Namespace.get_or_none(Namespace.name == self.namespace) is None:
-            with write_transaction():
-                get_or_create_namespace(self.namespace)
+            names = [n for (n,) in Namespace.select(Namespace.name).order_by(Namespace.name).limit(11).tuples()]
+            known = (f"the namespaces are {', '.join(names[:10])}{', …' if len(names) > 10 else ''}" if names
+                     else "the store has no namespace yet")
+            raise ToolError(f"namespace {self.namespace!r} does not exist yet: nothing was captured into it "
+                            f"({known}). If the name is right, memory starts with the first captured turn; "
+                            "continue without memory until then.", code="not_found")
         self._ready = True
 
     def _open(self, tool: str, channel: str, query: str, specs: list[Any], params: dict[str, Any],

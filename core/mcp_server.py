@@ -167,6 +167,12 @@ def run_stdio(db_url: str | None = None, namespace: str = "default", session: st
     store = open_store(db_url)
     tools = MemoryTools(namespace or "default", session=session)
     log.info("strata MCP server on %s (namespace %r, session %r)", store.url, tools.namespace, session)
+    from core.models import Namespace
+
+    if Namespace.get_or_none(Namespace.name == tools.namespace) is None:
+        # Said once at start, where whoever set the server up looks: its tools refuse until then.
+        log.warning("namespace %r does not exist yet: the tools answer not_found until a turn is captured into it",
+                    tools.namespace)
     try:
         anyio.run(serve_stdio, tools)
     except KeyboardInterrupt:

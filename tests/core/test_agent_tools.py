@@ -262,12 +262,30 @@ def test_get_blocks_lists_a_long_memory_newest_first_a_page_at_a_time(store, mon
     assert caught.value.field == "before"
 
 
-def test_get_blocks_explains_an_empty_memory(store):
+def test_a_namespace_nothing_was_captured_into_is_not_found_and_not_created(memory):
+    """A mistyped namespace used to be created by the first read, which answered "nothing found"
+    and left a second namespace behind (every command without --namespace then failed)."""
+    typo = MemoryTools("nss", session="s")
+    for name, args in [("search_events", {"query": "PostgreSQL"}), ("get_blocks", {"scope": "namespace"}),
+                       ("record_use", {"evidence_refs": []})]:
+        error = typo.call_safe(name, args)["error"]
+        assert error["code"] == "not_found" and error["tool"] == name
+        assert "namespace 'nss' does not exist yet" in error["message"] and "ns" in error["message"]
+    assert [n.name for n in Namespace.select()] == ["ns"]
+
+
+def test_a_new_namespace_starts_with_its_first_captured_turn(store):
+    """An agent harness starts the tools on a new namespace of an empty store, then captures turns:
+    the same tool set works once the first turn is in (capture creates the namespace)."""
     fresh = MemoryTools("brand-new", session="s")
+    error = fresh.call_safe("get_blocks", {"scope": "namespace"})["error"]
+    assert error["code"] == "not_found" and "the store has no namespace yet" in error["message"]
+    assert Namespace.select().count() == 0
+    append_turn("brand-new", "s", "We picked Postgres for billing.", "Noted.")
     out = fresh.call("get_blocks", {"scope": "namespace"})
     assert out["results"] == [] and "No block" in out["empty_reason"]
-    found = fresh.call("search_events", {"query": "anything"})
-    assert found["results"] == [] and found["empty_reason"] and found["batch_id"].startswith("batch_")
+    found = fresh.call("search_raw", {"query": "Postgres", "scope": "session"})
+    assert found["results"] and found["batch_id"].startswith("batch_")
 
 
 @pytest.mark.parametrize("name, args", [

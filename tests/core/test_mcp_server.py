@@ -13,7 +13,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from core.agent_tools import TOOL_NAMES
-from core.models import Event
+from core.models import Event, Namespace
 from core.services.capture import append_turn
 from core.services.derive import run_pending
 from core.services.spaces import configure_namespace
@@ -140,6 +140,39 @@ def test_real_mcp_client_session_over_stdio(store, db_url):
         assert event.mention_count >= 2
 
 
+async def _fresh_namespace_run(command: list[str]) -> dict:
+    env = {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
+    seen: dict = {}
+    with anyio.fail_after(SESSION_TIMEOUT):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=10) as session:
+                await session.initialize()
+                early = await session.call_tool("search_events", {"query": "PostgreSQL"})
+                seen["early"] = (early.is_error, _payload(early))
+                seen["namespaces_after_read"] = [n.name for n in Namespace.select()]
+                # The harness captures the agent's first turns into the namespace the server serves.
+                append_turn("new-project", "s1", "We decided to use PostgreSQL for billing.", "Noted.")
+                later = await session.call_tool("search_raw", {"query": "PostgreSQL", "scope": "session"})
+                seen["later"] = (later.is_error, _payload(later))
+    return seen
+
+
+def test_a_server_on_a_new_namespace_works_once_a_turn_is_captured(store, db_url):
+    """`strata mcp --namespace new-project` on an empty store: reads are refused (not_found) without
+    creating the namespace, so a mistyped name leaves nothing behind; capturing creates it, and the
+    running server then serves it."""
+    command = [sys.executable, "-m", "workbench", "mcp", "--db", db_url, "--namespace", "new-project",
+               "--session", "s1"]
+    seen = anyio.run(_fresh_namespace_run, command)
+    is_error, early = seen["early"]
+    assert is_error and early["error"]["code"] == "not_found" and "new-project" in early["error"]["message"]
+    assert seen["namespaces_after_read"] == []
+    is_error, later = seen["later"]
+    assert not is_error and later["results"] and "PostgreSQL" in later["results"][0]["message"]["content"]
+    assert [n.name for n in Namespace.select()] == ["new-project"]
+
+
 def test_strata_mcp_subcommand_parses_and_hands_over(monkeypatch):
     from workbench.cli import _common
     from workbench.cli import agent
@@ -179,6 +212,7 @@ def test_server_logs_to_stderr_only(db_url, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     assert "strata MCP server" in proc.stderr
+    assert "namespace 'ns' does not exist yet" in proc.stderr  # said where whoever set it up looks
 
 
 
