@@ -142,6 +142,21 @@ def test_mem0_and_text_formats_and_stale_commit(url, tmp_path, capsys):
     assert run_json(capsys, "import", "commit", str(preview["batch"]["id"]), "--db", url)["batch"]["status"] == "committed"
 
 
+def test_a_preview_into_a_new_namespace_leaves_the_namespaces_as_they_are(url, tmp_path, capsys):
+    """Preview writes no memory, so it creates no namespace (only the commit does): a mistyped
+    --namespace must not leave one behind, or every command without --namespace stops working."""
+    file = write(tmp_path, "export.json", json.dumps(EXPORT))
+    shown = run(capsys, "import", "preview", file, "--db", url, "--namespace", "nss")
+    assert "namespace 'nss' does not exist yet" in shown.err and "import commit" in shown.err
+    assert [n["name"] for n in run_json(capsys, "namespaces", "--db", url)] == ["ns"]
+    assert "Maya" in run(capsys, "events", "--db", url).out  # still the only namespace: no --namespace needed
+    assert [b["namespace"] for b in run_json(capsys, "import", "list", "--db", url, "--namespace", "nss")] == ["nss"]
+    assert "namespace 'nope' does not exist" in run(capsys, "import", "list", "--db", url, "--namespace", "nope",
+                                                    code=2).err
+    run_json(capsys, "import", "commit", "1", "--db", url)
+    assert [n["name"] for n in run_json(capsys, "namespaces", "--db", url)] == ["ns", "nss"]
+
+
 def test_prompt_export_formats_and_namespace_choice(url, capsys):
     prompt = run(capsys, "import", "prompt").out
     assert "stratagate.external-memory.v2" in prompt and "ONE JSON document" in prompt

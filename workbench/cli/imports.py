@@ -108,7 +108,9 @@ def cmd_preview(args: argparse.Namespace) -> int:
         text = Path(args.file).read_text(encoding="utf-8")
         parsed = parse_or_recover(text, args.format, provider or get_provider(None), where=str(args.file))
     open_from_args(args)
-    batch = start_import(_namespace(args), text, format=args.format, source_name=str(args.file), provider=provider,
+    namespace = _namespace(args)
+    _note_new_namespace(namespace, quiet=args.json)
+    batch = start_import(namespace, text, format=args.format, source_name=str(args.file), provider=provider,
                          top_k=args.top_k, threshold=args.threshold, recover=not args.no_recover, parsed=parsed)
     if not args.json:
         err_console.print(f"import batch {batch.id}: {batch.total} candidates from {args.file}", markup=False)
@@ -116,6 +118,16 @@ def cmd_preview(args: argparse.Namespace) -> int:
         preview = preview_batch(batch.id, provider=provider, progress=update)
     _show(preview, args)
     return 0
+
+
+def _note_new_namespace(namespace: str, *, quiet: bool) -> None:
+    """A preview into a namespace that does not exist is allowed (its commit creates it), but it has
+    nothing to match against: say so, so that a mistyped --namespace is seen before the commit."""
+    from core.models import Namespace
+
+    if not quiet and Namespace.get_or_none(Namespace.name == namespace) is None:
+        err_console.print(f"note: namespace {namespace!r} does not exist yet: nothing stored to match against; "
+                          "`strata import commit` creates it", markup=False, highlight=False)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -165,9 +177,15 @@ def cmd_commit(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from core.services.imports import list_batches
+    from core.services.spaces import get_namespace
 
     open_from_args(args)
-    rows = list_batches(getattr(args, "namespace", None), args.status, limit=args.limit)
+    namespace = getattr(args, "namespace", None)
+    rows = list_batches(namespace, args.status, limit=args.limit)
+    if namespace is not None and not rows and not list_batches(namespace):
+        # A namespace a preview names exists for its batches before its commit creates it (the
+        # workbench lists them so); one with neither memory nor batches is a mistyped name.
+        get_namespace(namespace)
     if args.json:
         print_json(rows)
         return 0
