@@ -521,16 +521,16 @@ def test_bench_output_paths_are_checked_before_the_run(argv, locomo_file, lme_fi
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["import", "--candidates", "0"], "--candidates: must be from 1 to 200, got 0"),
-    (["import", "--candidates", "500"], "--candidates: must be from 1 to 200, got 500"),
-    (["import", "--people", "0"], "--people: must be from 1 to 20, got 0"),
-    (["import", "--top-k", "0"], "--top-k: must be from 1 to 20, got 0"),
+    (["import", "--candidates", "0"], "--candidates: expected an integer from 1 to 200, got 0"),
+    (["import", "--candidates", "500"], "--candidates: expected an integer from 1 to 200, got 500"),
+    (["import", "--people", "0"], "--people: expected an integer from 1 to 20, got 0"),
+    (["import", "--top-k", "0"], "--top-k: expected an integer from 1 to 20, got 0"),
     (["import", "--threshold", "1.5"], "--threshold: must be from 0 to 1, got 1.5"),
-    (["ui", "--events", "-5"], "--events: must be at least 1, got -5"),
-    (["scale", "--queries", "-1"], "--queries: must be at least 1, got -1"),
-    (["scale", "--derive-limit", "0"], "--derive-limit: must be at least 1, got 0"),
-    (["longmemeval", "--data", "x", "--limit", "0"], "--limit: must be at least 1, got 0"),
-    (["longmemeval", "--data", "x", "--workers", "many"], "--workers: expected a whole number, got 'many'"),
+    (["ui", "--events", "-5"], "--events: expected an integer from 1 to 2^63-1, got -5"),
+    (["scale", "--queries", "-1"], "--queries: expected an integer from 1 to 2^63-1, got -1"),
+    (["scale", "--derive-limit", "0"], "--derive-limit: expected an integer from 1 to 2^63-1, got 0"),
+    (["longmemeval", "--data", "x", "--limit", "0"], "--limit: expected an integer from 1 to 2^63-1, got 0"),
+    (["longmemeval", "--data", "x", "--workers", "many"], "--workers: expected an integer, got 'many'"),
 ])
 def test_bench_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     from workbench.cli import main

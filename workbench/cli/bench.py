@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from workbench.cli.argtypes import integer, positive_int
+from workbench.cli.argtypes import positive_int
 from workbench.cli.output import check_output, console, err_console, output_file, print_json, progress_bar, table
 
 
