@@ -32,3 +32,19 @@ def demo_template(tmp_path_factory) -> Path:
     build_demo(f"sqlite:///{path}")
     db.close()  # the last connection: SQLite folds the WAL back into the file
     return path
+
+
+@pytest.fixture(scope="module")
+def demo_url(demo_template, tmp_path_factory) -> str:
+    """A copy of the demo shared by a module's tests (those that only read it)."""
+    from tests.stores import copy_of
+
+    return copy_of(demo_template, tmp_path_factory.mktemp("demo") / "demo.db")
+
+
+@pytest.fixture
+def demo(demo_url):
+    """The shared demo copy, opened; the namespace name."""
+    open_store(demo_url, recover=False)
+    yield "demo"
+    db.close()

@@ -10,18 +10,6 @@ from core.store import open_store
 from tests.stores import copy_of
 
 
-@pytest.fixture(scope="module")
-def demo_url(demo_template, tmp_path_factory):
-    return copy_of(demo_template, tmp_path_factory.mktemp("browse") / "demo.db")
-
-
-@pytest.fixture
-def demo(demo_url):
-    open_store(demo_url, recover=False)
-    yield "demo"
-    db.close()
-
-
 def test_event_pages_follow_time_order_without_gaps(demo):
     from core.services.browse import event_page
     from core.services.events import list_events

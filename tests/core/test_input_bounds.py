@@ -8,24 +8,8 @@ import pytest
 
 from core.db import MAX_ROW_ID, clamp, is_row_id
 from core.errors import NotFoundError
-from core.store import open_store
-from tests.stores import copy_of
 
 HUGE = 10**20  # what a mistyped id looks like: past 2**63 - 1
-
-
-@pytest.fixture(scope="module")
-def demo_url(demo_template, tmp_path_factory):
-    return copy_of(demo_template, tmp_path_factory.mktemp("bounds") / "demo.db")
-
-
-@pytest.fixture
-def demo(demo_url):
-    from core.db import db
-
-    open_store(demo_url, recover=False)
-    yield "demo"
-    db.close()
 
 
 def test_row_ids_are_the_positive_64_bit_integers():

@@ -61,9 +61,14 @@ def _payload(result) -> dict:
     return data
 
 
-async def _session_run(command: list[str]) -> dict:
+def _server_params(command: list[str]) -> StdioServerParameters:
+    """How a test starts ``strata mcp`` as a subprocess of this checkout."""
     env = {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
+    return StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
+
+
+async def _session_run(command: list[str]) -> dict:
+    params = _server_params(command)
     seen: dict = {}
     with anyio.fail_after(SESSION_TIMEOUT):
         async with stdio_client(params) as (read, write):
@@ -141,8 +146,7 @@ def test_real_mcp_client_session_over_stdio(store, db_url):
 
 
 async def _fresh_namespace_run(command: list[str]) -> dict:
-    env = {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
+    params = _server_params(command)
     seen: dict = {}
     with anyio.fail_after(SESSION_TIMEOUT):
         async with stdio_client(params) as (read, write):

@@ -5,15 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 
-from tests.stores import copy_of
 from workbench.cli import main
-
-
-@pytest.fixture(scope="module")
-def demo_url(demo_template, tmp_path_factory):
-    return copy_of(demo_template, tmp_path_factory.mktemp("demo") / "demo.db")
 
 
 def run_json(capsys, *argv):
