@@ -926,3 +926,11 @@ def test_a_new_process_saves_the_delta_it_had_to_read(store, tmp_path, monkeypat
     segment.forget_views()
     monkeypatch.setattr(segment, "_read_postings", lambda *a, **k: pytest.fail("the delta was read again"))
     assert len(search_raw("ns", "redis failover", limit=20)) == 8
+
+
+@pytest.mark.parametrize("namespace", ["", "   "])
+def test_a_blank_namespace_is_refused_not_read_as_the_default(store, tmp_path, namespace):
+    path = write_jsonl(tmp_path / "chat.jsonl", [jl("t", "user", "hello")])
+    with pytest.raises(InvalidInputError, match="non-empty string"):
+        ingest("jsonl", path, namespace=namespace)
+    assert Message.select().count() == 0

@@ -299,6 +299,15 @@ def test_ids_limits_and_offsets_out_of_range_are_usage_errors(argv, demo_db, cap
     assert "error: argument" in err and "expected an integer" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv", [["stats"], ["blocks"], ["events"], ["jobs"], ["verify"], ["graph"],
+                                  ["search", "raw", "x"], ["export"], ["mcp"]])
+def test_a_blank_namespace_is_a_usage_error_not_every_namespace(argv, demo_db, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--namespace", " ", "--db", demo_db])
+    assert exited.value.code == 2
+    assert "namespace name cannot be empty" in capsys.readouterr().err
+
+
 def test_a_search_limit_is_checked_against_its_channel(demo_db, capsys):
     assert main(["search", "events", "Maya", "--db", demo_db, "--limit", "21"]) == 2
     assert "--limit for events search is 1-20" in capsys.readouterr().err

@@ -117,8 +117,9 @@ def test_bad_input_is_rejected_with_its_location_and_nothing_written(url, tmp_pa
 def test_a_directory_or_an_empty_namespace_is_refused(url, tmp_path, capsys):
     assert f"{tmp_path}: is a directory" in run(capsys, "import", "preview", str(tmp_path), "--db", url, code=2).err
     file = write(tmp_path, "export.json", json.dumps(EXPORT))
-    err = run(capsys, "import", "preview", file, "--db", url, "--namespace", "", code=2).err
-    assert "namespace name must be a non-empty string" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["import", "preview", file, "--db", url, "--namespace", ""])
+    assert exited.value.code == 2 and "namespace name cannot be empty" in capsys.readouterr().err
     assert run_json(capsys, "import", "list", "--db", url) == []
 
 

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from core import __version__
 from core.errors import StrataError
+from workbench.cli.argtypes import namespace_name
 
 
 def _common(json_flag: bool = True) -> argparse.ArgumentParser:
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
     parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
-    parser.add_argument("--namespace", default=None, help="namespace to open in the workbench")
+    parser.add_argument("--namespace", type=namespace_name, default=None, help="namespace to open in the workbench")
     parser.add_argument("--theme", default=None, help="workbench theme (strata-dark, strata-light, nord, …)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()

@@ -7,6 +7,7 @@ server actually starts.
 from __future__ import annotations
 
 import argparse
+from workbench.cli.argtypes import namespace_name
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
         description="Run an MCP server on stdin/stdout exposing Strata's nine memory tools (search, expand, "
                     "assess, record_use) for one namespace. Logs go to stderr; stdout is the protocol.",
     )
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="memory namespace (default 'default')")
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="memory namespace (default 'default')")
     p.add_argument("--session", default=None,
                    help="the agent's session id: scopes batches and budget, and is the conversation "
                         "that scope 'session' searches")

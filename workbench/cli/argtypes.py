@@ -71,3 +71,11 @@ def expansion_target(text: str) -> int | str:
         return normalize_target(text, 0)
     except InvalidInputError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def namespace_name(text: str) -> str:
+    """A --namespace value: blank would otherwise read as "not given" (every namespace, or the
+    only one), so a command meant for one namespace would act on another or on all."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a namespace name cannot be empty")
+    return text

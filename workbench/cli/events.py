@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
-from workbench.cli.argtypes import ROW_ID, integer
+from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 
@@ -116,7 +116,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("events", parents=[common], help="list events in time order with filters")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--type", help="event type (decision, plan, change, …)")
     p.add_argument("--participant", help="participant name (substring, case-insensitive)")
     p.add_argument("--from", dest="date_from", help="happened on or after (2023, 2023-05, 2023-05-07)")
@@ -144,7 +144,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_restore)
 
     p = sub.add_parser("jobs", parents=[common], help="derivation jobs and their errors")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--status", choices=["pending", "running", "succeeded", "failed", "skipped"])
     p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
                    help=f"at most this many (1-{LIST_MAX}, default 200)")
@@ -177,5 +177,5 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def register_verify(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("verify", parents=[common], help="check the store's invariants (citations, provenance)")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_verify)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
-from workbench.cli.argtypes import integer
+from workbench.cli.argtypes import integer, namespace_name
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
@@ -73,7 +73,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("graph", parents=[common], help="list knowledge-graph nodes with visible evidence",
                        description="List graph nodes that still cite visible events, best supported first.")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--type", choices=NODE_TYPES, help="only nodes of this type")
     p.add_argument("--query", help="case-insensitive substring of the name or an alias")
     p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
@@ -82,5 +82,5 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")
     p.add_argument("node", metavar="NODE", help="the node's id, or its name or an alias (any case)")
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="where to look a name up (default: all)")
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="where to look a name up (default: all)")
     p.set_defaults(handler=cmd_node)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.cli.argtypes import ROW_ID, integer
+from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import (
     check_output, console, err_console, open_from_args, output_file, print_json, progress_bar, table,
 )
@@ -261,7 +261,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("--format", default="v2", choices=FORMATS,
                    help="v2 (stratagate.external-memory.v2 JSON, default), mem0 (a Mem0 export) or text (one fact per "
                         "bullet or line)")
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to import into (default: the only one)")
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to import into (default: the only one)")
     p.add_argument("--top-k", type=integer(1, 20), default=DEFAULT_TOP_K,
                    help=f"stored matches per item, 1-20 (default {DEFAULT_TOP_K})")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
@@ -289,7 +289,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.set_defaults(handler=cmd_commit)
 
     p = steps.add_parser("list", parents=[common], help="import batches with their status")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--status", choices=STATUSES)
     p.add_argument("--limit", type=integer(1, LIST_MAX), default=100,
                    help=f"at most this many (1-{LIST_MAX}, default 100)")
@@ -311,7 +311,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p = sub.add_parser("export", parents=[common_no_json],
                        help="canonical, deterministic export of a namespace (messages, blocks, events, graph, "
                             "weights, receipts)")
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to export (default: the only one)")
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to export (default: the only one)")
     p.add_argument("--format", default="json", choices=EXPORT_FORMATS)
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
     p.set_defaults(handler=cmd_export)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInputError
-from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level
+from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level, namespace_name
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
@@ -222,17 +222,17 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
                                    "a second run of the same file adds nothing.")
     p.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(FORMATS)}")
     p.add_argument("path", type=Path, metavar="PATH")
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="namespace to store into (default: per conversation/question, or 'default')")
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to store into (default: per conversation/question, or 'default')")
     p.add_argument("--limit", type=integer(1), help="only the first N conversations/questions/lines")
     p.add_argument("--tz", help="offset for timestamps that have none (UTC, +02:00, Europe/Paris); default UTC")
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("stats", parents=[common], help="counts of messages, blocks, turns and jobs")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_stats)
 
     p = sub.add_parser("blocks", parents=[common], help="list blocks with their level and size per level")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--thread")
     p.add_argument("--status", choices=["pending", "ready"])
     p.add_argument("--limit", type=integer(0), default=200, help="at most this many blocks (default 200; 0: all)")
@@ -252,7 +252,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.set_defaults(handler=cmd_expand_block)
 
     p = sub.add_parser("derive", parents=[common], help="run pending derivation jobs with progress")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--provider", default="offline", help="model provider (default: offline)")
     p.set_defaults(handler=cmd_derive)
 
@@ -272,6 +272,6 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("ui", parents=[common_no_json], help="open the workbench (same as bare `strata`)")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--theme", default=argparse.SUPPRESS, help="theme name (strata-dark, strata-light, nord, …)")
     p.set_defaults(handler=run_ui)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.argtypes import ROW_ID, integer
+from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
@@ -121,7 +121,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("search", parents=[common], help="search one channel: events, graph or raw messages")
     p.add_argument("channel", choices=["events", "graph", "raw"])
     p.add_argument("query")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--limit", type=integer(1, SEARCH_MAX["raw"]), default=10,
                    help=f"at most this many (events and graph: 1-{SEARCH_MAX['events']}, raw: 1-{SEARCH_MAX['raw']})")
     p.add_argument("--thread", help="raw: only this thread")
@@ -134,7 +134,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("ask", parents=[common], help="default retrieval for a question, with sources")
     p.add_argument("question")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--limit", type=integer(1), default=10, help="at most this many messages (default 10)")
     p.set_defaults(handler=cmd_ask)
 
@@ -190,7 +190,7 @@ def register_traces(sub, common: argparse.ArgumentParser) -> None:
     from core.services.traces import TRACES_MAX
 
     p = sub.add_parser("traces", parents=[common], help="retrieval traces, newest first")
-    p.add_argument("--namespace", default=argparse.SUPPRESS)
+    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--kind", choices=["search", "assess", "use", "context"])
     p.add_argument("--limit", type=integer(1, TRACES_MAX), default=50,
                    help=f"at most this many (1-{TRACES_MAX}, default 50)")
