@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -198,6 +198,14 @@ def _v17_job_claims(database: Database) -> None:
         run(migrator.add_column(Job._meta.table_name, "claimed_at", Job.claimed_at))
 
 
+def _v18_event_type_day_lane_index(database: Database) -> None:
+    """Version 18: events by (namespace, type, chronology, happened, mentioned), so the timeline's
+    day counts for one type are read from the index alone."""
+    from core.models import Event
+
+    Event._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -209,7 +217,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  12: _v12_job_claim_by_namespace_index,
                                                  13: _v13_event_status_by_id_index,
                                                  14: _v14_graph_endings, 15: _v15_special_event_index,
-                                                 16: _v16_event_fingerprints, 17: _v17_job_claims}
+                                                 16: _v16_event_fingerprints, 17: _v17_job_claims,
+                                                 18: _v18_event_type_day_lane_index}
 
 
 def database_version(database: Database) -> int:
