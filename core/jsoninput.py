@@ -22,7 +22,7 @@ _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 _STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
-def may_hold_surrogates(text: str | bytes) -> bool:
+def _may_hold_surrogates(text: str | bytes) -> bool:
     """Whether JSON ``text`` escapes a surrogate (cheap: decides whether parsed values need a look)."""
     pattern = _SURROGATE_ESCAPE_BYTES if isinstance(text, bytes) else _SURROGATE_ESCAPE
     return pattern.search(text) is not None
@@ -68,10 +68,13 @@ def surrogate_message(found: tuple[list[str | int], str]) -> str:
     return f"{found[1]} is a lone surrogate, not a Unicode character: the text cannot be stored"
 
 
-def check_surrogates(value: Any, where: str, *, items: bool = False,
+def check_surrogates(value: Any, source: str | bytes, where: str, *, items: bool = False,
                      error: type[InvalidInputError] = InvalidInputError) -> None:
-    """Raise ``error`` naming ``where`` and the field when ``value`` holds a lone surrogate. With
+    """Raise ``error`` naming ``where`` and the field when ``value``, parsed from the JSON text
+    ``source``, holds a lone surrogate (only looked for when ``source`` escapes one). With
     ``items`` a top-level list index is named as "item N"."""
+    if not _may_hold_surrogates(source):
+        return
     found = lone_surrogate(value)
     if found is None:
         return
@@ -99,8 +102,4 @@ def nesting_position(text: str, limit: int = MAX_DEPTH) -> tuple[int, int] | Non
     return None
 
 
-def too_deep_message(text: str) -> tuple[str, str]:
-    """(":line:column" or "", the message) for JSON that the parser could not read for its nesting."""
-    position = nesting_position(text)
-    where = f":{position[0]}:{position[1]}" if position else ""
-    return where, f"JSON nested too deeply to read (more than {MAX_DEPTH} levels of arrays and objects)"
+TOO_DEEP = f"JSON nested too deeply to read (more than {MAX_DEPTH} levels of arrays and objects)"

@@ -29,7 +29,7 @@ from typing import Any
 
 from core.errors import InvalidInputError
 from core.eventtypes import normalize_event_type
-from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
+from core.jsoninput import TOO_DEEP, check_surrogates, nesting_position
 from core.providers.schemas import BASES, CRITICALITIES, PRECISIONS, SCOPES, TIME_STATUSES
 from core.timeutil import period_bounds
 
@@ -114,11 +114,10 @@ def _load_json(text: str, where: str) -> Any:
     except ValueError as exc:
         raise ImportFormatError(f"{where}: not JSON: {exc}", syntax=True) from None
     except RecursionError:  # valid JSON, only too deep: nothing for the recovery path to repair
-        position, message = too_deep_message(body)
-        at = f" at line {position[1:].replace(':', ' column ')}" if position else ""
-        raise ImportFormatError(f"{where}: {message}{at}") from None
-    if may_hold_surrogates(body):
-        check_surrogates(data, where, error=ImportFormatError)
+        position = nesting_position(body)
+        at = f" at line {position[0]} column {position[1]}" if position else ""
+        raise ImportFormatError(f"{where}: {TOO_DEEP}{at}") from None
+    check_surrogates(data, body, where, error=ImportFormatError)
     return data
 
 

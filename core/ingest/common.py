@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
+from core.jsoninput import TOO_DEEP, check_surrogates, nesting_position
 
 
 def load_json(path: Path) -> Any:
@@ -26,10 +26,10 @@ def load_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
     except RecursionError:
-        position, message = too_deep_message(text)
-        raise InvalidInputError(f"{path}{position}: {message}") from None
-    if may_hold_surrogates(text):
-        check_surrogates(data, str(path), items=isinstance(data, list))
+        position = nesting_position(text)
+        at = f":{position[0]}:{position[1]}" if position else ""
+        raise InvalidInputError(f"{path}{at}: {TOO_DEEP}") from None
+    check_surrogates(data, text, str(path), items=isinstance(data, list))
     return data
 
 

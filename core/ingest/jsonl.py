@@ -17,7 +17,7 @@ from typing import Iterator
 
 from core.errors import InvalidInputError
 from core.ingest import Unit
-from core.jsoninput import check_surrogates, may_hold_surrogates, too_deep_message
+from core.jsoninput import TOO_DEEP, check_surrogates, nesting_position
 from core.services.capture import coerce_message
 from core.services.spaces import validate_name
 from core.timeutil import parse_timestamp, to_iso
@@ -92,11 +92,9 @@ def _parse_line(path: Path, lineno: int, raw: bytes, tz: tzinfo) -> tuple[str, d
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError:
-        position, message = too_deep_message(line)
-        column = position.rsplit(":", 1)[-1] if position else ""
-        raise InvalidInputError(f"{where}{':' + column if column else ''}: {message}") from None
-    if may_hold_surrogates(raw):
-        check_surrogates(obj, where)
+        position = nesting_position(line)
+        raise InvalidInputError(f"{where}{f':{position[1]}' if position else ''}: {TOO_DEEP}") from None
+    check_surrogates(obj, raw, where)
     if not isinstance(obj, dict):
         raise InvalidInputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     for key in REQUIRED:
