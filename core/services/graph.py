@@ -12,12 +12,10 @@ person who uses two tools keeps both ``uses`` facts and edges current.
 
 from __future__ import annotations
 
-import operator
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import timezone
-from functools import reduce
 from typing import Any, Callable, Iterable, Sequence
 
 from peewee import Value, fn
@@ -25,6 +23,7 @@ from peewee import Value, fn
 from core.db import (
     LIST_MAX,
     Prepared,
+    any_of,
     bulk_insert,
     chunks,
     clamp,
@@ -1381,7 +1380,7 @@ def first_mention(records: dict[str, Sequence[int]], statuses: Sequence[str]) ->
     if not cited:
         return None
     first = (GraphSource.select(GraphSource.event).join(Event, on=(GraphSource.event == Event.id))
-             .where(reduce(operator.or_, cited) & Event.status.in_(list(statuses)))
+             .where(any_of(cited) & Event.status.in_(list(statuses)))
              .order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(1).tuples().first())
     return first[0] if first else None
 
