@@ -81,7 +81,7 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
     """What an error opening ``url`` means, in words a person can act on."""
     text = str(exc).strip() or type(exc).__name__
     lowered = text.lower()
-    path = sqlite_path(url) if not url.startswith("sqlite://") or url.startswith("sqlite:///") else None
+    path = sqlite_path(url)  # make_database read it already: a malformed sqlite:// URL never gets here
     where = str(path) if path is not None else url
     if "file is not a database" in lowered or "malformed" in lowered:
         return f"{where} is not a SQLite database, or it is damaged ({text})"
