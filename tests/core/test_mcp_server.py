@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -61,46 +62,49 @@ def _payload(result) -> dict:
     return data
 
 
-def _server_params(command: list[str]) -> StdioServerParameters:
-    """How a test starts ``strata mcp`` as a subprocess of this checkout."""
+@contextlib.asynccontextmanager
+async def _client_session(command: list[str]):
+    """An MCP client session with ``command`` (``strata mcp`` of this checkout) started as a
+    subprocess, within SESSION_TIMEOUT."""
     env = {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
-
-
-async def _session_run(command: list[str]) -> dict:
-    params = _server_params(command)
-    seen: dict = {}
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
     with anyio.fail_after(SESSION_TIMEOUT):
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=10) as session:
-                init = await session.initialize()
-                seen["server"] = init.server_info.name
-                seen["instructions"] = init.instructions
-                listing = await session.list_tools()
-                seen["tools"] = {t.name: t for t in listing.tools}
+                yield session
 
-                found = await session.call_tool("search_events", {"query": "PostgreSQL billing", "limit": 5})
-                seen["search"] = (found.is_error, _payload(found))
-                search = seen["search"][1]
-                batch, ref = search["batch_id"], search["evidence_refs"][0]
 
-                bad = await session.call_tool("search_events", {"query": "x", "limit": 99})
-                seen["bad"] = (bad.is_error, _payload(bad))
+async def _session_run(command: list[str]) -> dict:
+    seen: dict = {}
+    async with _client_session(command) as session:
+        init = await session.initialize()
+        seen["server"] = init.server_info.name
+        seen["instructions"] = init.instructions
+        listing = await session.list_tools()
+        seen["tools"] = {t.name: t for t in listing.tools}
 
-                judged = await session.call_tool("assess", {
-                    "batch_id": batch, "verdict": "sufficient", "evidence_refs": [ref, "event:99999"],
-                    "fit": "states the database decision", "missing": "", "next_strategy": "answer"})
-                seen["assess"] = (judged.is_error, _payload(judged))
+        found = await session.call_tool("search_events", {"query": "PostgreSQL billing", "limit": 5})
+        seen["search"] = (found.is_error, _payload(found))
+        search = seen["search"][1]
+        batch, ref = search["batch_id"], search["evidence_refs"][0]
 
-                used = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": [ref]})
-                seen["use"] = (used.is_error, _payload(used))
+        bad = await session.call_tool("search_events", {"query": "x", "limit": 99})
+        seen["bad"] = (bad.is_error, _payload(bad))
 
-                again = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": ["event:99999"]})
-                seen["refused"] = (again.is_error, _payload(again))
+        judged = await session.call_tool("assess", {
+            "batch_id": batch, "verdict": "sufficient", "evidence_refs": [ref, "event:99999"],
+            "fit": "states the database decision", "missing": "", "next_strategy": "answer"})
+        seen["assess"] = (judged.is_error, _payload(judged))
 
-                # The server survived every error: it still answers.
-                alive = await session.call_tool("search_graph", {"query": "PostgreSQL"})
-                seen["alive"] = (alive.is_error, _payload(alive))
+        used = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": [ref]})
+        seen["use"] = (used.is_error, _payload(used))
+
+        again = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": ["event:99999"]})
+        seen["refused"] = (again.is_error, _payload(again))
+
+        # The server survived every error: it still answers.
+        alive = await session.call_tool("search_graph", {"query": "PostgreSQL"})
+        seen["alive"] = (alive.is_error, _payload(alive))
     return seen
 
 
@@ -146,19 +150,16 @@ def test_real_mcp_client_session_over_stdio(store, db_url):
 
 
 async def _fresh_namespace_run(command: list[str]) -> dict:
-    params = _server_params(command)
     seen: dict = {}
-    with anyio.fail_after(SESSION_TIMEOUT):
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=10) as session:
-                await session.initialize()
-                early = await session.call_tool("search_events", {"query": "PostgreSQL"})
-                seen["early"] = (early.is_error, _payload(early))
-                seen["namespaces_after_read"] = [n.name for n in Namespace.select()]
-                # The harness captures the agent's first turns into the namespace the server serves.
-                append_turn("new-project", "s1", "We decided to use PostgreSQL for billing.", "Noted.")
-                later = await session.call_tool("search_raw", {"query": "PostgreSQL", "scope": "session"})
-                seen["later"] = (later.is_error, _payload(later))
+    async with _client_session(command) as session:
+        await session.initialize()
+        early = await session.call_tool("search_events", {"query": "PostgreSQL"})
+        seen["early"] = (early.is_error, _payload(early))
+        seen["namespaces_after_read"] = [n.name for n in Namespace.select()]
+        # The harness captures the agent's first turns into the namespace the server serves.
+        append_turn("new-project", "s1", "We decided to use PostgreSQL for billing.", "Noted.")
+        later = await session.call_tool("search_raw", {"query": "PostgreSQL", "scope": "session"})
+        seen["later"] = (later.is_error, _payload(later))
     return seen
 
 
