@@ -373,8 +373,8 @@ def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: in
         return []
     # A hub's facts run to thousands: only those whose text holds an unknown word's stem (or the
     # start of a long one) are read, the newest first.
-    holds = any_of([GraphFact.key.contains(_stem_probe(t)) | GraphFact.value.contains(_stem_probe(t))
-                    for t in sorted(unknown)])
+    holds = any_of([GraphFact.key.contains(probe) | GraphFact.value.contains(probe)
+                    for probe in sorted({_stem_probe(t) for t in unknown})])
     scored = []
     for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
             GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds).order_by(
