@@ -47,6 +47,7 @@ class RetrievalParams:
     user_boost: float = 0.5
     fact_weight: float = 1.0
     fact_limit: int = 10
+    related_weight: float = 0.3
 
 
 DEFAULT_PARAMS = RetrievalParams()
@@ -118,10 +119,9 @@ def _legacy_time_flags(ids: list[int]) -> dict[int, bool]:
 
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
     from core.search import beside, scoring, spread
-    from core.search.index import prepared
 
     terms = analyze(question)
-    query = prepared("message", ns.id, terms, k1=params.k1, b=params.b)
+    query = _related_query(ns, terms, params)
     if query is None:
         return {}
     view = layout.view
@@ -179,6 +179,24 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
             factor += params.time_boost
         boosted[mid] = score * factor
     return boosted
+
+
+def _related_query(ns: Namespace, terms: list[str], params: RetrievalParams):
+    """The messages' query for the question's terms and the answers of its class words
+    (core.search.related); a class word no message holds is stood in for by its answers."""
+    from core.search.index import prepared
+    from core.search.related import class_words, related_weights
+
+    classes = class_words(terms) if params.related_weight > 0 else set()
+    extra = related_weights(terms, params.related_weight) if classes else None
+    query = prepared("message", ns.id, terms + list(extra or ()), k1=params.k1, b=params.b, term_weights=extra)
+    if not classes or query is None:
+        return query
+    absent = frozenset(classes - {t.term for t in query.terms})
+    if not absent:
+        return query
+    extra = related_weights(terms, params.related_weight, absent)
+    return prepared("message", ns.id, terms + list(extra or ()), k1=params.k1, b=params.b, term_weights=extra)
 
 
 def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
