@@ -217,9 +217,9 @@ def informative(sentence: str) -> bool:
         return False
     if n_words < 3:
         return bool(_NUMBER.search(text))
-    signals = bool(_FIRST_PERSON.search(text)) + bool(_NUMBER.search(text)) + bool(_names(text)) + \
-        bool(_ANY_TYPE.search(text)) + bool(_THIRD_PERSON_SUBJECT.match(text)) + bool(_SAFETY.search(text))
-    if signals:
+    # Any one signal will do: the cheap pattern tests run first, the name scan last.
+    if (_FIRST_PERSON.search(text) or _NUMBER.search(text) or _THIRD_PERSON_SUBJECT.match(text)
+            or _SAFETY.search(text) or _ANY_TYPE.search(text) or _names(text)):
         return n_words >= 4
     return n_words >= 10 and not _SECOND_PERSON.search(text)
 
@@ -439,13 +439,19 @@ def _other_speaker(speaker: str, speakers: Sequence[str]) -> str | None:
     return others[0] if len(others) == 1 else None
 
 
+@lru_cache(maxsize=4096)
+def _card_words(title: str, summary: str) -> frozenset[str]:
+    """A timeline card's content words (every statement of a block is compared with the same cards)."""
+    return frozenset(_content_words(f"{title} {summary}"))
+
+
 def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]]) -> list[int]:
     """The newest timeline event of the same person this statement corrects (≥ 2 shared content words)."""
     best: tuple[int, int] | None = None
     for item in timeline:
         if participant not in (item.get("participants") or []):
             continue
-        shared = event_words & set(_content_words(f"{item.get('title', '')} {item.get('summary', '')}"))
+        shared = event_words & _card_words(str(item.get("title", "")), str(item.get("summary", "")))
         shared -= {participant.casefold()} | _GENERIC
         if len(shared) >= 2 and (best is None or (len(shared), item["id"]) > best):
             best = (len(shared), item["id"])
