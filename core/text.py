@@ -15,6 +15,7 @@ _SENTENCE_RE = re.compile(
 # Titles and abbreviations whose full stop ends no sentence: "an appointment with Dr. Visser".
 ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "vs")
 ENDS_IN_TITLE = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.\s*$")
+TITLE_REACH = max(map(len, ABBREVIATIONS)) + 1  # how far back an ENDS_IN_TITLE match starts (search_at_end)
 
 # English function words: never distinctive, never a title word.
 STOPWORDS = frozenset(
@@ -31,6 +32,16 @@ STOPWORDS = frozenset(
     things something anything going gonna want wanna know think yeah yep really great good nice cool awesome
     definitely totally pretty quite maybe even still always never ever just been doing done make made way""".split()
 )
+
+
+def search_at_end(pattern: re.Pattern[str], text: str, end: int, reach: int) -> re.Match[str] | None:
+    """``pattern.search(text[:end])`` for a pattern that ends in ``\\s*$`` and whose match, trailing
+    whitespace aside, is at most ``reach`` characters long: only that tail is tried. Searching the
+    whole prefix tried every position of it, once per capitalised word of a long message."""
+    at = end
+    while at > 0 and text[at - 1].isspace():
+        at -= 1
+    return pattern.search(text, max(0, at - reach), end)
 
 
 def normalize(text: str) -> str:

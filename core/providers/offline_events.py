@@ -22,9 +22,11 @@ from core.text import (
     ABBREVIATIONS,
     ENDS_IN_TITLE,
     STOPWORDS,
+    TITLE_REACH,
     clip,
     normalize,
     prose,
+    search_at_end,
     sentences,
     without_time_zones,
     words,
@@ -226,6 +228,7 @@ def informative(sentence: str) -> bool:
 
 # A list item opens a sentence too: "Try: 1) Progress since last sync, 2) Blockers …".
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:;\"“(]\s*|\n|(?<![\w.])\d{1,2}[.)]\s)\s*$")
+SENTENCE_START_REACH = 3  # its longest match before the trailing space: "12)" (search_at_end)
 # "Maya lives in Lisbon.": a capitalised word opening a sentence is a name when what follows is
 # something people do and things rarely do. Copulas, light verbs and verbs that double as plural
 # nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
@@ -262,8 +265,8 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     for match in _NAME.finditer(text):
         start = match.start()
         parts = match.group(0).split(" ")
-        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in PARTICLE_WORDS
-                                  or (parts[0] in _LEADING_VERBS and _SENTENCE_START.search(text[:start]))):
+        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in PARTICLE_WORDS or (
+                parts[0] in _LEADING_VERBS and search_at_end(_SENTENCE_START, text, start, SENTENCE_START_REACH))):
             start += len(parts[0]) + 1  # "Thanks Max", "Bet Max loves it", "Easter Sunday Belém"
             parts = parts[1:]
         first = parts[0]
@@ -277,14 +280,19 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
         end = start + len(name)
         if name in ABBREVIATIONS and text.startswith(".", end):
             continue  # "Dr." is a title, the name comes after it
-        before = text[:start]
-        if _SENTENCE_START.search(before) and not ENDS_IN_TITLE.search(before) and first not in known and (
+        if _opens_sentence(text, start) and first not in known and (
                 first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
                 or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
                 or not _PERSON_VERB_AFTER.match(text, end)):
             continue
         found.append(name)
     return found
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether ``text[at:]`` opens a sentence (not after a title's full stop: "Dr. Visser")."""
+    return bool(search_at_end(_SENTENCE_START, text, at, SENTENCE_START_REACH)) and not search_at_end(
+        ENDS_IN_TITLE, text, at, TITLE_REACH)
 
 
 # Verbs that open a sentence before a name: "Bet Max loves it", "Tell Ana I said hi".

@@ -18,7 +18,7 @@ from typing import Any
 from core.providers.offline_events import (
     DOSE, FEMININE_KIN, MASCULINE_KIN, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
 )
-from core.text import ABBREVIATIONS, NUMBER_WORDS, without_time_zones
+from core.text import ABBREVIATIONS, NUMBER_WORDS, search_at_end, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
 
@@ -178,6 +178,7 @@ _PERSON_BEFORE_RE = re.compile(
     r"\b(?:with|met|meet|meeting|called|named|told|asked|thanked|hired|by|friend|manager|boss|colleague|coworker|"
     r"partner|wife|husband|sister|brother|mother|father|mom|mum|dad|teacher|doctor|neighbou?r|cousin|aunt|uncle)"
     r"\s+$", re.IGNORECASE)
+PERSON_BEFORE_REACH = 9  # its longest word: "colleague", "neighbour" (search_at_end)
 _PERSON_AFTER_RE = re.compile(
     r"^(?:['’]s\s+(?:new\s+)?(?:wife|husband|partner|birthday|kids?|children|son|daughter)\b|,\s+(?:my|our|his|her|their)\b|"
     r"\s+(?:said|says|told|asked|thinks|wants|is\s+my|was\s+my)\b|.*\b(?:she|he)\b)", re.IGNORECASE)
@@ -186,7 +187,8 @@ _PERSON_AFTER_RE = re.compile(
 def _people_with_particles(text: str) -> list[tuple[int, int]]:
     """Spans of the names with particles that the sentence shows to be people."""
     return [m.span() for m in _PARTICLE_NAME_RE.finditer(text)
-            if _PERSON_BEFORE_RE.search(text[:m.start()]) or _PERSON_AFTER_RE.match(text[m.end():])]
+            if search_at_end(_PERSON_BEFORE_RE, text, m.start(), PERSON_BEFORE_REACH)
+            or _PERSON_AFTER_RE.match(text[m.end():])]
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
 # A possessive counts like "my": cards rewrite "my Utrecht office" as "Maya's Utrecht office".
 _NOT_BEFORE_PERSON = re.compile(
@@ -195,6 +197,7 @@ _NOT_BEFORE_PERSON = re.compile(
     re.IGNORECASE,
 )
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
+ARTICLE_BEFORE_REACH = 3
 # Words that end an organisation's name ("Northwind Freight", "Kestrel Logistics", "Acme Inc").
 _ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|"
                  "Foundation|Freight|Group|Partners|Systems|Technologies|Solutions|Software|Consulting|Capital|"
@@ -1324,7 +1327,7 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             keys.add(_key(_goes_by(m)[1]))
         for m in _THING_RE.finditer(text):
             for name in filter(None, m.groups()):
-                if not _PERSON_BEFORE_RE.search(text[:m.start()]):
+                if not search_at_end(_PERSON_BEFORE_RE, text, m.start(), PERSON_BEFORE_REACH):
                     keys.update(_key(_clean_name(part)) for part in [name, *name.split()])
         for m in _THING_OBJECT_RE.finditer(text):
             keys.add(_key(_clean_name(m.group(1))))  # "played Catan", "bought Nike shoes": a game, a brand
@@ -1365,6 +1368,7 @@ _SUBJECT_NEXT = frozenset(
 )
 _VERBISH = re.compile(r"^[a-z]+(?:ed|[^s]s)$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;)\]\d\"“”\n-]\s*)$")
+SENTENCE_START_REACH = 1
 
 
 def _looks_like_person(name: str, text: str, not_people: set[str], first: bool = True) -> bool:
@@ -1386,7 +1390,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
         if any(re.fullmatch(_PARTICLES, w) for w in words) and any(_key(w) in not_people for w in words):
             return False  # "Largo do Chafariz de Dentro": its parts around the particles are no people
         spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
-        if spots and all(_ARTICLE_BEFORE.search(text[:at]) for at in spots):
+        if spots and all(search_at_end(_ARTICLE_BEFORE, text, at, ARTICLE_BEFORE_REACH) for at in spots):
             return False  # "the Night Watch", "a Golden Globe": full names take no article
         return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ABBREVIATIONS)
     word = words[0]
@@ -1400,7 +1404,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
     for at in spots:
         if _NOT_BEFORE_PERSON.search(text[:at]):
             continue
-        if not _SENTENCE_START.search(text[:at]):
+        if not search_at_end(_SENTENCE_START, text, at, SENTENCE_START_REACH):
             return True  # capitalised in mid-sentence: a name
         rest = text[at + len(word) :]
         after = re.match(r"(?:['’]s\b|\s+([a-z]+)\b)", rest)

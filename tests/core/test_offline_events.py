@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from core.models import Event, EventSource, Message
+from core.providers import offline_events, offline_graph
 from core.providers.offline_events import classify, criticality, extract_events_offline, informative, third_person
 from core.services.capture import append_messages
 from core.services.derive import run_pending
 from core.services.events import get_event
 from core.services.spaces import configure_namespace
-from core.text import prose, sentences
+from core.text import ENDS_IN_TITLE, TITLE_REACH, prose, search_at_end, sentences
 
 
 def _context(messages, timeline=()):
@@ -337,3 +340,22 @@ def test_a_weekday_reads_the_tense_of_its_own_clause(text, day):
     from core.providers.offline_events import time_for
 
     assert time_for(text, datetime(2026, 12, 1, 12, tzinfo=timezone.utc))["happened_start"] == day
+
+
+@pytest.mark.parametrize("pattern, reach", [
+    (offline_events._SENTENCE_START, offline_events.SENTENCE_START_REACH),
+    (ENDS_IN_TITLE, TITLE_REACH),
+    (offline_graph._SENTENCE_START, offline_graph.SENTENCE_START_REACH),
+    (offline_graph._PERSON_BEFORE_RE, offline_graph.PERSON_BEFORE_REACH),
+    (offline_graph._ARTICLE_BEFORE, offline_graph.ARTICLE_BEFORE_REACH),
+])
+def test_searching_only_the_tail_finds_what_searching_the_prefix_finds(pattern, reach):
+    # The readers test "does the text before this word open a sentence / end in 'with'" once per
+    # capitalised word; they search only the tail, which must agree with searching the whole prefix.
+    pieces = ["a", "b", " ", "  ", "\n", "\t", ".", "!", "?", ":", ";", "(", ")", "]", '"', "“", "”", "-", "1", "12",
+              "123", "x9", "Dr", "Mrs", "Prof", "St", "vs", "with ", "The ", "an ", "neighbour ", "Colleague", "…"]
+    rng = random.Random(7)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        end = rng.randint(0, len(text))
+        assert bool(search_at_end(pattern, text, end, reach)) == bool(pattern.search(text[:end])), (text, end)
