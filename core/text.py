@@ -44,6 +44,27 @@ def search_at_end(pattern: re.Pattern[str], text: str, end: int, reach: int) -> 
     return pattern.search(text, max(0, at - reach), end)
 
 
+class CaselessPattern:
+    """A case-blind pattern asked only whether it occurs.
+
+    ASCII text is lower-cased and matched case-sensitively, about twice as fast for long
+    alternations of words (the engine compares literals instead of folding every character);
+    other text goes to the case-blind pattern, since a few non-ASCII letters fold onto ASCII ones
+    ("K" the Kelvin sign, "ſ"). The pattern's own letters must be lower case for that to agree."""
+
+    def __init__(self, pattern: str) -> None:
+        if re.search(r"(?<!\\)[A-Z]", pattern):
+            raise ValueError(f"a caseless pattern is written in lower case: {pattern[:60]!r}")
+        self.pattern = pattern
+        self._blind = re.compile(pattern, re.IGNORECASE)
+        self._lower = re.compile(pattern)
+
+    def found_in(self, text: str) -> bool:
+        if text.isascii():
+            return self._lower.search(text.lower()) is not None
+        return self._blind.search(text) is not None
+
+
 def normalize(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from core.services.capture import append_messages
 from core.services.derive import run_pending
 from core.services.events import get_event
 from core.services.spaces import configure_namespace
-from core.text import ENDS_IN_TITLE, TITLE_REACH, prose, search_at_end, sentences
+from core.text import ENDS_IN_TITLE, CaselessPattern, TITLE_REACH, prose, search_at_end, sentences
 
 
 def _context(messages, timeline=()):
@@ -359,3 +360,20 @@ def test_searching_only_the_tail_finds_what_searching_the_prefix_finds(pattern, 
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
         end = rng.randint(0, len(text))
         assert bool(search_at_end(pattern, text, end, reach)) == bool(pattern.search(text[:end])), (text, end)
+
+
+def test_a_caseless_pattern_agrees_with_the_case_blind_search():
+    pattern = offline_events._SAFETY.pattern + r"|\bdecid(ed|e)\b|[a-z]{3,}(?:pril|olol)\b"
+    caseless, blind = CaselessPattern(pattern), re.compile(pattern, re.IGNORECASE)
+    pieces = ["Allergic", "ALLERG", "epiPen", "Lisinopril", "propranOLOL", "5 MG", "12mg", "Decided", "decide", "aſthma",
+              " ", ".", "x", "ſ", "K", "İ", "ı", "é", "过敏", "µg", "μg", "Tomás", "-", "\n"]
+    rng = random.Random(11)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert caseless.found_in(text) == bool(blind.search(text)), text
+
+
+def test_a_caseless_pattern_must_be_written_in_lower_case():
+    with pytest.raises(ValueError, match="lower case"):
+        CaselessPattern(r"\bAspirin\b")
+    assert CaselessPattern(r"\Waspirin\S").found_in("take ASPIRIN, now")  # upper-case escapes are no letters
