@@ -365,7 +365,8 @@ def test_searching_only_the_tail_finds_what_searching_the_prefix_finds(pattern, 
 def test_a_caseless_pattern_agrees_with_the_case_blind_search():
     pattern = offline_events._SAFETY.pattern + r"|\bdecid(ed|e)\b|[a-z]{3,}(?:pril|olol)\b"
     caseless, blind = CaselessPattern(pattern), re.compile(pattern, re.IGNORECASE)
-    pieces = ["Allergic", "ALLERG", "epiPen", "Lisinopril", "propranOLOL", "5 MG", "12mg", "Decided", "decide", "aſthma",
+    pieces = ["Allergic", "ALLERG", "epiPen", "Lisinopril", "propranOLOL", "5 MG", "12mg", "Decided", "decide",
+              "aſthma",
               " ", ".", "x", "ſ", "K", "İ", "ı", "é", "过敏", "µg", "μg", "Tomás", "-", "\n"]
     rng = random.Random(11)
     for _ in range(20_000):
