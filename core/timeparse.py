@@ -83,6 +83,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+from core.text import CaselessPattern
+
 __all__ = ["TimeMention", "find_time_mentions", "has_dated_mention", "resolve_expression"]
 
 
@@ -1308,18 +1310,16 @@ def _mentions(text: str, anchor: datetime, *, whole_only: bool, offset: int = 0)
 
 # Every rule needs a digit, a CJK character or one of these words; text without any of
 # them cannot hold a time expression, so the ~55 rules are skipped for it (most sentences).
-_MAYBE_TIME = re.compile(
+_MAYBE_TIME = CaselessPattern(
     r"\d|[\u3400-\u9fff]|\b(?:today|tonight|yesterday|tomorrow|ago|last|next|this|past|coming|week\w*|month\w*|"
     r"year\w*|day\w*|since|now|nowadays|recent\w*|late\w*|soon|while|time|moment|current\w*|earlier|"
     r"morning|afternoon|evening|night|noon|midnight|summer|winter|spring|fall|autumn|season|q[1-4]|quarter|"
     r"half|decade|century|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|"
-    r"mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|weekend\w*|fortnight|someday|once)\b",
-    re.IGNORECASE,
-)
+    r"mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|weekend\w*|fortnight|someday|once)\b")
 
 
 def might_contain_time(text: str) -> bool:
-    return bool(_MAYBE_TIME.search(text))
+    return _MAYBE_TIME.found_in(text)
 
 
 def find_time_mentions(text: str, anchor: datetime) -> list[TimeMention]:
