@@ -192,6 +192,8 @@ _REPLACEMENTS = (
     (re.compile(r"\b[Mm]yself\b"), "{s}"),
     (re.compile(r"(?<=\s)me\b"), "{s}"),
 )
+# Every replacement above needs one of these words; a sentence without any is left as it is.
+_REPLACEABLE = re.compile(r"\bI\b|\b[Mm](?:y|ine|yself)\b|(?<=\s)me\b")
 
 
 def _is_filler(sentence: str) -> bool:
@@ -348,7 +350,7 @@ def third_person(sentence: str, speaker: str, *, ours: bool = True) -> str:
             last = end
         return "".join(pieces) + third_person(sentence[last:], speaker, ours=ours)
     out = sentence
-    for pattern, replacement in _REPLACEMENTS:
+    for pattern, replacement in _REPLACEMENTS if _REPLACEABLE.search(sentence) else ():
         out = pattern.sub(replacement(speaker) if callable(replacement) else replacement.format(s=speaker), out)
     return _OUR.sub(f"{speaker}'s", out) if ours else out
 

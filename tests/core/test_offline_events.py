@@ -378,3 +378,16 @@ def test_a_caseless_pattern_must_be_written_in_lower_case():
     with pytest.raises(ValueError, match="lower case"):
         CaselessPattern(r"\bAspirin\b")
     assert CaselessPattern(r"\Waspirin\S").found_in("take ASPIRIN, now")  # upper-case escapes are no letters
+
+
+@pytest.mark.parametrize("sentence", [
+    "I'm tired", "I've moved", "I'll go", "I'd like that", "I am here", "I was there", "I have a dog",
+    "I don't know", "I do not know", "I really love it", "Ana and I went", "my dog", "My dog", "it is mine",
+    "Mine is red", "done by myself", "Myself, a tea drinker", "call me later",
+])
+def test_third_person_rewrites_every_first_person_form(sentence):
+    assert "Ana" in third_person(sentence, "Ana").replace("Ana and", "")
+
+
+def test_third_person_leaves_a_sentence_without_first_person_words_alone():
+    assert third_person("Mimi met Ben at the museum in Rome.", "Ana") == "Mimi met Ben at the museum in Rome."
