@@ -40,6 +40,7 @@ from core.imports.formats import (
     FORMATS, ImportFormatError, ParsedImport, parse_import, parse_v2_object,
     read_import_file,
 )
+from core.jsoninput import check_surrogates
 from core.layers import deterministic_layers
 from core.models import (
     Block, Event, EventLink, GraphEdge, GraphFact, GraphNode, GraphSource, ImportBatch, ImportChange, ImportItem,
@@ -312,6 +313,8 @@ def _recover(text: str, provider: Provider, error: ImportFormatError, where: str
     envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
                 "candidates": items}
     try:
+        # A provider's JSON may escape a lone surrogate, which no database can store.
+        check_surrogates(items, None, f"{where} (recovered) candidates", items=True, error=ImportFormatError)
         parsed = parse_v2_object(envelope, f"{where} (recovered)")
     except ImportFormatError as exc:
         raise ImportFormatError(f"{error}; the recovered candidates are invalid too: {exc}") from None

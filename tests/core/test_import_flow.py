@@ -547,3 +547,11 @@ def test_model_calls_run_outside_transactions_and_choices_can_be_passed_to_commi
     committed = commit_batch(preview.batch.id, choices={1: ("supersede", [maya]), 2: "add"})
     assert [i.effective_action for i in committed.items] == ["supersede", "add"]
     assert run_pending(NS, provider=watcher).failed == 0  # the import's graph projection
+
+
+def test_recovered_candidates_with_a_lone_surrogate_are_refused_with_where(seeded):
+    provider = ScriptedProvider({"recover_external_memory": [{"reason": "found", "candidates": [
+        {"title": "Fine", "summary": "Omar runs."}, {"title": "Broken", "summary": "Omar \ud800 swims."}]}]})
+    with pytest.raises(ImportFormatError, match=r"recovered\) candidates: item 1: field 'summary'.*surrogate"):
+        preview_import(NS, "Omar runs. Omar swims. (not JSON)", provider=provider)
+    assert ImportBatch.select().count() == 0  # nothing stored
