@@ -88,10 +88,23 @@ def build_server(tools: MemoryTools) -> Server:
     )
 
 
+def _request_id(errors: list[dict[str, Any]]) -> str | int | None:
+    """The id of a request the transport refused ("params" a list, say), read from the input its
+    validation errors quote: JSON-RPC answers with it when it can be told (else null), so the
+    client's call fails instead of waiting."""
+    for error in errors:
+        raw = error.get("input")
+        if isinstance(raw, dict) and "method" in raw:
+            request_id = raw.get("id")
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                return request_id
+    return None
+
+
 class _AnsweringReader:
     """The transport's read stream, minus the lines that are no JSON-RPC message: each of those
-    gets a JSON-RPC error (id null: -32700 for text that is no JSON, -32600 for JSON that is no
-    request) and a line on stderr. The SDK only logs them at debug level, so a client that sent
+    gets a JSON-RPC error (-32700 for text that is no JSON, -32600 for JSON that is no valid
+    message; id null unless the request's id can be read) and a line on stderr. The SDK only logs them at debug level, so a client that sent
     one waited for an answer forever."""
 
     def __init__(self, inner: Any, write_stream: Any) -> None:
@@ -115,7 +128,8 @@ class _AnsweringReader:
         code, text = (types.PARSE_ERROR, "Parse error") if "json_invalid" in kinds else (
             types.INVALID_REQUEST, "Invalid Request")
         log.warning("answered a malformed message with %s %s: %s", code, text, str(exc).splitlines()[0][:200])
-        error = types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=text))
+        error = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors() if callable(errors) else []),
+                                   error=types.ErrorData(code=code, message=text))
         await self._write.send(SessionMessage(error))
 
     async def aclose(self) -> None:

@@ -229,6 +229,7 @@ def test_malformed_messages_get_a_json_rpc_error_and_the_server_keeps_serving(st
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     lines = [jsonlib.dumps(init), jsonlib.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
              "{not json", "42", jsonlib.dumps({"jsonrpc": "2.0", "id": 2}),
+             jsonlib.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": ["search_raw"]}),
              jsonlib.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
@@ -246,6 +247,8 @@ def test_malformed_messages_get_a_json_rpc_error_and_the_server_keeps_serving(st
         _, stderr = proc.communicate("", timeout=60)
     errors = [r["error"]["code"] for r in replies if "error" in r and r.get("id") is None]
     assert errors == [-32700, -32600, -32600], replies
+    # A request whose id can be read is answered under it: the client's call fails, no wait.
+    assert [r["error"]["code"] for r in replies if r.get("id") == 4] == [-32600], replies
     assert [r for r in replies if r.get("id") == 3][0]["result"]["tools"]
     assert "malformed message" in stderr
 
