@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -206,6 +206,17 @@ def _v18_event_type_day_lane_index(database: Database) -> None:
     Event._schema.create_indexes(safe=True)
 
 
+def _v19_postings_by_namespace(database: Database) -> None:
+    """Version 19: postings indexed by namespace instead of (namespace, term). Nothing reads a
+    term's rows through SQL at run time; the term index cost a random page per posting written
+    (ingest 3,670 -> 4,844 msg/s at 40k messages without it)."""
+    from core.models import EventTerm, MessageTerm
+
+    for model in (MessageTerm, EventTerm):
+        database.execute_sql(f'DROP INDEX IF EXISTS "{model._meta.table_name}_namespace_term"')
+        model._schema.create_indexes(safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -218,7 +229,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  13: _v13_event_status_by_id_index,
                                                  14: _v14_graph_endings, 15: _v15_special_event_index,
                                                  16: _v16_event_fingerprints, 17: _v17_job_claims,
-                                                 18: _v18_event_type_day_lane_index}
+                                                 18: _v18_event_type_day_lane_index,
+                                                 19: _v19_postings_by_namespace}
 
 
 def database_version(database: Database) -> int:

@@ -422,7 +422,10 @@ class MessageTerm(BaseModel):
     """Postings of the raw-message index: one row per (message, term) with its frequency.
 
     ``length`` is the message's token count, stored here so one query yields everything
-    BM25 needs. Rows go away with their message (cascade)."""
+    BM25 needs. Rows go away with their message (cascade). Searches read the segments built
+    from these rows in id order (core.search.segment), never a term's rows through SQL, so the
+    rows are indexed by namespace only: an index by term took every posting to a random page
+    (schema 19)."""
 
     namespace = IntegerField()
     thread = IntegerField()
@@ -432,11 +435,11 @@ class MessageTerm(BaseModel):
     length = IntegerField()
 
     class Meta:
-        indexes = ((("namespace", "term"), False), (("message",), False))
+        indexes = ((("namespace",), False), (("message",), False))
 
 
 class EventTerm(BaseModel):
-    """Postings of the event index (field-weighted term frequencies)."""
+    """Postings of the event index (field-weighted term frequencies), indexed like MessageTerm."""
 
     namespace = IntegerField()
     event = ForeignKeyField(Event, backref="terms", on_delete="CASCADE")
@@ -445,7 +448,7 @@ class EventTerm(BaseModel):
     length = IntegerField()
 
     class Meta:
-        indexes = ((("namespace", "term"), False), (("event",), False))
+        indexes = ((("namespace",), False), (("event",), False))
 
 
 class CorpusStat(BaseModel):

@@ -140,13 +140,15 @@ def corpus(namespace_id: int, kind: str) -> tuple[int, float]:
 
 def postings(kind: str, namespace_id: int, terms: Sequence[str], *, thread_id: int | None = None
              ) -> list[tuple[int, str, int, int]]:
-    """(doc id, term, tf, doc length) for every posting of ``terms`` in the namespace."""
+    """(doc id, term, tf, doc length) for every posting of ``terms`` in the namespace, by term and
+    then as written (the order the reference sums in). A scan of the namespace's postings: only
+    the reference reads a term's rows through SQL."""
     if not terms:
         return []
     model, doc = (MessageTerm, MessageTerm.message) if kind == "message" else (EventTerm, EventTerm.event)
     query = model.select(doc, model.term, model.tf, model.length).where(
         (model.namespace == namespace_id) & (model.term.in_(list(terms)))
-    )
+    ).order_by(model.term, model.id)
     if thread_id is not None and kind == "message":
         query = query.where(MessageTerm.thread == thread_id)
     return list(query.tuples())

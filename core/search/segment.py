@@ -522,7 +522,7 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
     """(doc ids, tf, lengths, term ids, vocabulary, upto) of the posting rows with ids in (after, upto].
 
-    A row id range (``namespace + 0`` keeps the term index out of the plan), read in chunks. With
+    A row id range (``namespace + 0`` keeps the namespace index out of the plan), read in chunks. With
     ``place(doc ids, lengths) -> document indexes`` each chunk's documents are placed as they
     arrive and only their indexes are kept (half the memory of ids and lengths at a million messages).
     """

@@ -393,3 +393,16 @@ def test_migration_to_18_lets_a_types_day_counts_read_one_index(db_url, store, m
     sql, params = seen[0]
     plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
     assert "COVERING INDEX event_type_day_lane" in plan
+
+
+def test_migration_to_19_indexes_postings_by_namespace_instead_of_term(db_url, store):
+    def indexes(table: str) -> dict[str, list[str]]:
+        return {ix.name: ix.columns for ix in db.get_indexes(table)}
+
+    for table in ("messageterm", "eventterm"):
+        db.execute_sql(f'DROP INDEX "{table}_namespace"')
+        db.execute_sql(f'CREATE INDEX "{table}_namespace_term" ON "{table}" ("namespace", "term")')
+    _as_version(18)
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    for table, doc in (("messageterm", "message_id"), ("eventterm", "event_id")):
+        assert sorted(indexes(table).values()) == [[doc], ["namespace"]]
