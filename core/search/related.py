@@ -88,7 +88,7 @@ CLASSES: dict[str, str] = {
     "country": _COUNTRIES, "countries": _COUNTRIES,
 }
 
-RELATED_WEIGHT = 0.3
+RELATED_WEIGHT = 0.2
 ABSENT_WEIGHT = 0.5
 
 

@@ -27,6 +27,7 @@ from core.db import Prepared, any_of
 from core.models import GraphFact, Namespace
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
+from core.search.related import RELATED_WEIGHT
 from core.services.spaces import get_namespace, thread_names
 from core.timeparse import has_dated_mention
 from core.timeutil import parse_timestamp
@@ -47,7 +48,7 @@ class RetrievalParams:
     user_boost: float = 0.5
     fact_weight: float = 1.0
     fact_limit: int = 10
-    related_weight: float = 0.3
+    related_weight: float = RELATED_WEIGHT
 
 
 DEFAULT_PARAMS = RetrievalParams()
