@@ -1,7 +1,7 @@
 """Words that answer a question asked in a broader word.
 
 People ask in class words ("what pets does Ana have?", "which airline did we pick?") and say
-the instance ("our beagle", "KLM flights"): no lexical ranking joins the two. This small,
+the instance ("our dog Rex", "KLM flights"): no lexical ranking joins the two. This small,
 hand-written lexicon maps everyday class words to the words that usually answer them; a query
 holding a class word also looks for its answers, at a lower weight (``RELATED_WEIGHT``), so a
 message that says the class word itself still ranks first. It is deterministic and offline,
@@ -39,7 +39,7 @@ _PARTNER = "wife husband boyfriend girlfriend spouse partner fiance fiancee"
 _HOME = "house apartment flat home"
 _VOLUNTEER = "volunteer volunteering donate donated fundraiser charity nonprofit shelter"
 _AWARD = "award prize won trophy medal"
-_GIFT = "gift present gave"
+_GIFT = "gift present"
 _MEAL = "breakfast lunch dinner"
 _FOOD = "pizza pasta sushi tacos curry salad soup burger sandwich cake cookies bread"
 _DRINK = "coffee tea wine beer juice"
@@ -104,8 +104,8 @@ def _related_stems() -> dict[str, frozenset[str]]:
 def related_weights(terms: list[str], weight: float = RELATED_WEIGHT,
                     absent: frozenset[str] = frozenset()) -> dict[str, float] | None:
     """Extra query terms for the class words among ``terms`` (analysed), with their weight;
-    None when the query has no class word. The query's own terms keep weight 1, and so do the
-    answers of a class word in ``absent`` (one no document holds): they stand in for it."""
+    None when the query has no class word. The query's own terms keep weight 1; the answers of a
+    class word in ``absent`` (one no document holds) get ``ABSENT_WEIGHT``: they stand in for it."""
     table = _related_stems()
     own = set(terms)
     extra: dict[str, float] = {}
