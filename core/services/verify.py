@@ -135,8 +135,8 @@ def _check_endings(report: VerifyReport, ns, limit: int) -> None:
 
 
 def _check_search_copies(report: VerifyReport, ns, limit: int) -> None:
-    """The search index's saved copies (``<db>.search``) are read at open by their shapes only; a
-    posting damaged inside a file is found here, by reading every one."""
+    """The search index's saved copies (``<db>.search``): a posting damaged inside a file is
+    found here by reading every one (a search process that meets it builds the copy again)."""
     from core.models import Namespace
     from core.search import segment
 

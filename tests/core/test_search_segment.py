@@ -738,3 +738,16 @@ def test_a_saved_copy_cut_short_is_built_again_and_a_damaged_one_is_reported(cor
     np.save(folder / "post_docs.npy", docs)
     problems = verify("scale").problems
     assert any("saved search copy" in p and "outside" in p and str(segment.saved_folder()) in p for p in problems)
+
+    segment.forget_views()
+    _check_all(corpus.id)  # a new process meets the damaged copy: built again, the same scores
+    assert verify("scale").ok  # and saved over the damaged one
+
+    segment.save(segment.view("message", corpus.id))
+    folder = _saved_copy(corpus.id)
+    docs = np.load(folder / "post_docs.npy")
+    docs[len(docs) // 2] = -1  # in range for numpy, which would score the last document instead
+    np.save(folder / "post_docs.npy", docs)
+    segment.forget_views()
+    _check_all(corpus.id)
+    assert verify("scale").ok
