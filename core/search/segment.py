@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -894,8 +895,9 @@ def save(view: View) -> View:
     view = merge(view)
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{view.kind}-{view.namespace_id}"
-    target = folder / f"{stem}-{view.watermark}-{os.getpid()}"
-    target.mkdir(exist_ok=True)
+    # A new directory every time: files are never rewritten in place, since a process (this one
+    # or another) may have the earlier copy mapped, and a mapped file cut short kills it (SIGBUS).
+    target = Path(tempfile.mkdtemp(prefix=f"{stem}-{view.watermark}-", dir=folder))
     for name in _ARRAYS:
         np.save(target / f"{name}.npy", getattr(view, name))
     for name in ("offsets", "docs", "tf"):

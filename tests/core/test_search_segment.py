@@ -718,6 +718,22 @@ def _saved_copy(ns_id: int) -> Path:
     return segment.saved_folder() / pointer["dir"]
 
 
+def test_saving_again_never_rewrites_the_files_of_an_earlier_copy(corpus):
+    current = segment.view("message", corpus.id)
+    segment.save(current)
+    first = _saved_copy(corpus.id)
+    segment.save(current)  # the same watermark, the same process
+    assert _saved_copy(corpus.id) != first and not first.exists()
+
+    segment.forget_views()
+    mapped = segment.load("message", corpus.id, corpus.created_at)  # its files mapped, not read
+    before = np.array(mapped.static.docs)
+    segment.save(mapped)  # rewriting them in place would cut a mapped file short: SIGBUS
+    assert np.array_equal(mapped.static.docs, before)
+    segment.forget_views()
+    _check_all(corpus.id)
+
+
 def test_a_saved_copy_cut_short_is_built_again_and_a_damaged_one_is_reported(corpus):
     from core.services.verify import verify
 
