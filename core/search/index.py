@@ -262,7 +262,7 @@ def prepare_search(namespace_ids: Sequence[int]) -> None:
     if not is_sqlite():
         return  # nothing is saved beside a server database: a view built here would die with the process
     for namespace_id in namespace_ids:
-        segment.view("message", namespace_id)
+        segment.view("message", namespace_id, strict=True)  # the caller reports a copy it could not save
 
 
 def rebuild_index(namespace_id: int | None = None) -> None:

@@ -980,8 +980,24 @@ def _cache_key(kind: str, namespace_id: int) -> tuple:
     return (id(db.obj), getattr(db.obj, "database", None), kind, namespace_id)
 
 
-def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
-    """The current view of a namespace's postings (built, loaded, refreshed or merged as needed)."""
+def _saved(fresh: View, strict: bool) -> View:
+    """``save``; or, when the copy cannot be written (a full disk, a folder that is not ours, another
+    process clearing the one it just replaced), the merged view kept in this process only: the copy
+    is a cache, and a search must not fail for it. ``strict`` raises instead."""
+    try:
+        return save(fresh)
+    except OSError:
+        if strict:
+            raise
+        merged = merge(fresh)
+        # Not compacted any more: else every later search would try (and fail) to save it again.
+        return replace(merged, compacted=False) if merged.compacted else merged
+
+
+def view(kind: str, namespace_id: int, identity: str | None = None, *, strict: bool = False) -> View:
+    """The current view of a namespace's postings (built, loaded, refreshed or merged as needed).
+
+    ``strict``: a saved copy that cannot be written raises OSError (else the view is kept in memory)."""
     if identity is None:  # plain SQL: a peewee get here cost ~1 ms of every search
         row = db.execute_sql(f"SELECT created_at FROM namespace WHERE id = {db.obj.param}", (namespace_id,)).fetchone()
         identity = row[0] if row is not None else ""
@@ -1001,15 +1017,15 @@ def view(kind: str, namespace_id: int, identity: str | None = None) -> View:
             # Not the running process's share rule: a delta read here is read again by every new
             # process until it is saved (events derived after the last save: 0.7 s per open at 1M).
             if fresh is not None and fresh.delta.size > MERGE_MIN:
-                fresh = save(fresh)
+                fresh = _saved(fresh, strict)
             if fresh is None:
                 fresh = build_view(kind, namespace_id, identity)
                 if fresh.static.size >= MERGE_MIN:
-                    fresh = save(fresh)
+                    fresh = _saved(fresh, strict)
         elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
-            fresh = save(fresh) if saved_folder() is not None else merge(fresh)
+            fresh = _saved(fresh, strict) if saved_folder() is not None else merge(fresh)
         if fresh.compacted and fresh.static.size >= MERGE_MIN:
-            fresh = save(fresh)  # else every new process would drop the same documents again
+            fresh = _saved(fresh, strict)  # else every new process would drop the same documents again
         _VIEWS[key] = fresh
         if len(_VIEWS) > 64:
             _VIEWS.pop(next(iter(_VIEWS)))

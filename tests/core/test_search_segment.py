@@ -734,6 +734,19 @@ def test_saving_again_never_rewrites_the_files_of_an_earlier_copy(corpus):
     _check_all(corpus.id)
 
 
+def test_a_copy_that_cannot_be_saved_leaves_searches_working(corpus):
+    from core.search.index import prepare_search
+
+    segment.saved_folder().write_text("not a folder")  # every save fails, as on a full disk
+    segment.forget_views()
+    _check_all(corpus.id)  # built, not saved, and kept in memory: the same scores
+    assert segment.view("message", corpus.id) is segment.view("message", corpus.id)  # no save tried again
+    segment.forget_views()
+    with pytest.raises(OSError):
+        prepare_search([corpus.id])  # derivation's background pass says so (it reports the error)
+    _check_all(corpus.id)
+
+
 def test_a_saved_copy_cut_short_is_built_again_and_a_damaged_one_is_reported(corpus):
     from core.services.verify import verify
 
