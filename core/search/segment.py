@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -897,7 +897,9 @@ def save(view: View) -> View:
     stem = f"{view.kind}-{view.namespace_id}"
     # A new directory every time: files are never rewritten in place, since a process (this one
     # or another) may have the earlier copy mapped, and a mapped file cut short kills it (SIGBUS).
-    target = Path(tempfile.mkdtemp(prefix=f"{stem}-{view.watermark}-", dir=folder))
+    # (mkdir, not mkdtemp: a copy is as readable as its database, for the other users of a shared store)
+    target = folder / f"{stem}-{view.watermark}-{os.getpid()}-{secrets.token_hex(4)}"
+    target.mkdir()
     for name in _ARRAYS:
         np.save(target / f"{name}.npy", getattr(view, name))
     for name in ("offsets", "docs", "tf"):
