@@ -61,7 +61,8 @@ CLASSES: dict[str, str] = {
     "siblings": "brother sister", "sibling": "brother sister",
     "instrument": _INSTRUMENTS, "instruments": _INSTRUMENTS,
     "sport": _SPORTS, "sports": _SPORTS,
-    "hobby": _HOBBIES, "hobbies": _HOBBIES, "pastime": _HOBBIES, "activity": _HOBBIES, "activities": _HOBBIES,
+    # Not "activity": it names religious, physical or commute activities as often as hobbies.
+    "hobby": _HOBBIES, "hobbies": _HOBBIES, "pastime": _HOBBIES,
     "job": _JOB, "profession": _JOB, "occupation": _JOB,
     "art": _ART, "artwork": _ART,
     "movie": _MOVIES, "movies": _MOVIES, "film": _MOVIES,
