@@ -985,13 +985,14 @@ def _cache_key(kind: str, namespace_id: int) -> tuple:
 def _saved(fresh: View, strict: bool) -> View:
     """``save``; or, when the copy cannot be written (a full disk, a folder that is not ours, another
     process clearing the one it just replaced), the merged view kept in this process only: the copy
-    is a cache, and a search must not fail for it. ``strict`` raises instead."""
+    is a cache, and a search must not fail for it. ``strict`` raises instead. Off SQLite (nothing is
+    saved) the merged view."""
+    merged = merge(fresh)  # here, not only in save: a save that fails keeps it
     try:
-        return save(fresh)
+        return save(merged)
     except OSError:
         if strict:
             raise
-        merged = merge(fresh)
         # Not compacted any more: else every later search would try (and fail) to save it again.
         return replace(merged, compacted=False) if merged.compacted else merged
 
@@ -1025,7 +1026,7 @@ def view(kind: str, namespace_id: int, identity: str | None = None, *, strict: b
                 if fresh.static.size >= MERGE_MIN:
                     fresh = _saved(fresh, strict)
         elif fresh.delta.size > max(MERGE_MIN, MERGE_SHARE * fresh.static.size):
-            fresh = _saved(fresh, strict) if saved_folder() is not None else merge(fresh)
+            fresh = _saved(fresh, strict)
         if fresh.compacted and fresh.static.size >= MERGE_MIN:
             fresh = _saved(fresh, strict)  # else every new process would drop the same documents again
         _VIEWS[key] = fresh
