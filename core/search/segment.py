@@ -30,6 +30,7 @@ import os
 import secrets
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
@@ -914,10 +915,36 @@ def save(view: View) -> View:
     temporary = folder / f"{stem}.json.{os.getpid()}"
     temporary.write_text(json.dumps(meta), encoding="utf-8")
     os.replace(temporary, pointer)
-    for old in folder.glob(f"{stem}-*"):
-        if old.is_dir() and old != target:
-            shutil.rmtree(old, ignore_errors=True)  # readers that mapped it keep their pages
+    _SAVED_HERE.add(target.name)
+    _clear_earlier(folder, stem, target)
     return replace(view, compacted=False) if view.compacted else view
+
+
+# Names of the copies this process wrote: its saves run one at a time (under ``_LOCK``), so an earlier
+# one of them is finished and replaced. Another process's copy may still be being written (its pointer
+# not yet moved to it), so it is cleared only once it has not changed for ``FOREIGN_COPY_GRACE`` seconds.
+_SAVED_HERE: set[str] = set()
+FOREIGN_COPY_GRACE = 600.0
+
+
+def _clear_earlier(folder: Path, stem: str, keep: Path) -> None:
+    """Remove the kind's other saved copies; readers that mapped one keep their pages."""
+    try:
+        named = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8")).get("dir")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    now = time.time()
+    for old in folder.glob(f"{stem}-*"):
+        if old == keep or old.name == named or not old.is_dir():
+            continue  # the pointer may already name a copy another process saved after this one
+        if old.name not in _SAVED_HERE:
+            try:
+                if now - old.stat().st_mtime < FOREIGN_COPY_GRACE:
+                    continue
+            except OSError:
+                continue
+        shutil.rmtree(old, ignore_errors=True)
+        _SAVED_HERE.discard(old.name)
 
 
 def load(kind: str, namespace_id: int, identity: str) -> View | None:

@@ -734,6 +734,31 @@ def test_saving_again_never_rewrites_the_files_of_an_earlier_copy(corpus):
     _check_all(corpus.id)
 
 
+def test_a_save_leaves_another_processs_copy_alone_while_it_may_still_be_written(corpus):
+    import os
+    import time
+
+    current = segment.view("message", corpus.id)
+    segment.save(current)
+    folder = segment.saved_folder()
+    # Another process's copy, mid-write: its directory is there, its pointer not yet moved to it.
+    theirs = folder / f"message-{corpus.id}-{current.watermark}-999999-abcd1234"
+    theirs.mkdir()
+    (theirs / "doc_ids.npy").write_bytes(b"half written")
+    mine = _saved_copy(corpus.id)
+    segment.save(current)
+    assert theirs.exists() and (theirs / "doc_ids.npy").exists()
+    assert not mine.exists()  # this process's own earlier copy is finished with: gone at once
+
+    stale = time.time() - segment.FOREIGN_COPY_GRACE - 1  # untouched that long: abandoned
+    os.utime(theirs, (stale, stale))
+    segment.save(current)
+    assert not theirs.exists()
+    assert [p.name for p in folder.glob(f"message-{corpus.id}-*")] == [_saved_copy(corpus.id).name]
+    segment.forget_views()
+    _check_all(corpus.id)
+
+
 def test_a_copy_that_cannot_be_saved_leaves_searches_working(corpus):
     from core.search.index import prepare_search
 
