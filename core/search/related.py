@@ -48,6 +48,9 @@ _VEHICLE = "car truck bike motorcycle van"
 _CLOTHES = "shirt dress jacket jeans shoes sneakers boots"
 _SEASON = "spring summer autumn fall winter"
 _CELEBRATION = "christmas easter thanksgiving halloween birthday wedding anniversary party"
+# Asking what was chosen ("which airline did we pick?") while the memory says what was done about it
+# ("I booked the KLM flights", "we decided to stay on Airflow").
+_CHOICE = "choose chose chosen pick picked select selected decide decided opted booked settled"
 _COUNTRIES = "america usa canada mexico brazil argentina chile peru colombia england britain uk ireland scotland " \
              "france germany spain portugal italy greece netherlands belgium switzerland austria sweden norway " \
              "denmark finland iceland poland russia ukraine turkey egypt morocco kenya nigeria africa india china " \
@@ -86,6 +89,8 @@ CLASSES: dict[str, str] = {
     "clothes": _CLOTHES, "clothing": _CLOTHES, "outfit": _CLOTHES,
     "season": _SEASON,
     "celebration": _CELEBRATION, "holidays": _CELEBRATION,
+    "choose": _CHOICE, "chose": _CHOICE, "pick": _CHOICE, "picked": _CHOICE, "select": _CHOICE,
+    "decide": _CHOICE, "decided": _CHOICE,
     "country": _COUNTRIES, "countries": _COUNTRIES,
 }
 

@@ -56,6 +56,9 @@ EVENT_SUPPORT_LIMIT = 60
 FACT_SOURCES = 3  # citations read per fact: the newest say what holds now
 BRIDGE_NODES = 5  # nodes whose facts may hold a word no message has
 BRIDGE_FACTS = 200  # of their facts, the most read
+# A thread's best message is lifted above other threads' messages only when its raw score is at
+# least this share of the best raw score.
+DIVERSIFY_SHARE = 0.5
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNORECASE)
 # A question about what happened ("when did", "what happened to", "has lost") wants the statement
 # of the event, which the text finds; the fact channel answers what holds now.
@@ -451,14 +454,19 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
     return found
 
 
-def _diversify(order: list[int], threads: dict[int, int]) -> list[int]:
-    """Each thread's best message first (in order), then everything else in order."""
-    if len({threads[m] for m in order[:200] if m in threads}) <= 1:
+def _diversify(order: list[int], threads: dict[int, int], raw: dict[int, float]) -> list[int]:
+    """Each thread's best message first (in order), then everything else in order.
+
+    Only a thread whose best message scores at least ``DIVERSIFY_SHARE`` of the top raw score is
+    lifted: a question about one thread should not see another thread's weak match pushed above
+    its own answers just because that thread exists."""
+    if len({threads[m] for m in order[:200] if m in threads}) <= 1 or not raw:
         return order
+    floor = DIVERSIFY_SHARE * max(raw.values())
     seen, firsts, rest = set(), [], []
     for mid in order:
         thread = threads.get(mid)
-        if thread not in seen:
+        if thread not in seen and raw.get(mid, 0.0) >= floor:
             seen.add(thread)
             firsts.append(mid)
         else:
@@ -478,7 +486,7 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     fused = rrf([raw_order, events, facts], [1.0, params.event_weight, params.fact_weight])
     ranked = [m for m, _ in fused]
     threads = layout.threads_of(ranked)
-    order = _diversify(ranked, threads)[: max(1, limit)]
+    order = _diversify(ranked, threads, raw)[: max(1, limit)]
     raw_set, event_set, fact_set = set(raw), set(events), set(facts)
     score = dict(fused)
     from core.search.segment import rows_by_ids

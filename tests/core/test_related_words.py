@@ -73,3 +73,20 @@ def test_a_message_saying_the_class_word_itself_still_ranks_first(store):
     ], close_turn=True)
     top = default_retrieval("ns", "Are pets allowed in the flat?", limit=2)
     assert "pets" in Message.get_by_id(top[0].message_id).content
+
+
+def test_asking_what_was_chosen_finds_what_was_decided_or_booked(store):
+    configure_namespace("ns", block_turn_size=2)
+    lines = ["Ben: the pipeline dashboard is slow again today.",
+             "Ana: we decided to stay on Airflow for the pipeline.",
+             "Cas: the pipeline docs need a refresh before Friday."]
+    for n, line in enumerate(lines):
+        speaker, content = line.split(": ", 1)
+        append_messages("ns", f"t{n}", [{"role": "user", "speaker": speaker, "content": content}], close_turn=True)
+    decided = Message.get(Message.content.contains("decided")).id
+    assert default_retrieval("ns", "Which scheduler did we choose for the pipeline?", limit=1)[0].message_id == decided
+    plain = replace(DEFAULT_PARAMS, related_weight=0)
+    assert default_retrieval("ns", "Which scheduler did we choose for the pipeline?", limit=1,
+                             params=plain)[0].message_id != decided
+    extra = related_weights(analyze("which flight did we pick"))
+    assert extra is not None and analyze("booked")[0] in extra and analyze("decided")[0] in extra

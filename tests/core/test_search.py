@@ -130,6 +130,28 @@ def test_default_retrieval_prefers_the_named_speakers_turn(ns):
     assert Message.get_by_id(top[0].message_id).speaker == "Ben"
 
 
+def test_default_retrieval_lifts_only_threads_that_answer_well(ns):
+    """Each thread's best message comes first only when it is a good match in its own right: the
+    work thread's answers are not pushed down by a home message that shares one common word."""
+    work = ["The weekly sync moved to Wednesdays at 14:00.", "Sync notes go in the weekly sync doc.",
+            "The weekly sync agenda has three headings."]
+    for text in work:
+        append_messages("ns", "work", [{"role": "user", "speaker": "Maya", "content": text}], close_turn=True)
+    append_messages("ns", "home", [{"role": "user", "speaker": "Maya", "content": "Ivy swims every week."}],
+                    close_turn=True)
+    append_messages("ns", "notes", [{"role": "user", "speaker": "Maya",
+                                     "content": "The family weekly sync is on Sundays; the weekly sync with the kids is short."}],
+                    close_turn=True)
+    found = default_retrieval("ns", "when is the weekly sync?", limit=10)
+    threads = [hit.thread for hit in found]
+    contents = [Message.get_by_id(hit.message_id).content for hit in found]
+    # The weak "week" match from home ranks after every message about the weekly sync ...
+    assert threads.index("home") == len(found) - 1
+    # ... while the notes thread, a strong match, is still lifted above the work thread's second best.
+    assert threads[:2].count("work") == 1 and "notes" in threads[:2]
+    assert "Ivy swims every week." == contents[-1]
+
+
 def _job_change(ns_name: str) -> dict[str, int]:
     """Maya's job, then talk about work in general, then her new job (said without "work" or "job")."""
     turns = [
