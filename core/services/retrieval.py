@@ -454,19 +454,21 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
     return found
 
 
-def _diversify(order: list[int], threads: dict[int, int], raw: dict[int, float]) -> list[int]:
+def _diversify(order: list[int], threads: dict[int, int], raw: dict[int, float],
+               structured: frozenset[int] = frozenset()) -> list[int]:
     """Each thread's best message first (in order), then everything else in order.
 
-    Only a thread whose best message scores at least ``DIVERSIFY_SHARE`` of the top raw score is
-    lifted: a question about one thread should not see another thread's weak match pushed above
-    its own answers just because that thread exists."""
-    if len({threads[m] for m in order[:200] if m in threads}) <= 1 or not raw:
+    Only a thread whose best message is a good match in its own right is lifted: a raw score of at
+    least ``DIVERSIFY_SHARE`` of the top one, or a place in a ``structured`` ranking (events, facts).
+    A question about one thread should not see another thread's weak match pushed above its own
+    answers just because that thread exists."""
+    if len({threads[m] for m in order[:200] if m in threads}) <= 1:
         return order
-    floor = DIVERSIFY_SHARE * max(raw.values())
+    floor = DIVERSIFY_SHARE * max(raw.values(), default=0.0)
     seen, firsts, rest = set(), [], []
     for mid in order:
         thread = threads.get(mid)
-        if thread not in seen and raw.get(mid, 0.0) >= floor:
+        if thread not in seen and (mid in structured or raw.get(mid, 0.0) >= floor):
             seen.add(thread)
             firsts.append(mid)
         else:
@@ -486,8 +488,8 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     fused = rrf([raw_order, events, facts], [1.0, params.event_weight, params.fact_weight])
     ranked = [m for m, _ in fused]
     threads = layout.threads_of(ranked)
-    order = _diversify(ranked, threads, raw)[: max(1, limit)]
     raw_set, event_set, fact_set = set(raw), set(events), set(facts)
+    order = _diversify(ranked, threads, raw, frozenset(event_set | fact_set))[: max(1, limit)]
     score = dict(fused)
     from core.search.segment import rows_by_ids
 
