@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from collections import Counter
 from datetime import date, datetime, timedelta
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from core.providers.base import UNNAMED_USER
 from core.providers.schemas import EVENT_TYPES
@@ -129,10 +129,27 @@ _PAST = re.compile(
 # Only explicit correction language may supersede an earlier event; "moved" or "changed"
 # alone are too common in ordinary stories.
 _CHANGE_CUE = re.compile(
-    r"\b(no longer|not anymore|any ?more|switched (to|from)|instead of|changed my mind|now (use|prefer|live|work)s?|"
-    r"resched\w*|postpon\w*|moved (it|the \w+|our \w+|my \w+) to|cancel\w*|correction|turns out)\b|"
+    # "not … anymore", never a bare "any more tips?"; "it turns out that …", never "see how it turns out".
+    r"(?:\bnot\b|n't|\bnever\b)[^.!?]{0,40}\bany ?more\b|"
+    r"\b(no longer|switched (to|from)|instead of|changed my mind|"
+    r"now (use|prefer|live|work)s?|resched\w*|postpon\w*|moved (it|the \w+|our \w+|my \w+) to|cancel\w*|correction|"
+    r"turns out (?:that|to be|I|we|he|she|they|it|the|my|our))\b|"
     r"改成|改为|不再|取消", re.IGNORECASE)
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
+# Words that say when or that something changed, not what changed: two statements sharing only these
+# ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
+_WHEN_OR_CHANGE = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays "
+    "saturdays sundays january february march april june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec weekend weekends tomorrow yesterday tonight morning "
+    "mornings afternoon afternoons evening evenings night next last weeks months years days "
+    "moved move moving moves changed change changes switched switch instead cancelled canceled cancel "
+    "postponed rescheduled update updated now anymore longer".split())
+_DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
+# What a correction says no longer holds: "instead of Thursdays at 10:00", "(no longer March 12)",
+# "moved from the 3rd". An earlier card that holds all of it is the one corrected, shared subject or not.
+_REPLACED = re.compile(r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from)"
+                       r"\s+(?P<old>[^.;,()!?]{1,60})", re.IGNORECASE)
 # Latin letters with accents too: "Tomás", "Zoë", "Łukasz" are names as much as "Tom".
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 # Up to four capitalised words, joined by the particles of place and family names ("Largo do
@@ -456,16 +473,48 @@ def _card_words(title: str, summary: str) -> frozenset[str]:
     return frozenset(_content_words(f"{title} {summary}"))
 
 
-def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]]) -> list[int]:
-    """The newest timeline event of the same person this statement corrects (≥ 2 shared content words)."""
+def _tokens(text: str) -> frozenset[str]:
+    """Every word but stop words, numbers of any length included ("10:00" is "10", "00")."""
+    return frozenset(w.casefold() for w in words(text) if w.casefold() not in STOPWORDS)
+
+
+@lru_cache(maxsize=4096)
+def _card_tokens(title: str, summary: str) -> frozenset[str]:
+    return _tokens(f"{title} {summary}")
+
+
+def _bare(found: Iterable[str]) -> frozenset[str]:
+    """Words without a possessive ending: "Ivy's lessons" is about Ivy's lessons."""
+    return frozenset(w[:-2] if w.endswith(("'s", "’s")) else w for w in found)
+
+
+def replaced_words(text: str) -> frozenset[str]:
+    """The words of what a correction says no longer holds (``_REPLACED``); empty when it names none."""
+    return frozenset().union(*(_tokens(m.group("old")) for m in _REPLACED.finditer(text)))
+
+
+def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]],
+                replaced: frozenset[str] = frozenset()) -> list[int]:
+    """The newest timeline event of the same person this statement corrects: one sharing at least
+    two words of subject (not dates, numbers or words of change: "the launch moved to Tuesday" does
+    not correct "the demo moved to Tuesday"), or holding all of what the statement says it replaces
+    ("instead of Thursdays at 10:00") and, when that is a single word, a word of subject too."""
     best: tuple[int, int] | None = None
+    replaced = _bare(replaced)
     for item in timeline:
-        if participant not in (item.get("participants") or []):
+        # The same person's own statement: "use coconut oil instead of butter", said to Joanna, corrects
+        # nothing Joanna said about her cake. (A card's first participant is who said it.)
+        if (item.get("participants") or [None])[0] != participant:
             continue
-        shared = event_words & _card_words(str(item.get("title", "")), str(item.get("summary", "")))
-        shared -= {participant.casefold()} | _GENERIC
-        if len(shared) >= 2 and (best is None or (len(shared), item["id"]) > best):
-            best = (len(shared), item["id"])
+        title, summary = str(item.get("title", "")), str(item.get("summary", ""))
+        shared = _bare(event_words) & _bare(_card_words(title, summary))
+        subject = {w for w in shared - _GENERIC - _WHEN_OR_CHANGE
+                   if w != participant.casefold() and not _DATE_NUMBER.fullmatch(w)}
+        named_old = bool(replaced) and replaced <= _bare(_card_tokens(title, summary))
+        if len(subject) >= 2 or (named_old and (len(replaced) >= 2 or subject - replaced)):
+            rank = (len(subject) + (len(replaced) if named_old else 0), item["id"])
+            if best is None or rank > best:
+                best = rank
     return [best[1]] if best else []
 
 
@@ -515,8 +564,12 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
         temporal["status"] = "planned"
     if _CHANGE_CUE.search(joined):
-        said = set(_content_words(joined))
-        superseded = _supersedes(said, speaker, timeline)
+        # Only the statements that say something changed: "I need to write the postmortem for the duplicate
+        # orders. By the way, I no longer use Notion" corrects the notes app, not the duplicate orders.
+        changing = " ".join(p for p in parts if _CHANGE_CUE.search(p)) or joined
+        said = set(_content_words(changing))
+        replaced = replaced_words(changing)
+        superseded = _supersedes(said, speaker, timeline, replaced)
         if superseded:
             temporal["supersedes_event_ids"] = superseded
         # ... or a card of this same block, when it moves what that one dated: "my appointment is on March 3",
@@ -526,7 +579,7 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         dated = [{"id": i, "title": card["title"], "participants": card["temporal"].get("participants", [])}
                  for i, card in enumerate(earlier)
                  if when and card["temporal"].get("happened_start") not in (None, when)]
-        here = _supersedes(said, speaker, dated) if dated else []
+        here = _supersedes(said, speaker, dated, replaced) if dated else []
         if here:
             temporal["supersedes_earlier"] = here
     tags = [w for w, _ in Counter(_content_words(joined)).most_common(5)]

@@ -391,3 +391,50 @@ def test_third_person_rewrites_every_first_person_form(sentence):
 
 def test_third_person_leaves_a_sentence_without_first_person_words_alone():
     assert third_person("Mimi met Ben at the museum in Rome.", "Ana") == "Mimi met Ben at the museum in Rome."
+
+
+def _superseded(text: str, timeline, speaker: str = "Caroline"):
+    role = "user" if speaker == "Caroline" else "assistant"
+    events = extract_events_offline(_context([(role, speaker, text)], timeline))["events"]
+    return [event["temporal"].get("supersedes_event_ids") for event in events]
+
+
+def _item(event_id: int, speaker: str, text: str, *others: str) -> dict:
+    return {"id": event_id, "title": text, "summary": text, "participants": [speaker, *others]}
+
+
+def test_sharing_only_dates_and_words_of_change_corrects_nothing():
+    timeline = [_item(5, "Caroline", "We moved the launch to Tuesday, March 17.")]
+    assert _superseded("The demo moved too: it is on Tuesday, March 10 instead of the 12th.", timeline) == [None]
+
+
+def test_naming_the_old_value_corrects_the_card_that_holds_it():
+    timeline = [_item(5, "Caroline", "The weekly sync is on Thursdays at 10:00."),
+                _item(6, "Caroline", "Lunch with Ana on Friday at 12:30.")]
+    assert _superseded("From tomorrow it's Wednesdays at 14:00 instead of Thursdays at 10:00.", timeline) == [[5]]
+
+
+def test_only_the_statement_that_changes_says_what_is_corrected():
+    timeline = [_item(5, "Caroline", "Caroline found duplicate orders in the orders table."),
+                _item(6, "Caroline", "Caroline keeps her notes in Notion.")]
+    found = _superseded("I need to write the postmortem for the duplicate orders table. "
+                        "By the way, I no longer keep my notes in Notion, I switched to Obsidian.", timeline)
+    assert [5] not in found and [6] in found
+
+
+def test_advice_to_someone_else_corrects_nothing_they_said():
+    timeline = [_item(5, "Caroline", "Caroline baked a dairy-free cake with coconut frosting.", "Melanie")]
+    assert _superseded("You can use dairy-free margarine or coconut oil instead of butter in the cake.",
+                       timeline, speaker="Melanie") == [None]
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("Any more tips for dairy-free baking?", False),
+    ("I can't wait to see how it turns out!", False),
+    ("He's not here wagging his tail anymore.", True),
+    ("It turns out the bus leaves at nine.", True),
+])
+def test_what_counts_as_saying_something_changed(text, cue):
+    from core.providers.offline_events import _CHANGE_CUE
+
+    assert bool(_CHANGE_CUE.search(text)) is cue
