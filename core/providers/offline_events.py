@@ -488,19 +488,27 @@ def _bare(found: Iterable[str]) -> frozenset[str]:
     return frozenset(w[:-2] if w.endswith(("'s", "’s")) else w for w in found)
 
 
-def replaced_words(text: str) -> frozenset[str]:
-    """The words of what a correction says no longer holds (``_REPLACED``); empty when it names none."""
-    return frozenset().union(*(_tokens(m.group("old")) for m in _REPLACED.finditer(text)))
+def replaced_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What a correction says no longer holds (``_REPLACED``): all its words, and the names among them
+    ("no longer use Notion": Notion); both empty when it names nothing."""
+    found, names = set(), set()
+    for m in _REPLACED.finditer(text):
+        old = m.group("old")
+        found |= _tokens(old)
+        names |= {w.casefold() for w in words(old)
+                  if w[:1].isupper() and w.casefold() not in STOPWORDS and w.casefold() not in _WHEN_OR_CHANGE}
+    return frozenset(found), frozenset(names)
 
 
 def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]],
-                replaced: frozenset[str] = frozenset()) -> list[int]:
+                replaced: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> list[int]:
     """The newest timeline event of the same person this statement corrects: one sharing at least
     two words of subject (not dates, numbers or words of change: "the launch moved to Tuesday" does
-    not correct "the demo moved to Tuesday"), or holding all of what the statement says it replaces
-    ("instead of Thursdays at 10:00") and, when that is a single word, a word of subject too."""
+    not correct "the demo moved to Tuesday"), or holding what the statement says it replaces: all of
+    it ("instead of Thursdays at 10:00"; a single plain word needs a word of subject too), or the
+    names in it ("I no longer use Notion" ends the card that keeps notes in Notion)."""
     best: tuple[int, int] | None = None
-    replaced = _bare(replaced)
+    old, old_names = _bare(replaced[0]), _bare(replaced[1])
     for item in timeline:
         # The same person's own statement: "use coconut oil instead of butter", said to Joanna, corrects
         # nothing Joanna said about her cake. (A card's first participant is who said it.)
@@ -510,9 +518,11 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
         shared = _bare(event_words) & _bare(_card_words(title, summary))
         subject = {w for w in shared - _GENERIC - _WHEN_OR_CHANGE
                    if w != participant.casefold() and not _DATE_NUMBER.fullmatch(w)}
-        named_old = bool(replaced) and replaced <= _bare(_card_tokens(title, summary))
-        if len(subject) >= 2 or (named_old and (len(replaced) >= 2 or subject - replaced)):
-            rank = (len(subject) + (len(replaced) if named_old else 0), item["id"])
+        tokens = _bare(_card_tokens(title, summary))
+        holds_old = bool(old) and old <= tokens
+        names_old = bool(old_names) and old_names <= tokens
+        if len(subject) >= 2 or names_old or (holds_old and (len(old) >= 2 or subject - old)):
+            rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0), item["id"])
             if best is None or rank > best:
                 best = rank
     return [best[1]] if best else []

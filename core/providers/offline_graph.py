@@ -425,7 +425,8 @@ _MARRIED_RE = re.compile(
     rf"|\b(?P<a2>{_NAME})\s+(?:(?:is|was|got)\s+married\s+to|married)\s+(?P<b2>{_NAME})")
 # "Ivy is 6", "Ivy is seven now": a bare number after a person's name and "is" is an age (after
 # anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
-_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+(?:is|was)\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
+# Not "was": "when Joanna was 10", "ever since Dave was ten" tell a past age, not the age now.
+_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+is\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
                         rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))")
 # "I take 20 mg of lisinopril", "Tomás is on metformin", "stopped taking sertraline": a medicine someone takes.
 _MEDICATION_RE = re.compile(
@@ -433,8 +434,9 @@ _MEDICATION_RE = re.compile(
     rf"(?:started|stopped|quit)\s+(?:taking|on))\s+(?:(?:a|an|my|his|her|the|\d|one|two|three)\s+)?(?:{DOSE}\s+(?:of\s+)?)?"
     rf"(?:(?:pills?|tablets?|capsules?|doses?)\s+of\s+)?"
     rf"(?P<med>{MEDICINE}|[A-Za-z][a-z]{{3,}}(?=\s+{DOSE}|\s+(?:pills?|tablets?|capsules?)\b))\b", re.IGNORECASE)
-_AGE_RE = re.compile(rf"\b{_BE}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
-                     rf"|\bturned\s+(?P<age2>\d{{1,3}})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
+_AGE_RE = re.compile(r"\b(?:I'm|I\s+am|we're|we\s+are|is|are)\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{1,3})\s+"
+                     r"years?\s+old\b"
+                     r"|\bturned\s+(?P<age2>\d{1,3})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
 
 # Who moved: the word just before "moved" (past "just", "recently", "have", …) must be a person or a
 # personal pronoun.
@@ -505,6 +507,10 @@ _OBJ_SKIP = frozenset(
 # "love that they're a great escape", "loved ones are ...": a clause, not a thing liked.
 _OBJ_CLAUSE = re.compile(r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
                          r"|['’](?:re|ve|ll|m|d)\b", re.IGNORECASE)
+# "... and they also need a home": a new subject opens another clause.
+_OBJ_NEW_SUBJECT = frozenset("i we they he she you".split())
+# "loves holding them", "loves seeing others enjoy it": what they point at is in another sentence.
+_OBJ_REFERS = frozenset("it them him me us this that these those".split())
 # "loves the hall and wants her party there": a second verb of the subject, with its own object.
 _OBJ_NEXT_VERB = re.compile(r"(?!(?:her|his|their|my|our|your|its|the|a|an)\b)[a-z]+\s+"
                             r"(?:(?:her|his|their|my|our|your|its|the|a|an|it|them|him|me|us)\b|[A-Z][\w-]*['’]s\b)")
@@ -1175,10 +1181,13 @@ class _EventReader:
                 if _OBJ_CLAUSE.search(item) or (i and _OBJ_NEXT_VERB.match(item)):
                     break  # the rest is another clause
                 words = item.strip().split()
+                if words and words[0].casefold() in _OBJ_NEW_SUBJECT:
+                    break  # "loves cats, and they also need a home, love and care": their needs, not her likes
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
                     words.pop(0)
                 if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP or (
-                        len(words) == 1 and words[0].casefold() in _OBJ_INCOMPLETE):
+                        len(words) == 1 and words[0].casefold() in _OBJ_INCOMPLETE) or any(
+                        w.casefold().strip("'’") in _OBJ_REFERS for w in words):
                     continue
                 self.b.fact(subject, key, " ".join(words), self.id)
 

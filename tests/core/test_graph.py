@@ -1100,6 +1100,10 @@ def test_offline_reads_who_does_it_from_the_clause(text, expected):
     ("My birthday is on May 3.", {("Maya", "birthday", "May 3")}),
     ("Tomás is 41 years old and Ivy turned 7 last week.", {("Tomás", "age", "41"), ("Ivy", "age", "7")}),
     ("The build turned 3 times red.", set()),
+    ("When Ivy was 10, she got her first console.", set()),
+    ("Ivy loves cats, and they also need a home, love and care.", {("Ivy", "likes", "cats")}),
+    ("Ivy loves holding them and reading.", {("Ivy", "likes", "reading")}),  # an age in the past is not the age now
+    ("I did this hike with my dad when I was 10 years old.", set()),
     ("I eat fish now, so I'm pescatarian, not vegetarian anymore.",
      {("Maya", "diet", "pescatarian"), ("Maya", "diet", "vegetarian", ENDED)}),
     ("I'm pescatarian, not vegetarian.", {("Maya", "diet", "pescatarian")}),  # no sign it ever held
@@ -1109,7 +1113,7 @@ def test_offline_keeps_what_an_assistant_must_not_forget(text, facts):
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": text, "quotes": [], "participants": ["Maya", "Ivy", "Tomás"],
          "temporal": {}}]})
-    keys = {"allergic_to", "diet", "speaks", "learning", "birthday", "age"}
+    keys = {"allergic_to", "diet", "speaks", "learning", "birthday", "age", "likes"}
     assert {(n["name"], f["key"], f["value"]) + ((f["status"],) if f.get("status", "active") != "active" else ())
             for n in proposal["nodes"] for f in n["facts"] if f["key"] in keys} == facts
 

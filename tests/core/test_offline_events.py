@@ -438,3 +438,12 @@ def test_what_counts_as_saying_something_changed(text, cue):
     from core.providers.offline_events import _CHANGE_CUE
 
     assert bool(_CHANGE_CUE.search(text)) is cue
+
+
+def test_a_correction_naming_what_it_replaces_ends_the_card_with_that_name():
+    timeline = [_item(5, "Caroline", "Caroline keeps all her meeting notes in Notion, drafts should paste there."),
+                _item(6, "Caroline", "Caroline's meeting with Ana is on Friday.")]
+    assert _superseded("By the way, I no longer use Notion, I switched to Obsidian last weekend.", timeline) == [[5]]
+    # A plain word alone is too common to say which card it corrects.
+    timeline = [_item(7, "Caroline", "Caroline's old train set is still her favourite toy.")]
+    assert _superseded("I took the bus to work instead of the train today.", timeline) == [None]
