@@ -350,6 +350,9 @@ _DAY = r"(?P<d>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?P<y>(?:19|20)\d\d|2100)(?!\d)"
 _WEEKDAY_NAMES = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 _WEEKDAY = r"(?P<wd>" + "|".join(_WEEKDAY_NAMES) + r")"
+# "on Tuesday, March 3rd": the weekday names the date beside it, and is read with it (on its own,
+# "on Tuesday" would be the coming Tuesday).
+_WEEKDAY_LEAD = r"(?:(?:on\s+)?(?:" + "|".join(_WEEKDAY_NAMES) + r"),?\s+)?"
 _UNIT = r"(?P<u>day|weekend|week|month|year)s?"
 _QUALIFIER = (
     r"(?:(?:about|around|almost|nearly|over|roughly|approximately|more\s+than|less\s+than|close\s+to|"
@@ -403,13 +406,13 @@ def _iso_month_rule(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _one_month(int(m["y"]), int(m["mo"]), "unknown", "explicit")
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + r"(?:\s*,\s*|\s+)" + _YEAR)
+@_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + r"(?:\s*,\s*|\s+)" + _YEAR)
 def _month_day_year(m: re.Match[str], anchor: datetime) -> _Res | None:
     day = _valid_date(int(m["y"]), _month_of(m), int(m["d"]))
     return _one_day(day, "unknown", "explicit") if day else None
 
 
-@_rule(r"(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+" + _YEAR)
+@_rule(_WEEKDAY_LEAD + r"(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"\.?,?\s+" + _YEAR)
 def _day_month_year(m: re.Match[str], anchor: datetime) -> _Res | None:
     day = _valid_date(int(m["y"]), _month_of(m), int(m["d"]))
     return _one_day(day, "unknown", "explicit") if day else None
@@ -436,7 +439,7 @@ _RANGE_TO = r"\s*(?:[-–]|to|until|through|till)\s*"
 _LAST_DAY = r"(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?(?![-–:/.]?\d)"
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + _RANGE_TO
+@_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _WEEKDAY_LEAD.replace("on\\s+", "")
        + r"(?P<mon2>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?\s+" + _LAST_DAY)
 def _month_day_to_month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     """"March 19 to March 24", "March 30 - April 2": days across months (the end after the start)."""
@@ -453,7 +456,7 @@ def _month_day_to_month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _days_from(_month_of(m), int(m["d"]), anchor, last_of)
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _LAST_DAY)
+@_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _LAST_DAY)
 def _month_day_range(m: re.Match[str], anchor: datetime) -> _Res | None:
     """"March 19-24", "March 19 to 24": days of one month (with a year only when it is near)."""
     last = int(m["d2"])
@@ -462,14 +465,14 @@ def _month_day_range(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _days_from(_month_of(m), int(m["d"]), anchor, lambda start: _valid_date(start.year, start.month, last))
 
 
-@_rule(_MONTH + r"\.?\s+" + _DAY + r"(?!\s*[-–:/]\s*\d)")
+@_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + r"(?!\s*[-–:/]\s*\d)")
 def _month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     if _may_is_verb(m):
         return None
     return _nearest_day_res(_month_of(m), int(m["d"]), anchor)
 
 
-@_rule(r"(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH)
+@_rule(_WEEKDAY_LEAD + r"(?:the\s+)?" + _DAY + r"\s+(?:of\s+)?" + _MONTH)
 def _day_month(m: re.Match[str], anchor: datetime) -> _Res | None:
     if _may_is_verb(m):
         return None

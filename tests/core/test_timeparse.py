@@ -303,6 +303,21 @@ def test_longest_match_wins():
         assert [m.original_text for m in mentions] == [expected], text
 
 
+@pytest.mark.parametrize(("text", "original", "start", "end"), [
+    ("We're targeting a launch on Tuesday, March 3rd.", "on Tuesday, March 3rd", "2026-03-03", "2026-03-03"),
+    ("The trip is Thursday, April 2 to Tuesday, April 7.", "Thursday, April 2 to Tuesday, April 7",
+     "2026-04-02", "2026-04-07"),
+    ("Lisbon, Thursday March 19 to 24.", "Thursday March 19 to 24", "2026-03-19", "2026-03-24"),
+    ("On Friday, 13 March we fly.", "On Friday, 13 March", "2026-03-13", "2026-03-13"),
+    ("Friday the 13th of March 2026 it is.", "Friday the 13th of March 2026", "2026-03-13", "2026-03-13"),
+    ("See you on Tuesday.", "on Tuesday", "2025-12-30", "2025-12-30"),  # alone, the weekday rule reads it
+])
+def test_a_weekday_beside_a_date_is_read_with_the_date(text, original, start, end):
+    """"on Tuesday, March 3rd" said on January 2 is in March, not next Tuesday."""
+    mentions = find_time_mentions(text, FRI_NEW_YEAR)
+    assert [(m.original_text, m.start, m.end) for m in mentions] == [(original, start, end)]
+
+
 def test_now_inside_longer_expressions_is_not_a_separate_instant():
     assert [m.original_text for m in find_time_mentions("I moved here 3 years ago now.", MON)] == ["3 years ago now"]
     vague = find_time_mentions("I've been doing this for years now.", MON)
