@@ -128,13 +128,16 @@ _PAST = re.compile(
     re.IGNORECASE)
 # Only explicit correction language may supersede an earlier event; "moved" or "changed"
 # alone are too common in ordinary stories.
-_CHANGE_CUE = re.compile(
+_CHANGE_CUE = CaselessPattern(
     # "not … anymore", never a bare "any more tips?"; "it turns out that …", never "see how it turns out".
     r"(?:\bnot\b|n't|\bnever\b)[^.!?]{0,40}\bany ?more\b|"
-    r"\b(no longer|switched (to|from)|instead of|changed my mind|"
-    r"now (use|prefer|live|work)s?|resched\w*|postpon\w*|moved (it|the \w+|our \w+|my \w+) to|cancel\w*|correction|"
-    r"turns out (?:that|to be|I|we|he|she|they|it|the|my|our))\b|"
-    r"改成|改为|不再|取消", re.IGNORECASE)
+    r"\b(?:no longer|switched (?:to|from)|instead of|changed my mind|"
+    r"now (?:use|prefer|live|work)s?|resched\w*|postpon\w*|cancel\w*|correction|"
+    r"moved (?:it|(?:the|our|my|his|her|their)(?:\s+[\w'’-]+){1,3}) to|(?:was|were|been|got|is|are) moved to|"
+    r"turns out (?:that|to be|i|we|he|she|they|it|the|my|our))\b|"
+    r"改成|改为|不再|取消",
+    needles=("more", "longer", "switched", "instead", "changed", "now ", "resched", "postpon", "cancel", "correction",
+             "moved", "turns out"))
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
@@ -146,6 +149,14 @@ _WHEN_OR_CHANGE = frozenset(
     "moved move moving moves changed change changes switched switch instead cancelled canceled cancel "
     "postponed rescheduled update updated now anymore longer".split())
 _DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
+# What was moved: "we moved the Atlas launch to March 17", "the follow-up has been postponed". Its last word
+# names the thing (launch, follow-up); an earlier card of the same speaker dating one is the plan it moves.
+_MOVED_OBJECT = re.compile(
+    r"\b(?:moved|pushed|postponed|rescheduled|delayed)\s+(?:the|our|my|his|her|their)\s+"
+    r"(?P<obj>(?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+(?:back\s+|forward\s+)?(?:to|until|till|by)\b"
+    r"|\b(?:the|our|my|his|her|their)\s+(?P<obj2>(?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+"
+    r"(?:has\s+been|have\s+been|was|were|is|are|got)\s+(?:moved|pushed|postponed|rescheduled|delayed)\b",
+    re.IGNORECASE)
 # What a correction says no longer holds: "instead of Thursdays at 10:00", "(no longer March 12)",
 # "moved from the 3rd". An earlier card that holds all of it is the one corrected, shared subject or not.
 _REPLACED = re.compile(r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from)"
@@ -500,13 +511,30 @@ def replaced_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(found), frozenset(names)
 
 
+def moved_thing(text: str) -> tuple[str, frozenset[str]] | None:
+    """The thing a statement says was moved ("moved the Atlas launch to …"): its last word, and the
+    words before it; None when it moves nothing."""
+    m = _MOVED_OBJECT.search(text)
+    if m is None:
+        return None
+    found = [w.casefold() for w in words(m.group("obj") or m.group("obj2"))]
+    # Stop words out ("follow-up" is read as "follow", "up"), possessive endings off.
+    found = [w[:-2] if w.endswith(("'s", "’s")) else w for w in found if w not in STOPWORDS]
+    if not found or found[-1] in _WHEN_OR_CHANGE:
+        return None
+    return found[-1], frozenset(found[:-1])
+
+
 def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]],
-                replaced: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())) -> list[int]:
+                replaced: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+                moved: tuple[str, frozenset[str]] | None = None, when: str | None = None) -> list[int]:
     """The newest timeline event of the same person this statement corrects: one sharing at least
     two words of subject (not dates, numbers or words of change: "the launch moved to Tuesday" does
     not correct "the demo moved to Tuesday"), or holding what the statement says it replaces: all of
     it ("instead of Thursdays at 10:00"; a single plain word needs a word of subject too), or the
-    names in it ("I no longer use Notion" ends the card that keeps notes in Notion)."""
+    names in it ("I no longer use Notion" ends the card that keeps notes in Notion). A statement that
+    moves a thing to ``when`` ("we moved the Atlas launch to March 17") ends the newest card of the
+    same speaker that names the thing with another date ("the launch is on March 3")."""
     best: tuple[int, int] | None = None
     old, old_names = _bare(replaced[0]), _bare(replaced[1])
     for item in timeline:
@@ -521,8 +549,11 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
         tokens = _bare(_card_tokens(title, summary))
         holds_old = bool(old) and old <= tokens
         names_old = bool(old_names) and old_names <= tokens
-        if len(subject) >= 2 or names_old or (holds_old and (len(old) >= 2 or subject - old)):
-            rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0), item["id"])
+        moves_it = (moved is not None and when is not None and moved[0] in tokens
+                    and item.get("happened_start") not in (None, when))
+        if len(subject) >= 2 or names_old or moves_it or (holds_old and (len(old) >= 2 or subject - old)):
+            rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0)
+                    + (1 + len(moved[1] & tokens) if moves_it else 0), item["id"])
             if best is None or rank > best:
                 best = rank
     return [best[1]] if best else []
@@ -573,23 +604,25 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
     if temporal["status"] == "unknown" and mentioned and str(time.get("happened_start") or "")[:10] > mentioned:
         # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
         temporal["status"] = "planned"
-    if _CHANGE_CUE.search(joined):
+    if _CHANGE_CUE.found_in(joined):
         # Only the statements that say something changed: "I need to write the postmortem for the duplicate
         # orders. By the way, I no longer use Notion" corrects the notes app, not the duplicate orders.
-        changing = " ".join(p for p in parts if _CHANGE_CUE.search(p)) or joined
+        changing = " ".join(p for p in parts if _CHANGE_CUE.found_in(p)) or joined
         said = set(_content_words(changing))
         replaced = replaced_words(changing)
-        superseded = _supersedes(said, speaker, timeline, replaced)
+        moved = moved_thing(changing)
+        when = temporal.get("happened_start")
+        superseded = _supersedes(said, speaker, timeline, replaced, moved, when)
         if superseded:
             temporal["supersedes_event_ids"] = superseded
         # ... or a card of this same block, when it moves what that one dated: "my appointment is on March 3",
         # then "moved my appointment to March 10". Only the titles are compared: cards of one block share
         # their conversation's words, and a looser match ended unrelated plans there.
-        when = temporal.get("happened_start")
-        dated = [{"id": i, "title": card["title"], "participants": card["temporal"].get("participants", [])}
+        dated = [{"id": i, "title": card["title"], "participants": card["temporal"].get("participants", []),
+                  "happened_start": card["temporal"].get("happened_start")}
                  for i, card in enumerate(earlier)
                  if when and card["temporal"].get("happened_start") not in (None, when)]
-        here = _supersedes(said, speaker, dated, replaced) if dated else []
+        here = _supersedes(said, speaker, dated, replaced, moved, when) if dated else []
         if here:
             temporal["supersedes_earlier"] = here
     tags = [w for w, _ in Counter(_content_words(joined)).most_common(5)]

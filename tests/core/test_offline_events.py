@@ -374,6 +374,22 @@ def test_a_caseless_pattern_agrees_with_the_case_blind_search():
         assert caseless.found_in(text) == bool(blind.search(text)), text
 
 
+def test_the_change_cue_answers_as_its_pattern_does_with_or_without_its_needles():
+    from core.providers.offline_events import _CHANGE_CUE
+
+    blind = re.compile(_CHANGE_CUE.pattern, re.IGNORECASE)
+    # Whole phrases of every alternative (and near misses) among plain words, so each one is met often.
+    pieces = ["no longer", "No Longer", "not here any more", "don't eat it anymore", "never anymore", "any more tips",
+              "switched to", "switched from", "instead of", "changed my mind", "now uses", "now lives", "rescheduled",
+              "POSTPONED", "Cancelled", "correction", "moved the Atlas launch to", "moved it to", "MOVED OUR DOG TO",
+              "was moved to", "got moved to", "it turns out that", "turns out I", "how it turns out", "moved house",
+              "I", "the", "to", "from", "more", "now", "out", "longer", "取消", "é", ".", ",", "?"]
+    rng = random.Random(5)
+    for _ in range(20_000):
+        text = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert _CHANGE_CUE.found_in(text) == bool(blind.search(text)), text
+
+
 def test_a_caseless_pattern_must_be_written_in_lower_case():
     with pytest.raises(ValueError, match="lower case"):
         CaselessPattern(r"\bAspirin\b")
@@ -399,8 +415,9 @@ def _superseded(text: str, timeline, speaker: str = "Caroline"):
     return [event["temporal"].get("supersedes_event_ids") for event in events]
 
 
-def _item(event_id: int, speaker: str, text: str, *others: str) -> dict:
-    return {"id": event_id, "title": text, "summary": text, "participants": [speaker, *others]}
+def _item(event_id: int, speaker: str, text: str, *others: str, happened: str | None = None) -> dict:
+    return {"id": event_id, "title": text, "summary": text, "participants": [speaker, *others],
+            "happened_start": happened}
 
 
 def test_sharing_only_dates_and_words_of_change_corrects_nothing():
@@ -437,7 +454,7 @@ def test_advice_to_someone_else_corrects_nothing_they_said():
 def test_what_counts_as_saying_something_changed(text, cue):
     from core.providers.offline_events import _CHANGE_CUE
 
-    assert bool(_CHANGE_CUE.search(text)) is cue
+    assert _CHANGE_CUE.found_in(text) is cue
 
 
 def test_a_correction_naming_what_it_replaces_ends_the_card_with_that_name():
@@ -447,3 +464,15 @@ def test_a_correction_naming_what_it_replaces_ends_the_card_with_that_name():
     # A plain word alone is too common to say which card it corrects.
     timeline = [_item(7, "Caroline", "Caroline's old train set is still her favourite toy.")]
     assert _superseded("I took the bus to work instead of the train today.", timeline) == [None]
+
+
+def test_moving_a_thing_to_a_new_date_ends_the_card_that_dated_it():
+    timeline = [_item(5, "Caroline", "We're targeting a customer launch on Tuesday, March 3rd.", happened="2023-03-03"),
+                _item(6, "Caroline", "The demo for Northwind is on Thursday, March 12.", happened="2023-03-12"),
+                _item(7, "Caroline", "The launch party was great fun.")]
+    assert _superseded("Update: we moved the Atlas launch to Tuesday, March 17.", timeline) == [[5]]
+    assert _superseded("The follow-up has been postponed to Thursday, March 19.", [
+        _item(8, "Caroline", "Biscuit's follow-up is on Thursday, March 12.", happened="2023-03-12"),
+        _item(9, "Caroline", "The launch is on Thursday, March 12.", happened="2023-03-12")]) == [[8]]
+    # Nothing dated that names the thing: nothing is ended.
+    assert _superseded("We moved the offsite to Friday, March 20.", timeline) == [None]
