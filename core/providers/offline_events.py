@@ -113,8 +113,11 @@ MEDICINE = (r"(?:aspirin|ibuprofen|paracetamol|acetaminophen|naproxen|insulin|me
             r"triptan|lukast|dipine|gliptin|phenidate|triptyline|apine|idone|oxacin|parin|nisone|olone))")
 _SAFETY = CaselessPattern(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|"
                           rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏")
-_PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon)\b",
-                      re.IGNORECASE)
+_PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon|"
+                      r"needs? to)\b|\w['’]ll\b", re.IGNORECASE)
+# A clause in the present ("Dr. Visser is ill on Thursday") has a tense of its own: it is not read in
+# the tense of another clause of its sentence ("The clinic called, …").
+_PRESENT_AUX = re.compile(r"\b(?:is|are|am|has|have|does|do|can)\b|['’](?:re|m)\b", re.IGNORECASE)
 # "I'm flying out on Monday", "I start there on Monday", "Mum arrives on Friday": the present
 # progressive, or a verb of timetables in the present, with a day is an arrangement to come.
 _ARRANGED = re.compile(r"\b(?:(?:am|is|are|i'm|we're|you're|he's|she's|they're)\s+\w+ing|"
@@ -123,7 +126,9 @@ _ARRANGED = re.compile(r"\b(?:(?:am|is|are|i'm|we're|you're|he's|she's|they're)\
 _ONGOING = re.compile(r"\b(currently|these days|nowadays|still|right now|at the moment|been \w+ing|am \w+ing|i'm \w+ing)\b",
                       re.IGNORECASE)
 _PAST = re.compile(
-    r"\b(\w+ed|went|got|had|was|were|did|made|took|saw|met|bought|wrote|ran|won|began|found|gave|came|left|"
+    # Not every word ending in "ed" is a past: "you need to leave", "a hundred", "indeed".
+    r"\b(?!(?:need|feed|seed|speed|proceed|succeed|exceed|indeed|breed|bleed|weed|bed|red|shed|wed|embed|hundred|"
+    r"sacred|naked|wicked|kindred)\b)(\w+ed|went|got|had|was|were|did|made|took|saw|met|bought|wrote|ran|won|began|found|gave|came|left|"
     r"became|felt|told|heard|built|sold|paid|brought|thought|caught|taught|drove|flew|ate|drank|spent|lost)\b",
     re.IGNORECASE)
 # Only explicit correction language may supersede an earlier event; "moved" or "changed"
@@ -448,9 +453,13 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
             # "we went camping on Friday" was the Friday before and "I will start there on Monday"
             # is the Monday to come. The mention's own clause speaks first ("I got the job, I start
             # on Monday"); a clause with no tense of its own ("On Friday, we went") takes the sentence's.
-            past, planned, arranged = _verb_tenses(_clause(text, mention.span) if mention.span else text)
-            if not (past or planned or arranged):
-                past, planned, arranged = _verb_tenses(text)
+            clause = _clause(text, mention.span) if mention.span else text
+            past, planned, arranged = _verb_tenses(clause)
+            if not (past or planned or arranged) and not _PRESENT_AUX.search(clause):
+                # What stands before a colon introduces the sentence and does not date it ("Got it: Tomás
+                # takes Biscuit to the vet on Thursday").
+                lead = text.rfind(":", 0, mention.span[0]) + 1 if mention.span else 0
+                past, planned, arranged = _verb_tenses(text[lead:])
             if start > anchor.date().isoformat() and past and not planned:
                 start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
                 tense = "past"

@@ -334,6 +334,11 @@ def test_a_weekday_follows_the_tense_of_its_sentence(text, day, tense):
     ("I got the job at Northwind, I start there on Monday.", "2026-12-07"),  # the clause's tense, not the sentence's
     ("I'll call the vet, we took Biscuit there on Friday.", "2026-11-27"),
     ("On Friday, we went camping.", "2026-11-27"),  # no tense in the clause: the sentence's
+    ("Got it: Tomás takes Biscuit to the vet on Friday.", "2026-12-04"),  # "Got it:" only opens the sentence
+    ("The clinic called, Dr. Visser is ill on Thursday so it is cancelled.", "2026-12-03"),  # a present of its own
+    ("Dr. Visser called, Biscuit's check is on Friday.", "2026-12-04"),
+    ("And on Monday you need to leave at 16:00.", "2026-12-07"),  # "need" is no past
+    ("The freeze is in. I'll do the release notes on Monday.", "2026-12-07"),
 ])
 def test_a_weekday_reads_the_tense_of_its_own_clause(text, day):
     from datetime import datetime, timezone
