@@ -426,7 +426,8 @@ _MARRIED_RE = re.compile(
 # "Ivy is 6", "Ivy is seven now": a bare number after a person's name and "is" is an age (after
 # anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
 # Not "was": "when Joanna was 10", "ever since Dave was ten" tell a past age, not the age now.
-_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})\s+is\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
+# "our daughter Ivy, who's six" says it in a relative clause.
+_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})(?:\s+is|,\s+who(?:\s+is|['’]s))\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
                         rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))")
 # "I take 20 mg of lisinopril", "Tomás is on metformin", "stopped taking sertraline": a medicine someone takes.
 _MEDICATION_RE = re.compile(
@@ -1230,7 +1231,8 @@ class _EventReader:
             facts += [(m.start("langs"), key, lang) for lang in re.findall(_LANGUAGE_LIST, m.group("langs"))]
         facts += [(m.start("age" if m.group("age") else "age2"), "age", m.group("age") or m.group("age2"))
                   for m in _AGE_RE.finditer(s)]
-        facts += [(m.start("age"), "age", str(NUMBER_WORDS.get(m.group("age").casefold(), m.group("age"))))
+        # Held by the name the match begins with (read up to it: "our daughter Ivy, who's six" is Ivy's).
+        facts += [(m.end("who"), "age", str(NUMBER_WORDS.get(m.group("age").casefold(), m.group("age"))))
                   for m in _AGE_IS_RE.finditer(s) if self.person(m.group("who"))]
         stated = {(at, value) for at, key, value in facts if key == "diet"}
         for m in _DIET_LEFT_RE.finditer(s):
