@@ -543,7 +543,7 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
     it ("instead of Thursdays at 10:00"; a single plain word needs a word of subject too), or the
     names in it ("I no longer use Notion" ends the card that keeps notes in Notion). A statement that
     moves a thing to ``when`` ("we moved the Atlas launch to March 17") ends the newest card of the
-    same speaker that names the thing with another date ("the launch is on March 3")."""
+    same speaker whose title names the thing, with another date ("the launch is on March 3")."""
     best: tuple[int, int] | None = None
     old, old_names = _bare(replaced[0]), _bare(replaced[1])
     for item in timeline:
@@ -558,9 +558,14 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
         tokens = _bare(_card_tokens(title, summary))
         holds_old = bool(old) and old <= tokens
         names_old = bool(old_names) and old_names <= tokens
-        moves_it = (moved is not None and when is not None and moved[0] in tokens
+        # The moved thing must be what the card is about (its title), not a word of its story: "… once the
+        # launch has settled" in a card about the orchestrator does not date the launch.
+        moves_it = (moved is not None and when is not None and moved[0] in _bare(_card_tokens(title, ""))
                     and item.get("happened_start") not in (None, when))
-        if len(subject) >= 2 or names_old or moves_it or (holds_old and (len(old) >= 2 or subject - old)):
+        # A statement that moves a named thing to a date corrects the card dating that thing, not any card
+        # sharing two of its words ("the Atlas launch" with a card about Atlas that mentions the launch).
+        by_subject = len(subject) >= 2 and (moved is None or when is None)
+        if by_subject or names_old or moves_it or (holds_old and (len(old) >= 2 or subject - old)):
             rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0)
                     + (1 + len(moved[1] & tokens) if moves_it else 0), item["id"])
             if best is None or rank > best:
@@ -622,6 +627,12 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         moved = moved_thing(changing)
         when = temporal.get("happened_start")
         superseded = _supersedes(said, speaker, timeline, replaced, moved, when)
+        look_for = getattr(timeline, "look_for", None)
+        if not superseded and look_for is not None and (moved is not None or replaced[1]):
+            # The block's timeline is found by its summary's words; what a correction names ("the Atlas
+            # launch", "Notion") may be older than anything they reach, so it is looked for by name.
+            named = [moved[0], *sorted(moved[1])] if moved is not None else sorted(replaced[1])
+            superseded = _supersedes(said, speaker, look_for(" ".join(named)), replaced, moved, when)
         if superseded:
             temporal["supersedes_event_ids"] = superseded
         # ... or a card of this same block, when it moves what that one dated: "my appointment is on March 3",

@@ -24,6 +24,7 @@ from core.services import jobs as jobsvc
 from core.services.capture import block_messages
 from core.services.events import (
     LazyTimeline,
+    correction_lookup,
     extraction_timeline,
     queue_graph_projection,
     validate_extracted,
@@ -124,6 +125,9 @@ def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
     def read() -> list[dict]:
         return extraction_timeline(block.namespace_id, query, exclude_block=block.id)
 
+    def lookup(text: str) -> list[dict]:
+        return correction_lookup(block.namespace_id, text, exclude_block=block.id)
+
     return {
         "target": {
             "id": block.id,
@@ -136,7 +140,7 @@ def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
         "neighbors": {"previous": _neighbor(block, -1), "next": _neighbor(block, 1)},
         "allowed_source_message_ids": [m.id for m in messages],
         "speakers": list(dict.fromkeys(speakers)),
-        "timeline": LazyTimeline(read) if lazy_timeline else read(),
+        "timeline": LazyTimeline(read, lookup) if lazy_timeline else read(),
     }
 
 

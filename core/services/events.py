@@ -614,11 +614,27 @@ class LazyTimeline(UserList):
     The offline extractor consults the timeline only for a statement that says something
     changed; on a large store the relevance search behind it was a third of derivation.
     A deep copy (the provider gets one) reads through the original, so the search runs at
-    most once, and copies what it returns."""
+    most once, and copies what it returns.
 
-    def __init__(self, read: Callable[[], list[dict[str, Any]]]) -> None:  # no super().__init__: it sets data to []
+    ``look_for(text)`` adds the live events that best match a few words a correction names
+    ("the Atlas launch", "Notion") when the block's own timeline does not hold what it corrects;
+    they join the timeline (on the original too), so a link to one of them is a link into it."""
+
+    def __init__(self, read: Callable[[], list[dict[str, Any]]],
+                 lookup: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
+        # no super().__init__: it sets data to []
         self._read = read
+        self._lookup = lookup
         self._data: list[dict[str, Any]] | None = None
+
+    def look_for(self, text: str) -> list[dict[str, Any]]:
+        """The events found for ``text`` (added to the timeline); none without a lookup."""
+        if self._lookup is None:
+            return []
+        found = self._lookup(text)
+        held = {item["id"] for item in self.data}
+        self.data.extend(item for item in found if item["id"] not in held)
+        return found
 
     @property
     def data(self) -> list[dict[str, Any]]:
@@ -631,7 +647,8 @@ class LazyTimeline(UserList):
         self._data = value
 
     def __deepcopy__(self, memo) -> "LazyTimeline":
-        return LazyTimeline(lambda: copy.deepcopy(self.data))
+        return LazyTimeline(lambda: copy.deepcopy(self.data),
+                            None if self._lookup is None else lambda text: copy.deepcopy(self.look_for(text)))
 
 
 RELEVANT_LIMIT = 8
@@ -727,11 +744,30 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     recent = _recent_events(namespace_id, exclude_block)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]
-    return [
-        {
-            "id": e.id, "title": e.title, "summary": e.summary, "participants": list(e.participants or ()),
-            "event_type": e.event_type, "status": e.status, "happened_start": e.happened_start,
-            "mentioned_at": e.mentioned_at,
-        }
-        for e in chosen
-    ]
+    return [_timeline_item(e) for e in chosen]
+
+
+CORRECTION_LOOKUP_LIMIT = 4
+
+
+def correction_lookup(namespace_id: int, text: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
+    """The live events (outside ``exclude_block``) that best match the few words a correction names
+    (``LazyTimeline.look_for``): at most ``CORRECTION_LOOKUP_LIMIT``, by BM25 over the event index."""
+    from core.search.analyze import analyze
+    from core.search.index import bm25_top_kept
+
+    terms = list(dict.fromkeys(analyze(text)))
+    if not terms:
+        return []
+    ids = bm25_top_kept("event", namespace_id, terms, CORRECTION_LOOKUP_LIMIT,
+                        lambda found: live_event_ids(found, namespace_id, exclude_block))
+    by_id = {e.id: e for e in _EVENTS.rows(ids)} if ids else {}
+    return [_timeline_item(by_id[i]) for i in ids if i in by_id]
+
+
+def _timeline_item(e: Event) -> dict[str, Any]:
+    return {
+        "id": e.id, "title": e.title, "summary": e.summary, "participants": list(e.participants or ()),
+        "event_type": e.event_type, "status": e.status, "happened_start": e.happened_start,
+        "mentioned_at": e.mentioned_at,
+    }

@@ -370,3 +370,32 @@ def test_a_correction_later_in_the_same_block_supersedes_the_earlier_card(store)
     assert (first.status, second.status) == ("superseded", "active")
     assert EventLink.select().where((EventLink.event == second.id) & (EventLink.target == first.id)
                                     & (EventLink.kind == "supersedes")).exists()
+
+
+@pytest.mark.parametrize("lookup", [True, False])
+def test_a_correction_finds_what_it_names_beyond_the_blocks_timeline(store, monkeypatch, lookup):
+    """The block's timeline holds nothing here (as when its summary's words do not reach an old card);
+    "I no longer use Notion" and "we moved the launch to March 17" still find the cards they correct by
+    the names they give - and without the lookup they cannot."""
+    from core.services import derive
+    from core.services.capture import append_messages, close_thread
+    from core.services.derive import run_pending
+
+    configure_namespace("ns", block_turn_size=2)
+    monkeypatch.setattr(derive, "extraction_timeline", lambda *args, **kwargs: [])
+    if not lookup:
+        monkeypatch.setattr(derive, "correction_lookup", lambda *args, **kwargs: [])
+    said = [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
+            ("user", "We're targeting a customer launch on Tuesday, March 3rd."), ("assistant", "Great."),
+            ("user", "By the way, I no longer use Notion, I switched to Obsidian."), ("assistant", "Updated."),
+            ("user", "Update: we moved the launch to Tuesday, March 17."), ("assistant", "Updated.")]
+    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
+                                 "created_at": f"2026-01-1{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)],
+                    close_turn=True)
+    close_thread("ns", "t")
+    assert run_pending("ns", provider="offline").failed == 0
+    notion, launch = (Event.get(Event.title.contains(words)) for words in ("notes in Notion", "customer launch"))
+    assert (notion.status, launch.status) == (("superseded", "superseded") if lookup else ("active", "active"))
+    if lookup:
+        assert "Obsidian" in Event.get_by_id(notion.superseded_by).title
+        assert "March 17" in Event.get_by_id(launch.superseded_by).title
