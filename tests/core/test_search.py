@@ -152,6 +152,35 @@ def test_default_retrieval_lifts_only_threads_that_answer_well(ns):
     assert "Ivy swims every week." == contents[-1]
 
 
+def test_default_retrieval_puts_the_correction_right_after_what_it_corrected(ns, monkeypatch):
+    from core.services import retrieval
+
+    said = [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
+            ("user", "The garden needs water every morning."), ("assistant", "Noted."),
+            ("user", "By the way, I no longer use Notion, I switched to Obsidian."), ("assistant", "Updated.")]
+    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
+                                 "created_at": f"2026-01-1{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)],
+                    close_turn=True)
+    from core.services.capture import close_thread
+
+    close_thread("ns", "t")
+    assert run_pending("ns", provider="offline").failed == 0
+    assert Event.get(Event.title.contains("notes in Notion")).status == "superseded"
+    question = "which app do I keep my meeting notes in?"
+    found = default_retrieval("ns", question, limit=3)
+    contents = [Message.get_by_id(hit.message_id).content for hit in found]
+    assert "notes in Notion" in contents[0] and "Obsidian" in contents[1] and "correction" in found[1].channels
+    monkeypatch.setattr(retrieval, "CORRECTION_REACH", 0)
+    plain = [Message.get_by_id(hit.message_id).content for hit in default_retrieval("ns", question, limit=3)]
+    assert "Obsidian" not in plain[1]
+    # Read by the messages asked about, never by walking the store's superseded events.
+    from core.db import db
+
+    sql = retrieval.SUPERSEDED_CITING.replace("{ids}", "?, ?")
+    plan = " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, [1, 2]).fetchall())
+    assert "eventsource_message_id" in plan and "event_status" not in plan
+
+
 def _job_change(ns_name: str) -> dict[str, int]:
     """Maya's job, then talk about work in general, then her new job (said without "work" or "job")."""
     turns = [

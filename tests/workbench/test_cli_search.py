@@ -49,6 +49,17 @@ def test_ask_says_which_rankings_recalled_each_message(demo_url, capsys):
     assert "facts" in rows[0]["retrieved"]["channels"] and "Kestrel" in rows[0]["message"]["content"]
 
 
+def test_ask_follows_an_outdated_statement_with_its_correction(demo_url, capsys):
+    # "I no longer use Notion, I switched to Obsidian" shares no word with the question.
+    rows = run_json(capsys, "ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo",
+                    "--limit", "3")
+    old = next(i for i, r in enumerate(rows) if "notes in Notion" in r["message"]["content"])
+    assert any(e["superseded_by"] for e in rows[old]["events"])
+    assert "Obsidian" in rows[old + 1]["message"]["content"] and "correction" in rows[old + 1]["retrieved"]["channels"]
+    assert main(["ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo", "--limit", "3"]) == 0
+    assert re.search(r"event \d+ \(superseded by event \d+\)", " ".join(capsys.readouterr().out.split()))
+
+
 def test_searches_are_traced_newest_first(demo_url, capsys):
     run_json(capsys, "search", "raw", "beagle vet", "--db", demo_url, "--namespace", "demo")
     traces = run_json(capsys, "traces", "--db", demo_url, "--namespace", "demo", "--limit", "5")

@@ -90,15 +90,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     ns = _namespace(args)
     found = default_retrieval(ns, args.question, limit=args.limit)
     messages = messages_by_id([r.message_id for r in found])
-    cited: dict[int, list[tuple[int, str]]] = {}
-    rows = (EventSource.select(EventSource.message, Event.id, Event.title).join(Event)
+    cited: dict[int, list[tuple[int, str, int | None]]] = {}
+    rows = (EventSource.select(EventSource.message, Event.id, Event.title, Event.superseded_by).join(Event)
             .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(LIVE))
             .tuples())
-    for message_id, event_id, title in rows:
-        cited.setdefault(message_id, []).append((event_id, title))
+    for message_id, event_id, title, superseded_by in rows:
+        cited.setdefault(message_id, []).append((event_id, title, superseded_by))
     if args.json:
         print_json([{"rank": i + 1, "retrieved": r, "message": messages[r.message_id],
-                     "events": [{"id": e, "title": t} for e, t in cited.get(r.message_id, [])]}
+                     "events": [{"id": e, "title": t, "superseded_by": by} for e, t, by in cited.get(r.message_id, [])]}
                     for i, r in enumerate(found)])
         return 0
     console.rule(f"evidence for: {args.question}")
@@ -108,8 +108,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
         via = f" · via {', '.join(r.channels)}" if r.channels else ""
         console.print(f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}"
                       f"{via}] {m.speaker or m.role}: {m.content}", markup=False, highlight=False)
-        for event_id, title in cited.get(r.message_id, [])[:2]:
-            console.print(f"      event {event_id}: {title}", markup=False, highlight=False)
+        for event_id, title, superseded_by in cited.get(r.message_id, [])[:2]:
+            # An outdated statement says so: what holds now is the event that superseded it.
+            status = f" (superseded by event {superseded_by})" if superseded_by else ""
+            console.print(f"      event {event_id}{status}: {title}", markup=False, highlight=False)
     if not found:
         console.print("nothing found", markup=False)
     return 0
