@@ -19,6 +19,7 @@ from core.services.events import (
     LazyTimeline, extraction_timeline, forget_event, get_event, list_events, restore_event, validate_extracted, write_event,
 )
 from core.services.spaces import configure_namespace, get_namespace
+from tests.stores import say_and_derive
 from core.weights import memory_weight
 
 
@@ -357,15 +358,9 @@ def test_a_relation_kind_write_event_does_not_know_is_no_link(ns):
 def test_a_correction_later_in_the_same_block_supersedes_the_earlier_card(store):
     """'my appointment is on March 3' then 'moved my appointment to March 10' in one block: the
     first card is superseded by the second (it used to stay active beside it)."""
-    from core.services.capture import append_messages, close_thread
-    from core.services.derive import run_pending
-
-    said = [("user", "My dentist appointment is on March 3 at 9am."), ("assistant", "Noted."),
-            ("user", "The dentist moved my appointment to March 10, same time."), ("assistant", "Updated.")]
-    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
-                                 "created_at": f"2026-02-2{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)])
-    close_thread("ns", "t")
-    assert run_pending("ns", provider="offline").failed == 0
+    say_and_derive("ns", [("user", "My dentist appointment is on March 3 at 9am."), ("assistant", "Noted."),
+                          ("user", "The dentist moved my appointment to March 10, same time."),
+                          ("assistant", "Updated.")], first_day="2026-02-20")
     first, second = (Event.get(Event.title.contains(word)) for word in ("March 3", "March 10"))
     assert (first.status, second.status) == ("superseded", "active")
     assert EventLink.select().where((EventLink.event == second.id) & (EventLink.target == first.id)
@@ -378,22 +373,17 @@ def test_a_correction_finds_what_it_names_beyond_the_blocks_timeline(store, monk
     "I no longer use Notion" and "we moved the launch to March 17" still find the cards they correct by
     the names they give - and without the lookup they cannot."""
     from core.services import derive
-    from core.services.capture import append_messages, close_thread
-    from core.services.derive import run_pending
 
     configure_namespace("ns", block_turn_size=2)
     monkeypatch.setattr(derive, "extraction_timeline", lambda *args, **kwargs: [])
     if not lookup:
         monkeypatch.setattr(derive, "correction_lookup", lambda *args, **kwargs: [])
-    said = [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
-            ("user", "We're targeting a customer launch on Tuesday, March 3rd."), ("assistant", "Great."),
-            ("user", "By the way, I no longer use Notion, I switched to Obsidian."), ("assistant", "Updated."),
-            ("user", "Update: we moved the launch to Tuesday, March 17."), ("assistant", "Updated.")]
-    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
-                                 "created_at": f"2026-01-1{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)],
-                    close_turn=True)
-    close_thread("ns", "t")
-    assert run_pending("ns", provider="offline").failed == 0
+    say_and_derive("ns", [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
+                          ("user", "We're targeting a customer launch on Tuesday, March 3rd."), ("assistant", "Great."),
+                          ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
+                          ("assistant", "Updated."),
+                          ("user", "Update: we moved the launch to Tuesday, March 17."), ("assistant", "Updated.")],
+                   close_turn=True)
     notion, launch = (Event.get(Event.title.contains(words)) for words in ("notes in Notion", "customer launch"))
     assert (notion.status, launch.status) == (("superseded", "superseded") if lookup else ("active", "active"))
     if lookup:

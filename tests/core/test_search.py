@@ -19,6 +19,7 @@ from core.services.events import write_event
 from core.services.retrieval import default_retrieval
 from core.services.search import search_events, search_graph, search_raw
 from core.services.spaces import configure_namespace, get_namespace
+from tests.stores import say_and_derive
 
 
 def test_bm25_matches_a_hand_computation():
@@ -155,16 +156,10 @@ def test_default_retrieval_lifts_only_threads_that_answer_well(ns):
 def test_default_retrieval_puts_the_correction_right_after_what_it_corrected(ns, monkeypatch):
     from core.services import retrieval
 
-    said = [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
-            ("user", "The garden needs water every morning."), ("assistant", "Noted."),
-            ("user", "By the way, I no longer use Notion, I switched to Obsidian."), ("assistant", "Updated.")]
-    append_messages("ns", "t", [{"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
-                                 "created_at": f"2026-01-1{i}T10:00:00+00:00"} for i, (role, text) in enumerate(said)],
-                    close_turn=True)
-    from core.services.capture import close_thread
-
-    close_thread("ns", "t")
-    assert run_pending("ns", provider="offline").failed == 0
+    say_and_derive("ns", [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
+                          ("user", "The garden needs water every morning."), ("assistant", "Noted."),
+                          ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
+                          ("assistant", "Updated.")], close_turn=True)
     assert Event.get(Event.title.contains("notes in Notion")).status == "superseded"
     question = "which app do I keep my meeting notes in?"
     found = default_retrieval("ns", question, limit=3)
