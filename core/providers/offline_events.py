@@ -136,7 +136,9 @@ _PAST = re.compile(
 _CHANGE_CUE = CaselessPattern(
     # "not … anymore", never a bare "any more tips?"; "it turns out that …", never "see how it turns out".
     r"(?:\bnot\b|n't|\bnever\b)[^.!?]{0,40}\bany ?more\b|"
-    r"\b(?:no longer|switched (?:to|from)|instead of|changed my mind|"
+    # "I switched to Obsidian", not "after fct_orders switched to a merge strategy": a person changed their ways.
+    r"\b(?:i|we|you|he|she|they)(?:['’]ve|['’]d)?\s+(?:(?:just|recently|finally|also|have|had|then)\s+)*switched (?:to|from)\b|"
+    r"\b(?:no longer|instead of|changed my mind|"
     r"now (?:use|prefer|live|work)s?|resched\w*|postpon\w*|cancel\w*|correction|"
     r"moved (?:it|(?:the|our|my|his|her|their)(?:\s+[\w'’-]+){1,3}) to|(?:was|were|been|got|is|are) moved to|"
     r"turns out (?:that|to be|i|we|he|she|they|it|the|my|our))\b|"

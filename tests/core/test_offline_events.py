@@ -385,7 +385,7 @@ def test_the_change_cue_answers_as_its_pattern_does_with_or_without_its_needles(
     blind = re.compile(_CHANGE_CUE.pattern, re.IGNORECASE)
     # Whole phrases of every alternative (and near misses) among plain words, so each one is met often.
     pieces = ["no longer", "No Longer", "not here any more", "don't eat it anymore", "never anymore", "any more tips",
-              "switched to", "switched from", "instead of", "changed my mind", "now uses", "now lives", "rescheduled",
+              "I switched to", "we've just switched from", "it switched to", "instead of", "changed my mind", "now uses", "now lives", "rescheduled",
               "POSTPONED", "Cancelled", "correction", "moved the Atlas launch to", "moved it to", "MOVED OUR DOG TO",
               "was moved to", "got moved to", "it turns out that", "turns out I", "how it turns out", "moved house",
               "I", "the", "to", "from", "more", "now", "out", "longer", "取消", "é", ".", ",", "?"]
@@ -455,6 +455,9 @@ def test_advice_to_someone_else_corrects_nothing_they_said():
     ("I can't wait to see how it turns out!", False),
     ("He's not here wagging his tail anymore.", True),
     ("It turns out the bus leaves at nine.", True),
+    ("I switched to Obsidian last weekend.", True),
+    ("We've just switched from Slack to Teams.", True),
+    ("After fct_orders switched to a merge strategy, the runs failed.", False),
 ])
 def test_what_counts_as_saying_something_changed(text, cue):
     from core.providers.offline_events import _CHANGE_CUE
