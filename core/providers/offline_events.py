@@ -489,10 +489,19 @@ def _other_speaker(speaker: str, speakers: Sequence[str]) -> str | None:
     return others[0] if len(others) == 1 else None
 
 
+def _unpossessed(word: str) -> str:
+    """A word without its possessive ending: "Ivy's lessons" are about Ivy."""
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
+def _bare(found: Iterable[str]) -> frozenset[str]:
+    return frozenset(map(_unpossessed, found))
+
+
 @lru_cache(maxsize=4096)
 def _card_words(title: str, summary: str) -> frozenset[str]:
-    """A timeline card's content words (every statement of a block is compared with the same cards)."""
-    return frozenset(_content_words(f"{title} {summary}"))
+    """A timeline card's content words, bare (every statement of a block is compared with the same cards)."""
+    return _bare(_content_words(f"{title} {summary}"))
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -502,12 +511,8 @@ def _tokens(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=4096)
 def _card_tokens(title: str, summary: str) -> frozenset[str]:
-    return _tokens(f"{title} {summary}")
-
-
-def _bare(found: Iterable[str]) -> frozenset[str]:
-    """Words without a possessive ending: "Ivy's lessons" is about Ivy's lessons."""
-    return frozenset(w[:-2] if w.endswith(("'s", "’s")) else w for w in found)
+    """A card's tokens (``_tokens``), bare."""
+    return _bare(_tokens(f"{title} {summary}"))
 
 
 def replaced_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -530,7 +535,7 @@ def moved_thing(text: str) -> tuple[str, frozenset[str]] | None:
         return None
     found = [w.casefold() for w in words(m.group("obj") or m.group("obj2"))]
     # Stop words out ("follow-up" is read as "follow", "up"), possessive endings off.
-    found = [w[:-2] if w.endswith(("'s", "’s")) else w for w in found if w not in STOPWORDS]
+    found = [_unpossessed(w) for w in found if w not in STOPWORDS]
     if not found or found[-1] in _WHEN_OR_CHANGE:
         return None
     return found[-1], frozenset(found[:-1])
@@ -547,22 +552,22 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
     moves a thing to ``when`` ("we moved the Atlas launch to March 17") ends the newest card of the
     same speaker whose title names the thing, with another date ("the launch is on March 3")."""
     best: tuple[int, int] | None = None
-    old, old_names = _bare(replaced[0]), _bare(replaced[1])
+    said, old, old_names = _bare(event_words), _bare(replaced[0]), _bare(replaced[1])
     for item in timeline:
         # The same person's own statement: "use coconut oil instead of butter", said to Joanna, corrects
         # nothing Joanna said about her cake. (A card's first participant is who said it.)
         if (item.get("participants") or [None])[0] != participant:
             continue
         title, summary = str(item.get("title", "")), str(item.get("summary", ""))
-        shared = _bare(event_words) & _bare(_card_words(title, summary))
+        shared = said & _card_words(title, summary)
         subject = {w for w in shared - _GENERIC - _WHEN_OR_CHANGE
                    if w != participant.casefold() and not _DATE_NUMBER.fullmatch(w)}
-        tokens = _bare(_card_tokens(title, summary))
+        tokens = _card_tokens(title, summary)
         holds_old = bool(old) and old <= tokens
         names_old = bool(old_names) and old_names <= tokens
         # The moved thing must be what the card is about (its title), not a word of its story: "… once the
         # launch has settled" in a card about the orchestrator does not date the launch.
-        moves_it = (moved is not None and when is not None and moved[0] in _bare(_card_tokens(title, ""))
+        moves_it = (moved is not None and when is not None and moved[0] in _card_tokens(title, "")
                     and item.get("happened_start") not in (None, when))
         # A statement that moves a named thing to a date corrects the card dating that thing, not any card
         # sharing two of its words ("the Atlas launch" with a card about Atlas that mentions the launch).

@@ -383,7 +383,8 @@ _KIN_CALLED_RE = re.compile(
     rf"(?:called|named)\s+(?P<name>{_NAME}(?:\s+{_NAME})?)"
 )
 # Facts about a person an assistant must not forget: allergies, diet, languages, birthday, age.
-_BE = r"(?:I'm|I\s+am|we're|we\s+are|(?:is|are|was|has\s+been|have\s+been))"
+_BE_NOW = r"(?:I'm|I\s+am|we're|we\s+are|is|are)"
+_BE = rf"(?:{_BE_NOW}|was|has\s+been|have\s+been)"
 _ALLERGY_RE = re.compile(
     rf"\b{_BE}\s+(?:(?:very|severely|mildly|really|also|quite)\s+)?allergic\s+to\s+(?P<what>[^.;:!?()]+)"
     r"|\b(?:has|have|had)\s+(?:an?\s+|a\s+\w+\s+)?(?P<what2>[a-z][a-z -]{1,30}?)\s+allergy\b", re.IGNORECASE)
@@ -435,8 +436,8 @@ _MEDICATION_RE = re.compile(
     rf"(?:started|stopped|quit)\s+(?:taking|on))\s+(?:(?:a|an|my|his|her|the|\d|one|two|three)\s+)?(?:{DOSE}\s+(?:of\s+)?)?"
     rf"(?:(?:pills?|tablets?|capsules?|doses?)\s+of\s+)?"
     rf"(?P<med>{MEDICINE}|[A-Za-z][a-z]{{3,}}(?=\s+{DOSE}|\s+(?:pills?|tablets?|capsules?)\b))\b", re.IGNORECASE)
-_AGE_RE = re.compile(r"\b(?:I'm|I\s+am|we're|we\s+are|is|are)\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{1,3})\s+"
-                     r"years?\s+old\b"
+# An age now: not "was" ("when I was 10 years old").
+_AGE_RE = re.compile(rf"\b{_BE_NOW}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
                      r"|\bturned\s+(?P<age2>\d{1,3})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
 
 # Who moved: the word just before "moved" (past "just", "recently", "have", …) must be a person or a

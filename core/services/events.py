@@ -731,16 +731,11 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     """
 
     from core.search.analyze import analyze
-    from core.search.index import bm25_top_kept
 
     # The block's own most repeated terms are enough to find related events; a long query
     # would fetch the postings of every word of a whole summary.
     terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
-    # Ids first: hydrating the events to keep eight was most of the cost.
-    chosen_ids = bm25_top_kept("event", namespace_id, terms, RELEVANT_LIMIT,
-                               lambda ids: live_event_ids(ids, namespace_id, exclude_block)) if terms else []
-    by_id = {e.id: e for e in _EVENTS.rows(chosen_ids)} if chosen_ids else {}
-    relevant = [by_id[i] for i in chosen_ids]
+    relevant = _best_live(namespace_id, terms, RELEVANT_LIMIT, exclude_block)
     recent = _recent_events(namespace_id, exclude_block)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]
@@ -754,15 +749,22 @@ def correction_lookup(namespace_id: int, text: str, *, exclude_block: int | None
     """The live events (outside ``exclude_block``) that best match the few words a correction names
     (``LazyTimeline.look_for``): at most ``CORRECTION_LOOKUP_LIMIT``, by BM25 over the event index."""
     from core.search.analyze import analyze
-    from core.search.index import bm25_top_kept
 
     terms = list(dict.fromkeys(analyze(text)))
+    return [_timeline_item(e) for e in _best_live(namespace_id, terms, CORRECTION_LOOKUP_LIMIT, exclude_block)]
+
+
+def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: int | None) -> list[Event]:
+    """The ``limit`` live events (outside ``exclude_block``) that score best for ``terms``, best first."""
+    from core.search.index import bm25_top_kept
+
     if not terms:
         return []
-    ids = bm25_top_kept("event", namespace_id, terms, CORRECTION_LOOKUP_LIMIT,
+    # Ids first: hydrating the events to keep eight was most of the cost.
+    ids = bm25_top_kept("event", namespace_id, terms, limit,
                         lambda found: live_event_ids(found, namespace_id, exclude_block))
     by_id = {e.id: e for e in _EVENTS.rows(ids)} if ids else {}
-    return [_timeline_item(by_id[i]) for i in ids if i in by_id]
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def _timeline_item(e: Event) -> dict[str, Any]:
