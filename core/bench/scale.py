@@ -21,10 +21,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from core.bench import git_commit
 from core.bench.metrics import percentile
+
+if TYPE_CHECKING:
+    from core.providers import Provider
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -78,9 +81,21 @@ def throughput(n: int, ingest_s: float, derived: int, derive_s: float) -> dict:
             "ingest_msgs_per_s": round(both, 1) if both else None}
 
 
+def remove_database(path: Path) -> None:
+    """A bench database and what lies beside it (WAL, shared memory, saved search segments)."""
+    import shutil
+
+    for stale in path.parent.glob(f"{path.name}*"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink()
+
+
 def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
-          progress: ProgressFn = _progress) -> dict:
-    """Ingest N synthetic messages into a new database and derive them (offline provider).
+          progress: ProgressFn = _progress, provider: "Provider | str" = "offline") -> dict:
+    """Ingest N synthetic messages into a new database and derive them (offline provider, or
+    ``provider``: the derive-floor bench passes one that records or replays the offline one).
 
     ``derive_limit`` derives only the first that many messages' blocks (a flagged shortcut for
     sizes whose full derivation would take too long); None derives everything.
@@ -102,7 +117,7 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
     def derive() -> None:
         nonlocal derive_s, events, failed
         started = time.perf_counter()
-        report = run_pending(NAMESPACE, provider="offline")
+        report = run_pending(NAMESPACE, provider=provider)
         derive_s += time.perf_counter() - started
         events += report.events
         failed += report.failed
@@ -342,13 +357,7 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         if reuse and marker.exists() and path.exists():
             built = json.loads(marker.read_text())
         else:
-            for stale in workdir.glob(f"scale-{n}.db*"):
-                if stale.is_dir():
-                    import shutil
-
-                    shutil.rmtree(stale)
-                else:
-                    stale.unlink()
+            remove_database(path)
             args = ["build", "--messages", str(n), "--db", str(path), "--seed", str(seed)]
             if limit is not None:
                 args += ["--derive-limit", str(limit)]

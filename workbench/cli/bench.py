@@ -207,6 +207,33 @@ def cmd_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_derive_floor(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from core.bench.derive_floor import run_floor
+
+    check_outputs(args)
+    holder = None if args.workdir else tempfile.TemporaryDirectory(prefix="strata-floor-")
+    try:
+        with progress_bar("derive-floor", enabled=not args.json) as update:
+            report = run_floor(args.messages, Path(args.workdir or holder.name), seed=args.seed, progress=update)
+    finally:
+        if holder is not None:
+            holder.cleanup()
+    if not args.json:
+        ruled, floor = report["with_rules"], report["rules_replayed"]
+        rows = [[label, ruled[key], floor[key]] for key, label in (
+            ("ingest_only_msgs_per_s", "ingest msg/s"), ("derive_only_msgs_per_s", "derive msg/s"),
+            ("ingest_msgs_per_s", "ingest + derive msg/s"), ("derive_s", "derive s"))]
+        rows.append(["offline rules s", report["rules_s"], 0])
+        table(f"Derivation with the offline rules and with their answers replayed ({report['messages']:,} messages)",
+              ["measure", "rules run", "rules replayed"], rows)
+        console.print(f"the rules are {report['rules_share_of_derivation']:.0%} of derivation; the Scale target "
+                      f"for ingest + derive is {report['target_msgs_per_s']:,} msg/s", markup=False)
+    write_report(report, args)
+    return 0
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from workbench.bench_ui import TARGET_FIRST_PAINT_MS, TARGET_SWITCH_MS, run
 
@@ -238,7 +265,7 @@ def default_workers() -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, ui)")
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, ui)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -290,6 +317,15 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--svg", help="write a plot of p95 latency against corpus size (SVG) to this file")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_scale)
+
+    p = kinds.add_parser("derive-floor", parents=[common],
+                         help="derivation with the offline rules, then with their answers replayed: what the rest costs")
+    p.add_argument("--messages", type=positive_int, default=10_000, metavar="N",
+                   help="synthetic messages (default 10000)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--workdir", default=None, help="keep the two built databases here (default: a temporary folder)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_derive_floor)
 
     p = kinds.add_parser("ui", parents=[common],
                          help="workbench first paint, screen switches and filters on a generated large store")

@@ -1,0 +1,129 @@
+"""What derivation costs apart from the offline rules.
+
+The same synthetic store is built twice. The first build runs the offline provider and records
+every answer it gives, timing the provider calls. The second build gets those answers replayed
+in the same order, so its derivation costs only what Strata spends around the rules: reading
+contexts, validating, writing rows, indexing, committing. The second build's rate is a ceiling:
+no speed-up of the rules alone can take derivation past it on one core.
+
+Replay is exact because derivation is deterministic: the second build asks the same questions
+in the same order, and each answer is checked against the kind of call that recorded it; both
+builds must end with the same counts of blocks, events and graph nodes.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from core.bench.scale import ProgressFn, _progress, build, remove_database, throughput
+from core.providers.offline import OfflineProvider
+
+_CALLS = ("summarize_block", "extract_events", "project_graph")
+TARGET_MSGS_PER_S = 2000  # the Scale issue's line for ingest + offline derivation
+
+
+class ReplayMismatch(RuntimeError):
+    """The replaying build asked for something other than what was recorded at that point."""
+
+
+class RecordingProvider:
+    """The offline provider, with every answer kept (a deep copy: the deriver may change what it
+    gets) and the time spent in the rules summed apart from the time spent copying."""
+
+    name = "offline"
+    model = None
+    reads_context_lazily = True
+
+    def __init__(self) -> None:
+        self._inner = OfflineProvider()
+        self.tape: list[tuple[str, Any]] = []
+        self.rules_s = 0.0
+        self.copy_s = 0.0
+
+    def _call(self, kind: str, arg: Any) -> Any:
+        started = time.perf_counter()
+        answer = getattr(self._inner, kind)(arg)
+        copied = time.perf_counter()
+        self.tape.append((kind, copy.deepcopy(answer)))
+        self.rules_s += copied - started
+        self.copy_s += time.perf_counter() - copied
+        return answer
+
+    def summarize_block(self, messages):
+        return self._call("summarize_block", messages)
+
+    def extract_events(self, context):
+        return self._call("extract_events", context)
+
+    def project_graph(self, context):
+        return self._call("project_graph", context)
+
+
+class ReplayingProvider:
+    """Gives back a recorded build's answers in order, computing nothing."""
+
+    name = "offline"
+    model = None
+    reads_context_lazily = True
+
+    def __init__(self, tape: list[tuple[str, Any]]) -> None:
+        self._tape = iter(tape)
+        self._next = 0
+
+    def _call(self, kind: str) -> Any:
+        recorded = next(self._tape, None)
+        if recorded is None or recorded[0] != kind:
+            raise ReplayMismatch(f"call {self._next}: asked {kind}, recorded "
+                                 f"{'nothing more' if recorded is None else recorded[0]}")
+        self._next += 1
+        return recorded[1]
+
+    def summarize_block(self, messages):
+        return self._call("summarize_block")
+
+    def extract_events(self, context):
+        return self._call("extract_events")
+
+    def project_graph(self, context):
+        return self._call("project_graph")
+
+
+_COUNTS = ("blocks", "blocks_ready", "events", "graph_nodes")
+
+
+def run_floor(n: int, workdir: Path, *, seed: int = 7, progress: ProgressFn = _progress) -> dict:
+    """Build ``n`` messages with the rules, then again with their answers replayed."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    paths = [workdir / f"floor-{n}-rules.db", workdir / f"floor-{n}-replay.db"]
+    for path in paths:
+        remove_database(path)  # a bench workdir's own files, as in the scale bench
+
+    def step(label: str) -> Callable[[int, int, str], None]:
+        return lambda done, total, _: progress(done, total, label)
+
+    recorder = RecordingProvider()
+    ruled = build(n, paths[0], seed=seed, provider=recorder, progress=step("with rules"))
+    replayed = build(n, paths[1], seed=seed, provider=ReplayingProvider(recorder.tape),
+                     progress=step("rules replayed"))
+    differing = [k for k in _COUNTS if ruled[k] != replayed[k]]
+    if differing:
+        raise ReplayMismatch(f"the replayed build differs in {', '.join(differing)}")
+    derive_s = max(ruled["derive_s"] - recorder.copy_s, 0.0)  # the recording's copies are no derivation
+    with_rules = throughput(n, ruled["ingest_s"], n, derive_s)
+    floor = throughput(n, replayed["ingest_s"], n, replayed["derive_s"])
+    return {
+        "benchmark": "derive-floor",
+        "messages": n,
+        "seed": seed,
+        "provider_calls": len(recorder.tape),
+        "rules_s": round(recorder.rules_s, 2),
+        "with_rules": {"ingest_s": ruled["ingest_s"], "derive_s": round(derive_s, 2), **with_rules},
+        "rules_replayed": {"ingest_s": replayed["ingest_s"], "derive_s": replayed["derive_s"], **floor},
+        "rules_share_of_derivation": round(recorder.rules_s / derive_s, 3) if derive_s else None,
+        "counts": {k: ruled[k] for k in _COUNTS},
+        "target_msgs_per_s": TARGET_MSGS_PER_S,
+        "built_at_commit": ruled["built_at_commit"],
+    }
