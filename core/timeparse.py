@@ -19,7 +19,9 @@ Ambiguity rules (the documented conventions)
       before, "next week" the one after; "N weeks ago" / "in N weeks" is the week containing anchor ∓ 7·N days.
     * Weekdays: "last Friday" is the Friday of the previous Monday-based week (so it always lies inside "last
       week"), "next Friday" the Friday of the next week, "this Friday" and "on Friday" the Friday of the anchor's
-      week (past or future). "this past Friday" / "past Friday" is the most recent Friday strictly before the
+      week (past or future), as are "for Friday" (a booking) and "by Friday" (a deadline); "Friday the 13th" is
+      the 13th of the anchor's month when that is a Friday, else of the nearest month (two either way) where
+      it is. "this past Friday" / "past Friday" is the most recent Friday strictly before the
       anchor's day, "this coming Friday" / "coming Friday" the first one strictly after it. A bare weekday
       ("Friday is my favourite day") is never matched. (The offline event reader then follows the verb of the
       mention's clause: "we went camping on Friday" said on a Tuesday is the Friday before, "I start there on
@@ -725,7 +727,28 @@ def _period_before_last(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _shifted(m["u"].lower(), -2 if before else 2, anchor, "past" if before else "future")
 
 
-@_rule(r"(?P<w>this\s+coming|this\s+past|coming|past|last|this|next|on)\s+" + _WEEKDAY)
+# "Saturday the 21st": the 21st of the anchor's month if that is a Saturday, else of the nearest month (two
+# either way) where it is; none such, an unresolved mention (not "on Saturday" alone).
+@_rule(r"(?:(?:on|for|by)\s+)?" + _WEEKDAY + r",?\s+the\s+" + _DAY + r"(?!\d|\s*(?:of\s+)?" + _MONTH + ")")
+def _weekday_the_day(m: re.Match[str], anchor: datetime) -> _Res | None:
+    today, weekday = anchor.date(), _WEEKDAY_NAMES[m["wd"].lower()]
+    found = []
+    for step in (0, 1, -1, 2, -2):
+        year, month = _add_months(today.year, today.month, step)
+        try:
+            day = date(year, month, int(m["d"]))
+        except ValueError:
+            continue
+        if day.weekday() == weekday:
+            found.append((step != 0, abs((day - today).days), day < today, day))
+    if not found:
+        return _unresolved()
+    best = min(found)[-1]
+    return _one_day(best, _tense_between(best, best, today))
+
+
+# "for Thursday", "by Friday": a booking or a deadline names the day as "on" does.
+@_rule(r"(?P<w>this\s+coming|this\s+past|coming|past|last|this|next|on|for|by)\s+" + _WEEKDAY)
 def _relative_weekday(m: re.Match[str], anchor: datetime) -> _Res | None:
     today = anchor.date()
     weekday = _WEEKDAY_NAMES[m["wd"].lower()]
@@ -736,7 +759,7 @@ def _relative_weekday(m: re.Match[str], anchor: datetime) -> _Res | None:
     if word in ("coming", "this coming"):
         ahead = (weekday - today.weekday()) % 7 or 7
         return _one_day(today + timedelta(days=ahead), "future")
-    step = {"last": -1, "this": 0, "on": 0, "next": 1}[word]
+    step = {"last": -1, "this": 0, "on": 0, "for": 0, "by": 0, "next": 1}[word]
     day = _monday(today) + timedelta(days=7 * step + weekday)
     return _one_day(day, _tense_between(day, day, today))
 

@@ -65,7 +65,9 @@ _KIN_GENDER = {**dict.fromkeys(FEMININE_KIN, "f"), **dict.fromkeys(MASCULINE_KIN
 _KIN_NAMED = re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|best|old|little|big|older|younger|eldest|youngest)\s+)?"
                         rf"(?P<kin>{'|'.join(_KIN_GENDER)})\s+(?P<name>[A-Z][a-z]+)\b")
 _NUMBER = re.compile(r"\d")
-_WEEKDAY_REF = re.compile(r"^(on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)$", re.IGNORECASE)
+# A weekday of the week said in, the day alone or with its time ("on Friday", "for Thursday at 17:30").
+_WEEKDAY_REF = re.compile(r"^(on|this|for|by) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+                          r"(?: at [\d:.apm ]+)?$", re.IGNORECASE)
 _JUST = re.compile(r"\b(just|this morning|earlier today)\b", re.IGNORECASE)
 
 _TYPE_RULES: tuple[tuple[str, CaselessPattern], ...] = tuple(
@@ -440,6 +442,14 @@ def _verb_tenses(text: str) -> tuple[bool, bool, bool]:
     return bool(_PAST.search(text)), bool(_PLANNED.search(text)), bool(_ARRANGED.search(text))
 
 
+def _week_later(value: str | None, weeks: int) -> str | None:
+    """A day ("2026-01-15") or an instant ("2026-01-15T17:30:00+01:00") ``weeks`` weeks on."""
+    if not value:
+        return value
+    moved = (datetime if "T" in value else date).fromisoformat(value) + timedelta(days=7 * weeks)
+    return moved.isoformat()
+
+
 def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     """The first resolved time expression in ``text``; 'just'/'this morning' means the mention day."""
     if anchor is None:
@@ -462,12 +472,14 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
                 # takes Biscuit to the vet on Thursday").
                 lead = text.rfind(":", 0, mention.span[0]) + 1 if mention.span else 0
                 past, planned, arranged = _verb_tenses(text[lead:])
-            if start > anchor.date().isoformat() and past and not planned:
-                start = end = (date.fromisoformat(start) - timedelta(days=7)).isoformat()
-                tense = "past"
-            elif start < anchor.date().isoformat() and not past and (planned or arranged):
-                start = end = (date.fromisoformat(start) + timedelta(days=7)).isoformat()
-                tense = "future"
+            if mention.original_text.split()[0].lower() in ("for", "by"):
+                # What is booked "for Thursday" or promised "by Wednesday" lies ahead, whatever the tense
+                # of the booking or the promise.
+                past, planned = False, True
+            if start[:10] > anchor.date().isoformat() and past and not planned:
+                start, end, tense = _week_later(start, -1), _week_later(end, -1), "past"
+            elif start[:10] < anchor.date().isoformat() and not past and (planned or arranged):
+                start, end, tense = _week_later(start, 1), _week_later(end, 1), "future"
         return {
             "happened_start": start,
             "happened_end": end,

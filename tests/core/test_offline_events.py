@@ -348,6 +348,22 @@ def test_a_weekday_reads_the_tense_of_its_own_clause(text, day):
     assert time_for(text, datetime(2026, 12, 1, 12, tzinfo=timezone.utc))["happened_start"] == day
 
 
+@pytest.mark.parametrize("text, start", [
+    ("I booked a table for Thursday at 19:00.", "2026-12-03T19:00:00+00:00"),  # a past booking, a day ahead
+    ("I booked the hall for Monday.", "2026-12-07"),  # Monday passed: the one to come
+    ("I promised Jonas a review by Wednesday.", "2026-12-02"),  # a deadline is ahead of the promise
+    ("We had dinner on Friday at 19:00.", "2026-11-27T19:00:00+00:00"),  # a time moves with its day
+])
+def test_a_booked_or_promised_weekday_lies_ahead(text, start):
+    from datetime import datetime, timezone
+
+    from core.providers.offline_events import time_for
+
+    said = time_for(text, datetime(2026, 12, 1, 12, tzinfo=timezone.utc))  # a Tuesday
+    assert (said["happened_start"], said["happened_end"]) == (start, start)
+
+
+
 @pytest.mark.parametrize("pattern, reach", [
     (offline_events._SENTENCE_START, offline_events.SENTENCE_START_REACH),
     (ENDS_IN_TITLE, TITLE_REACH),

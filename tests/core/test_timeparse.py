@@ -95,6 +95,9 @@ CASES = [
     ("this Friday", WED, "2023-05-12", "2023-05-12", "day", "relative"),
     ("on Friday", WED, "2023-05-12", "2023-05-12", "day", "relative"),
     ("next Friday", WED, "2023-05-19", "2023-05-19", "day", "relative"),
+    ("for Friday", WED, "2023-05-12", "2023-05-12", "day", "relative"),  # a booking's day
+    ("by Friday", WED, "2023-05-12", "2023-05-12", "day", "relative"),  # a deadline's
+    ("for Friday at 19:00", WED, "2023-05-12T19:00:00+02:00", "2023-05-12T19:00:00+02:00", "instant", "relative"),
     ("this past Friday", SUN, "2023-05-12", "2023-05-12", "day", "relative"),
     ("this coming Friday", SAT, "2023-05-19", "2023-05-19", "day", "relative"),
     ("last Friday", at("2023-03-01 12:00"), "2023-02-24", "2023-02-24", "day", "relative"),  # month boundary
@@ -311,11 +314,23 @@ def test_longest_match_wins():
     ("On Friday, 13 March we fly.", "On Friday, 13 March", "2026-03-13", "2026-03-13"),
     ("Friday the 13th of March 2026 it is.", "Friday the 13th of March 2026", "2026-03-13", "2026-03-13"),
     ("See you on Tuesday.", "on Tuesday", "2025-12-30", "2025-12-30"),  # alone, the weekday rule reads it
+    # A weekday and a day of the month: the anchor's month if it fits, else the nearest month where it does.
+    ("Booked the hall for Friday the 30th.", "for Friday the 30th", "2026-01-30", "2026-01-30"),
+    ("It was on Tuesday the 30th.", "on Tuesday the 30th", "2025-12-30", "2025-12-30"),
+    ("Saturday the 3rd works.", "Saturday the 3rd", "2026-01-03", "2026-01-03"),
 ])
 def test_a_weekday_beside_a_date_is_read_with_the_date(text, original, start, end):
     """"on Tuesday, March 3rd" said on January 2 is in March, not next Tuesday."""
     mentions = find_time_mentions(text, FRI_NEW_YEAR)
     assert [(m.original_text, m.start, m.end) for m in mentions] == [(original, start, end)]
+
+
+def test_a_weekday_and_a_day_that_never_meet_nearby_are_no_date():
+    # No 31st from November 2025 to March 2026 is a Monday: the mention stays unresolved rather than
+    # falling back to "on Monday" alone.
+    mentions = find_time_mentions("See you on Monday the 31st.", FRI_NEW_YEAR)
+    assert [(m.original_text, m.start) for m in mentions] == [("on Monday the 31st", None)]
+    assert find_time_mentions("Fridays the 2nd are quiet", FRI_NEW_YEAR) == []  # a habit, no day
 
 
 def test_now_inside_longer_expressions_is_not_a_separate_instant():
