@@ -562,7 +562,8 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
     it ("instead of Thursdays at 10:00"; a single plain word needs a word of subject too), or the
     names in it ("I no longer use Notion" ends the card that keeps notes in Notion). A statement that
     moves a thing to ``when`` ("we moved the Atlas launch to March 17") ends the newest card of the
-    same speaker whose title names the thing, with another date ("the launch is on March 3")."""
+    same speaker whose title names the thing, with another date ("the launch is on March 3"). Of
+    several, a card of the statement's own day ``when`` comes first."""
     best: tuple[int, int] | None = None
     said, old, old_names = _bare(event_words), _bare(replaced[0]), _bare(replaced[1])
     for item in timeline:
@@ -585,8 +586,12 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
         # sharing two of its words ("the Atlas launch" with a card about Atlas that mentions the launch).
         by_subject = len(subject) >= 2 and (moved is None or when is None)
         if by_subject or names_old or moves_it or (holds_old and (len(old) >= 2 or subject - old)):
+            # A statement dated like the card is about that day's thing: "Dr. Visser is ill on Thursday so
+            # the follow-up is cancelled" ends the follow-up dated that Thursday before the first visit,
+            # which shares more words with it ("vet", "clinic").
+            same_day = moved is None and when and str(item.get("happened_start") or "")[:10] == str(when)[:10]
             rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0)
-                    + (1 + len(moved[1] & tokens) if moves_it else 0), item["id"])
+                    + (1 + len(moved[1] & tokens) if moves_it else 0) + (2 if same_day else 0), item["id"])
             if best is None or rank > best:
                 best = rank
     return [best[1]] if best else []

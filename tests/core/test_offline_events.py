@@ -460,6 +460,17 @@ def test_only_the_statement_that_changes_says_what_is_corrected():
     assert [5] not in found and [6] in found
 
 
+def test_a_dated_cancellation_ends_the_card_of_its_day():
+    # The first visit shares more words ("vet", "clinic"); the follow-up is the one on that Thursday.
+    timeline = [_item(4, "Caroline", "Dr. Visser said short walks only, and a follow-up on May 11.",
+                      happened="2023-05-11"),
+                _item(5, "Caroline", "Caroline booked Dr. Visser at the Oudwijk vet clinic for Thursday at 17:30.",
+                      happened="2023-04-27T17:30:00+02:00")]
+    said = "The vet clinic called, Dr. Visser is ill on Thursday so the follow-up is cancelled."
+    assert _superseded(said, timeline) == [[4]]
+    assert _superseded(said, timeline[1:]) == [[5]]  # with no card of that day, the one sharing most
+
+
 def test_advice_to_someone_else_corrects_nothing_they_said():
     timeline = [_item(5, "Caroline", "Caroline baked a dairy-free cake with coconut frosting.", "Melanie")]
     assert _superseded("You can use dairy-free margarine or coconut oil instead of butter in the cake.",
