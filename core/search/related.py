@@ -51,6 +51,8 @@ _CELEBRATION = "christmas easter thanksgiving halloween birthday wedding anniver
 # Asking what was chosen ("which airline did we pick?") while the memory says what was done about it
 # ("I booked the KLM flights", "we decided to stay on Airflow").
 _CHOICE = "choose chose chosen pick picked select selected decide decided opted booked settled"
+# Asking where someone stays while the memory names the place booked ("we booked an apartment in Alfama").
+_LODGING = "hotel hostel apartment airbnb villa cabin guesthouse motel resort rented booked"
 _COUNTRIES = "america usa canada mexico brazil argentina chile peru colombia england britain uk ireland scotland " \
              "france germany spain portugal italy greece netherlands belgium switzerland austria sweden norway " \
              "denmark finland iceland poland russia ukraine turkey egypt morocco kenya nigeria africa india china " \
@@ -92,6 +94,7 @@ CLASSES: dict[str, str] = {
     "choose": _CHOICE, "chose": _CHOICE, "pick": _CHOICE, "picked": _CHOICE, "select": _CHOICE,
     "decide": _CHOICE, "decided": _CHOICE,
     "country": _COUNTRIES, "countries": _COUNTRIES,
+    "stay": _LODGING, "staying": _LODGING, "accommodation": _LODGING, "lodging": _LODGING,
 }
 
 RELATED_WEIGHT = 0.2

@@ -30,6 +30,12 @@ def test_answers_stand_in_for_a_class_word_no_document_holds():
     assert ABSENT_WEIGHT > RELATED_WEIGHT
 
 
+def test_where_someone_stays_looks_for_the_place_booked():
+    extra = related_weights(analyze("where are we staying in Lisbon"))
+    assert extra is not None
+    assert {analyze(word)[0] for word in ("apartment", "hotel", "booked")} <= set(extra)
+
+
 def test_a_question_without_class_words_is_left_alone():
     assert related_weights(analyze("when did Ana paint the harbour")) is None
     assert class_words(analyze("when did Ana paint the harbour")) == set()
