@@ -197,8 +197,9 @@ _PRESENT = frozenset("""live work love like need want think know feel use play h
     get keep spend volunteer paint cook hike swim find look come go do say tell ask help call visit travel train
     practice practise lead manage build learn stay sleep walk drive ride care worry wonder understand""".split())
 _ADVERBS = ("really", "also", "just", "still", "never", "always", "usually", "often", "sometimes", "actually",
-            "totally", "absolutely", "even", "only", "mostly", "rarely", "definitely", "truly")
-_ADVERB = "|".join(_ADVERBS)
+            "totally", "absolutely", "even", "only", "mostly", "rarely", "definitely", "truly", "now",
+            "currently", "no longer", "hardly", "seldom", "mainly")
+_ADVERB = "|".join(a.replace(" ", r"\s+") for a in _ADVERBS)
 _I_VERB = re.compile(rf"\bI((?:\s+(?:{_ADVERB}))*)\s+({'|'.join(sorted(_PRESENT))})\b")
 
 
@@ -213,14 +214,14 @@ def _third_singular(verb: str) -> str:
 
 
 _REPLACEMENTS = (
-    (re.compile(r"\bI'm\b"), "{s} is"),
-    (re.compile(r"\bI've\b"), "{s} has"),
-    (re.compile(r"\bI'll\b"), "{s} will"),
-    (re.compile(r"\bI'd\b"), "{s} would"),
+    (re.compile(r"\bI['’]m\b"), "{s} is"),
+    (re.compile(r"\bI['’]ve\b"), "{s} has"),
+    (re.compile(r"\bI['’]ll\b"), "{s} will"),
+    (re.compile(r"\bI['’]d\b"), "{s} would"),
     (re.compile(r"\bI am\b"), "{s} is"),
     (re.compile(r"\bI was\b"), "{s} was"),
     (re.compile(r"\bI have\b"), "{s} has"),
-    (re.compile(r"\bI don't\b"), "{s} doesn't"),
+    (re.compile(r"\bI don['’]t\b"), "{s} doesn't"),
     (re.compile(r"\bI do not\b"), "{s} does not"),
     (_I_VERB, lambda speaker: lambda m: f"{speaker}{m.group(1)} {_third_singular(m.group(2))}"),
     (re.compile(r"\bI\b"), "{s}"),
@@ -684,6 +685,23 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
     }
 
 
+# A sentence that says the speaker turns to something else ("By the way, I no longer use Notion").
+_TOPIC_SHIFT = re.compile(r"^\W*(?:by\s+the\s+way|btw|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|"
+                          r"unrelated(?:ly)?|separately|another\s+thing|oh,?\s+and|also,?\s+fyi|fyi)\b",
+                          re.IGNORECASE)
+
+
+def _topics(parts: list[str]) -> list[list[str]]:
+    """A message's statements cut where the speaker turns to another topic: a card holds one fact or
+    one change, and a correction said in passing must not be titled by what came before it."""
+    topics: list[list[str]] = []
+    for part in parts:
+        if not topics or _TOPIC_SHIFT.match(part):
+            topics.append([])
+        topics[-1].append(part)
+    return topics
+
+
 def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     target = context.get("target", {})
     messages = [m for m in target.get("messages", []) if m.get("role") != "system"]
@@ -713,16 +731,17 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 # A short answer needs its question to make sense on its own.
                 sources.insert(0, previous["id"])
                 question = previous.get("text")
-            anchor_parts = [p for p in parts if time_for(p, _anchor(message))]
-            if len(anchor_parts) >= 2:
-                rest = [p for p in parts if p not in anchor_parts]
-                for i, part in enumerate(anchor_parts):
-                    group = [part] + (rest if i == 0 else [])
-                    events.append(_card(group, message, speaker, speakers, sources, question, timeline,
-                                        lower_vocab, known, text, events))
-            else:
-                events.append(_card(parts, message, speaker, speakers, sources, question, timeline, lower_vocab, known,
-                                    text, events))
+            for topic in _topics(parts):
+                anchor_parts = [p for p in topic if time_for(p, _anchor(message))]
+                if len(anchor_parts) >= 2:
+                    rest = [p for p in topic if p not in anchor_parts]
+                    for i, part in enumerate(anchor_parts):
+                        group = [part] + (rest if i == 0 else [])
+                        events.append(_card(group, message, speaker, speakers, sources, question, timeline,
+                                            lower_vocab, known, text, events))
+                else:
+                    events.append(_card(topic, message, speaker, speakers, sources, question, timeline, lower_vocab,
+                                        known, text, events))
             meant = _meant(parts[0], before, index) if not kin else None
             if meant and not _someone_before(text, parts[0]) and meant not in events[-1]["temporal"]["participants"]:
                 events[-1]["temporal"]["participants"].append(meant)

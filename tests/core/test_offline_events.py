@@ -426,6 +426,18 @@ def test_third_person_rewrites_every_first_person_form(sentence):
     assert "Ana" in third_person(sentence, "Ana").replace("Ana and", "")
 
 
+@pytest.mark.parametrize("sentence, rewritten", [
+    ("I no longer use Notion.", "Ana no longer uses Notion."),
+    ("I now live in Oslo.", "Ana now lives in Oslo."),
+    ("I’m leaving tomorrow.", "Ana is leaving tomorrow."),  # a typographic apostrophe is the same word
+    ("I’ve got to share these.", "Ana has got to share these."),
+    ("I’ll send you the recipes.", "Ana will send you the recipes."),
+    ("But I don’t remember.", "But Ana doesn't remember."),
+])
+def test_third_person_agrees_after_adverbs_and_either_apostrophe(sentence, rewritten):
+    assert third_person(sentence, "Ana") == rewritten
+
+
 def test_third_person_leaves_a_sentence_without_first_person_words_alone():
     assert third_person("Mimi met Ben at the museum in Rome.", "Ana") == "Mimi met Ben at the museum in Rome."
 
@@ -469,6 +481,18 @@ def test_a_dated_cancellation_ends_the_card_of_its_day():
     said = "The vet clinic called, Dr. Visser is ill on Thursday so the follow-up is cancelled."
     assert _superseded(said, timeline) == [[4]]
     assert _superseded(said, timeline[1:]) == [[5]]  # with no card of that day, the one sharing most
+
+
+def test_a_statement_after_by_the_way_is_a_card_of_its_own():
+    timeline = [_item(5, "Caroline", "Caroline found duplicate orders in the orders table."),
+                _item(6, "Caroline", "Caroline keeps her notes in Notion.")]
+    text = ("I need to write the postmortem for the duplicate orders table. "
+            "By the way, I no longer keep my notes in Notion, I switched to Obsidian.")
+    cards = extract_events_offline(_context([("user", "Caroline", text)], timeline))["events"]
+    assert [card["title"].split(",")[0] for card in cards] == [
+        "Caroline needs to write the postmortem for the duplicate orders table.", "By the way"]
+    assert [card["temporal"].get("supersedes_event_ids") for card in cards] == [None, [6]]
+    assert all(card["source_message_ids"] == [1] for card in cards)
 
 
 def test_advice_to_someone_else_corrects_nothing_they_said():
