@@ -352,6 +352,9 @@ _DAY = r"(?P<d>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?P<y>(?:19|20)\d\d|2100)(?!\d)"
 _WEEKDAY_NAMES = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 _WEEKDAY = r"(?P<wd>" + "|".join(_WEEKDAY_NAMES) + r")"
+# The names the rules read, for readers that must tell a date's words from a statement's subject.
+WEEKDAY_WORDS = tuple(_WEEKDAY_NAMES)
+MONTH_WORDS = tuple(_MONTH_NAMES)
 # "on Tuesday, March 3rd": the weekday names the date beside it, and is read with it (on its own,
 # "on Tuesday" would be the coming Tuesday).
 _WEEKDAY_LEAD = r"(?:(?:on\s+)?(?:" + "|".join(_WEEKDAY_NAMES) + r"),?\s+)?"

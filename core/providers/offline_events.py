@@ -32,7 +32,7 @@ from core.text import (
     without_time_zones,
     words,
 )
-from core.timeparse import find_time_mentions
+from core.timeparse import MONTH_WORDS, WEEKDAY_WORDS, find_time_mentions
 from core.timeutil import parse_timestamp
 
 _GREETING = re.compile(
@@ -150,13 +150,13 @@ _CHANGE_CUE = CaselessPattern(
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
-_WHEN_OR_CHANGE = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays "
-    "saturdays sundays january february march april june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec weekend weekends tomorrow yesterday tonight morning "
-    "mornings afternoon afternoons evening evenings night next last weeks months years days "
-    "moved move moving moves changed change changes switched switch instead cancelled canceled cancel "
-    "postponed rescheduled update updated now anymore longer".split())
+_WHEN_OR_CHANGE = frozenset([
+    *WEEKDAY_WORDS, *(day + "s" for day in WEEKDAY_WORDS),
+    # "may" stays a word of subject: as a verb it is too common to pass over.
+    *(month for month in MONTH_WORDS if month != "may"),
+    *"""weekend weekends tomorrow yesterday tonight morning mornings afternoon afternoons evening evenings night
+    next last weeks months years days moved move moving moves changed change changes switched switch instead
+    cancelled canceled cancel postponed rescheduled update updated now anymore longer""".split()])
 _DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
 # What was moved: "we moved the Atlas launch to March 17", "the follow-up has been postponed". Its last word
 # names the thing (launch, follow-up); an earlier card of the same speaker dating one is the plan it moves.
