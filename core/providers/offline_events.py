@@ -147,6 +147,10 @@ _CHANGE_CUE = CaselessPattern(
     r"改成|改为|不再|取消",
     needles=("more", "longer", "switched", "instead", "changed", "now ", "resched", "postpon", "cancel", "correction",
              "moved", "turns out"))
+# A statement that advises the listener: "You can use margarine instead of butter", "Try oat milk instead".
+# (Not a bare imperative: "Use Markdown instead of Notion", said to an assistant, changes a standing request.)
+_ADVICE = re.compile(r"^\W*(?:(?:and|but|so|also|maybe|perhaps)\W+)*(?:you\s+(?:can|could|should|might|may|"
+                     r"need\s+to|have\s+to|must|['’]d\s+better)|try)\b", re.IGNORECASE)
 _GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
@@ -643,10 +647,14 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
     if temporal["status"] == "unknown" and mentioned and str(time.get("happened_start") or "")[:10] > mentioned:
         # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
         temporal["status"] = "planned"
+    changing = ""
     if _CHANGE_CUE.found_in(joined):
         # Only the statements that say something changed: "I need to write the postmortem for the duplicate
         # orders. By the way, I no longer use Notion" corrects the notes app, not the duplicate orders.
-        changing = " ".join(p for p in parts if _CHANGE_CUE.found_in(p)) or joined
+        # Advice ("You can use coconut oil instead of butter") changes nothing of the speaker's own.
+        cued = [p for p in parts if _CHANGE_CUE.found_in(p)]
+        changing = " ".join(p for p in cued if not _ADVICE.match(p)) if cued else joined
+    if changing:
         said = set(_content_words(changing))
         replaced = replaced_words(changing)
         moved = moved_thing(changing)

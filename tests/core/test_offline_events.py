@@ -501,6 +501,14 @@ def test_advice_to_someone_else_corrects_nothing_they_said():
                        timeline, speaker="Melanie") == [None]
 
 
+def test_advice_to_the_listener_corrects_nothing_of_the_speakers_own():
+    timeline = [_item(5, "Melanie", "Melanie loves dairy-free desserts and teaches people to make dairy-free cakes.")]
+    said = "You can use dairy-free margarine or coconut oil instead of butter in dairy-free cakes."
+    assert _superseded(said, timeline, speaker="Melanie") == [None]
+    assert _superseded("I use coconut oil instead of butter in my dairy-free cakes now.", timeline,
+                       speaker="Melanie") == [[5]]  # said of herself, it does
+
+
 @pytest.mark.parametrize("text, cue", [
     ("Any more tips for dairy-free baking?", False),
     ("I can't wait to see how it turns out!", False),
