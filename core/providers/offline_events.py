@@ -151,7 +151,9 @@ _CHANGE_CUE = CaselessPattern(
 # (Not a bare imperative: "Use Markdown instead of Notion", said to an assistant, changes a standing request.)
 _ADVICE = re.compile(r"^\W*(?:(?:and|but|so|also|maybe|perhaps)\W+)*(?:you\s+(?:can|could|should|might|may|"
                      r"need\s+to|have\s+to|must|['’]d\s+better)|try)\b", re.IGNORECASE)
-_GENERIC = frozenset("time day week month year today people thing things lot kind stuff".split())
+_GENERIC = frozenset("""time day week month year today people thing things lot kind stuff
+    important hard tough difficult easy great good bad nice awesome amazing fun exciting happy sad glad proud
+    rewarding special cool""".split())  # nor do words that judge: "so hard", "such an important part"
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
 _WHEN_OR_CHANGE = frozenset([

@@ -458,6 +458,12 @@ def test_sharing_only_dates_and_words_of_change_corrects_nothing():
     assert _superseded("The demo moved too: it is on Tuesday, March 10 instead of the 12th.", timeline) == [None]
 
 
+def test_sharing_only_words_that_judge_corrects_nothing():
+    timeline = [_item(5, "Caroline", "It's important to Caroline to put her words into action. It can be hard.")]
+    said = "Max was such an important part of our family and it's so hard to think he's not here anymore."
+    assert _superseded(said, timeline) == [None]
+
+
 def test_naming_the_old_value_corrects_the_card_that_holds_it():
     timeline = [_item(5, "Caroline", "The weekly sync is on Thursdays at 10:00."),
                 _item(6, "Caroline", "Lunch with Ana on Friday at 12:30.")]
