@@ -32,6 +32,14 @@ _PRONOUNS = frozenset(
     我 你 您 他 她 它 我们 你们 他们 她们 用户 助手 系统""".split()
 )
 
+# Peoples and regions as adjectives ("Irish music", "Canadian Rockies"): capitalised, never a person. (The
+# event reader keeps them: "German Shepherd" is one name there, a breed here.)
+_DEMONYMS = frozenset("""American British English Irish Scottish Welsh Canadian Mexican Brazilian Argentinian
+    Chilean Peruvian Colombian Cuban Caribbean Dutch Belgian French German Swiss Austrian Italian Spanish
+    Portuguese Greek Turkish Polish Czech Hungarian Swedish Norwegian Danish Finnish Icelandic Nordic
+    Scandinavian Russian Ukrainian Egyptian Moroccan Kenyan Nigerian African Ethiopian Israeli Persian Iranian
+    Arab Arabic Indian Pakistani Chinese Japanese Korean Thai Vietnamese Filipino Indonesian Asian Australian
+    European Mediterranean Latin Celtic Hawaiian Texan Midwestern""".split())
 # Capitalised words that never start or end an entity name.
 _NOT_NAMES = frozenset(
     """I I'm I've I'd I'll The A An This That These Those My Our Your His Her Their Its We You He She They It
@@ -39,6 +47,7 @@ _NOT_NAMES = frozenset(
     August September October November December Today Tomorrow Yesterday Tonight Christmas Easter Halloween Valentine
     Thanksgiving New Year Mr Mrs Ms Dr And Or But So Then When While If Also Just Mom Dad
     English Chinese Spanish French German Japanese Korean Italian Portuguese Russian Arabic Hindi""".split()
+    + list(_DEMONYMS)
 )
 
 _KNOWN_PLACES = (
@@ -164,6 +173,7 @@ _PLACE_NOUNS = (
     "Palace", "Park", "Street", "Station", "Airport", "Museum", "Beach", "Lake", "River", "Bridge", "Square",
     "Market", "Castle", "Tower", "Cathedral", "Church", "Gardens", "Garden", "Island", "Islands", "Mountain",
     "Mountains", "Valley", "Bay", "Avenue", "Road", "Harbour", "Harbor", "Canal", "Forest", "Hill", "Hills",
+    "County", "Falls", "Trail", "Canyon", "Crossing", "District",
 )
 _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS)}))\b")
 # "Quinta da Regaleira", "Chafariz do Dentro": one name with a lower-case particle inside.
@@ -252,6 +262,21 @@ _THING_NOUNS = ("tournament|tournaments|game|games|match|league|series|show|show
 _THING_RE = re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
                        rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
                        rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]")
+# A place or thing a sentence names by what it is: "Woodhaven, a small town in the Midwest", "my old area,
+# West County", "a location called Whispering Falls", "the game was called Counter-Strike", "king of Gondor";
+# an event's name: "the Pride fest".
+_PLACE_KINDS = "town|city|village|hometown|suburb|county|state|country|region|district|neighbou?rhood|area|island"
+_NAMED_AS_RE = re.compile(
+    rf"\b({_CAPS}),\s+(?:a|an|the|my|our|his|her|their)\s+(?:(?:small|little|big|tiny|quiet|beautiful|lovely|"
+    rf"charming|old|historic|coastal|seaside|mountain|rural|remote|nearby)\s+){{0,2}}(?:{_PLACE_KINDS})\b"
+    rf"|\b(?:{_PLACE_KINDS}),\s+({_CAPS})(?=\s*[,.!?;)]|\s+too\b|\s*$)"
+    rf"|\b(?:location|place|spot|area|park|trail|beach|lake|{_PLACE_KINDS}|(?i:{_THING_NOUNS}))\s+"
+    rf"(?:(?:is|was)\s+)?(?:called|named)\s+({_CAPS})"
+    rf"|\b(?:king|queen|prince|princess|lord|lady|duke|emperor|ruler|mayor|governor)\s+of\s+(?:the\s+)?({_CAPS})"
+    rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b")
+# A title in quotes, small words and all: '"A Dance with Dragons"' names a book, not its words' people.
+_QUOTED_TITLE_RE = re.compile(
+    rf"[‘\"“]((?:{_NAME})(?:\s+(?:{_NAME}|of|the|a|an|and|with|in|on|to|for|at|from|by)){{1,8}})[’\"”]")
 # Capitalised words joined by "of (the)": titles and places ("Lord of the Rings", "Cliffs of Moher",
 # "Bank of America"), whose parts are no people.
 _TITLE_OF_RE = re.compile(rf"\b({_NAME})\s+of\s+(?:the\s+)?({_NAME})")
@@ -1343,6 +1368,11 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
                     keys.update(_key(_clean_name(part)) for part in [name, *name.split()])
         for m in _THING_OBJECT_RE.finditer(text):
             keys.add(_key(_clean_name(m.group(1))))  # "played Catan", "bought Nike shoes": a game, a brand
+        for m in _NAMED_AS_RE.finditer(text):
+            # "Counter-Strike": a reader may have cut the name at its hyphen
+            keys.update(_key(_clean_name(part)) for name in m.groups() if name for part in [name, *name.split("-")])
+        for m in _QUOTED_TITLE_RE.finditer(text):
+            keys.update(_key(_clean_name(part)) for part in [m.group(1), *m.group(1).split()] if part[:1].isupper())
         for m in _TITLE_OF_RE.finditer(text):
             keys.update({_key(m.group(1)), _key(m.group(2))})  # "Game of Thrones", "Cliffs of Moher": a title or place
         for m in _TEAM_RE.finditer(text):
@@ -1406,8 +1436,8 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
             return False  # "the Night Watch", "a Golden Globe": full names take no article
         return not any(w in _NOT_NAMES for w in words if w.rstrip(".") not in ABBREVIATIONS)
     word = words[0]
-    if word in _NOT_NAMES or (word.endswith("s") and word[:-1] in _NOT_NAMES):
-        return False
+    if word in _NOT_NAMES or (word.endswith("s") and word[:-1] in _NOT_NAMES) or word.casefold() in _ROLE_NOUNS:
+        return False  # "a fellow Chef": a role, not a name
     if re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text):
         return False  # "team" in lower case: a common word, not a name
     spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text)]

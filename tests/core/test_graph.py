@@ -1158,6 +1158,20 @@ def test_offline_does_not_take_an_itinerary_stop_for_a_person():
     ("The train from Utrecht was late for Ivy.", ["Assistant", "Utrecht", "Ivy"], {"Utrecht"}),
     # "à Brás" names a dish's style, not a person.
     ("Try bacalhau à Brás with Ivy.", ["Assistant", "Brás", "Ivy"], {"Brás"}),
+    # A name the sentence says is a place, a thing or an event; a people's adjective; a role.
+    ("Ivy went to Woodhaven, a small town in the Midwest.", ["Assistant", "Woodhaven", "Ivy"], {"Woodhaven"}),
+    ("Ivy wants to fix up her old area, West County, too.", ["Assistant", "Ivy", "West County"], {"West County"}),
+    ("Ivy took this photo at a location called Whispering Falls.", ["Assistant", "Ivy", "Whispering Falls"],
+     {"Whispering Falls"}),
+    ("The game was called Counter-Strike: Global Offensive, and Ivy had a blast.",
+     ["Assistant", "Counter", "Strike", "Ivy"], {"Counter", "Strike"}),
+    ("Aragorn went from a ranger to king of Gondor, Ivy says.", ["Assistant", "Aragorn", "Gondor", "Ivy"], {"Gondor"}),
+    ("Ivy loved the Pride fest last year.", ["Assistant", "Pride", "Ivy"], {"Pride"}),
+    ('Ivy just finished "A Dance with Dragons" and loved it.', ["Assistant", "Dance", "Dragons", "Ivy"],
+     {"Dance", "Dragons"}),
+    ("Ivy is going to stay in Galway, it's great for Irish music.", ["Assistant", "Galway", "Irish", "Ivy"],
+     {"Irish"}),
+    ("A fellow Chef in the kitchen, like Ivy, is a great help.", ["Assistant", "Chef", "Ivy"], {"Chef"}),
 ])
 def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, participants, not_people):
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
@@ -1167,6 +1181,18 @@ def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, par
     assert "Ivy" in people or "Ivy" not in participants  # the real person next to them still is one
     if "Castle" in not_people:
         assert ("São Jorge Castle", "place") in {(n["name"], n["type"]) for n in proposal["nodes"]}
+
+
+@pytest.mark.parametrize("summary", [
+    "We visited Ana, a friend from my hometown, with Ivy.",
+    "I love this city, Ana said to Ivy.",
+    "We saw Ana at the festival with Ivy.",
+])
+def test_a_person_beside_words_of_places_is_still_a_person(summary):
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": summary, "quotes": [], "participants": ["Assistant", "Ana", "Ivy"],
+         "temporal": {}}]})
+    assert {"Ana", "Ivy"} <= {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
 
 
 def test_an_undated_statement_begins_when_it_was_said_not_when_its_event_happened(store):
