@@ -273,7 +273,9 @@ _NAMED_AS_RE = re.compile(
     rf"|\b(?:location|place|spot|area|park|trail|beach|lake|{_PLACE_KINDS}|(?i:{_THING_NOUNS}))\s+"
     rf"(?:(?:is|was)\s+)?(?:called|named)\s+({_CAPS})"
     rf"|\b(?:king|queen|prince|princess|lord|lady|duke|emperor|ruler|mayor|governor)\s+of\s+(?:the\s+)?({_CAPS})"
-    rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b")
+    rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b"
+    # every name of a list a thing noun introduces: "brands like Nike and Under Armour"
+    rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)")
 # A title in quotes, small words and all: '"A Dance with Dragons"' names a book, not its words' people.
 _QUOTED_TITLE_RE = re.compile(
     rf"[‘\"“]((?:{_NAME})(?:\s+(?:{_NAME}|of|the|a|an|and|with|in|on|to|for|at|from|by)){{1,8}})[’\"”]")
@@ -1369,8 +1371,10 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
         for m in _THING_OBJECT_RE.finditer(text):
             keys.add(_key(_clean_name(m.group(1))))  # "played Catan", "bought Nike shoes": a game, a brand
         for m in _NAMED_AS_RE.finditer(text):
-            # "Counter-Strike": a reader may have cut the name at its hyphen
-            keys.update(_key(_clean_name(part)) for name in m.groups() if name for part in [name, *name.split("-")])
+            # each name of a list, and the pieces of "Counter-Strike" (a reader may have cut it at its hyphen)
+            for name in filter(None, m.groups()):
+                pieces = re.split(r",\s+|,?\s+(?:and|or)\s+|-", name)
+                keys.update(_key(_clean_name(part)) for part in [name, *pieces, *(w for p in pieces for w in p.split())])
         for m in _QUOTED_TITLE_RE.finditer(text):
             keys.update(_key(_clean_name(part)) for part in [m.group(1), *m.group(1).split()] if part[:1].isupper())
         for m in _TITLE_OF_RE.finditer(text):
@@ -1442,6 +1446,8 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
         return False  # "team" in lower case: a common word, not a name
     spots = [m.start() for m in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text)]
     if not spots:
+        if re.search(rf"(?<![\w-]){re.escape(word)}-[a-z]|\b[a-z][\w]*-{re.escape(word)}(?![\w-])", text):
+            return False  # only inside "Middle-earth", "e-Bay": a piece of a word, not of a name ("Jean-Luc")
         return first  # not in the text: the first participant is the speaker
     for at in spots:
         if _NOT_BEFORE_PERSON.search(text[:at]):

@@ -1172,6 +1172,9 @@ def test_offline_does_not_take_an_itinerary_stop_for_a_person():
     ("Ivy is going to stay in Galway, it's great for Irish music.", ["Assistant", "Galway", "Irish", "Ivy"],
      {"Irish"}),
     ("A fellow Chef in the kitchen, like Ivy, is a great help.", ["Assistant", "Chef", "Ivy"], {"Chef"}),
+    ("It's a map of Middle-earth, Ivy says.", ["Assistant", "Middle", "Ivy"], {"Middle"}),  # a piece of a word
+    ("Ivy is considering brands like Nike and Under Armour.", ["Assistant", "Ivy", "Nike", "Armour"],
+     {"Nike", "Armour"}),
 ])
 def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, participants, not_people):
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
@@ -1193,6 +1196,13 @@ def test_a_person_beside_words_of_places_is_still_a_person(summary):
         {"id": 1, "title": "", "summary": summary, "quotes": [], "participants": ["Assistant", "Ana", "Ivy"],
          "temporal": {}}]})
     assert {"Ana", "Ivy"} <= {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+
+
+def test_a_name_cut_at_a_hyphen_between_capitals_is_still_a_person():
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "Jean-Luc came over with Ivy.", "quotes": [],
+         "participants": ["Assistant", "Jean", "Ivy"], "temporal": {}}]})
+    assert {"Jean", "Ivy"} <= {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
 
 
 def test_an_undated_statement_begins_when_it_was_said_not_when_its_event_happened(store):
