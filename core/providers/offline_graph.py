@@ -1494,6 +1494,28 @@ def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known
     return people
 
 
+def _placed_elsewhere(events: list[dict[str, Any]], texts: dict[int, list[str]], not_people: set[str],
+                      known: set[str], speakers: set[str], mentions: Any) -> set[str]:
+    """Keys of the batch's would-be people that what other events say shows to be no people: the
+    batch's own sentences may not tell ("KLM from Schiphol at 07:40") where another event does
+    ("the taxi to Schiphol"). Asked once a name, only for a name that is no known person."""
+    out: set[str] = set()
+    asked: set[str] = set()
+    for event in events:
+        joined = "\n".join(texts[event["id"]])
+        for name in _candidates(event, speakers):
+            key = _key(name)
+            if key in asked or key in known or key in not_people:
+                continue
+            asked.add(key)
+            if not _looks_like_person(name, joined, not_people):
+                continue
+            elsewhere = [{"id": 0, "title": "", "summary": text, "quotes": []} for text in mentions(name)]
+            if elsewhere and key in _not_people(elsewhere, []):
+                out.add(key)
+    return out
+
+
 def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
     """A GRAPH_SCHEMA proposal from the context's events, by deterministic rules."""
     builder = _Builder()
@@ -1507,6 +1529,8 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
         for name in [n.get("name"), *(n.get("aliases") or [])] if isinstance(name, str)
     ]
     known = {_key(n) for n in context_people} | speakers
+    if callable(context.get("mentions")):
+        not_people |= _placed_elsewhere(events, texts, not_people, known, speakers, context["mentions"])
     first_pass = [p for e in events for p in _people(e, texts[e["id"]], not_people, known, speakers)]
     known |= {_key(p) for p in first_pass}
     people = {e["id"]: _people(e, texts[e["id"]], not_people, known, speakers) for e in events}

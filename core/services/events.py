@@ -754,15 +754,34 @@ def correction_lookup(namespace_id: int, text: str, *, exclude_block: int | None
     return [_timeline_item(e) for e in _best_live(namespace_id, terms, CORRECTION_LOOKUP_LIMIT, exclude_block)]
 
 
-def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: int | None) -> list[Event]:
-    """The ``limit`` live events (outside ``exclude_block``) that score best for ``terms``, best first."""
+NAME_MENTIONS_LIMIT = 3
+
+
+def name_mentions(namespace_id: int, name: str, exclude: Iterable[int] = ()) -> list[str]:
+    """What other live events say with ``name`` in it (title and summary of the best
+    ``NAME_MENTIONS_LIMIT`` by BM25, none of ``exclude``): the offline graph projector reads them
+    when its batch alone cannot tell whether a name is a person ("KLM from Schiphol" beside
+    "the taxi to Schiphol" said elsewhere)."""
+    from core.search.analyze import analyze
+
+    skip = set(exclude)
+    terms = list(dict.fromkeys(analyze(name)))
+    found = _best_live(namespace_id, terms, NAME_MENTIONS_LIMIT, None, skip)
+    return [f"{e.title}\n{e.summary}" for e in found]
+
+
+def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: int | None,
+               exclude: set[int] = frozenset()) -> list[Event]:
+    """The ``limit`` live events (outside ``exclude_block`` and ``exclude``) that score best for
+    ``terms``, best first."""
     from core.search.index import bm25_top_kept
 
     if not terms:
         return []
     # Ids first: hydrating the events to keep eight was most of the cost.
     ids = bm25_top_kept("event", namespace_id, terms, limit,
-                        lambda found: live_event_ids(found, namespace_id, exclude_block))
+                        lambda found: live_event_ids([i for i in found if i not in exclude], namespace_id,
+                                                     exclude_block))
     by_id = {e.id: e for e in _EVENTS.rows(ids)} if ids else {}
     return [by_id[i] for i in ids if i in by_id]
 

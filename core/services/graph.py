@@ -972,8 +972,13 @@ def _context_value(value: Any) -> Any:
     return _clip(str(value), CONTEXT_VALUE_CHARS)
 
 
-def projection_context(job_id: int | None, namespace_id: int, events: Sequence[Event]) -> dict[str, Any]:
-    """What the projector sees: the events and the visible nodes and edges they likely touch."""
+def projection_context(job_id: int | None, namespace_id: int, events: Sequence[Event], *,
+                       mentions: bool = False) -> dict[str, Any]:
+    """What the projector sees: the events and the visible nodes and edges they likely touch.
+
+    With ``mentions`` (a provider that reads its context in process), ``context["mentions"]`` is
+    a function from a name to what other live events say with it (``name_mentions``), asked only
+    for the names the batch cannot place."""
     candidates = _related_nodes(namespace_id, events)
     views = _context_views(candidates)
     chosen = [views[n.id] for n in candidates if n.id in views and views[n.id].visible][:CONTEXT_NODES]
@@ -1001,7 +1006,7 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
                     "relation": edge.relation,
                     "status": edge.status,
                 })
-    return {
+    context = {
         "job_id": job_id,
         "projector_version": PROJECTOR_VERSION,
         "events": [_event_item(e) for e in events],
@@ -1009,6 +1014,12 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
         "edges": list(edges.values()),
         "speakers": _speakers(events),
     }
+    if mentions:
+        from core.services.events import name_mentions
+
+        batch = [e.id for e in events]
+        context["mentions"] = lambda name: name_mentions(namespace_id, name, batch)
+    return context
 
 
 _SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker, Message.role).distinct().join(
@@ -1049,7 +1060,8 @@ def propose_projection(job: Job, provider: Any) -> tuple[list[int], dict[str, An
         events.extend(_LIVE_BATCH_EVENTS.rows(list(part), job.namespace_id))
     proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
     if events:
-        proposal = provider.project_graph(projection_context(job.id, job.namespace_id, events))
+        proposal = provider.project_graph(projection_context(
+            job.id, job.namespace_id, events, mentions=getattr(provider, "reads_context_lazily", False)))
         if not isinstance(proposal, dict):
             raise ProviderOutputError("graph projection result is not an object")
     return batch, proposal

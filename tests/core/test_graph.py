@@ -1198,6 +1198,32 @@ def test_a_person_beside_words_of_places_is_still_a_person(summary):
     assert {"Ana", "Ivy"} <= {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
 
 
+def test_a_name_the_batch_cannot_place_is_read_in_what_other_events_say():
+    batch = {"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "KLM from Schiphol at 07:40, with Ivy.", "quotes": [],
+         "participants": ["Assistant", "Schiphol", "Ivy"], "temporal": {}}]}
+    people = {n["name"] for n in project_graph_offline(batch)["nodes"] if n["type"] == "person"}
+    assert "Schiphol" in people  # alone, the batch cannot tell
+    asked = []
+    told = {"Schiphol": ["Book the taxi to Schiphol for 05:30."], "Ivy": ["Ivy went to the zoo with Maya."]}
+    placed = project_graph_offline({**batch, "mentions": lambda name: asked.append(name) or told.get(name, [])})
+    people = {n["name"] for n in placed["nodes"] if n["type"] == "person"}
+    assert "Schiphol" not in people and "Ivy" in people
+    assert sorted(asked) == ["Ivy", "Schiphol"]  # once a name, and never a speaker or a known person
+
+
+def test_projection_context_offers_other_events_mentions_to_an_in_process_provider(store):
+    taxi = _event("Taxi booked", "Book the taxi to Schiphol for 05:30.", participants=["Maya", "Schiphol"])
+    trip = _event("Flights", "KLM from Schiphol at 07:40.", participants=["Maya", "Schiphol"])
+    _event("Zoo", "Ivy went to the zoo.", participants=["Ivy"])
+    events = list(Event.select().where(Event.id == trip))
+    assert "mentions" not in projection_context(None, _ns_id(), events)  # a model provider gets plain data
+    mentions = projection_context(None, _ns_id(), events, mentions=True)["mentions"]
+    said = mentions("Schiphol")
+    assert len(said) == 1 and "taxi to Schiphol" in said[0]  # the batch's own event is not repeated
+    assert mentions("Lisbon") == [] and taxi != trip
+
+
 def test_a_name_cut_at_a_hyphen_between_capitals_is_still_a_person():
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": "Jean-Luc came over with Ivy.", "quotes": [],
