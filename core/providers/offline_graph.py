@@ -274,6 +274,8 @@ _NAMED_AS_RE = re.compile(
     rf"(?:(?:is|was)\s+)?(?:called|named)\s+({_CAPS})"
     rf"|\b(?:king|queen|prince|princess|lord|lady|duke|emperor|ruler|mayor|governor)\s+of\s+(?:the\s+)?({_CAPS})"
     rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b"
+    # who sponsors or signs a deal is a company: "a deal with Gatorade", "sponsored by Nike"
+    rf"|\b(?:(?:deals?|sponsorships?|endorsements?)\s+(?:with|from)|sponsored\s+by)\s+({_CAPS}(?:\s+and\s+{_CAPS})?)"
     # every name of a list a thing noun introduces: "brands like Nike and Under Armour"
     rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)")
 # A title in quotes, small words and all: '"A Dance with Dragons"' names a book, not its words' people.
@@ -549,7 +551,7 @@ _OBJ_INCOMPLETE = frozenset("""go going be being get getting have having do doin
     try trying meet keep""".split())
 
 _PET_RE = re.compile(
-    r"\b(?:my|our|has\s+a|have\s+a|got\s+a|adopted\s+an?|bought\s+a|rescued\s+a|owns?\s+a)\s+"
+    r"\b(?:my|our|(?:has|have|got|adopted|bought|rescued|owns?)\s+(?:an?|another))\s+"
     r"(?:(?:new|little|pet|rescue|young|old|sweet|adorable)\s+)*"
     r"(?P<pet>guinea\s+pig|dogs?|puppy|cats?|kitten|parrot|hamster|rabbit|bunny|turtle|tortoise|horse|goldfish|"
     r"snake|lizard|ferret|" + "|".join(_DOG_BREEDS) + r")\b(?:(?:\s*,?\s*(?:named|called))?\s+(?P<pname>(?-i:[A-Z][\w'’-]+)))?",

@@ -1128,6 +1128,13 @@ def test_offline_names_a_pet_once():
     assert pets == ["dog Biscuit"]
 
 
+def test_another_pet_named_is_a_pet_of_the_speaker():
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "Maya got another cat named Bailey.", "quotes": [], "participants": ["Maya"],
+         "temporal": {}}]})
+    assert [f["value"] for n in proposal["nodes"] for f in n["facts"] if f["key"] == "has_pet"] == ["cat Bailey"]
+
+
 @pytest.mark.parametrize("name", ["Northwind Freight", "Universal Studios", "Acme Analytics", "Blue Harbor Group"])
 def test_offline_takes_a_company_suffix_for_an_organisation(name):
     """A participant named like a company is an organisation, never a person."""
@@ -1175,6 +1182,9 @@ def test_offline_does_not_take_an_itinerary_stop_for_a_person():
     ("It's a map of Middle-earth, Ivy says.", ["Assistant", "Middle", "Ivy"], {"Middle"}),  # a piece of a word
     ("Ivy is considering brands like Nike and Under Armour.", ["Assistant", "Ivy", "Nike", "Armour"],
      {"Nike", "Armour"}),
+    ("Congrats on those deals with Nike and Gatorade, Ivy!", ["Assistant", "Nike", "Gatorade", "Ivy"],
+     {"Nike", "Gatorade"}),
+    ("We got another cat named Bailey, and Ivy loves her.", ["Assistant", "Bailey", "Ivy"], {"Bailey"}),
 ])
 def test_offline_does_not_take_a_place_part_or_a_thing_for_a_person(summary, participants, not_people):
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
