@@ -246,7 +246,7 @@ def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list
 # How people ask about a one-at-a-time fact besides the words of its key ("what is Maya's job?"
 # asks for her role). Keys not listed are asked about by their own words only.
 _WORK = "work job company employer office"
-_JOB = "job role position title occupation profession"
+_JOB = "job role position title occupation profession work living"  # "what does Tomás do for work?"
 _HOME = "live home city town country based"
 STATE_WORDS = {
     "works_at": _WORK, "works_for": _WORK, "employer": _WORK, "current_job": _JOB, "role": _JOB, "job_title": _JOB,

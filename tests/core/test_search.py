@@ -207,6 +207,8 @@ def test_default_retrieval_answers_what_holds_now_from_the_graph(ns):
     assert text_only[0].message_id not in (said["news:"], said["I'm"])
     # How people ask for a key counts as its words: a job is asked for by "job", not "works_at".
     assert default_retrieval("ns", "What is Maya's job?", limit=1)[0].message_id == said["news:"]
+    for question in ("What does Maya do for a living?", "What does Maya do for work?"):
+        assert "facts" in default_retrieval("ns", question, limit=1)[0].channels, question
 
 
 def test_fact_channel_reads_i_as_the_user_and_who_is_as_an_introduction(ns):
