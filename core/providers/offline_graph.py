@@ -1412,7 +1412,9 @@ _SUBJECT_NEXT = frozenset(
     never always really recently still often usually finally then already now wants wanted loves loved likes
     liked thinks thought feels felt plans planned went got gets made makes took takes decided lives lived works
     worked moved uses used started joined left prefer like love want need have keep think feel live work use go
-    plan hope booked read wrote drove sang ran ate saw""".split()
+    plan hope booked read wrote drove sang ran ate saw met came gave began brought bought built caught chose drew
+    drank found flew forgot grew heard held kept knew lost paid sent showed spoke spent swam taught threw wore
+    won""".split()
 )
 _VERBISH = re.compile(r"^[a-z]+(?:ed|[^s]s)$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;)\]\d\"“”\n-]\s*)$")

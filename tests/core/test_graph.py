@@ -1234,6 +1234,15 @@ def test_projection_context_offers_other_events_mentions_to_an_in_process_provid
     assert mentions("Lisbon") == [] and taxi != trip
 
 
+@pytest.mark.parametrize("summary", ["Ivy met Ana at the festival.", "Ivy taught Ana to swim.",
+                                     "Ivy heard Ana sing."])
+def test_a_name_opening_a_sentence_before_a_past_verb_is_a_person(summary):
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": summary, "quotes": [], "participants": ["Assistant", "Ivy", "Ana"],
+         "temporal": {}}]})
+    assert {"Ivy", "Ana"} <= {n["name"] for n in proposal["nodes"] if n["type"] == "person"}
+
+
 def test_a_name_cut_at_a_hyphen_between_capitals_is_still_a_person():
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": "Jean-Luc came over with Ivy.", "quotes": [],
