@@ -72,6 +72,39 @@ class CaselessPattern:
         return self._blind.search(text) is not None
 
 
+class GatedPattern:
+    """A compiled pattern behind a substring test: every match of it holds one of ``needles``
+    (plain lower-case strings), so ASCII text whose lower-case form holds none is answered at once
+    without running the pattern. For long patterns that may start at every word and rarely
+    match; the answers are the pattern's own (a test compares them on a corpus)."""
+
+    __slots__ = ("regex", "needles")
+
+    def __init__(self, regex: re.Pattern[str], needles: tuple[str, ...]) -> None:
+        if not needles or any(n != n.lower() or not n for n in needles):
+            raise ValueError("needles are non-empty lower-case strings")
+        self.regex = regex
+        self.needles = needles
+
+    def may_match(self, text: str) -> bool:
+        if not text.isascii():  # a few non-ASCII letters fold onto ASCII ones: no shortcut
+            return True
+        lowered = text.lower()
+        return any(needle in lowered for needle in self.needles)
+
+    def finditer(self, text: str, *args: int):
+        return self.regex.finditer(text, *args) if self.may_match(text) else iter(())
+
+    def search(self, text: str, *args: int):
+        return self.regex.search(text, *args) if self.may_match(text) else None
+
+    def match(self, text: str, *args: int):
+        return self.regex.match(text, *args) if self.may_match(text) else None
+
+    def findall(self, text: str, *args: int):
+        return self.regex.findall(text, *args) if self.may_match(text) else []
+
+
 def normalize(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())

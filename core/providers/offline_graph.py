@@ -18,7 +18,7 @@ from typing import Any
 from core.providers.offline_events import (
     DOSE, FEMININE_KIN, MASCULINE_KIN, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
 )
-from core.text import ABBREVIATIONS, NUMBER_WORDS, search_at_end, without_time_zones
+from core.text import ABBREVIATIONS, NUMBER_WORDS, GatedPattern, search_at_end, without_time_zones
 from core.timeparse import might_contain_time
 from core.timeutil import parse_timestamp
 
@@ -149,13 +149,17 @@ _ANY_CASE_TOOL_RE = re.compile(
 _TOOL_CANON = {t.casefold(): t for t in _KNOWN_TOOLS}
 _PLACE_CANON = {p.casefold(): p for p in _KNOWN_PLACES}
 
-_LIVE_RE = re.compile(rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})")
+# Patterns that may start at every word but hold one of a few words are gated by them (GatedPattern).
+_LIVE_RE = GatedPattern(re.compile(
+    rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})"),
+    ("liv", "based", "settled", "resid"))
 _LIVED_RE = re.compile(rf"\blived\s+in\s+({_CAPS})")
-_MOVE_RE = re.compile(rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})")
+_MOVE_RE = GatedPattern(re.compile(
+    rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})"), ("mov", "relocat"))
 # A residence left: "moved out of Berlin", "relocated from Berlin to Oslo" (Oslo is the new one).
-_MOVE_FROM_RE = re.compile(
+_MOVE_FROM_RE = GatedPattern(re.compile(
     rf"\b(?:moved|moving|moves|move|relocated|relocating|relocates|relocate)\s+(?:out\s+of|away\s+from|from)\s+"
-    rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?")
+    rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?"), ("mov", "relocat"))
 _VISIT_RE = re.compile(
     rf"\b(?:visit|visits|visited|visiting|toured|trip\s+to|travel(?:l?ed|l?ing|s)?\s+to|flew\s+to|fly\s+to|"
     rf"flying\s+to|heading\s+to|headed\s+to|vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
@@ -214,17 +218,17 @@ _ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Ban
                  "Ventures|Media|Studios|Airlines|Motors|Insurance|Analytics|Robotics|Holdings|Industries")
 _ORG_SUFFIX_RE = re.compile(rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+({_ORG_SUFFIXES})\b\.?")
 _ORG_SUFFIX_WORDS = frozenset(_ORG_SUFFIXES.split("|"))
-_UNIVERSITY_OF_RE = re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})")
+_UNIVERSITY_OF_RE = GatedPattern(re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})"), ("university",))
 _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
 # An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
 # "quit" only a name with a company suffix or a web address is an employer ("left Acme Inc", "left
 # Booking.com"; "left Paris", "left Maya a note").
-_LEAVE_ORG_RE = re.compile(
+_LEAVE_ORG_RE = GatedPattern(re.compile(
     rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
     rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
     rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
     rf"(?:{_ORG_SUFFIXES})|[A-Z][\w&'’-]*{WEB_SUFFIX})\b"  # a web address names a company too
-)
+), ("resign", "retir", "laid", "fired", "let", "left", "leav", "quit"))
 _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
     rf"(?:at|for|by)\s+(?:the\s+)?(?P<org>{_CAPS})"
@@ -239,10 +243,10 @@ _PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|reti
 
 # Another name someone goes by: "please call me Mia" (a card reads "please call Maya Mia"), "Tomás goes
 # by Tom", "Ivy's nickname is Bean". The other name is an alias of that person, not a second person.
-_GOES_BY_RE = re.compile(
+_GOES_BY_RE = GatedPattern(re.compile(
     rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
     rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
-    rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b")
+    rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b"), ("call", "by", "nickname"))
 
 
 def _goes_by(m: re.Match[str]) -> tuple[str, str]:
@@ -250,23 +254,25 @@ def _goes_by(m: re.Match[str]) -> tuple[str, str]:
     return next((m.group(f"who{i}"), m.group(f"alias{i}")) for i in ("", "2", "3") if m.group(f"who{i}"))
 # What one plays, watches, buys or wears is a thing (a game, a show, a brand), not someone ("played with
 # Max" is someone, and stays out of this).
-_THING_OBJECT_RE = re.compile(
+_THING_OBJECT_RE = GatedPattern(re.compile(
     rf"\b(?i:play|plays|played|playing|watch|watches|watched|watching|binge[ -]?watched|bought|buy|buying|"
     rf"ordered|wear|wears|wearing|wore|drink|drinks|drinking|drank|downloaded|installed)\s+"
-    rf"(?:(?i:a|an|the|some|my|our|his|her|their|new|more|lots\s+of|a\s+lot\s+of)\s+)?({_CAPS})")
+    rf"(?:(?i:a|an|the|some|my|our|his|her|their|new|more|lots\s+of|a\s+lot\s+of)\s+)?({_CAPS})"),
+    ("play", "watch", "bought", "buy", "order", "wear", "wore", "drink", "drank", "download", "install"))
 # A name a thing noun follows or introduces ("a big Valorant tournament", "this game Catan", "brands like
 # Nike", "a town called Woodhaven"), or one in quotes ("'Connected LGBTQ Activists'"), names no one.
 _THING_NOUNS = ("tournament|tournaments|game|games|match|league|series|show|shows|brand|brands|store|shop|café|cafe|"
                 "restaurant|bar|town|city|village|festival|concert|album|song|movie|film|book|novel|band|club|app|"
                 "console|podcast|channel|franchise")
-_THING_RE = re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
+_THING_RE = GatedPattern(re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
                        rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
-                       rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]")
+                       rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]"),
+                       (*_THING_NOUNS.split("|"), "'", '"'))
 # A place or thing a sentence names by what it is: "Woodhaven, a small town in the Midwest", "my old area,
 # West County", "a location called Whispering Falls", "the game was called Counter-Strike", "king of Gondor";
 # an event's name: "the Pride fest".
 _PLACE_KINDS = "town|city|village|hometown|suburb|county|state|country|region|district|neighbou?rhood|area|island"
-_NAMED_AS_RE = re.compile(
+_NAMED_AS_RE = GatedPattern(re.compile(
     rf"\b({_CAPS}),\s+(?:a|an|the|my|our|his|her|their)\s+(?:(?:small|little|big|tiny|quiet|beautiful|lovely|"
     rf"charming|old|historic|coastal|seaside|mountain|rural|remote|nearby)\s+){{0,2}}(?:{_PLACE_KINDS})\b"
     rf"|\b(?:{_PLACE_KINDS}),\s+({_CAPS})(?=\s*[,.!?;)]|\s+too\b|\s*$)"
@@ -277,15 +283,20 @@ _NAMED_AS_RE = re.compile(
     # who sponsors or signs a deal is a company: "a deal with Gatorade", "sponsored by Nike"
     rf"|\b(?:(?:deals?|sponsorships?|endorsements?)\s+(?:with|from)|sponsored\s+by)\s+({_CAPS}(?:\s+and\s+{_CAPS})?)"
     # every name of a list a thing noun introduces: "brands like Nike and Under Armour"
-    rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)")
+    rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)"), (
+    "town", "city", "village", "suburb", "county", "state", "country", "region", "district", "neighbo", "area",
+    "island", "called", "named", "king", "queen", "prince", "lord", "lady", "duke", "emperor", "ruler", "mayor",
+    "governor", "fest", "parade", "month", "deal", "sponsor", "endorsement", "like", "such", "including"))
 # A title in quotes, small words and all: '"A Dance with Dragons"' names a book, not its words' people.
 _QUOTED_TITLE_RE = re.compile(
     rf"[‘\"“]((?:{_NAME})(?:\s+(?:{_NAME}|of|the|a|an|and|with|in|on|to|for|at|from|by)){{1,8}})[’\"”]")
 # Capitalised words joined by "of (the)": titles and places ("Lord of the Rings", "Cliffs of Moher",
 # "Bank of America"), whose parts are no people.
 _TITLE_OF_RE = re.compile(rf"\b({_NAME})\s+of\s+(?:the\s+)?({_NAME})")
-_TEAM_RE = re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b")
-_PROJECT_RE = re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b")
+_TEAM_RE = GatedPattern(re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b"),
+                        ("team", "squad", "group", "department", "crew", "guild"))
+_PROJECT_RE = GatedPattern(re.compile(
+    rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b"), ("project",))
 _WORKS_ON_VERB = re.compile(
     r"\b(?:work(?:s|ed|ing)?\s+on|lead(?:s|ing)?|led|manag(?:e|es|ed|ing)|run(?:s|ning)?|own(?:s|ing)?|"
     r"build(?:s|ing)?|built|start(?:s|ed|ing)?|join(?:s|ed|ing)?|launch(?:es|ed|ing)?|ship(?:s|ped|ping)?|"
@@ -293,13 +304,13 @@ _WORKS_ON_VERB = re.compile(
     re.IGNORECASE,
 )
 
-_USE_RE = re.compile(
+_USE_RE = GatedPattern(re.compile(
     rf"\b(?P<verb>use|uses|using|used|switched\s+to|switching\s+to|switch\s+to|migrated\s+to|migrating\s+to|"
     rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using|"
     # "switched from Jira to Linear": the tool left is ended by _LEFT, the one taken is used
     rf"(?:switch(?:ed|es|ing)?|migrat(?:e|ed|es|ing))\s+(?:over\s+)?from\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+to)\s+"
     rf"(?P<tool>{_CAPS})"
-)
+), ("use", "using", "switch", "migrat", "mov", "tried", "trying", "adopt", "install"))
 # The uses that leave no doubt the object is a thing, not someone ("tried Maria's lasagna",
 # "moved to Denver" do): what they name is kept out of the people.
 _PLAIN_USE = re.compile(r"(?:use|uses|using|used|started\s+using|adopted|adopting|installed|switch\w*|migrat\w*)\b",
@@ -508,9 +519,9 @@ _CAPITALISED_SUBJECTS = frozenset({"english", "french", "german", "spanish", "du
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
 )
-_ROLE_AT_RE = re.compile(
+_ROLE_AT_RE = GatedPattern(re.compile(
     r"\b(?:" + "|".join(sorted(_ROLE_NOUNS)) + rf")\s+(?:at|for|with)\s+(?P<org>{_CAPS})"
-)
+), tuple(sorted(_ROLE_NOUNS)))
 _IN_NAME_RE = re.compile(
     rf"\b(?:in|at|near|via|around|through|outside|inside|into|across)\s+({_NAME}(?:\s+{_NAME})?)(?!['’]s)"
 )
@@ -1376,7 +1387,8 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
             # each name of a list, and the pieces of "Counter-Strike" (a reader may have cut it at its hyphen)
             for name in filter(None, m.groups()):
                 pieces = re.split(r",\s+|,?\s+(?:and|or)\s+|-", name)
-                keys.update(_key(_clean_name(part)) for part in [name, *pieces, *(w for p in pieces for w in p.split())])
+                words = [w for piece in pieces for w in piece.split()]
+                keys.update(_key(_clean_name(part)) for part in [name, *pieces, *words])
         for m in _QUOTED_TITLE_RE.finditer(text):
             keys.update(_key(_clean_name(part)) for part in [m.group(1), *m.group(1).split()] if part[:1].isupper())
         for m in _TITLE_OF_RE.finditer(text):
