@@ -114,7 +114,9 @@ MEDICINE = (r"(?:aspirin|ibuprofen|paracetamol|acetaminophen|naproxen|insulin|me
             r"[a-z]{3,}(?:pril|olol|statin|prazole|oxetine|opram|azepam|azolam|sartan|cillin|mycin|cycline|tidine|"
             r"triptan|lukast|dipine|gliptin|phenidate|triptyline|apine|idone|oxacin|parin|nisone|olone))")
 _SAFETY = CaselessPattern(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|"
-                          rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏")
+                          rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏", needles=(
+    "allerg", "epipen", "medic", "prescri", "diabet", "asthma", "seizure", "emergency", "give", "mg", "mcg",
+    *re.findall(r"[a-z]{3,}", MEDICINE)))  # every word and drug-class ending MEDICINE spells out
 _PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon|"
                       r"needs? to)\b|\w['’]ll\b", re.IGNORECASE)
 # A clause in the present ("Dr. Visser is ill on Thursday") has a tense of its own: it is not read in

@@ -52,3 +52,14 @@ def test_a_gate_takes_only_lower_case_needles():
     gate = GatedPattern(re.compile(r"\bacme\b", re.IGNORECASE), ("acme",))
     assert gate.search("We love ACME") and gate.findall("no match here") == []
     assert gate.may_match("ＡＣＭＥ")  # not ASCII: the pattern decides
+
+
+def test_the_safety_cue_finds_the_same_with_its_needles():
+    from core.providers.offline_events import _SAFETY
+    from core.text import CaselessPattern
+
+    plain = CaselessPattern(_SAFETY.pattern)
+    corpus = _gated_corpus() + ["She takes 20 mg of lisinopril.", "Ivy is on atorvastatin now", "EpiPen in the bag",
+                                "Do not give him ibuprofen.", "a seizure last week", "prescribed Zoloft"]
+    assert [_SAFETY.found_in(t) for t in corpus] == [plain.found_in(t) for t in corpus]
+    assert sum(map(_SAFETY.found_in, corpus)) >= 6
