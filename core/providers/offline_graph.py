@@ -430,8 +430,10 @@ _ALLERGY_RE = re.compile(
     r"|\b(?:has|have|had)\s+(?:an?\s+|a\s+\w+\s+)?(?P<what2>[a-z][a-z -]{1,30}?)\s+allergy\b", re.IGNORECASE)
 _DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "lactose-intolerant",
           "coeliac", "celiac", "diabetic", "halal", "kosher", "teetotal", "sober")
-_DIET_RE = re.compile(rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s+longer|not)\s+)*"
-                      rf"(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
+_DIET_RE = GatedPattern(re.compile(rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s+longer|not)\s+)*"
+                                   rf"(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE),
+                        ("vegetarian", "vegan", "pescatarian", "gluten", "lactose", "coeliac", "celiac", "diabetic",
+                         "halal", "kosher", "teetotal", "sober"))
 # "I'm pescatarian now, not vegetarian", "not vegan anymore": a diet that held and has ended.
 _DIET_LEFT_RE = re.compile(rf"\b(?:not|no\s+longer)\s+(?:a\s+|an\s+)?(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
 _SINCE_NOW = re.compile(r"\b(?:now|anymore|any\s+more|no\s+longer)\b", re.IGNORECASE)
@@ -511,10 +513,11 @@ _OTHER_HOLDER = re.compile(
 _KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
 
 # "Tomás teaches physics": a role named by the subject taught.
-_TEACHES_RE = re.compile(
+_TEACHES_RE = GatedPattern(re.compile(
     rf"(?P<who>{_NAME})\s+(?:teaches|taught|is\s+teaching)\s+(?P<subject>maths|math|mathematics|physics|chemistry|"
     r"biology|science|history|geography|english|french|german|spanish|dutch|latin|music|art|drama|economics|"
-    r"philosophy|computer\s+science|literature|yoga|piano|guitar|swimming)\b(?!\s+(?:to|at\s+home)\b)", re.IGNORECASE)
+    r"philosophy|computer\s+science|literature|yoga|piano|guitar|swimming)\b(?!\s+(?:to|at\s+home)\b)", re.IGNORECASE),
+    ("teach", "taught"))
 _CAPITALISED_SUBJECTS = frozenset({"english", "french", "german", "spanish", "dutch", "latin"})
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
@@ -529,13 +532,13 @@ _IN_NAME_RE = re.compile(
 # ", Tomás prefers chess" after "Maya loves hiking": a capital after a comma opens the next statement
 # (a lower-case word continues a list: "hiking, pottery and jazz").
 _NEXT_STATEMENT = r",\s+(?:and\s+|but\s+)?(?-i:[A-Z])"
-_LIKE_RE = re.compile(
+_LIKE_RE = GatedPattern(re.compile(
     r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
     r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
     r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
     r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+"
     rf"(?P<obj>(?:(?!{_NEXT_STATEMENT})[^.;:!?()\"“”])+)"
-)
+), ("love", "like", "ador", "enjoy", "prefer", "fan"))
 _OBJ_STOP = re.compile(
     rf"{_NEXT_STATEMENT}.*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
     r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",

@@ -18,7 +18,9 @@ def _gated_corpus() -> list[str]:
     texts += [m["content"] for _, batch in conversation(400, seed=5) for m in batch]
     texts += ["Woodhaven, a small town in the Midwest.", "the game was called Counter-Strike", "Ivy's nickname is Bean",
               "We got another cat named Bailey.", "She resigned from Acme Inc.", "'Connected LGBTQ Activists'",
-              "Tomás goes by Tom", "KING OF GONDOR", "Café Central is a café called Landtmann"]
+              "Tomás goes by Tom", "KING OF GONDOR", "Café Central is a café called Landtmann",
+              "Tomás TEACHES physics at a school", "I'm strictly vegetarian now", "Ana is a huge fan of jazz",
+              "We really like the new flat", "she doesn't enjoy crowds", "Tomás taught English in Spain"]
     return [s for text in texts for s in [text, *sentences(text)]]
 
 
