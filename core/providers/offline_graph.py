@@ -304,13 +304,13 @@ _WORKS_ON_VERB = re.compile(
     re.IGNORECASE,
 )
 
-_USE_RE = GatedPattern(re.compile(
+_USE_RE = re.compile(
     rf"\b(?P<verb>use|uses|using|used|switched\s+to|switching\s+to|switch\s+to|migrated\s+to|migrating\s+to|"
     rf"migrate\s+to|moved\s+to|moving\s+to|tried|trying|adopted|adopting|installed|started\s+using|"
     # "switched from Jira to Linear": the tool left is ended by _LEFT, the one taken is used
     rf"(?:switch(?:ed|es|ing)?|migrat(?:e|ed|es|ing))\s+(?:over\s+)?from\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+to)\s+"
     rf"(?P<tool>{_CAPS})"
-), ("use", "using", "switch", "migrat", "mov", "tried", "trying", "adopt", "install"))
+)
 # The uses that leave no doubt the object is a thing, not someone ("tried Maria's lasagna",
 # "moved to Denver" do): what they name is kept out of the people.
 _PLAIN_USE = re.compile(r"(?:use|uses|using|used|started\s+using|adopted|adopting|installed|switch\w*|migrat\w*)\b",
@@ -522,9 +522,9 @@ _CAPITALISED_SUBJECTS = frozenset({"english", "french", "german", "spanish", "du
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
 )
-_ROLE_AT_RE = GatedPattern(re.compile(
+_ROLE_AT_RE = re.compile(
     r"\b(?:" + "|".join(sorted(_ROLE_NOUNS)) + rf")\s+(?:at|for|with)\s+(?P<org>{_CAPS})"
-), tuple(sorted(_ROLE_NOUNS)))
+)
 _IN_NAME_RE = re.compile(
     rf"\b(?:in|at|near|via|around|through|outside|inside|into|across)\s+({_NAME}(?:\s+{_NAME})?)(?!['’]s)"
 )
