@@ -187,11 +187,15 @@ PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la 
 WEB_SUFFIX = r"(?:\.(?:com|io|ai|org|net|co|app|dev))"
 _NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
                    rf"[{_UPPER}][{_LOWER}]+){{0,3}}{WEB_SUFFIX}?\b")
-_NOT_NAMES = frozenset(
+# Words that open a reply ("Yeah, my dogs make me happy"): capitalised, never a name.
+INTERJECTIONS = frozenset(
+    "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Congrats Congratulations "
+    "Haha Lol Omg".split())
+_NOT_NAMES = INTERJECTIONS | frozenset(
     "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
-    "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Just Also What Why How "
+    "Just Also What Why How "
     "Where Who Which Did Do Does Have Has Had Was Were Is Are Am Can Could Would Should Will Let Lets Sounds Good "
-    "Congrats Congratulations Haha Lol Omg Love Really Maybe Definitely Totally Absolutely Exactly Same Monday Tuesday "
+    "Love Really Maybe Definitely Totally Absolutely Exactly Same Monday Tuesday "
     "Wednesday Thursday Friday Saturday Sunday January February March April May June July August September October "
     "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
     "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Nothing Everything Something Anything "

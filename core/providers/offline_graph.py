@@ -16,7 +16,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from core.providers.offline_events import (
-    DOSE, FEMININE_KIN, MASCULINE_KIN, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
+    DOSE, FEMININE_KIN, MASCULINE_KIN, INTERJECTIONS, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
 )
 from core.text import ABBREVIATIONS, NUMBER_WORDS, GatedPattern, search_at_end, without_time_zones
 from core.timeparse import might_contain_time
@@ -47,7 +47,7 @@ _NOT_NAMES = frozenset(
     August September October November December Today Tomorrow Yesterday Tonight Christmas Easter Halloween Valentine
     Thanksgiving New Year Mr Mrs Ms Dr And Or But So Then When While If Also Just Mom Dad
     English Chinese Spanish French German Japanese Korean Italian Portuguese Russian Arabic Hindi""".split()
-    + list(_DEMONYMS)
+    + list(_DEMONYMS) + list(INTERJECTIONS)
 )
 
 _KNOWN_PLACES = (

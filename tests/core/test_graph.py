@@ -1128,6 +1128,13 @@ def test_offline_names_a_pet_once():
     assert pets == ["dog Biscuit"]
 
 
+def test_a_reply_word_before_my_dogs_names_no_dog():
+    proposal = project_graph_offline({"speakers": ["Maya"], "events": [
+        {"id": 1, "title": "", "summary": "Yeah, my dogs make Maya really happy. Rex, our dog, agrees.", "quotes": [],
+         "participants": ["Maya"], "temporal": {}}]})
+    assert [f["value"] for n in proposal["nodes"] for f in n["facts"] if f["key"] == "has_pet"] == ["dog Rex"]
+
+
 def test_another_pet_named_is_a_pet_of_the_speaker():
     proposal = project_graph_offline({"speakers": ["Maya"], "events": [
         {"id": 1, "title": "", "summary": "Maya got another cat named Bailey.", "quotes": [], "participants": ["Maya"],
