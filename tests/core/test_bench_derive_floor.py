@@ -31,13 +31,20 @@ def test_replayed_answers_derive_the_same_store_and_are_timed_apart(tmp_path):
     assert 0 < report["rules_share_of_derivation"] <= 1
     assert report["rules_replayed"]["derive_only_msgs_per_s"] > 0
     assert {"with rules", "rules replayed"} <= set(seen)
+    assert not list(tmp_path.glob("*.tape"))  # the recorded answers are not left behind
 
 
-def test_a_replay_asked_something_else_stops_at_once():
-    recorder = RecordingProvider()
-    recorder.summarize_block([{"role": "user", "text": "We decided to ship on Friday.", "speaker": "Ann"}])
-    replay = ReplayingProvider(recorder.tape)
+def test_a_replay_gives_back_what_was_recorded_and_stops_at_anything_else():
+    import io
+
+    tape = io.BytesIO()
+    recorder = RecordingProvider(tape)
+    said = recorder.summarize_block([{"role": "user", "text": "We decided to ship on Friday.", "speaker": "Ann"}])
+    assert recorder.calls == 1 and recorder.rules_s > 0
+    tape.seek(0)
+    assert ReplayingProvider(tape).summarize_block([]) == said
+    tape.seek(0)
     with pytest.raises(ReplayMismatch, match="asked extract_events, recorded summarize_block"):
-        replay.extract_events({})
+        ReplayingProvider(tape).extract_events({})
     with pytest.raises(ReplayMismatch, match="nothing more"):
-        ReplayingProvider([]).project_graph({})
+        ReplayingProvider(io.BytesIO()).project_graph({})
