@@ -92,7 +92,8 @@ class Provider(Protocol):
     name: str
     model: str | None
     # True when the provider runs in-process and never serialises its context: parts of it
-    # (the extraction timeline) may then be read on first use. Model providers leave it False.
+    # (the extraction timeline) may then be read on first use, and the graph context carries
+    # ``mentions`` (name -> what other live events say with it). Model providers leave it False.
     reads_context_lazily: bool
 
     def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary | dict[str, Any]: ...
