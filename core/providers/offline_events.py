@@ -455,6 +455,11 @@ def _verb_tenses(text: str) -> tuple[bool, bool, bool]:
     return bool(_PAST.search(text)), bool(_PLANNED.search(text)), bool(_ARRANGED.search(text))
 
 
+# Past verbs whose object is still to come: a promise, a request, an agreement, a deadline set.
+_PROMISED = re.compile(r"\b(?:promised|agreed|said|told|asked|offered|committed|needed|wanted|due|deadline)\b",
+                       re.IGNORECASE)
+
+
 def _week_later(value: str | None, weeks: int) -> str | None:
     """A day ("2026-01-15") or an instant ("2026-01-15T17:30:00+01:00") ``weeks`` weeks on."""
     if not value:
@@ -485,9 +490,10 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
                 # takes Biscuit to the vet on Thursday").
                 lead = text.rfind(":", 0, mention.span[0]) + 1 if mention.span else 0
                 past, planned, arranged = _verb_tenses(text[lead:])
-            if mention.original_text.split()[0].lower() in ("for", "by"):
+            lead_word = mention.original_text.split()[0].lower()
+            if lead_word == "for" or (lead_word == "by" and (not past or _PROMISED.search(text))):
                 # What is booked "for Thursday" or promised "by Wednesday" lies ahead, whatever the tense
-                # of the booking or the promise.
+                # of the booking or the promise ("we had packed by Friday" stays in the past).
                 past, planned = False, True
             if start[:10] > anchor.date().isoformat() and past and not planned:
                 start, end, tense = _week_later(start, -1), _week_later(end, -1), "past"

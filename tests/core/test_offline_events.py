@@ -353,8 +353,10 @@ def test_a_weekday_reads_the_tense_of_its_own_clause(text, day):
     ("I booked the hall for Monday.", "2026-12-07"),  # Monday passed: the one to come
     ("I promised Jonas a review by Wednesday.", "2026-12-02"),  # a deadline is ahead of the promise
     ("We had dinner on Friday at 19:00.", "2026-11-27T19:00:00+00:00"),  # a time moves with its day
+    ("We had packed everything by Friday.", "2026-11-27"),  # done by a day: the one before
+    ("Please send it by Friday.", "2026-12-04"),
 ])
-def test_a_booked_or_promised_weekday_lies_ahead(text, start):
+def test_a_weekday_after_for_or_by_is_ahead_unless_done_by_then(text, start):
     from datetime import datetime, timezone
 
     from core.providers.offline_events import time_for
