@@ -1479,7 +1479,17 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
             return True  # "Ann moved …", "Ann's …": the subject of its sentence
         if _PAIR_SUBJECT.match(rest):
             return True  # "Tomás and Maya are thinking …" (a card's "Tomás and I")
+        said_to_be = _WHO_APPOSITIVE.match(rest)
+        if said_to_be and any(w in _KIN_OR_CIRCLE or w in _ROLE_NOUNS for w in said_to_be.groups() if w):
+            return True  # "Ana, a friend from my hometown, …", "Ana, my sister, …", "Ana, a nurse, …"
     return False
+
+
+# A person named and then said to be someone's relation or what they do.
+_WHO_APPOSITIVE = re.compile(r",\s+(?:my|our|his|her|their|a|an|the)\s+(?:([a-z]+)\s+)?([a-z]+)\b")
+_KIN_OR_CIRCLE = frozenset("""friend colleague coworker neighbor neighbour sister brother cousin aunt uncle mother
+    father mom mum dad son daughter wife husband partner boyfriend girlfriend fiance fiancee boss classmate roommate
+    teammate mentor niece nephew grandmother grandfather grandma grandpa""".split())
 
 
 # Two names opening a sentence as its subject: "Tomás and Maya are …", "Ann and Ivo went …".

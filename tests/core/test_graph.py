@@ -1217,6 +1217,8 @@ def _people_in(summary: str, participants: list[str]) -> set[str]:
     "Ana met Ivy at the festival.",  # opening a sentence before an irregular past verb
     "Ana taught Ivy to swim.",
     "Ana heard Ivy sing.",
+    "Ana, a friend from my hometown, visited Ivy.",  # opening a sentence, then said to be a relation or a role
+    "Ana, a nurse at the clinic, saw Ivy.",
 ])
 def test_a_person_is_still_a_person(summary):
     assert {"Ana", "Ivy"} <= _people_in(summary, ["Assistant", "Ana", "Ivy"])
@@ -1246,6 +1248,10 @@ def test_projection_context_offers_other_events_mentions_to_an_in_process_provid
     said = mentions("Schiphol")
     assert len(said) == 1 and "taxi to Schiphol" in said[0]  # the batch's own event is not repeated
     assert mentions("Lisbon") == [] and taxi != trip
+
+
+def test_a_name_said_to_be_something_else_is_no_person():
+    assert "Rex" not in _people_in("Rex, a good boy, sat with Ivy.", ["Assistant", "Rex", "Ivy"])
 
 
 def test_a_name_cut_at_a_hyphen_between_capitals_is_still_a_person():
