@@ -24,3 +24,12 @@ def test_derive_floor_prints_both_builds_and_writes_the_report(tmp_path, capsys)
     assert report["benchmark"] == "derive-floor" and report["messages"] == 200
     assert report["with_rules"]["derive_s"] >= report["rules_s"] > 0
     assert (tmp_path / "work" / "floor-200-replay.db").exists()
+
+
+def test_a_workdir_that_is_a_file_is_refused_before_any_build(tmp_path, capsys):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("keep me")
+    for argv in (["bench", "derive-floor", "--messages", "200"], ["bench", "scale", "--messages", "100"]):
+        assert main([*argv, "--workdir", str(taken)]) == 2
+        assert "is not a directory" in capsys.readouterr().err
+    assert taken.read_text() == "keep me" and list(tmp_path.iterdir()) == [taken]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.cli.argtypes import positive_int
@@ -25,6 +28,22 @@ def write_report(report: dict, args: argparse.Namespace) -> None:
         err_console.print(f"report written to {args.json_out}", markup=False)
     if args.json:
         print_json(report)
+
+
+@contextmanager
+def bench_workdir(given: str | None, prefix: str) -> Iterator[Path]:
+    """Where a bench keeps its databases: ``given`` (checked before any work: a file there is an
+    error, not a crash at the end of a build), else a temporary folder removed afterwards."""
+    if given is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as temporary:
+            yield Path(temporary)
+        return
+    workdir = Path(given)
+    if workdir.exists() and not workdir.is_dir():
+        from core.errors import InvalidInputError
+
+        raise InvalidInputError(f"--workdir {workdir}: is not a directory")
+    yield workdir
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
@@ -149,25 +168,14 @@ def _after_capture(ms: dict | None) -> str:
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
-    import tempfile
-
     from core.bench.scale import CHANNELS, run_scale
 
     check_outputs(args)
-    workdir = Path(args.workdir) if args.workdir else None
-    if workdir is not None and workdir.exists() and not workdir.is_dir():
-        from core.errors import InvalidInputError
-
-        raise InvalidInputError(f"--workdir {workdir}: is not a directory")
-    holder = None if workdir else tempfile.TemporaryDirectory(prefix="strata-scale-")
-    try:
-        with progress_bar("scale", enabled=not args.json) as update:
-            report = run_scale(args.messages, args.queries, workdir=workdir or Path(holder.name), seed=args.seed,
-                               derive_limit=args.derive_limit, reuse=args.reuse, skip_baseline=args.no_baseline,
-                               skip_ui=args.no_ui, progress=update)
-    finally:
-        if holder is not None:
-            holder.cleanup()
+    with (bench_workdir(args.workdir, "strata-scale-") as workdir,
+          progress_bar("scale", enabled=not args.json) as update):
+        report = run_scale(args.messages, args.queries, workdir=workdir, seed=args.seed,
+                           derive_limit=args.derive_limit, reuse=args.reuse, skip_baseline=args.no_baseline,
+                           skip_ui=args.no_ui, progress=update)
     if not args.json:
         sizes = [str(n) for n in args.messages]
         rows = []
@@ -208,18 +216,12 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_derive_floor(args: argparse.Namespace) -> int:
-    import tempfile
-
     from core.bench.derive_floor import run_floor
 
     check_outputs(args)
-    holder = None if args.workdir else tempfile.TemporaryDirectory(prefix="strata-floor-")
-    try:
-        with progress_bar("derive-floor", enabled=not args.json) as update:
-            report = run_floor(args.messages, Path(args.workdir or holder.name), seed=args.seed, progress=update)
-    finally:
-        if holder is not None:
-            holder.cleanup()
+    with (bench_workdir(args.workdir, "strata-floor-") as workdir,
+          progress_bar("derive-floor", enabled=not args.json) as update):
+        report = run_floor(args.messages, workdir, seed=args.seed, progress=update)
     if not args.json:
         ruled, floor = report["with_rules"], report["rules_replayed"]
         rows = [[label, ruled[key], floor[key]] for key, label in (
