@@ -21,7 +21,6 @@ from typing import Any, BinaryIO, Callable
 from core.bench.scale import ProgressFn, _progress, build, remove_database, throughput
 from core.providers.offline import OfflineProvider
 
-_CALLS = ("summarize_block", "extract_events", "project_graph")
 TARGET_MSGS_PER_S = 2000  # the Scale issue's line for ingest + offline derivation
 
 
@@ -29,14 +28,31 @@ class ReplayMismatch(RuntimeError):
     """The replaying build asked for something other than what was recorded at that point."""
 
 
-class RecordingProvider:
-    """The offline provider, each answer written to ``tape`` as it is given (pickled: the deriver
-    may change what it gets, and a million messages' answers do not fit in memory), with the
-    time spent in the rules summed apart from the time spent writing."""
+class _Relay:
+    """The three derivation calls of a provider, each handed to ``_call(kind, argument)``; it
+    stands in for the offline provider, so it reads its context in process like that one."""
 
     name = "offline"
     model = None
     reads_context_lazily = True
+
+    def _call(self, kind: str, arg: Any) -> Any:
+        raise NotImplementedError
+
+    def summarize_block(self, messages):
+        return self._call("summarize_block", messages)
+
+    def extract_events(self, context):
+        return self._call("extract_events", context)
+
+    def project_graph(self, context):
+        return self._call("project_graph", context)
+
+
+class RecordingProvider(_Relay):
+    """The offline provider, each answer written to ``tape`` as it is given (pickled: the deriver
+    may change what it gets, and a million messages' answers do not fit in memory), with the
+    time spent in the rules summed apart from the time spent writing."""
 
     def __init__(self, tape: BinaryIO) -> None:
         self._inner = OfflineProvider()
@@ -55,28 +71,15 @@ class RecordingProvider:
         self.record_s += time.perf_counter() - recorded
         return answer
 
-    def summarize_block(self, messages):
-        return self._call("summarize_block", messages)
 
-    def extract_events(self, context):
-        return self._call("extract_events", context)
-
-    def project_graph(self, context):
-        return self._call("project_graph", context)
-
-
-class ReplayingProvider:
+class ReplayingProvider(_Relay):
     """Gives back a recorded build's answers in order from ``tape``, computing nothing."""
-
-    name = "offline"
-    model = None
-    reads_context_lazily = True
 
     def __init__(self, tape: BinaryIO) -> None:
         self._tape = tape
         self._next = 0
 
-    def _call(self, kind: str) -> Any:
+    def _call(self, kind: str, arg: Any) -> Any:
         try:
             recorded, answer = pickle.load(self._tape)
         except EOFError:
@@ -85,15 +88,6 @@ class ReplayingProvider:
             raise ReplayMismatch(f"call {self._next}: asked {kind}, recorded {recorded or 'nothing more'}")
         self._next += 1
         return answer
-
-    def summarize_block(self, messages):
-        return self._call("summarize_block")
-
-    def extract_events(self, context):
-        return self._call("extract_events")
-
-    def project_graph(self, context):
-        return self._call("project_graph")
 
 
 _COUNTS = ("blocks", "blocks_ready", "events", "graph_nodes")
