@@ -82,6 +82,16 @@ class ToolError(StrataError):
         error.update(self.details)
         return {"error": error}
 
+class InvalidArgumentsError(ToolError, InvalidInputError):
+    """Arguments no tool can take (text that is not UTF-8, nesting past MAX_ARGUMENT_DEPTH): refused
+    before any tool runs, so nothing is read or written."""
+
+
+# Tool arguments are flat (strings, numbers, lists of refs); a few levels leave room for a client's
+# extras, and a bound keeps every later walk over them (hashing, JSON, the checks below) shallow.
+MAX_ARGUMENT_DEPTH = 64
+
+
 
 # ----------------------------------------------------------------------------- schemas
 
@@ -302,8 +312,55 @@ def _coerce(tool: str, name: str, spec: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+def _lone_surrogate(text: str) -> int | None:
+    for index, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            return index
+    return None
+
+
+def check_input(tool: Any, arguments: Any) -> None:
+    """Refuse, with InvalidArgumentsError naming the argument, a tool name or arguments holding a
+    lone surrogate (bytes that were not UTF-8, or a JSON ``\\ud800`` escape: no character, so it
+    cannot be stored or encoded) or nested deeper than MAX_ARGUMENT_DEPTH. Walked with a stack,
+    never recursively: the input may be nested far deeper than Python's recursion limit."""
+    shown = tool if isinstance(tool, str) and _lone_surrogate(tool) is None else "tool"
+    if isinstance(tool, str) and _lone_surrogate(tool) is not None:
+        raise InvalidArgumentsError(f"the tool name {tool.encode('utf-8', 'backslashreplace').decode()!r} is not "
+                                    "valid UTF-8 text", code="unknown_tool")
+    stack: list[tuple[str, Any, int]] = [("", arguments, 0)]
+    while stack:
+        where, value, depth = stack.pop()
+        if isinstance(value, str):
+            at = _lone_surrogate(value)
+            if at is not None:
+                raise InvalidArgumentsError(
+                    f"{shown}: argument '{where}' is not valid UTF-8 text (lone surrogate "
+                    f"\\u{ord(value[at]):04x} at character {at}); send text as UTF-8",
+                    field=where.split("[", 1)[0] or None, tool=shown)
+            continue
+        if isinstance(value, (Mapping, list, tuple)):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                top = where.split("[", 1)[0].split(".", 1)[0]
+                raise InvalidArgumentsError(
+                    f"{shown}: argument '{top}' is nested deeper than {MAX_ARGUMENT_DEPTH} levels of "
+                    "arrays and objects", field=top or None, tool=shown)
+            items = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for key, child in items:
+                if isinstance(key, str) and _lone_surrogate(key) is not None:
+                    raise InvalidArgumentsError(
+                        f"{shown}: an argument name is not valid UTF-8 text "
+                        f"({key.encode('utf-8', 'backslashreplace').decode()!r})", tool=shown)
+                if isinstance(value, Mapping):
+                    path = f"{where}.{key}" if where else str(key)
+                else:
+                    path = f"{where}[{key}]"
+                stack.append((path, child, depth + 1))
+
+
 def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
     """Validate ``arguments`` against the tool's schema; return them cleaned (absent = omitted)."""
+    check_input(tool, arguments)
     if tool not in TOOL_SPECS:
         raise ToolError(f"unknown tool {tool!r}; the memory tools are: {', '.join(TOOL_NAMES)}",
                         code="unknown_tool", tool=tool)
@@ -523,8 +580,9 @@ class MemoryTools:
         from core.services.spaces import validate_name
 
         self.namespace = validate_name(namespace)
-        self.session = session
-        self.thread = thread if thread is not None else session
+        # Spelled as capture spells the thread a session's turns go to, so 'session' scope finds them.
+        self.session = validate_name(session, "session") if session is not None else None
+        self.thread = validate_name(thread, "thread") if thread is not None else self.session
         self.budget = gate.DEFAULT_BUDGET if budget is _DEFAULT_BUDGET else budget
         self._ready = False
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -956,4 +1014,5 @@ def _translate(tool: str, exc: StrataError) -> ToolError:
     return ToolError(message, code="error", tool=tool)
 
 
-__all__ = ["MemoryTools", "SCORE_MEANING", "TOOL_NAMES", "TOOL_SPECS", "ToolError", "check_arguments", "clip"]
+__all__ = ["InvalidArgumentsError", "MAX_ARGUMENT_DEPTH", "MemoryTools", "SCORE_MEANING", "TOOL_NAMES", "TOOL_SPECS",
+           "ToolError", "check_arguments", "check_input", "clip"]

@@ -94,17 +94,29 @@ def parse(fmt: str, path: str | Path, *, namespace: str | None = None, limit: in
 
 
 def _check_names(path: Path, units: list[Unit]) -> None:
-    """Namespace and thread names are checked here so a bad one fails before any write."""
+    """Namespace and thread names are checked here so a bad one fails before any write, and each
+    unit is given them as the store spells them (stripped, NFC): the report, the receipts and the
+    search index that follow look the namespace up by the name the unit carries."""
+    from dataclasses import replace
+
     from core.services.spaces import validate_name
 
-    for unit in units:
+    for index, unit in enumerate(units):
         try:
-            validate_name(unit.namespace)
-            for batch in unit.threads:
-                validate_name(batch.thread, "thread")
+            namespace = validate_name(unit.namespace)
+            threads = tuple(batch if batch.thread == (name := validate_name(batch.thread, "thread"))
+                            else _renamed(batch, name) for batch in unit.threads)
         except InvalidInputError as exc:
             # A JSON Lines unit is the whole file: its lines were checked, with their numbers, when parsed.
             raise InvalidInputError(f"{path}: {unit.where}: {exc}" if unit.where else f"{path}: {exc}") from exc
+        if namespace != unit.namespace or any(a is not b for a, b in zip(threads, unit.threads)):
+            units[index] = replace(unit, namespace=namespace, threads=threads)
+
+
+def _renamed(batch: "ThreadBatch", name: str) -> "ThreadBatch":
+    from dataclasses import replace
+
+    return replace(batch, thread=name)
 
 
 def _check_repeats(path: Path, units: list[Unit]) -> None:

@@ -104,13 +104,13 @@ def _parse_line(path: Path, lineno: int, raw: bytes, tz: tzinfo) -> tuple[str, d
     if not isinstance(thread, str) or not thread.strip():
         raise InvalidInputError(f"{where}: thread: expected a non-empty string, got {thread!r}")
     try:
-        validate_name(thread, "thread")
+        name = validate_name(thread, "thread")  # the stored spelling: lines ' a' and 'a' are one thread
     except InvalidInputError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
     message = coerce_message(obj, where)
     stamp = parse_timestamp(message.created_at, tz, where=f"{where}: created_at")
     ident = message.external_id or hashlib.sha256(line.strip().encode("utf-8")).hexdigest()[:20]
-    return thread.strip(), {
+    return name, {
         "role": message.role,
         "content": message.content,
         "created_at": to_iso(stamp),

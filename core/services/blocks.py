@@ -12,7 +12,7 @@ from core.errors import BlockNotReadyError, InvalidInputError, NotFoundError
 from core.layers import LEVEL_LABELS, render_l0, render_l1, render_l2, render_l5
 from core.models import Block, Message, Namespace, Thread
 from core.services.capture import block_messages
-from core.services.spaces import get_namespace
+from core.services.spaces import get_namespace, validate_name
 from core.timeutil import now_iso
 from core.tokens import estimate_tokens
 
@@ -138,7 +138,7 @@ def list_blocks(
     if namespace is not None:
         query = query.where(Block.namespace == get_namespace(namespace))
     if thread is not None:
-        query = query.where(Thread.name == thread)
+        query = query.where(Thread.name == validate_name(thread, "thread"))
     if status is not None:
         query = query.where(Block.status == status)
     if after_sequence:
@@ -229,7 +229,7 @@ def get_block_context(namespace: str, thread: str | None = None, *, token_budget
         .where((Block.namespace == ns) & (Block.status == "ready"))
     )
     if thread is not None:
-        query = query.where(Thread.name == thread)
+        query = query.where(Thread.name == validate_name(thread, "thread"))
     if before is not None:
         query = query.where(Block.sequence < clamp(before, 0, MAX_ROW_ID, 0))
     out: list[BlockView] = []
@@ -248,7 +248,7 @@ def block_counts(namespace: str, thread: str | None = None, *, before: int | Non
     counted in SQL."""
     query = Block.select(Block.status, fn.COUNT(Block.id)).where(Block.namespace == get_namespace(namespace))
     if thread is not None:
-        query = query.join(Thread).where(Thread.name == thread)
+        query = query.join(Thread).where(Thread.name == validate_name(thread, "thread"))
     if before is not None:
         query = query.where(Block.sequence < clamp(before, 0, MAX_ROW_ID, 0))
     by_status = dict(query.group_by(Block.status).tuples())

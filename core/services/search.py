@@ -51,6 +51,9 @@ class EventHit:
 def _thread_id(ns: Namespace, thread: str | None) -> int | None:
     if thread is None:
         return None
+    from core.services.spaces import validate_name
+
+    thread = validate_name(thread, "thread")  # spelled as it was stored
     row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
     if row is None:
         raise InvalidInputError(f"thread {thread!r} does not exist in namespace {ns.name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -37,12 +39,37 @@ def bump_revision(namespace_id: int, now: str | None = None) -> None:
     _BUMP.execute(now or now_iso(), namespace_id)
 
 
+MAX_NAME_LENGTH = 255
+# C0/C1 controls and the line and paragraph separators: a name holding one prints as a broken line
+# or moves the terminal's cursor, and cannot be typed back. Format characters (a zero-width joiner
+# in an emoji) stay allowed.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def validate_name(name: object, what: str = "namespace") -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError(f"{what} name must be a non-empty string, got {name!r}")
-    if len(name) > 255:
-        raise InvalidInputError(f"{what} name is longer than 255 characters")
-    return name.strip()
+    """The one spelling of a namespace (or thread) name, used to create it and to look it up:
+    surrounding whitespace stripped and Unicode NFC, so ' me' and 'me', or a composed and a
+    decomposed 'é', name the same namespace. Refused with InvalidInputError: a non-string, an empty
+    name, one longer than MAX_NAME_LENGTH characters, control characters, and lone surrogates (bytes
+    that were not UTF-8, as Python decodes them from a command line)."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"{what} name must be a string, got {type(name).__name__}")
+    bad = _SURROGATE.search(name)
+    if bad:
+        shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise InvalidInputError(f"{what} name {shown!r} is not valid UTF-8 text "
+                                f"(\\u{ord(bad.group()):04x} at position {bad.start()})")
+    text = unicodedata.normalize("NFC", name.strip())
+    if not text:
+        raise InvalidInputError(f"{what} name cannot be empty (got {name!r}); give a non-empty string")
+    bad = _CONTROL.search(text)
+    if bad:
+        raise InvalidInputError(f"{what} name {text!r} holds a control character "
+                                f"({bad.group()!r} at position {bad.start()})")
+    if len(text) > MAX_NAME_LENGTH:
+        raise InvalidInputError(f"{what} name is longer than {MAX_NAME_LENGTH} characters")
+    return text
 
 
 def get_or_create_namespace(name: str, *, block_turn_size: int | None = None) -> Namespace:
@@ -65,7 +92,11 @@ _BY_NAME = Prepared(lambda name: Namespace.select().where(Namespace.name == name
 
 
 def get_namespace(name: str) -> Namespace:
+    given = name
+    name = validate_name(name)
     row = _BY_NAME.first(name)  # every search starts here: rendered once, not per call
+    if row is None and isinstance(given, str) and given.strip() != name:
+        row = _BY_NAME.first(given.strip())  # a name stored before names were NFC
     if row is None:
         raise NotFoundError(f"namespace {name!r} does not exist (see `strata namespaces`)")
     return row

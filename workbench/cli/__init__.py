@@ -49,8 +49,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def undecodable_argument(argv: Sequence[str]) -> str | None:
+    """What is wrong with the first argument that is not UTF-8 text, naming it; None when all are.
+
+    Python hands bytes that are not UTF-8 to the program as lone surrogates (surrogateescape). Such
+    text cannot be stored, printed or compared with what the store holds, so it is refused here,
+    once, before argparse or any command sees it (a namespace, a query, a path alike)."""
+    for index, text in enumerate(argv):
+        if not isinstance(text, str):
+            continue
+        bad = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+        if bad is None:
+            continue
+        value = text
+        if text.startswith("--") and "=" in text[:bad]:
+            option, value = text.split("=", 1)
+            bad -= len(option) + 1
+        elif index > 0 and argv[index - 1].startswith("-") and not text.startswith("-"):
+            option = argv[index - 1]
+        else:
+            option = f"argument {index + 1}"
+        shown = value.encode("utf-8", "surrogateescape" if _escaped_bytes(value) else "backslashreplace")
+        return (f"{option}: not valid UTF-8 text ({shown!r}, bad byte at position {bad}); "
+                "give names, queries and paths as UTF-8")
+    name = os.environ.get("STRATA_DB")
+    if name and any("\ud800" <= ch <= "\udfff" for ch in name):
+        return "$STRATA_DB: not valid UTF-8 text; give the database URL as UTF-8"
+    return None
+
+
+def _escaped_bytes(text: str) -> bool:
+    """Whether every surrogate in ``text`` is one surrogateescape made from a byte (U+DC80..U+DCFF)."""
+    return all(not ("\ud800" <= ch <= "\udfff") or "\udc80" <= ch <= "\udcff" for ch in text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    problem = undecodable_argument(sys.argv[1:] if argv is None else list(argv))
+    if problem is not None:
+        # argparse's own message would print the text, which stderr cannot encode: a traceback.
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
     args = parser.parse_args(argv)
     if args.version:
         print(f"strata {__version__}")

@@ -74,8 +74,22 @@ def expansion_target(text: str) -> int | str:
 
 
 def namespace_name(text: str) -> str:
-    """A --namespace value: blank would otherwise read as "not given" (every namespace, or the
-    only one), so a command meant for one namespace would act on another or on all."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("a namespace name cannot be empty")
-    return text
+    """A --namespace value, spelled as the store spells it (``core.services.spaces.validate_name``:
+    stripped, NFC). Blank would otherwise read as "not given" (every namespace, or the only one),
+    so a command meant for one namespace would act on another or on all."""
+    from core.services.spaces import validate_name
+
+    try:
+        return validate_name(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def thread_name(text: str) -> str:
+    """A --thread value, spelled as the store spells thread names."""
+    from core.services.spaces import validate_name
+
+    try:
+        return validate_name(text, "thread")
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInputError
-from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level, namespace_name
+from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level, namespace_name, thread_name
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
@@ -233,7 +233,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
     p = sub.add_parser("blocks", parents=[common], help="list blocks with their level and size per level")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
-    p.add_argument("--thread")
+    p.add_argument("--thread", type=thread_name)
     p.add_argument("--status", choices=["pending", "ready"])
     p.add_argument("--limit", type=integer(0), default=200, help="at most this many blocks (default 200; 0: all)")
     p.add_argument("--after", type=integer(0), default=0, metavar="SEQUENCE",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.argtypes import ROW_ID, integer, namespace_name
+from workbench.cli.argtypes import ROW_ID, integer, namespace_name, thread_name
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
@@ -126,7 +126,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--limit", type=integer(1, SEARCH_MAX["raw"]), default=10,
                    help=f"at most this many (events and graph: 1-{SEARCH_MAX['events']}, raw: 1-{SEARCH_MAX['raw']})")
-    p.add_argument("--thread", help="raw: only this thread")
+    p.add_argument("--thread", type=thread_name, help="raw: only this thread")
     p.add_argument("--participant", action="append", help="events: participant (repeatable)")
     p.add_argument("--type", help="events: event type")
     p.add_argument("--from", dest="date_from", help="events: happened on or after")
