@@ -91,29 +91,58 @@ def is_sqlite() -> bool:
     return isinstance(db.obj, SqliteDatabase)
 
 
+# Every write transaction on PostgreSQL first takes this transaction-level advisory lock, so writers
+# run one at a time as they do on SQLite (BEGIN IMMEDIATE). Positions, turn numbers, block
+# sequences and job claims are read-then-written counters; serialising the writers makes each
+# allocation see the previous one's commit, where READ COMMITTED alone let two processes take
+# the same thread position. Readers never wait for it (MVCC).
+PG_WRITE_LOCK_KEY = 0x5374_7261_7461  # "Strata"
+# How long a PostgreSQL writer waits for that lock, as SQLite's busy timeout.
+PG_LOCK_TIMEOUT = "30s"
+
+
 @contextmanager
 def write_transaction() -> Iterator[None]:
-    """A write transaction that takes the write lock up front on SQLite.
+    """A write transaction that takes the write lock up front (SQLite BEGIN IMMEDIATE, a
+    PostgreSQL advisory lock).
 
-    BEGIN IMMEDIATE makes a second writer wait (busy timeout) at the start rather
-    than fail half-way with a lock upgrade error. A writer that still finds the lock held
-    gets StoreUnavailableError, which says so, instead of the driver's "database is locked".
+    A second writer waits at the start rather than failing half-way with a lock upgrade or a
+    unique-index clash. A writer that still finds the lock held gets StoreUnavailableError;
+    any other driver error becomes a StrataError naming what failed, never a raw driver error.
     """
+    from core.errors import StorageConflictError, StoreUnavailableError
+
     try:
-        if is_sqlite() and not db.in_transaction():
+        if db.in_transaction():
+            with db.atomic():
+                yield
+        elif is_sqlite():
             with db.atomic("IMMEDIATE"):
                 yield
         else:
             with db.atomic():
+                db.execute_sql(f"SET LOCAL lock_timeout = '{PG_LOCK_TIMEOUT}'")
+                db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK_KEY,))
+                db.execute_sql("SET LOCAL lock_timeout = 0")
                 yield
+    except peewee.IntegrityError as exc:
+        raise StorageConflictError(
+            f"another writer stored the same record at the same time ({_first_line(exc)}); nothing of this "
+            "step was written, try again") from exc
     except peewee.OperationalError as exc:
-        if "locked" not in str(exc).lower():
-            raise
-        from core.errors import StoreUnavailableError
+        text = str(exc).lower()
+        if "locked" in text or "lock timeout" in text or "canceling statement" in text:
+            raise StoreUnavailableError(
+                "the database is locked by another writer (waited "
+                f"{'5 s' if is_sqlite() else PG_LOCK_TIMEOUT}); nothing of this step was written, "
+                "try again when it is done") from exc
+        raise StoreUnavailableError(f"the database refused a write ({_first_line(exc)}); nothing of this "
+                                    "step was written") from exc
 
-        raise StoreUnavailableError(
-            "the database is locked by another writer (waited 5 s); nothing of this step was written, "
-            "try again when it is done") from exc
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def bulk_insert(model, columns: list[str], rows: list[tuple], *, ignore_conflicts: bool = False) -> None:

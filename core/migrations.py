@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -217,6 +217,23 @@ def _v19_postings_by_namespace(database: Database) -> None:
         model._schema.create_indexes(safe=True)
 
 
+def _v20_ordered_jobs(database: Database) -> None:
+    """Version 20: ``job.transient`` (a failure that passes is tried again by the next run), jobs
+    by kind in claim order, and blocks whose summary or extraction failed for good marked
+    ``failed``: derivation now runs a namespace's extractions in block order, and a block that
+    can never become ready must not hold back the ones after it."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import Block, Job
+
+    if "transient" not in {c.name for c in database.get_columns(Job._meta.table_name)}:
+        run(SchemaMigrator.from_database(database).add_column(Job._meta.table_name, "transient", Job.transient))
+    Job._schema.create_indexes(safe=True)
+    dead = Job.select(Job.block).where((Job.status == "failed") & (Job.attempts >= 3) & Job.block.is_null(False)
+                                       & Job.kind.in_(("summary", "extraction")))
+    Block.update(status="failed").where((Block.status == "pending") & Block.id.in_(dead)).execute()
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -230,7 +247,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  14: _v14_graph_endings, 15: _v15_special_event_index,
                                                  16: _v16_event_fingerprints, 17: _v17_job_claims,
                                                  18: _v18_event_type_day_lane_index,
-                                                 19: _v19_postings_by_namespace}
+                                                 19: _v19_postings_by_namespace, 20: _v20_ordered_jobs}
 
 
 def database_version(database: Database) -> int:
@@ -243,27 +260,44 @@ def database_version(database: Database) -> int:
 def migrate(database: Database | None = None, progress: Callable[[int, int, str], None] | None = None) -> int:
     """Bring the open database to SCHEMA_VERSION; returns the version it now has.
 
+    Safe when several processes open one store at once: each step runs in a write transaction
+    (the write lock taken first) and reads the version again inside it, so the first opener
+    creates or upgrades and the others find the work done instead of repeating it (four
+    processes opening a new file at once used to clash on the version row).
     ``progress(done, total, label)`` is told about each migration (only when there are some: a
     backfill can take a while on a large store, such as 16's fingerprints, ~19 s at 1M events)."""
+    from core.db import write_transaction
+
     database = database or db
     current = database_version(database)
+    _refuse_newer(current)
+    if current == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    start = current
+    while True:
+        with write_transaction():
+            current = database_version(database)
+            _refuse_newer(current)
+            if current == SCHEMA_VERSION:
+                break
+            if current == 0:
+                database.create_tables(ALL_MODELS)
+                create_late_indexes(database)
+                SchemaVersion.create(version=SCHEMA_VERSION, applied_at=now_iso())
+                return SCHEMA_VERSION
+            version = current + 1
+            if progress:
+                progress(version - start - 1, SCHEMA_VERSION - start, f"schema {start} -> {version}")
+            MIGRATIONS[version](database)
+            SchemaVersion.create(version=version, applied_at=now_iso())
+    if progress and start < SCHEMA_VERSION:
+        progress(SCHEMA_VERSION - start, SCHEMA_VERSION - start, f"schema {SCHEMA_VERSION}")
+    return SCHEMA_VERSION
+
+
+def _refuse_newer(current: int) -> None:
     if current > SCHEMA_VERSION:
         raise SchemaTooNewError(
             f"database schema version {current} is newer than this Strata supports ({SCHEMA_VERSION}); "
             "upgrade Strata instead of opening it with an older version"
         )
-    if current == 0:
-        with database.atomic():
-            database.create_tables(ALL_MODELS)
-            create_late_indexes(database)
-            SchemaVersion.create(version=SCHEMA_VERSION, applied_at=now_iso())
-        return SCHEMA_VERSION
-    for version in range(current + 1, SCHEMA_VERSION + 1):
-        if progress:
-            progress(version - current - 1, SCHEMA_VERSION - current, f"schema {current} -> {version}")
-        with database.atomic():
-            MIGRATIONS[version](database)
-            SchemaVersion.create(version=version, applied_at=now_iso())
-    if progress and current < SCHEMA_VERSION:
-        progress(SCHEMA_VERSION - current, SCHEMA_VERSION - current, f"schema {SCHEMA_VERSION}")
-    return SCHEMA_VERSION

@@ -186,6 +186,9 @@ class Job(BaseModel):
     # process's jobs alone (schema 17).
     claimed_by = CharField(max_length=255, null=True)
     claimed_at = FloatField(null=True)
+    # Whether the last failure was the kind that passes (network, timeout, 5xx, a killed process):
+    # such a job is tried again by the next `strata derive` instead of failing for good (schema 20).
+    transient = BooleanField(null=True)
 
     class Meta:
         indexes = (
@@ -200,6 +203,10 @@ Job.add_index(Job.status, Job.priority.desc(), Job.id)
 # The same order within one namespace (schema v12): a claim for one namespace walked past every
 # other namespace's backlog (a bulk import's hundred thousand pending jobs) to find its own.
 Job.add_index(Job.namespace, Job.status, Job.priority.desc(), Job.id)
+# One kind's jobs in claim order, in all namespaces and in one (schema v20): summaries are claimed
+# ahead of everything else, graph jobs one namespace at a time in this order.
+Job.add_index(Job.kind, Job.status, Job.priority.desc(), Job.id)
+Job.add_index(Job.namespace, Job.kind, Job.status, Job.priority.desc(), Job.id)
 
 class Event(BaseModel):
     """An event card: one atomic fact, decision, plan, outcome or change, citing its sources.

@@ -52,6 +52,11 @@ class DeriveReport:
     events: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # Jobs that passing failures put out of attempts at the start of this run and were tried again.
+    retried: int = 0
+    # Jobs out of attempts on a passing failure at the end: the jobs of their namespace behind them
+    # wait, and the next run tries them again.
+    stuck: list[int] = field(default_factory=list)
 
 
 _THREAD = Prepared(lambda thread_id: Thread.select().where(Thread.id == thread_id))
@@ -95,12 +100,9 @@ def _run_summary(job: Job, provider: Provider, report: DeriveReport) -> None:
         block.should_extract = summary.should_extract
         save_one(block)
         update_by_id(Job, job.id, dict(status="succeeded", last_error=None, next_retry_at=None, updated_at=now_iso()))
-        if summary.should_extract:
-            jobsvc.create_job(block.namespace_id, "extraction", block.id)
-        else:
-            jobsvc.create_job(block.namespace_id, "extraction", block.id, status="skipped")
-            mark_ready(block)
-            report.blocks_ready += 1
+        # Queued even when there is nothing to extract: the extraction job is where a block becomes
+        # ready, and blocks become ready in their namespace's order (their decay counts on it).
+        jobsvc.create_job(block.namespace_id, "extraction", block.id)
         bump_revision(block.namespace_id)
     report.succeeded += 1
 
@@ -146,6 +148,16 @@ def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
 
 def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
     block = _BLOCK.get(job.block_id)
+    if block.should_extract is False:
+        with write_transaction():
+            if not jobsvc.still_claimed(job):
+                return
+            update_by_id(Job, job.id, dict(status="skipped", last_error=None, next_retry_at=None, updated_at=now_iso()))
+            mark_ready(block)
+            bump_revision(block.namespace_id)
+        report.blocks_ready += 1
+        report.skipped += 1
+        return
     context = extraction_context(block, lazy_timeline=getattr(provider, "reads_context_lazily", False))
     result = Extraction.validated(provider.extract_events(copy.deepcopy(context)))
     drafts, warnings = validate_extracted(
@@ -197,6 +209,16 @@ HANDLERS = {"summary": _run_summary, "extraction": _run_extraction, "graph": run
             "import_graph": _run_import_graph}
 
 
+# How often a run that waits for another worker's job looks again.
+WAIT_POLL = 0.05
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure that passes by itself (network, timeout, rate limit, 5xx): the next run tries the
+    job again. A provider's wrong output or a validation error fails the same way every time."""
+    return bool(getattr(exc, "retryable", False)) or isinstance(exc, (TimeoutError, ConnectionError))
+
+
 def run_pending(
     namespace: str | None = None,
     *,
@@ -205,10 +227,14 @@ def run_pending(
     wait_for_retries: bool = True,
     max_jobs: int | None = None,
     kinds: Sequence[str] | None = None,
+    retry_transient: bool = True,
 ) -> DeriveReport:
-    """Run due jobs until none is left (waiting out short retry backoffs).
+    """Run due jobs until none is left (waiting out short retry backoffs, and for other workers
+    whose jobs hold back this namespace's next one: see ``core.services.jobs``).
 
     ``kinds`` limits the run to some job kinds (the others stay pending for a later run).
+    ``retry_transient`` first gives jobs that ran out of attempts on a passing failure (an outage,
+    a killed process) their attempts back.
     """
     started = time.monotonic()
     unknown = sorted(set(kinds or ()) - set(HANDLERS))
@@ -218,16 +244,28 @@ def run_pending(
     prov = provider if provider is not None and not isinstance(provider, str) else get_provider(provider)
     ns_id = get_namespace(namespace).id if namespace else None
     report = DeriveReport()
+    if retry_transient:
+        report.retried = jobsvc.retry_transient(ns_id, wanted)
     total = jobsvc.claimable_count(ns_id, wanted)
     summarized: set[int] = set()  # namespaces with new blocks, hence new messages
     failing: set[int] = set()
+    scope = jobsvc.namespaces_with_work(ns_id, wanted)
     while max_jobs is None or report.processed < max_jobs:
-        job = jobsvc.claim_next(ns_id, kinds=wanted)
+        job = jobsvc.claim_next(ns_id, kinds=wanted, namespaces=scope)
         if job is None:
-            due = jobsvc.next_due_at(ns_id, wanted) if wait_for_retries else None
+            fresh = jobsvc.namespaces_with_work(ns_id, wanted)
+            if fresh != scope:  # namespaces done, or new work since the list was read
+                scope = fresh
+                continue
+            state = jobsvc.waiting(ns_id, wanted)
+            if state.running:  # another worker's job holds ours back, or will queue more
+                time.sleep(WAIT_POLL)
+                continue
+            due = state.next_due if wait_for_retries else None
             if due is not None and due - wall() <= MAX_BACKOFF_WAIT:
                 time.sleep(max(0.0, due - wall()) + 0.01)
                 continue
+            report.stuck = [row.id for row in state.stuck]
             break
         handler = HANDLERS[job.kind]
         if job.kind == "summary":
@@ -237,7 +275,7 @@ def run_pending(
             failing.discard(job.id)
         except Exception as exc:  # any provider or validation failure fails the job, never the store
             message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, StrataError) else str(exc)
-            jobsvc.fail(job, message)
+            jobsvc.fail(job, message, transient=is_transient(exc))
             report.failed += 1
             failing.add(job.id)
             where = f", block {job.block_id}" if job.block_id else ""

@@ -401,4 +401,31 @@ def relabel_ids(data: dict[str, Any]) -> dict[str, Any]:
         e["sources"] = sorted(ev(s) for s in e["sources"])
     for r in out["receipts"]["usage"]:
         r["event_ids"] = [ev(i) for i in r["event_ids"] or []]
+    cause = {"event": ev, "fact": lambda i: fact.get(i, f"missing:{i}"), "edge": lambda i: edge.get(i, f"missing:{i}")}
+    for record in (*out["graph"]["facts"], *out["graph"]["edges"]):
+        for ending in record.get("ended_by") or []:
+            ending["id"] = cause.get(ending["cause"], lambda i: i)(ending["id"])
+        record["ended_by"] = sorted(record.get("ended_by") or [], key=lambda e: (e["cause"], str(e["id"])))
     return out
+
+
+# Stamped with the clock when a row is derived or touched: two derivations of one store differ there only.
+_WALL_TIMES = ("updated_at", "last_lifted_at")
+_DERIVED = ("events", "nodes", "facts", "edges")
+
+
+def comparable_memory(namespace: str) -> dict[str, Any]:
+    """A namespace's memory with ids relabelled (``relabel_ids``) and the clock's stamps on derived
+    rows left out: equal for two stores that derived the same memory, however the work was run
+    (one process or several, killed and resumed). Message and block times are data and stay."""
+    data = relabel_ids(export_data(namespace))
+
+    def strip(value, derived: bool):
+        if isinstance(value, dict):
+            return {k: strip(v, derived or k in _DERIVED) for k, v in value.items()
+                    if k not in _WALL_TIMES and not (derived and k == "created_at")}
+        if isinstance(value, list):
+            return [strip(v, derived) for v in value]
+        return value
+
+    return {key: strip(value, key in ("events", "graph")) for key, value in data.items()}

@@ -5,6 +5,15 @@ process as ``host:pid``), its model call runs outside any transaction, and its r
 committed in another. A process killed in between leaves the job ``running``; the next open
 turns it into a retryable failure — but only once the claimant is gone: any command run while
 another process derives (``strata stats`` beside ``strata derive``) leaves its jobs alone.
+
+Which job may run next is fixed, so that one run, several concurrent runs, a run killed and
+resumed and ``strata derive --workers N`` all derive the same memory. Summaries depend only on
+their block and run in any order. A namespace's extractions run in block order: a block is
+extracted only once every earlier block of its namespace is ready (or failed for good) and the
+next block of its thread has its key points, since its context reads both. Graph jobs (which
+read every event and end one-value facts in the order they see them) run one at a time in job
+order, once no block of the namespace waits for extraction. A job that failed and is retried
+keeps its place: the jobs behind it wait for it.
 """
 
 from __future__ import annotations
@@ -13,12 +22,14 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
+from typing import Sequence
 
 from peewee import Case, fn
 
 from core.db import LIST_MAX, Prepared, clamp, insert_one, is_row_id, update_by_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError, StoreUnavailableError
 from core.models import Block, Job, Namespace
+from core.redact import redact_text
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso, wall
 
@@ -42,6 +53,7 @@ class JobRow:
     next_retry_at: float | None
     created_at: str
     updated_at: str
+    transient: bool = False  # the last failure passes by itself: the next run tries it again
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -62,13 +74,32 @@ def _row(job: Job) -> JobRow:
         next_retry_at=job.next_retry_at,
         created_at=job.created_at,
         updated_at=job.updated_at,
+        transient=bool(job.transient),
     )
+
+
+# Jobs of these kinds touch a block: failing one for good marks the block failed.
+BLOCK_KINDS = ("summary", "extraction")
+# One chain per namespace, run one job at a time in (priority desc, id) order.
+GRAPH_KINDS = ("graph", "import_graph")
+ALL_KINDS = ("summary", "extraction", *GRAPH_KINDS)
 
 
 def _claimable(now: float):
     return (Job.attempts < MAX_ATTEMPTS) & (
         (Job.status == "pending") | ((Job.status == "failed") & (Job.next_retry_at <= now))
     )
+
+
+def is_due(job: Job, now: float) -> bool:
+    return job.attempts < MAX_ATTEMPTS and (
+        job.status == "pending"
+        or (job.status == "failed" and job.next_retry_at is not None and job.next_retry_at <= now))
+
+
+def is_dead(job: Job) -> bool:
+    """Failed for good: out of attempts on a failure that does not pass by itself."""
+    return job.status == "failed" and job.attempts >= MAX_ATTEMPTS and not job.transient
 
 
 def _due_query(retry: bool, now, namespace_id, kinds):
@@ -84,18 +115,73 @@ def _due_query(retry: bool, now, namespace_id, kinds):
 _PENDING = Prepared(lambda namespace_id, kinds: _due_query(False, None, namespace_id, kinds))
 _DUE_RETRY = Prepared(lambda now, namespace_id, kinds: _due_query(True, now, namespace_id, kinds))
 _JOB = Prepared(lambda job_id: Job.select().where(Job.id == job_id))
+# The earliest block of a namespace still waiting for its summary or extraction.
+_HEAD_BLOCK = Prepared(lambda ns: Block.select(Block.id, Block.thread, Block.sequence).where(
+    (Block.namespace == ns) & (Block.status == "pending")).order_by(Block.sequence).limit(1))
+_NEXT_IN_THREAD = Prepared(lambda thread_id, sequence: Block.select(Block.id, Block.status, Block.l2_keypoints).where(
+    (Block.thread == thread_id) & (Block.sequence > sequence)).order_by(Block.sequence).limit(1))
+_BLOCK_JOB = Prepared(lambda block_id, kind: Job.select().where(
+    (Job.kind == kind) & (Job.block == block_id)).order_by(Job.id.desc()).limit(1))
+# The first unfinished job of one graph kind and status in a namespace (a seek per kind and status:
+# an IN over both would sort every unfinished graph job of the namespace on each claim).
+_FIRST_OF = Prepared(lambda ns, kind, status: Job.select().where(
+    (Job.namespace == ns) & (Job.kind == kind) & (Job.status == status)
+    & ((Job.attempts < MAX_ATTEMPTS) | (Job.transient == True))  # noqa: E712 - SQL, not Python
+).order_by(Job.priority.desc(), Job.id).limit(1))
+_UNFINISHED_NAMESPACES = Prepared(lambda kinds: Job.select(Job.namespace).where(
+    Job.status.in_(["pending", "running", "failed"]) & Job.kind.in_(kinds)).distinct().tuples())
 
 
-def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None) -> Job | None:
-    """Take the next due job: pending before retries, then priority, then age.
+def _summary_due(namespace_id: int | None, now: float) -> Job | None:
+    return _PENDING.first(namespace_id, ["summary"]) or _DUE_RETRY.first(now, namespace_id, ["summary"])
 
-    Each of the two lookups follows the (status, priority desc, id) index and stops at the
-    first match, so a claim costs the same with ten pending jobs or a hundred thousand.
+
+def _ordered_due(namespace_id: int, kinds: tuple[str, ...], now: float) -> Job | None:
+    """The one job of a namespace's ordered work (extractions, then the graph chain) that may run
+    now, or None when that job is running, waiting for its retry, or waiting for a summary."""
+    head = _HEAD_BLOCK.first(namespace_id)
+    if head is not None:
+        job = _BLOCK_JOB.first(head.id, "extraction") if "extraction" in kinds else None
+        if job is None or not is_due(job, now):
+            return None
+        following = _NEXT_IN_THREAD.first(head.thread_id, head.sequence)
+        if following is not None and following.status == "pending" and following.l2_keypoints is None:
+            return None  # its key points are part of this block's extraction context
+        return job
+    first = None
+    for kind in GRAPH_KINDS:
+        for status in ("pending", "running", "failed"):
+            job = _FIRST_OF.first(namespace_id, kind, status)
+            if job is not None and (first is None or (-job.priority, job.id) < (-first.priority, first.id)):
+                first = job
+    return first if first is not None and first.kind in kinds and is_due(first, now) else None
+
+
+def namespaces_with_work(namespace_id: int | None = None, kinds: tuple[str, ...] = ALL_KINDS) -> list[int]:
+    """Namespaces holding unfinished jobs of ``kinds`` (just ``namespace_id`` when it is given)."""
+    if namespace_id is not None:
+        return [namespace_id]
+    return sorted(row[0] for row in _UNFINISHED_NAMESPACES.rows(list(kinds)))
+
+
+def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None,
+               namespaces: Sequence[int] | None = None) -> Job | None:
+    """Take the next job that may run (see the module's docstring): any due summary first, then the
+    one ordered job of the first namespace (of ``namespaces``, else of those with work) that has one.
+
+    Each lookup follows an index and stops at its first match, so a claim costs the same with ten
+    pending jobs or a hundred thousand.
     """
+    wanted = tuple(kinds) if kinds else ALL_KINDS
     now = wall()
     with write_transaction():
-        wanted = list(kinds) if kinds else None
-        job = _PENDING.first(namespace_id, wanted) or _DUE_RETRY.first(now, namespace_id, wanted)
+        job = _summary_due(namespace_id, now) if "summary" in wanted else None
+        if job is None and any(kind != "summary" for kind in wanted):
+            scope = list(namespaces) if namespaces is not None else namespaces_with_work(namespace_id, wanted)
+            for ns in scope:
+                job = _ordered_due(ns, wanted, now)
+                if job is not None:
+                    break
         if job is None:
             return None
         job.status = "running"
@@ -105,6 +191,42 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
         update_by_id(Job, job.id, dict(status=job.status, attempts=job.attempts, updated_at=job.updated_at,
                                        claimed_by=job.claimed_by, claimed_at=job.claimed_at))
     return job
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Why nothing could be claimed although jobs are unfinished."""
+
+    running: int  # jobs another worker holds: what they finish may free ours
+    next_due: float | None  # the earliest scheduled retry
+    stuck: list[JobRow]  # out of attempts on a passing failure: the next run tries them again
+
+
+def waiting(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> Waiting:
+    wanted = list(kinds) if kinds else list(ALL_KINDS)
+    scope = Job.select().where(Job.kind.in_(wanted))
+    if namespace_id is not None:
+        scope = scope.where(Job.namespace == namespace_id)
+    running = scope.where(Job.status == "running").count()
+    if running and recover_interrupted():  # a worker that died holds nothing back
+        running = scope.where(Job.status == "running").count()
+    stuck = [_row(j) for j in scope.where((Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS)
+                                          & (Job.transient == True)).order_by(Job.id).limit(LIST_MAX)]  # noqa: E712
+    return Waiting(running=running, next_due=next_due_at(namespace_id, tuple(wanted)), stuck=stuck)
+
+
+def retry_transient(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> int:
+    """Jobs out of attempts on a failure that passes (network, timeout, 5xx, a killed process) get
+    their attempts back; returns how many. A run calls this first, so a provider outage is healed by
+    running `strata derive` again instead of one `strata retry` per job."""
+    query = Job.update(status="pending", attempts=0, next_retry_at=None, updated_at=now_iso()).where(
+        (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & (Job.transient == True))  # noqa: E712
+    if namespace_id is not None:
+        query = query.where(Job.namespace == namespace_id)
+    if kinds:
+        query = query.where(Job.kind.in_(list(kinds)))
+    with write_transaction():
+        return query.execute()
 
 
 def claimant() -> str:
@@ -147,18 +269,24 @@ def still_claimed(job: Job) -> bool:
     return current is not None and current.status == "running" and current.attempts == job.attempts
 
 
-def fail(job: Job, error: str) -> None:
-    """Record a failed attempt; schedule a retry by backoff or make it terminal."""
+def fail(job: Job, error: str, *, transient: bool = False) -> None:
+    """Record a failed attempt; schedule a retry by backoff or make it terminal. A block whose
+    job fails for good (out of attempts, not ``transient``) is marked failed, so the blocks after
+    it in its namespace go on; a passing failure keeps its place for the next run."""
     with write_transaction():
         if not still_claimed(job):
             return
         attempts = job.attempts
         Job.update(
             status="failed",
-            last_error=error[:2000],
+            # Masked before the cut, which could leave a prefix of a provider key no pattern knows.
+            last_error=redact_text(error)[:2000],
             next_retry_at=(wall() + backoff_seconds(attempts)) if attempts < MAX_ATTEMPTS else None,
+            transient=transient,
             updated_at=now_iso(),
         ).where(Job.id == job.id).execute()
+        if attempts >= MAX_ATTEMPTS and not transient and job.block_id is not None and job.kind in BLOCK_KINDS:
+            Block.update(status="failed").where((Block.id == job.block_id) & (Block.status == "pending")).execute()
 
 
 def next_due_at(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> float | None:
@@ -191,6 +319,7 @@ def recover_interrupted() -> int:
                     status="failed",
                     last_error="interrupted: the process stopped while this job was running",
                     next_retry_at=Case(None, [(Job.attempts < MAX_ATTEMPTS, now)], None),
+                    transient=True,
                     updated_at=now_iso(),
                 ).where((Job.id == job_id) & (Job.status == "running") & _same_claim(by, at)).execute()
     except StoreUnavailableError:
@@ -218,6 +347,8 @@ def retry(job_id: int) -> JobRow:
             job.next_retry_at = None
             job.updated_at = now_iso()
             job.save()
+            if job.block_id is not None and job.kind in BLOCK_KINDS:
+                Block.update(status="pending").where((Block.id == job.block_id) & (Block.status == "failed")).execute()
     return get_job(job_id)
 
 

@@ -7,7 +7,7 @@ import pytest
 from core.db import db
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Block, Job, Message
-from core.providers.base import BlockSummary, Extraction
+from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.providers.offline import OfflineProvider
 from core.services import jobs as jobsvc
 from core.services.blocks import get_block_context
@@ -34,16 +34,18 @@ def clock(monkeypatch):
 
 
 class BrokenSummarizer(OfflineProvider):
-    """Fails the first ``failures`` summary calls, then behaves."""
+    """Fails the first ``failures`` summary calls (with ``error``: a timeout passes, a wrong answer
+    does not), then behaves."""
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, error: Exception | None = None) -> None:
         self.failures = failures
+        self.error = error or TimeoutError("model did not answer")
         self.calls = 0
 
     def summarize_block(self, messages):
         self.calls += 1
         if self.calls <= self.failures:
-            raise TimeoutError("model did not answer")
+            raise self.error
         return super().summarize_block(messages)
 
 
@@ -59,11 +61,11 @@ def _summary_job() -> Job:
 
 def test_failed_summary_retries_after_one_then_two_seconds_then_stops(store, clock):
     block_id = _one_block()
-    provider = BrokenSummarizer(failures=10)
+    provider = BrokenSummarizer(failures=10, error=ProviderOutputError("the model answered nonsense"))
     run_pending("ns", provider=provider, wait_for_retries=False)
     job = _summary_job()
     assert (job.status, job.attempts, job.next_retry_at) == ("failed", 1, clock.now + 1.0)
-    assert "model did not answer" in job.last_error
+    assert "answered nonsense" in job.last_error
     run_pending("ns", provider=provider, wait_for_retries=False)
     assert provider.calls == 1  # not due yet
     clock.now += 1.0
@@ -78,9 +80,46 @@ def test_failed_summary_retries_after_one_then_two_seconds_then_stops(store, clo
     run_pending("ns", provider=provider, wait_for_retries=False)
     assert provider.calls == 3
     block = Block.get_by_id(block_id)
-    assert block.status == "pending" and block.l1_summary is None
+    assert block.status == "failed" and block.l1_summary is None
     assert get_block_context("ns") == []
     assert Message.select().where(Message.block == block_id).count() == 2  # raw turns kept
+
+
+class OutageFor(OfflineProvider):
+    """Times out on the first ``failures`` summaries of blocks that mention ``word``."""
+
+    def __init__(self, word: str, failures: int) -> None:
+        self.word, self.failures = word, failures
+
+    def summarize_block(self, messages):
+        if self.failures and any(self.word in m["text"] for m in messages):
+            self.failures -= 1
+            raise TimeoutError("model did not answer")
+        return super().summarize_block(messages)
+
+
+def test_a_passing_failure_is_tried_again_by_the_next_run_and_holds_its_place(store, clock):
+    configure_namespace("ns", block_turn_size=1)
+    for text in ("We will migrate billing to Postgres in May.", "The launch moves to June 3.", "Ana leads QA."):
+        append_turn("ns", "t", text, "Noted.")
+    first = Block.select().order_by(Block.sequence).first()
+    outage = OutageFor("billing", failures=3)  # the first block's summary times out three times
+    report = run_pending("ns", provider=outage, wait_for_retries=False)
+    job = Job.get((Job.kind == "summary") & (Job.block == first.id))
+    assert (job.status, job.attempts, job.transient) == ("failed", 1, True)
+    for _ in range(2):
+        clock.now += 10
+        report = run_pending("ns", provider=outage, wait_for_retries=False)
+    job = Job.get_by_id(job.id)
+    assert (job.status, job.attempts) == ("failed", 3) and report.stuck == [job.id]
+    # The blocks after it wait: extracting them first would derive other memory than a run without
+    # the outage (their context reads the earlier block's events).
+    assert Block.get_by_id(first.id).status == "pending"
+    assert Block.select().where(Block.status == "ready").count() == 0
+    report = run_pending("ns", provider=outage, wait_for_retries=False)
+    assert report.retried == 1 and report.stuck == []
+    assert [b.status for b in Block.select().order_by(Block.sequence)] == ["ready"] * 3
+    assert [b.ready_position for b in Block.select().order_by(Block.sequence)] == [1, 2, 3]
 
 
 def test_failed_jobs_do_not_block_later_sealing(store, clock):

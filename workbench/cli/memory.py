@@ -130,24 +130,51 @@ def cmd_expand_block(args: argparse.Namespace) -> int:
 
 def cmd_derive(args: argparse.Namespace) -> int:
     from core.services.derive import run_pending
+    from core.services.derive_workers import run_workers
 
-    open_from_args(args)
+    store = open_from_args(args)
     with progress_bar("derive", enabled=not args.json) as update:
-        report = run_pending(args.namespace, provider=args.provider, progress=update)
+        if args.workers > 1:
+            report = run_workers(store.url, args.namespace, workers=args.workers, provider=args.provider,
+                                 progress=update)
+        else:
+            report = run_pending(args.namespace, provider=args.provider, progress=update)
     if args.json:
         print_json(report)
     else:
+        retried = f"; {report.retried} failed job(s) tried again" if report.retried else ""
         console.print(
             f"ran {report.processed} jobs: {report.succeeded} succeeded, {report.skipped} skipped, "
-            f"{report.failed} failed; {report.blocks_ready} blocks ready in {report.seconds:.1f}s"
+            f"{report.failed} failed; {report.blocks_ready} blocks ready in {report.seconds:.1f}s{retried}"
         )
         for error in report.errors[:20]:
             err_console.print(f"  {error}", markup=False)
-        if report.left_failed:
-            err_console.print(f"{report.left_failed} job(s) left failed: see `strata jobs --status failed`",
-                              markup=False)
+    still = _still_failed(args.namespace)
+    if still and not args.json:
+        for line in still[:20]:
+            err_console.print(line, markup=False)
+        if len(still) > 20:
+            err_console.print(f"… and {len(still) - 20} more: `strata jobs --status failed`", markup=False)
     # A script running derive must see a job it could not finish (a retry that later succeeded is no failure).
-    return 1 if report.left_failed else 0
+    return 1 if still or report.left_failed else 0
+
+
+def _still_failed(namespace: str | None) -> list[str]:
+    """One line per job left failed, saying how it is retried: a passing failure (network, timeout,
+    a killed process) by running `strata derive` again, one that failed for good by `strata retry`."""
+    from core.services.jobs import MAX_ATTEMPTS, list_jobs
+
+    lines = []
+    for job in list_jobs(namespace, status="failed", limit=1000):
+        where = f", block {job.block_id}" if job.block_id else ""
+        if job.attempts < MAX_ATTEMPTS:
+            how = "tried again by the next `strata derive`"
+        elif job.transient:
+            how = "failed for a passing reason: the next `strata derive` tries it again"
+        else:
+            how = f"failed for good: `strata retry {job.id}` after fixing the cause"
+        lines.append(f"job {job.id} ({job.kind}{where}) still failed ({how}): {job.last_error or 'no message'}")
+    return lines
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
@@ -254,6 +281,8 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p = sub.add_parser("derive", parents=[common], help="run pending derivation jobs with progress")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--provider", default="offline", help="model provider (default: offline)")
+    p.add_argument("--workers", type=integer(1, 64), default=1, metavar="N",
+                   help="worker processes (default 1); any number derives the same memory")
     p.set_defaults(handler=cmd_derive)
 
     p = sub.add_parser("namespaces", parents=[common], help="list namespaces")
