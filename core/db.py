@@ -69,7 +69,12 @@ def make_database(url: str) -> Database:
         if str(path) == ":memory:":
             # Thread workers would each see a separate empty database.
             raise InvalidInputError("in-memory SQLite is not supported; give a file path")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from core.files import create_private_file
+
+        # Created here, 0600 in directories made 0700, before SQLite writes memory into it (SQLite
+        # would create it, and its -wal and -shm, with the umask's 0644). open_store(create=False)
+        # refuses a missing file before this point.
+        create_private_file(path)
         return SqliteDatabase(str(path), pragmas=SQLITE_PRAGMAS, timeout=5)
     if url.startswith(("postgres://", "postgresql://")):
         from urllib.parse import urlparse

@@ -30,19 +30,27 @@ class Store:
 
 
 def open_store(url: str | None = None, *, recover: bool = True,
-               progress: Callable[[int, int, str], None] | None = None) -> Store:
+               progress: Callable[[int, int, str], None] | None = None, create: bool = True) -> Store:
     """Open (and create or migrate) the database named by ``url``/``$STRATA_DB``/default.
 
     Jobs left ``running`` by a killed process become failed-and-retryable here. ``progress``
-    follows the migrations of an older store (see ``core.migrations.migrate``).
+    follows the migrations of an older store (see ``core.migrations.migrate``). With ``create``
+    False a database that does not exist yet (no SQLite file, or one with no Strata schema; a
+    PostgreSQL database without Strata's tables) is refused with StoreUnavailableError, and
+    neither a file, a directory nor a table is made: what commands that only read ask for, so a
+    mistyped path is an error instead of a new empty store.
     """
     resolved = resolve_url(url)
+    if not create:
+        require_existing(resolved)
     if not db.is_closed() if db.obj is not None else False:
         db.close()
     try:
         db.initialize(make_database(resolved))
         db.connect(reuse_if_open=True)
         _refuse_foreign(resolved)
+        if not create and not _has_schema():
+            raise StoreUnavailableError(missing_store_message(resolved))
         version = migrate(progress=progress)
         _require_tables(resolved)
     except BaseException as exc:
@@ -57,6 +65,43 @@ def open_store(url: str | None = None, *, recover: bool = True,
 
         recover_interrupted()
     return store
+
+
+def missing_store_message(url: str) -> str:
+    return (f"no Strata database at {_shown(url)} (run `strata ingest …` or `strata demo` to make one, "
+            "or pass --create)")
+
+
+def _shown(url: str) -> str:
+    """The file path, or the server and database of a URL (never its user or password)."""
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
+def require_existing(url: str) -> None:
+    """Refuse a SQLite store that is not there, before anything (a directory, the file) is made.
+    An empty file is no store either: SQLite would turn it into one."""
+    path = sqlite_path(url)
+    if path is None or str(path) == ":memory:":
+        return  # a server database is looked at once connected (_has_schema)
+    try:
+        empty = path.is_file() and path.stat().st_size == 0
+    except OSError:
+        empty = False
+    if not path.exists() or empty:
+        raise StoreUnavailableError(missing_store_message(url))
+
+
+def _has_schema() -> bool:
+    from core.models import SchemaVersion
+
+    return SchemaVersion._meta.table_name in set(db.get_tables())
 
 
 def _refuse_foreign(url: str) -> None:

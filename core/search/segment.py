@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from core.db import db, is_sqlite
+from core.files import make_dir, modes_beside, open_new
 
 MERGE_MIN = 50_000  # delta postings before a merge is considered
 MERGE_SHARE = 0.05  # … and at least this share of the static part
@@ -894,26 +895,32 @@ def save(view: View) -> View:
     if folder is None:
         return view
     view = merge(view)
-    folder.mkdir(parents=True, exist_ok=True)
+    # The copies hold the words of every message: they get the database file's own mode (0600 for
+    # a store Strata made), from their creation on, whatever the umask.
+    file_mode, dir_mode = modes_beside(Path(str(folder)[: -len(".search")]))
+    make_dir(folder, dir_mode, exist_ok=True)
     stem = f"{view.kind}-{view.namespace_id}"
     # A new directory every time: files are never rewritten in place, since a process (this one
     # or another) may have the earlier copy mapped, and a mapped file cut short kills it (SIGBUS).
     # (mkdir, not mkdtemp: a copy is as readable as its database, for the other users of a shared store)
     target = folder / f"{stem}-{view.watermark}-{os.getpid()}-{secrets.token_hex(4)}"
-    target.mkdir()
-    for name in _ARRAYS:
-        np.save(target / f"{name}.npy", getattr(view, name))
-    for name in ("offsets", "docs", "tf"):
-        np.save(target / f"post_{name}.npy", getattr(view.static, name))
+    make_dir(target, dir_mode)
+    arrays = [(f"{name}.npy", getattr(view, name)) for name in _ARRAYS]
+    arrays += [(f"post_{name}.npy", getattr(view.static, name)) for name in ("offsets", "docs", "tf")]
+    for filename, array in arrays:
+        with open_new(target / filename, file_mode) as out:
+            np.save(out, array)
     vocabulary = view.static.vocabulary()  # not rows(): its term id per posting is 160 MB at 1M
-    (target / "terms.txt").write_text("\n".join(vocabulary), encoding="utf-8")
+    with open_new(target / "terms.txt", file_mode, text=True) as out:
+        out.write("\n".join(vocabulary))
     meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
             "message_watermark": view.message_watermark, "total_length": view.total_length,
             "stat_docs": view.stat_docs, "stat_total": view.stat_total, "removal_watermark": view.removal_watermark,
             "speakers": view.speakers, "speaker_names": view.speaker_names, "dir": target.name}
     pointer = folder / f"{stem}.json"
     temporary = folder / f"{stem}.json.{os.getpid()}"
-    temporary.write_text(json.dumps(meta), encoding="utf-8")
+    with open_new(temporary, file_mode, text=True) as out:
+        out.write(json.dumps(meta))
     os.replace(temporary, pointer)
     _SAVED_HERE.add(target.name)
     _clear_earlier(folder, stem, target)

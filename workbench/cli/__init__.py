@@ -20,6 +20,8 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
                         help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB or the data dir")
+    parent.add_argument("--create", action="store_true", default=argparse.SUPPRESS,
+                        help="make the database when it does not exist (commands that only read refuse it)")
     if json_flag:
         parent.add_argument("--json", action="store_true", help="print JSON instead of tables")
     return parent
@@ -33,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
     parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
+    parser.add_argument("--create", action="store_true",
+                        help="let the workbench make a database given by --db or $STRATA_DB that does not exist")
     parser.add_argument("--namespace", type=namespace_name, default=None, help="namespace to open in the workbench")
     parser.add_argument("--theme", default=None, help="workbench theme (strata-dark, strata-light, nord, …)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

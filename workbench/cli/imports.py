@@ -107,7 +107,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
         text = Path(args.file).read_text(encoding="utf-8")
         parsed = parse_or_recover(text, args.format, provider or get_provider(None), where=str(args.file))
-    open_from_args(args)
+    open_from_args(args, create=True)  # the batch is stored: a preview into a new store makes it
     namespace = _namespace(args)
     _note_new_namespace(namespace, quiet=args.json)
     batch = start_import(namespace, text, format=args.format, source_name=str(args.file), provider=provider,

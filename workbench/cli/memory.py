@@ -21,7 +21,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     tz = parse_tz(args.tz) if args.tz else None
     # Validate the whole file before opening the store: a bad file changes nothing.
     units = parse(args.format, args.path, namespace=args.namespace, limit=args.limit, tz=tz)
-    open_from_args(args)
+    open_from_args(args, create=True)
     report = IngestReport(format=args.format, path=str(args.path))
     check_stored_receipts(units, report)  # before the progress bar: a refusal is the only line printed
     # A JSON Lines file is one unit, counted in lines: a long one is written for minutes.
@@ -237,8 +237,21 @@ def run_ui(args: argparse.Namespace) -> int:
     if not in_terminal():
         raise InvalidInputError("the workbench needs a terminal (standard input and output are not both one); "
                                 "run `strata` in a terminal, or use a subcommand (`strata --help`)")
+    _require_named_store(args)
     return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None),
                    theme=getattr(args, "theme", None))
+
+
+def _require_named_store(args: argparse.Namespace) -> None:
+    """The workbench makes the default store (an empty one offers the demo), but a database named by
+    --db or $STRATA_DB that does not exist is refused without --create: it is most likely mistyped."""
+    import os
+
+    from core.store import require_existing
+
+    named = getattr(args, "db", None) or os.environ.get("STRATA_DB")
+    if named and not getattr(args, "create", False):
+        require_existing(named)
 
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:

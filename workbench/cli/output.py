@@ -19,16 +19,21 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def open_from_args(args: Any):
+def open_from_args(args: Any, *, create: bool = False):
     """Open the store named by ``--db`` (or $STRATA_DB, or the default) for a command; an older
-    store's upgrade is announced on stderr (a backfill takes a while on a large store)."""
+    store's upgrade is announced on stderr (a backfill takes a while on a large store).
+
+    Only commands that store something pass ``create`` (ingest, an import preview); the others
+    refuse a database that does not exist unless ``--create`` is given, so a mistyped --db is an
+    error rather than a new empty store that answers "nothing found"."""
     from core.store import open_store
 
     def upgrading(done: int, total: int, label: str) -> None:
         if done < total:
             err_console.print(f"upgrading the store: {label} ({done + 1}/{total})", markup=False)
 
-    return open_store(getattr(args, "db", None), progress=upgrading)
+    return open_store(getattr(args, "db", None), progress=upgrading,
+                      create=create or bool(getattr(args, "create", False)))
 
 
 def check_output(path: str | Path | None, option: str) -> None:
