@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Callable
@@ -20,6 +20,7 @@ class DemoResult:
     blocks_ready: int
     blocks_pending: int
     open_tail_turns: int
+    beside: str | None = None  # the earlier demo, still open elsewhere, that this one was built beside
 
 
 def demo_source() -> Path:
@@ -51,7 +52,7 @@ def _stored_namespaces(path: Path) -> list[str] | None:
 
 
 def check_replaceable(path: Path) -> None:
-    """Refuse to build the demo over anything but an earlier demo: the build deletes the file first."""
+    """Refuse to build the demo over anything but an earlier demo: the build replaces the file."""
     from core.errors import InvalidInputError
 
     if not os.path.lexists(path):
@@ -69,24 +70,47 @@ def check_replaceable(path: Path) -> None:
 
 
 def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None) -> DemoResult:
-    """Build the demo database from scratch at ``url``. A file there is replaced only if it is an
+    """Build the demo database from scratch for ``url``. A file there is replaced only if it is an
     earlier demo store (a Strata database with no namespace but ``demo``): anything else is refused
-    with InvalidInputError and left as it was."""
+    with InvalidInputError and left as it was.
+
+    An earlier demo is never deleted under a program that has it open (a workbench would go on
+    reading a deleted file, or write into the new one's journal): the new demo is built under a
+    temporary name beside it and moved over it only when no other connection holds it; otherwise
+    it is kept beside, as ``demo-<time>.db``, and ``DemoResult.path`` names that file."""
     from core.db import db, sqlite_path
+
+    path = sqlite_path(url)
+    if path is None:
+        return _build(url, progress)
+    check_replaceable(path)
+    if db.obj is not None and not db.is_closed():
+        db.close()
+    if not os.path.lexists(path):
+        return _build(url, progress)
+    building = path.with_name(f".{path.name}.building-{os.getpid()}")
+    _remove_database(building)
+    try:
+        result = _build(f"sqlite:///{building}", progress)
+        db.close()
+        _fold_journal(building)
+        final = _switch(building, path)
+    except BaseException:
+        if db.obj is not None and not db.is_closed():
+            db.close()
+        _remove_database(building)
+        raise
+    return replace(result, path=str(final), beside=str(path) if final != path else None)
+
+
+def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoResult:
+    from core.db import sqlite_path
     from core.ingest import ingest
     from core.services.derive import run_pending
     from core.services.stats import stats
     from core.store import open_store
 
     path = sqlite_path(url)
-    if path is not None:
-        check_replaceable(path)
-        if db.obj is not None and not db.is_closed():
-            db.close()
-        for suffix in ("", "-wal", "-shm"):
-            candidate = Path(str(path) + suffix)
-            if candidate.exists():
-                candidate.unlink()
     open_store(url)
     ingest("jsonl", demo_source(), namespace=DEMO_NAMESPACE)
     from core.models import Thread
@@ -107,3 +131,81 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
         blocks_pending=result.blocks_pending,
         open_tail_turns=result.open_tail_turns,
     )
+
+
+_JOURNALS = ("-wal", "-shm", "-journal")
+
+
+def _remove_database(path: Path) -> None:
+    import shutil
+
+    for suffix in ("", *_JOURNALS):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    shutil.rmtree(f"{path}.search", ignore_errors=True)
+
+
+def _fold_journal(path: Path) -> None:
+    """Checkpoint what a connection still open in this process (a worker thread's) left in the
+    write-ahead log into the file itself, so the file moves alone."""
+    import sqlite3
+
+    connection = sqlite3.connect(str(path), timeout=5)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+
+
+def _switch(building: Path, path: Path) -> Path:
+    """Move the finished demo at ``building`` to ``path`` when no other connection holds the earlier
+    demo there; else to a new name beside it. Returns where it is."""
+    import shutil
+
+    holder = _exclusive(path)
+    if holder is None:
+        target = _free_name(path)
+        os.rename(building, target)
+        for suffix in _JOURNALS:
+            Path(str(building) + suffix).unlink(missing_ok=True)
+        shutil.rmtree(f"{building}.search", ignore_errors=True)
+        return target
+    # Nobody else has the earlier demo open: closing the lock's connection folds its log back, and
+    # the leftover -wal/-shm go before the move so the new file never meets the old one's journal.
+    holder.close()
+    for suffix in _JOURNALS:
+        Path(str(path) + suffix).unlink(missing_ok=True)
+        Path(str(building) + suffix).unlink(missing_ok=True)
+    os.replace(building, path)
+    shutil.rmtree(f"{path}.search", ignore_errors=True)  # the old demo's index copies
+    shutil.rmtree(f"{building}.search", ignore_errors=True)
+    return path
+
+
+def _exclusive(path: Path):
+    """A sqlite3 connection holding an exclusive lock on ``path``; None when another connection (a
+    workbench, in this process or another) holds any lock on it, or it cannot be locked at all."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+        connection.execute("BEGIN EXCLUSIVE")
+        connection.execute("ROLLBACK")  # exclusive locking mode keeps the lock until close
+    except sqlite3.Error:
+        connection.close()
+        return None
+    return connection
+
+
+def _free_name(path: Path) -> Path:
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        candidate = path.with_name(f"{path.stem}-{stamp}{'' if n == 1 else f'-{n}'}{path.suffix}")
+        if not os.path.lexists(candidate):
+            return candidate
+    raise FileExistsError(f"no free name beside {path}")

@@ -207,6 +207,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         check_replaceable(path)  # before the progress bar, so a refusal is the only line printed
     with progress_bar("demo", enabled=True) as update:
         result = build_demo(url, progress=update)
+    if result.beside is not None:
+        # The earlier demo is open in a workbench: it was left alone and the new one made beside it.
+        url = f"sqlite:///{result.path}"
+        err_console.print(f"{result.beside} is open in another program (a workbench?), so it was left as it was; "
+                          f"the new demo is {result.path}", markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"demo database: {result.path}\n"
         f"  {result.messages} messages in {result.threads} threads, {result.blocks_ready} blocks ready, "
