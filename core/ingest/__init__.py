@@ -2,7 +2,8 @@
 
 Every format is parsed and validated completely before anything is written, so a
 malformed file changes nothing; each unit (a conversation, a question, a file) is
-then written in its own transaction under a receipt, so a second run adds nothing.
+then written under receipts in transactions of bounded size (a thread, or a chunk of a JSON Lines
+file), so a second run adds nothing and a writer beside a long ingest never waits long.
 """
 
 from __future__ import annotations
@@ -149,6 +150,14 @@ def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
         if unit.receipt_id is not None:
             for batch in unit.threads:
                 wanted.setdefault(validate_name(unit.namespace), {})[f"{unit.receipt_id}#{batch.thread}"] = (unit, batch)
+    for unit in units:
+        if unit.receipt_id is None and Namespace.get_or_none(Namespace.name == validate_name(unit.namespace)):
+            for batch in unit.threads:
+                # Read once more before writing: chunks commit one by one, and a line reused for other
+                # content far down the file must stop the ingest before its first chunk.
+                lines = iter(batch.messages)
+                while chunk := list(islice(lines, APPEND_CHUNK)):
+                    _new_lines(unit, batch.thread, chunk)
     for name, receipts in wanted.items():
         ns = Namespace.get_or_none(Namespace.name == name)
         if ns is None:
@@ -195,35 +204,46 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
             if progress:
                 progress(done, total, unit.label)
             continue
-        with write_transaction():
-            stored = 0
-            duplicate = True
-            for batch in unit.threads:
-                if unit.receipt_id is not None:
-                    receipt = f"{unit.receipt_id}#{batch.thread}"
-                    try:
+        # Each thread under its receipt, and each chunk of a JSON Lines file under its lines' receipts,
+        # commits on its own: a 60k-line file in one transaction held the write lock for 25 s, and an
+        # agent capturing or searching meanwhile failed as "locked". A rerun resumes from the receipts.
+        stored = 0
+        duplicate = True
+        for batch in unit.threads:
+            if unit.receipt_id is not None:
+                receipt = f"{unit.receipt_id}#{batch.thread}"
+                try:
+                    with write_transaction():
                         result = append_messages(unit.namespace, batch.thread, batch.messages, receipt_id=receipt,
                                                  close_turn=batch.close_turn, close_thread=batch.close_thread)
-                    except ReceiptConflictError as exc:  # another writer stored it since the check above
-                        raise ReceiptConflictError(_conflict(report, unit, receipt, unit.namespace)) from exc
-                    duplicate &= result.duplicate
-                    if not result.duplicate:
-                        stored += len(result.message_ids)
-                        report.blocks_sealed += len(result.sealed_block_ids)
-                    continue
-                lines = iter(batch.messages)  # read as written (a JSONL thread is not held whole)
-                while chunk := list(islice(lines, APPEND_CHUNK)):
-                    fresh = _new_lines(unit, batch.thread, chunk)
+                except ReceiptConflictError as exc:  # another writer stored it since the check above
+                    raise ReceiptConflictError(_conflict(report, unit, receipt, unit.namespace)) from exc
+                duplicate &= result.duplicate
+                if not result.duplicate:
+                    stored += len(result.message_ids)
+                    report.blocks_sealed += len(result.sealed_block_ids)
+                continue
+            lines = iter(batch.messages)  # read as written (a JSONL thread is not held whole)
+            while chunk := list(islice(lines, APPEND_CHUNK)):
+                with write_transaction():
+                    try:
+                        fresh = _new_lines(unit, batch.thread, chunk)
+                    except ReceiptConflictError as exc:  # a line id used twice in this file, for other text
+                        if not done:
+                            raise
+                        raise ReceiptConflictError(f"{exc}; the {done} line(s) before this chunk were stored "
+                                                   "(a rerun of the corrected file skips them)") from exc
                     if fresh:
                         result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh],
                                                  close_turn=False)
                         _line_receipts(unit.namespace, result, fresh)
-                        duplicate = False
-                        stored += len(fresh)
-                        report.blocks_sealed += len(result.sealed_block_ids)
-                    done += len(chunk)
-                    if progress:
-                        progress(done, total, f"{unit.label}: {batch.thread}")
+                if fresh:
+                    duplicate = False
+                    stored += len(fresh)
+                    report.blocks_sealed += len(result.sealed_block_ids)
+                done += len(chunk)
+                if progress:
+                    progress(done, total, f"{unit.label}: {batch.thread}")
         report.messages += stored
         written[unit.namespace] = written.get(unit.namespace, 0) + stored
         if duplicate:
@@ -244,7 +264,9 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
     return report
 
 
-APPEND_CHUNK = 1000  # lines appended per call when each line has its own receipt
+# Lines appended per transaction when each line has its own receipt: about a tenth of a second of
+# holding the write lock, so a capture beside a bulk ingest waits that long at most.
+APPEND_CHUNK = 200
 
 
 def _new_lines(unit: Unit, thread: str, messages: list[dict]) -> list[tuple[dict, str]]:

@@ -24,6 +24,7 @@ from core.services.capture import append_turn, thread_messages
 from core.services.spaces import list_namespaces
 from core.services.stats import stats
 from core.store import open_store
+from tests.stores import fresh_url
 
 DATE_1 = "1:56 pm on 8 May, 2023"
 DATE_2 = "10:04 am on 12 June, 2023"
@@ -36,7 +37,7 @@ DATE_10 = "7:30 pm on 1 January, 2024"
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     monkeypatch.delenv("STRATA_DB", raising=False)
-    opened = open_store(f"sqlite:///{tmp_path / 'strata.db'}")
+    opened = open_store(fresh_url(tmp_path))
     yield opened
     opened.close()
 
@@ -934,3 +935,38 @@ def test_a_blank_namespace_is_refused_not_read_as_the_default(store, tmp_path, n
     with pytest.raises(InvalidInputError, match="non-empty string"):
         ingest("jsonl", path, namespace=namespace)
     assert Message.select().count() == 0
+
+
+def test_a_long_jsonl_ingest_commits_in_chunks_so_a_capture_beside_it_never_waits_long(store, tmp_path, monkeypatch):
+    """Each chunk is a transaction of its own: between two chunks another writer gets the lock."""
+    import core.ingest as ingest_module
+    from core.db import db as database
+    from core.services.capture import append_turn
+
+    monkeypatch.setattr(ingest_module, "APPEND_CHUNK", 5)
+    rows = [jl("bulk", "user" if i % 2 == 0 else "assistant", f"line {i}", f"2024-03-01T09:{i:02d}:00", id=f"x-{i}")
+            for i in range(23)]
+    path = write_jsonl(tmp_path / "bulk.jsonl", rows)
+    commits = []
+    original = ingest_module._line_receipts
+
+    def receipts_then_capture(namespace, result, part):
+        original(namespace, result, part)
+        assert database.in_transaction()
+        commits.append(len(part))
+
+    monkeypatch.setattr(ingest_module, "_line_receipts", receipts_then_capture)
+    seen_between = []
+
+    def progress(done, total, label):
+        if not database.in_transaction() and done < total:
+            append_turn("default", f"agent-{done}", "a capture between chunks", "ok")  # would raise if locked
+            seen_between.append(done)
+
+    ingest("jsonl", path, progress=progress)
+    assert commits == [5, 5, 5, 5, 3]
+    assert seen_between == [5, 10, 15, 20]
+    assert [m.content for m in thread_messages("default", "bulk")] == [f"line {i}" for i in range(23)]
+    # A rerun resumes from the receipts: nothing is stored twice.
+    report = ingest("jsonl", path)
+    assert report.messages == 0 and len(thread_messages("default", "bulk")) == 23
