@@ -46,6 +46,7 @@ def verify(namespace: str | None = None, *, limit: int = 50,
     steps = [("blocks and jobs", _check_blocks), ("events cite messages", _check_uncited),
              ("citations inside their blocks", _check_outside), ("graph records cite events", _check_graph),
              ("current facts cite events", _check_current_facts), ("why records ended", _check_endings),
+             ("duplicate event cards", _check_duplicates), ("orphans", _check_orphans),
              ("saved search copies", _check_search_copies)]
     for done, (label, step) in enumerate(steps):
         if progress:
@@ -60,7 +61,8 @@ def _check_blocks(report: VerifyReport, ns, limit: int) -> None:
     report.blocks = _scope(Block.select(), Block, ns).count()
     report.blocks_ready = _scope(Block.select().where(Block.status == "ready"), Block, ns).count()
     failed = Job.select(Job.block).where((Job.status == "failed") & Job.block.is_null(False))
-    report.blocks_failed = _scope(Block.select().where((Block.status == "pending") & Block.id.in_(failed)), Block, ns).count()
+    report.blocks_failed = _scope(Block.select().where(
+        (Block.status == "failed") | ((Block.status == "pending") & Block.id.in_(failed))), Block, ns).count()
     report.blocks_waiting = report.blocks - report.blocks_ready - report.blocks_failed
     for job in _scope(Job.select().where((Job.status == "failed") & Job.last_error.is_null()), Job, ns).limit(limit):
         report.problems.append(f"job {job.id} failed without an error message")
@@ -132,6 +134,47 @@ def _check_endings(report: VerifyReport, ns, limit: int) -> None:
                         .where(GraphNode.namespace == ns) if model is GraphFact else standing.where(model.namespace == ns))
         for record_id, event_id in standing.tuples().limit(limit):
             report.problems.append(f"graph {kind} {record_id} is current though event {event_id} says it ended")
+
+
+def _check_duplicates(report: VerifyReport, ns, limit: int) -> None:
+    """Two live cards with the same wording (fingerprint) citing the same messages: what a job run
+    twice, or by two workers at once, would leave."""
+    groups = (Event.select(Event.namespace, Event.fingerprint).where(
+        Event.status.in_(LIVE) & Event.fingerprint.is_null(False))
+        .group_by(Event.namespace, Event.fingerprint).having(fn.COUNT(Event.id) > 1))
+    found = 0
+    for namespace_id, print_ in _scope(groups, Event, ns).tuples().iterator():
+        ids = [i for (i,) in Event.select(Event.id).where(
+            (Event.namespace == namespace_id) & (Event.fingerprint == print_) & Event.status.in_(LIVE))
+            .order_by(Event.id).tuples()]
+        cites: dict[tuple[int, ...], int] = {}
+        for event_id in ids:
+            sources = tuple(sorted(m for (m,) in EventSource.select(EventSource.message).where(
+                EventSource.event == event_id).tuples()))
+            first = cites.setdefault(sources, event_id)
+            if first != event_id and found < limit:
+                found += 1
+                report.problems.append(f"event {event_id} duplicates event {first} (same text, same messages)")
+
+
+def _check_orphans(report: VerifyReport, ns, limit: int) -> None:
+    """Rows nothing can reach or that point at nothing: a block without messages, a block waiting
+    for derivation with no job to derive it, graph citations of records that do not exist."""
+    empty = _scope(Block.select(Block.id).where(~fn.EXISTS(
+        Message.select(SQL("1")).where(Message.block == Block.id))), Block, ns)
+    for (block_id,) in empty.tuples().limit(limit):
+        report.problems.append(f"block {block_id} holds no messages")
+    jobless = _scope(Block.select(Block.id).where((Block.status == "pending") & ~fn.EXISTS(
+        Job.select(SQL("1")).where((Job.block == Block.id) & Job.kind.in_(("summary", "extraction"))))), Block, ns)
+    for (block_id,) in jobless.tuples().limit(limit):
+        report.problems.append(f"block {block_id} waits for derivation but has no job (it would never be derived)")
+    for kind, model in (("node", GraphNode), ("fact", GraphFact), ("edge", GraphEdge)):
+        dangling = GraphSource.select(GraphSource.record_id).distinct().where(
+            (GraphSource.kind == kind) & GraphSource.record_id.not_in(model.select(model.id)))
+        if ns is not None:
+            dangling = dangling.join(Event, on=(GraphSource.event == Event.id)).where(Event.namespace == ns)
+        for (record_id,) in dangling.tuples().limit(limit):
+            report.problems.append(f"a citation of graph {kind} {record_id}, which does not exist")
 
 
 def _check_search_copies(report: VerifyReport, ns, limit: int) -> None:

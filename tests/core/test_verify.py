@@ -79,3 +79,30 @@ def test_a_store_missing_a_table_is_refused_at_open_with_its_name(demo_template,
     db.close()
     with pytest.raises(StoreUnavailableError, match="damaged: table graphfact missing"):
         open_store(url)
+
+
+def test_duplicate_cards_and_orphans_are_reported(demo):
+    from core.db import insert_one
+    from core.models import GraphNode, Job
+
+    original = Event.select().where(Event.status == "active").order_by(Event.id).first()
+    data = {k: v for k, v in original.__data__.items() if k != "id"}
+    twin = insert_one(Event, data)  # what a job run twice would leave
+    for source in EventSource.select().where(EventSource.event == original.id):
+        EventSource.insert(event=twin.id, message=source.message_id, position=source.position).execute()
+    # Same text citing other messages is no duplicate: two mentions of one thing.
+    other_text = insert_one(Event, dict(data, block=original.block_id))
+    EventSource.insert(event=other_text.id, message=Message.select().order_by(Message.id.desc()).first().id,
+                       position=0).execute()
+
+    block = Block.select().order_by(Block.id.desc()).first()
+    Job.delete().where(Job.block == block.id).execute()
+    Block.update(status="pending").where(Block.id == block.id).execute()  # waiting, with no job to derive it
+    node = GraphNode.select().order_by(GraphNode.id.desc()).first()
+    GraphSource.insert(kind="node", record_id=node.id + 1000, event=original.id).execute()
+
+    problems = verify(demo).problems
+    assert f"event {twin.id} duplicates event {original.id} (same text, same messages)" in problems
+    assert not any(f"event {other_text.id} duplicates" in p for p in problems)
+    assert f"block {block.id} waits for derivation but has no job (it would never be derived)" in problems
+    assert f"a citation of graph node {node.id + 1000}, which does not exist" in problems
