@@ -1,4 +1,8 @@
-"""Shared fixtures: every test gets its own temporary file database."""
+"""Shared fixtures: every test gets its own temporary database.
+
+``STRATA_TEST_DB=postgresql://…`` runs the suite on PostgreSQL (see tests/stores.py);
+otherwise each store is a SQLite file under the test's tmp_path.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,44 @@ import pytest
 
 from core.db import db
 from core.store import open_store
+from tests import stores
+
+
+def pytest_report_header(config):
+    return f"strata test database: {stores.engine_name()}" + (f" ({stores.TEST_DB})" if stores.on_postgres() else "")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not stores.on_postgres():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {marker.kwargs.get('reason', '')}"))
+
+
+@pytest.fixture(autouse=True)
+def _own_databases():
+    """On PostgreSQL, drop the databases a test made once it ends (fixtures of a wider scope
+    are set up before this one, so theirs are kept for them to drop)."""
+    position = stores.mark()
+    yield
+    if stores.on_postgres():
+        if db.obj is not None and not db.is_closed():
+            db.close()
+        stores.drop_since(position)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_leftovers():
+    yield
+    if stores.on_postgres():
+        stores.drop_since(0)
 
 
 @pytest.fixture
 def db_url(tmp_path):
-    return f"sqlite:///{tmp_path / 'strata.db'}"
+    return stores.fresh_url(tmp_path)
 
 
 @pytest.fixture
@@ -24,22 +61,31 @@ def store(db_url):
 
 
 @pytest.fixture(scope="session")
-def demo_template(tmp_path_factory) -> Path:
-    """The demo memory, built once per run (about 3 s); tests take copies of it."""
+def demo_template(tmp_path_factory) -> Path | str:
+    """The demo memory, built once per run (about 3 s); tests take copies of it (``copy_of``):
+    a SQLite file, or on PostgreSQL a template database."""
     from core.demo import build_demo
 
+    if stores.on_postgres():
+        url = stores.fresh_url(None)
+        build_demo(url)
+        stores.close_template()
+        yield url
+        stores.drop(url)
+        return
     path = tmp_path_factory.mktemp("demo-template") / "demo.db"
     build_demo(f"sqlite:///{path}")
     db.close()  # the last connection: SQLite folds the WAL back into the file
-    return path
+    yield path
 
 
 @pytest.fixture(scope="module")
 def demo_url(demo_template, tmp_path_factory) -> str:
     """A copy of the demo shared by a module's tests (those that only read it)."""
-    from tests.stores import copy_of
-
-    return copy_of(demo_template, tmp_path_factory.mktemp("demo") / "demo.db")
+    url = stores.copy_of(demo_template, tmp_path_factory.mktemp("demo") / "demo.db")
+    yield url
+    if stores.on_postgres():
+        stores.drop(url)
 
 
 @pytest.fixture

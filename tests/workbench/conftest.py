@@ -7,12 +7,12 @@ timestamp pinned, so screens and snapshots are the same on every run.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from core.db import db
+from tests import stores
 from tests.stores import copy_of
 
 FIXED = "2026-03-01T12:00:00+00:00"
@@ -55,22 +55,22 @@ def seed_workbench_store(url: str, *, built: bool = False) -> None:
     Event.update(last_retrieved_at=None).execute()
     RetrievalTrace.update(elapsed_ms=1.5).execute()
     Block.update(created_at=FIXED).execute()
-    db.close()
+    stores.close_template()
 
 
 @pytest.fixture(scope="session")
-def workbench_template(demo_template, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("workbench") / "template.db"
-    seed_workbench_store(copy_of(demo_template, path), built=True)
-    return path
+def workbench_template(demo_template, tmp_path_factory) -> Path | str:
+    url = copy_of(demo_template, tmp_path_factory.mktemp("workbench") / "template.db")
+    seed_workbench_store(url, built=True)
+    yield url if stores.on_postgres() else Path(url[len("sqlite:///"):])
+    if stores.on_postgres():
+        stores.drop(url)
 
 
 @pytest.fixture
 def wb_url(workbench_template, tmp_path) -> str:
     """A private copy of the seeded store (tests may write to it)."""
-    target = tmp_path / "wb.db"
-    shutil.copy(workbench_template, target)
-    yield f"sqlite:///{target}"
+    yield copy_of(workbench_template, tmp_path / "wb.db")
     if db.obj is not None and not db.is_closed():
         db.close()
 
