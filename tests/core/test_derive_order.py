@@ -169,6 +169,7 @@ def test_an_extraction_waits_for_the_blocks_before_it(store, monkeypatch):
     assert again is None or again.block_id == first.id  # due after its backoff, never the second block
 
 
+@pytest.mark.sqlite_only(reason="reads SQLite's query plans")
 def test_claims_follow_indexes(store):
     def plan(prepared, *args, params=None):
         sql, bound = prepared.build(*args).sql()
@@ -184,8 +185,10 @@ _OPEN = "import sys; from core.store import open_store; open_store(sys.argv[1]);
 
 
 def test_several_processes_opening_a_new_store_at_once_create_it_once(tmp_path):
+    from tests.stores import fresh_url
+
     for round_ in range(3):
-        url = f"sqlite:///{tmp_path / f'new{round_}.db'}"
+        url = fresh_url(tmp_path, f"new{round_}.db")
         openers = [subprocess.Popen([sys.executable, "-c", _OPEN, url], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True) for _ in range(5)]
         results = [opener.communicate(timeout=60) for opener in openers]
