@@ -11,10 +11,12 @@ agent then assesses the batch (``assess``) and closes it (``record_use``); only 
 adopted by a sufficient assessment and then used reinforce memory (§8, §9.1).
 
 Results are compact (§12.1): titles cut to 240 characters, summaries to 800, raw message
-content to 500. ``rank_score`` orders hits within one result list; it is not a
-confidence. Every problem an agent can cause (bad arguments, a spent budget, a repeated
-empty channel, a refused receipt) raises ``ToolError``, whose message says what to do
-next; ``call_safe`` turns it into an error dict instead.
+content to 500. Secrets in them (tokens, API keys, passwords; see ``core.redact``) are masked
+before any cut, in every result and error; the stored text stays exact. ``rank_score``
+orders hits within one result list; it is not a confidence. Every problem an agent can
+cause (bad arguments, a spent budget, a repeated empty channel, a refused receipt) raises
+``ToolError``, whose message says what to do next; ``call_safe`` turns it into an error
+dict instead.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from core.errors import (
     StrataError,
 )
 from core.models import LIVE
+from core.redact import redact_text, redact_value
 
 SCORE_MEANING = (
     "rank_score only orders the hits of this result list (higher ranks first); "
@@ -80,7 +83,8 @@ class ToolError(StrataError):
         if self.field is not None:
             error["field"] = self.field
         error.update(self.details)
-        return {"error": error}
+        # A refusal quotes the agent's arguments, which may carry a pasted secret.
+        return {"error": redact_value(error)}
 
 class InvalidArgumentsError(ToolError, InvalidInputError):
     """Arguments no tool can take (text that is not UTF-8, nesting past MAX_ARGUMENT_DEPTH): refused
@@ -398,9 +402,11 @@ def _parse_id(tool: str, value: Any, prefix: str, what: str) -> int:
 
 
 def clip(text: str | None, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters (an ellipsis marks a cut)."""
+    """``text`` with its secrets masked, then cut to at most ``limit`` characters (an ellipsis
+    marks a cut). Masked first: a cut through a token leaves a prefix no pattern knows."""
     if not text:
         return ""
+    text = redact_text(text)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -612,7 +618,9 @@ class MemoryTools:
         args = check_arguments(name, arguments)
         try:
             self._require_namespace()
-            return self._handlers[name](args)
+            # The one door every result leaves by: the fields not clipped (block content, an
+            # event's full summary, facts) are masked here.
+            return redact_value(self._handlers[name](args))
         except ToolError as exc:
             exc.tool = exc.tool or name
             raise

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.redact import redact_text
 from core.text import FENCED_CODE
 from core.tokens import estimate_tokens
 
@@ -154,7 +155,8 @@ def _summarize_string(text: str) -> str:
     ok, parsed = _parse_json(text.strip())
     if ok:
         return summarize_tool_result(parsed)
-    collapsed = _collapse(text)
+    # A tool's output may print a credential; its summary is cut, so mask it first.
+    collapsed = _collapse(redact_text(text))
     return collapsed[:SUMMARY_LIMIT] if collapsed else "no result"
 
 
@@ -162,11 +164,11 @@ def _summarize_dict(value: dict[str, Any]) -> str:
     """Apply the dict rules of §3.2 in their stated order."""
     error = value.get("error")
     if isinstance(error, str) and error.strip():
-        return "failed: " + _collapse(error)[:ERROR_LIMIT]
+        return "failed: " + _collapse(redact_text(error))[:ERROR_LIMIT]
     for key in ("summary", "message"):
         text = value.get(key)
         if isinstance(text, str) and text.strip():
-            return _collapse(text)[:SUMMARY_LIMIT]
+            return _collapse(redact_text(text))[:SUMMARY_LIMIT]
     counts = [
         f"{key}: {len(item)}"
         for key, item in value.items()

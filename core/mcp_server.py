@@ -25,8 +25,11 @@ from mcp.server.stdio import stdio_server
 
 from core import __version__
 from core.agent_tools import MemoryTools, ToolError
+from core.redact import RedactingFilter, redact_value
 
 log = logging.getLogger("strata.mcp")
+# What the server logs quotes tool errors and exceptions, which may quote what an agent sent.
+log.addFilter(RedactingFilter())
 
 SERVER_NAME = "strata-memory"
 
@@ -45,6 +48,9 @@ def _json(payload: Any) -> str:
 
 
 def _result(payload: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    # Every answer leaves through here: tool results are masked already (MemoryTools.call), an
+    # unexpected exception's text is not.
+    payload = redact_value(payload)
     return types.CallToolResult(
         content=[types.TextContent(text=_json(payload))],
         structured_content=payload,
@@ -175,12 +181,13 @@ def _configure_logging() -> None:
 
 def run_stdio(db_url: str | None = None, namespace: str = "default", session: str | None = None) -> int:
     """Open the store and serve the memory tools over stdio; returns an exit code."""
+    from core.db import display_url
     from core.store import open_store
 
     _configure_logging()
     store = open_store(db_url)
     tools = MemoryTools(namespace or "default", session=session)
-    log.info("strata MCP server on %s (namespace %r, session %r)", store.url, tools.namespace, session)
+    log.info("strata MCP server on %s (namespace %r, session %r)", display_url(store.url), tools.namespace, session)
     from core.models import Namespace
 
     if Namespace.get_or_none(Namespace.name == tools.namespace) is None:

@@ -30,6 +30,7 @@ from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, 
 from core.models import (
     LIVE, BatchRef, Event, GraphEdge, GraphNode, Namespace, RetrievalBatch, UsageReceipt,
 )
+from core.redact import redact_text
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
@@ -659,7 +660,8 @@ def _resolve(ns: Namespace, batch_id: object, session: str | None) -> RetrievalB
 def _clean_text(value: object) -> str:
     if not isinstance(value, str):
         return ""
-    return " ".join(value.split())[:TEXT_LIMIT].strip()
+    # An agent's own words, kept as a note: a secret in them is masked before the cut leaves half of it.
+    return " ".join(redact_text(value).split())[:TEXT_LIMIT].strip()
 
 
 def _as_list(value: object, what: str) -> list[Any]:

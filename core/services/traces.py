@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import Namespace, RetrievalTrace
+from core.redact import redact_text
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso
 
@@ -116,7 +117,8 @@ def record_trace(
             batch=batch_id,
             kind=kind,
             channel=channel,
-            query=(query or "")[:MAX_QUERY_CHARS],
+            # Masked before the cut: a trace is a log, and a cut through a token leaves a prefix.
+            query=redact_text(query or "")[:MAX_QUERY_CHARS],
             candidates=cleaned,
             selected=[str(s) for s in selected or ()],
             verdict=verdict,
