@@ -52,12 +52,29 @@ def resolve_url(url: str | None) -> str:
     return f"sqlite:///{default_sqlite_path()}"
 
 
+def display_url(url: str | None) -> str:
+    """``url`` as a person may see it: ``postgresql://user:***@host/db``. The password goes (and a
+    ``password=`` in the query); the user, host and database stay, since they say which store it is.
+    Every URL in a message, a log line or a screen goes through this."""
+    if not url or "://" not in url:
+        return url or ""
+    from core.redact import redact_text
+
+    scheme, rest = url.split("://", 1)
+    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")
+    if at and ":" in userinfo:
+        rest = f"{userinfo.split(':', 1)[0]}:***@{host}{rest[end:]}"
+    return redact_text(f"{scheme}://{rest}")
+
+
 def sqlite_path(url: str) -> Path | None:
     """The file path behind a SQLite URL or bare path; None for other engines."""
     if url.startswith("sqlite:///"):
         return Path(url[len("sqlite:///"):])
     if url.startswith("sqlite://"):
-        raise InvalidInputError(f"database URL {url!r}: use sqlite:///relative/path or sqlite:////absolute/path")
+        raise InvalidInputError(f"database URL {display_url(url)!r}: use sqlite:///relative/path or "
+                                "sqlite:////absolute/path")
     if "://" in url:
         return None
     return Path(url)
@@ -81,7 +98,8 @@ def make_database(url: str) -> Database:
 
         parts = urlparse(url)
         if not parts.path.lstrip("/"):
-            raise InvalidInputError(f"database URL {url!r} names no database (postgresql://user@host/dbname)")
+            raise InvalidInputError(f"database URL {display_url(url)!r} names no database "
+                                    "(postgresql://user@host/dbname)")
         return PostgresqlDatabase(
             parts.path.lstrip("/"),
             user=parts.username,
@@ -89,7 +107,8 @@ def make_database(url: str) -> Database:
             host=parts.hostname,
             port=parts.port or 5432,
         )
-    raise InvalidInputError(f"database URL {url!r}: unsupported scheme (use sqlite:/// or postgresql://)")
+    raise InvalidInputError(f"database URL {display_url(url)!r}: unsupported scheme (use sqlite:/// or "
+                            "postgresql://)")
 
 
 def is_sqlite() -> bool:

@@ -7,7 +7,7 @@ from typing import Callable
 
 import peewee
 
-from core.db import db, make_database, resolve_url, sqlite_path
+from core.db import db, display_url, make_database, resolve_url, sqlite_path
 from core.errors import StoreUnavailableError
 from core.migrations import migrate
 
@@ -118,16 +118,18 @@ def _refuse_foreign(url: str) -> None:
     if clash:
         shown = ", ".join(clash[:5]) + (", …" if len(clash) > 5 else "")
         raise StoreUnavailableError(
-            f"database {url} holds tables that are not a Strata store's ({shown}); "
+            f"database {display_url(url)} holds tables that are not a Strata store's ({shown}); "
             "give Strata a database of its own")
 
 
 def unavailable_reason(url: str, exc: BaseException) -> str:
-    """What an error opening ``url`` means, in words a person can act on."""
-    text = str(exc).strip() or type(exc).__name__
+    """What an error opening ``url`` means, in words a person can act on (never its password)."""
+    from core.redact import redact_text
+
+    text = redact_text(str(exc).strip()) or type(exc).__name__
     lowered = text.lower()
     path = sqlite_path(url)  # make_database read it already: a malformed sqlite:// URL never gets here
-    where = str(path) if path is not None else url
+    where = str(path) if path is not None else display_url(url)
     if "file is not a database" in lowered or "malformed" in lowered:
         return f"{where} is not a SQLite database, or it is damaged ({text})"
     if "locked" in lowered or "busy" in lowered:
@@ -139,7 +141,7 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
     if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):
         return f"cannot write {where}: it or its directory is read-only ({text})"
     if isinstance(exc, peewee.ImproperlyConfigured) and "psycopg" in lowered:
-        return f"PostgreSQL needs the psycopg2 driver (pip install psycopg2-binary) to open {url}"
+        return f"PostgreSQL needs the psycopg2 driver (pip install psycopg2-binary) to open {where}"
     if isinstance(exc, OSError):
         return f"cannot open {where}: {text}"
     return f"cannot open database {where}: {text}"
@@ -154,5 +156,5 @@ def _require_tables(url: str) -> None:
     missing = sorted(m._meta.table_name for m in ALL_MODELS if m._meta.table_name not in present)
     if missing:
         raise StoreUnavailableError(
-            f"database {url} is damaged: table{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"database {display_url(url)} is damaged: table{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
             "missing; restore it from a backup")
