@@ -5,7 +5,9 @@ call of the task's tool, whose parameters are the task's JSON schema. The client
 standard library only (urllib), so the ``[llm]`` extra has no dependencies.
 
 The API key is held in a wrapper whose repr hides it, is only ever placed in the request
-headers, and is scrubbed from every error message and stored response.
+headers, and is scrubbed from every error message and stored response — with any other
+token the text carries (``core.redact``), and before the text is cut to an excerpt, so a
+cut cannot leave a prefix of the key behind.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from core.providers.schemas import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_SCHEMA,
 )
+from core.redact import mask_secret, redact_text
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
@@ -235,8 +238,14 @@ class OpenAICompatProvider:
     def _scrub(self, text: str) -> str:
         key = self._key.reveal()
         # A key too short to be a real secret ("k" in a test setup) would mask every "k" in a message
-        # ("deepsee***-chat") and hide the error itself.
-        return text.replace(key, "***") if len(key) >= MIN_SECRET_CHARS else text
+        # ("deepsee[redacted]-chat") and hide the error itself; other tokens are masked all the same.
+        if len(key) >= MIN_SECRET_CHARS:
+            return mask_secret(text, key, min_chars=MIN_SECRET_CHARS)
+        return redact_text(text)
+
+    def _excerpt(self, text: str) -> str:
+        """``text`` scrubbed, then cut to an excerpt (never the other way round)."""
+        return _excerpt(self._scrub(text))
 
     def _fail(self, message: str, cls: type[ProviderOutputError] = ProviderOutputError, **kw: Any):
         text = self._scrub(f"{self.name} provider ({self.model}): {message}")
@@ -292,7 +301,7 @@ class OpenAICompatProvider:
                 detail = _read_bounded(exc, time.monotonic() + min(self.timeout, 5.0))
             except Exception:  # the error body is only decoration
                 detail = b""
-            excerpt = _excerpt(detail.decode("utf-8", errors="replace"))
+            excerpt = self._excerpt(detail.decode("utf-8", errors="replace"))
             retryable = status == 429 or status >= 500
             raise self._fail(
                 f"HTTP {status} from {self.endpoint}" + (f": {excerpt}" if excerpt else ""),
@@ -309,11 +318,11 @@ class OpenAICompatProvider:
             if isinstance(reason, (TimeoutError, socket.timeout)):
                 message = f"no answer from {self.endpoint} within {self.timeout:g} s"
             else:
-                message = f"cannot reach {self.endpoint}: {_excerpt(str(reason))}"
+                message = f"cannot reach {self.endpoint}: {self._excerpt(str(reason))}"
             raise self._fail(message, ProviderCallError, retryable=True) from None
         except (OSError, http.client.HTTPException) as exc:
             raise self._fail(
-                f"connection to {self.endpoint} failed: {_excerpt(str(exc))}", ProviderCallError, retryable=True
+                f"connection to {self.endpoint} failed: {self._excerpt(str(exc))}", ProviderCallError, retryable=True
             ) from None
         try:
             return raw.decode("utf-8")
@@ -325,13 +334,13 @@ class OpenAICompatProvider:
         try:
             body = json.loads(text)
         except ValueError:
-            raise _BadAnswer(f"response body is not JSON: {_excerpt(text)}") from None
+            raise _BadAnswer(f"response body is not JSON: {self._excerpt(text)}") from None
         if not isinstance(body, dict):
             raise _BadAnswer("response body is not a JSON object")
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             error = body.get("error")
-            hint = f": {_excerpt(json.dumps(error, ensure_ascii=False))}" if error else ""
+            hint = f": {self._excerpt(json.dumps(error, ensure_ascii=False))}" if error else ""
             raise _BadAnswer("response has no choices" + hint)
         choice = choices[0]
         if choice.get("finish_reason") == "length":
