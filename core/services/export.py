@@ -9,6 +9,10 @@ event was last retrieved, and the import audit (which keeps undone batches on pu
 Two exports of the same memory are byte-identical: rows are ordered by id (blocks by
 sequence), keys are sorted, JSON is rendered one way. That is what the import round trip
 (import → commit → undo) is checked with.
+
+The export is the user's backup, so it holds the stored text exactly, secrets included;
+``redact=True`` (``strata export --redact``) masks them (``core.redact``) in every string
+for an export that is to be shared.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from core.models import (
     Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
     Message, Thread, UsageReceipt,
 )
+from core.redact import redact_value
 from core.services.events import event_weight
 from core.services.spaces import get_namespace
 
@@ -316,6 +321,15 @@ def _counted(data: Any, progress: Callable[[int, int, str], None], total: int) -
     return _each_rows(data, wrap)
 
 
+def _redacted(value: Any) -> Any:
+    """``value`` with every string masked by ``core.redact``, ``Rows`` as they are read."""
+    if isinstance(value, Rows):
+        return Rows(value.source, lambda _source, rows=value: (redact_value(row) for row in rows))
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    return redact_value(value)
+
+
 def _records(data: Any) -> int:
     """How many records the export writes (for progress): one per row of each section's query."""
     counts: list[int] = []
@@ -324,15 +338,18 @@ def _records(data: Any) -> int:
 
 
 def write_export(namespace: str, out: TextIO, format: str = "json",
-                 progress: Callable[[int, int, str], None] | None = None) -> None:
+                 progress: Callable[[int, int, str], None] | None = None, *, redact: bool = False) -> None:
     """Write the canonical export of ``namespace`` to ``out`` as it is read (memory stays flat
     whatever the size), from one snapshot of the database: ``json`` (sorted keys) or ``markdown``.
-    ``progress(done, total, section)`` is called as records are written."""
+    ``progress(done, total, section)`` is called as records are written. ``redact`` masks
+    secrets in every string (the stored text is left as it is)."""
     if format not in EXPORT_FORMATS:
         raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     with db.atomic():  # one read snapshot: a writer committing meanwhile changes nothing written
         ns = get_namespace(namespace)
         data = _sections(ns)
+        if redact:
+            data = _redacted(data)
         if progress is not None:
             total = _records(data)
             data = _counted(data, progress, total)
@@ -346,10 +363,10 @@ def write_export(namespace: str, out: TextIO, format: str = "json",
             progress(total, total, "done")
 
 
-def export_namespace(namespace: str, format: str = "json") -> str:
+def export_namespace(namespace: str, format: str = "json", *, redact: bool = False) -> str:
     """The canonical export as text (see ``write_export``)."""
     buffer = io.StringIO()
-    write_export(namespace, buffer, format)
+    write_export(namespace, buffer, format, redact=redact)
     return buffer.getvalue()
 
 

@@ -235,11 +235,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     open_from_args(args)
     namespace = _namespace(args)
     if not args.out:
-        write_export(namespace, sys.stdout, args.format)
+        write_export(namespace, sys.stdout, args.format, redact=args.redact)
         return 0
     # At a million messages an export takes minutes and gigabytes: a failed one must leave the previous file.
     with output_file(args.out, "--out") as out, progress_bar("export") as update:
-        write_export(namespace, out, args.format, progress=update)
+        write_export(namespace, out, args.format, progress=update, redact=args.redact)
     err_console.print(f"export written to {args.out}", markup=False)
     return 0
 
@@ -314,6 +314,9 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to export (default: the only one)")
     p.add_argument("--format", default="json", choices=EXPORT_FORMATS)
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--redact", action="store_true",
+                   help="mask secrets (tokens, API keys, passwords, card numbers) for an export to share; by "
+                        "default the export is an exact backup")
     p.set_defaults(handler=cmd_export)
 
 
