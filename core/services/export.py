@@ -432,9 +432,10 @@ _DERIVED = ("events", "nodes", "facts", "edges")
 
 
 def comparable_memory(namespace: str) -> dict[str, Any]:
-    """A namespace's memory with ids relabelled (``relabel_ids``) and the clock's stamps on derived
-    rows left out: equal for two stores that derived the same memory, however the work was run
-    (one process or several, killed and resumed). Message and block times are data and stay."""
+    """A namespace's memory with ids relabelled (``relabel_ids``) and the clock's stamps left out:
+    equal for two stores that hold the same conversation and derived the same memory, however the
+    work was run (one process or several, killed and resumed, each store ingested on its own).
+    Message and block times are the conversation's and stay."""
     data = relabel_ids(export_data(namespace))
 
     def strip(value, derived: bool):
@@ -445,4 +446,5 @@ def comparable_memory(namespace: str) -> dict[str, Any]:
             return [strip(v, derived) for v in value]
         return value
 
-    return {key: strip(value, key in ("events", "graph")) for key, value in data.items()}
+    # Messages and blocks carry the conversation's own times; everything else's are the clock's.
+    return {key: strip(value, key not in ("messages", "blocks")) for key, value in data.items()}
