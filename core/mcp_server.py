@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from typing import Any, Sequence
 
@@ -24,7 +25,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from core import __version__
-from core.agent_tools import MemoryTools, ToolError
+from core.agent_tools import MAX_ARGUMENT_DEPTH, MemoryTools, ToolError
 from core.redact import RedactingFilter, redact_value
 
 log = logging.getLogger("strata.mcp")
@@ -158,10 +159,150 @@ class _AnsweringReader:
         return await self._inner.__aexit__(*exc_info)
 
 
+# A tool call is a few hundred bytes; this bound keeps one client from making the server hold, parse
+# and validate gigabytes.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# How deep a message may nest: the envelope, params and arguments, plus what the tools take.
+MAX_MESSAGE_DEPTH = MAX_ARGUMENT_DEPTH + 3
+_ID_SCAN_BYTES = 64 * 1024  # how much of an oversize line is kept to read its id from
+
+
+class _CheckedLines:
+    """The server's standard input as the SDK's reader takes it (an async iterator of lines), with
+    every line that would not make a valid JSON-RPC message answered here instead, under the id of
+    the request whenever one can be read: bytes that are not UTF-8 (the SDK would replace them and
+    run the call), a line over MAX_MESSAGE_BYTES, nesting past MAX_MESSAGE_DEPTH, text that is no
+    JSON, a lone surrogate escape, and an envelope the SDK refuses. The SDK answers those with id
+    null or not at all, so the client's call waited forever."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._write: Any = None
+        self._ready = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        self._write = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> "_CheckedLines":
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            raw, oversize = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
+            if not raw and not oversize:
+                raise StopAsyncIteration
+            text, problem = check_line(raw, oversize)
+            if problem is None:
+                if text.strip():
+                    return text
+                continue  # a blank line between messages is no message
+            await self._ready.wait()
+            code, message, request_id = problem
+            log.warning("answered a malformed message (id %r) with %s: %s", request_id, code, message)
+            from mcp.shared.message import SessionMessage
+
+            await self._write.send(SessionMessage(types.JSONRPCError(
+                jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))))
+
+    def _read_line(self) -> tuple[bytes, bool]:
+        """One line (b"" at the end); for a line over the bound, its start and True (the rest is
+        read and dropped, so the next line is a message again)."""
+        line = self._stream.readline(MAX_MESSAGE_BYTES + 1)
+        if len(line) <= MAX_MESSAGE_BYTES or line.endswith(b"\n"):
+            return line, False
+        head = line[:_ID_SCAN_BYTES]
+        while line and not line.endswith(b"\n"):
+            line = self._stream.readline(1024 * 1024)
+        return head, True
+
+
+def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str, Any] | None]:
+    """(the line as text, None) when it is a JSON-RPC message the SDK can take; else ("", (code,
+    message, id)) with the request's id when it can be read (None otherwise)."""
+    from core.jsoninput import field_path, lone_surrogate, nesting_position
+
+    if oversize:
+        return "", (types.INVALID_REQUEST, f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES:,} "
+                                           "bytes", scan_id(raw.decode("utf-8", "replace")))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "", (types.PARSE_ERROR, f"Parse error: the message is not UTF-8 text (byte {exc.start})",
+                    scan_id(raw.decode("utf-8", "replace")))
+    if not text.strip():
+        return text, None
+    deep = nesting_position(text, MAX_MESSAGE_DEPTH)
+    if deep is not None:
+        return "", (types.INVALID_PARAMS, f"Invalid params: nested deeper than {MAX_MESSAGE_DEPTH} levels of "
+                                          f"arrays and objects (column {deep[1]})", scan_id(text))
+    try:
+        message = json.loads(text)
+    except ValueError as exc:
+        return "", (types.PARSE_ERROR, f"Parse error: {getattr(exc, 'msg', exc)}", scan_id(text))
+    request_id = _valid_id(message.get("id")) if isinstance(message, dict) else None
+    if isinstance(message, dict) and "id" in message and request_id is None:
+        # The SDK would take it for a notification and never answer: the client would wait.
+        return "", (types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer, got "
+                                           f"{json.dumps(message['id'])[:40]}", None)
+    found = lone_surrogate(message)
+    if found is not None:
+        return "", (types.INVALID_PARAMS, f"Invalid params: {field_path(found[0])} holds {found[1]}, a lone "
+                                          "surrogate: not a Unicode character", request_id)
+    try:
+        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except Exception as exc:  # pydantic's ValidationError, or anything else the SDK would refuse
+        first = str(exc).splitlines()
+        return "", (types.INVALID_REQUEST, "Invalid Request" + (f": {first[0][:200]}" if first else ""), request_id)
+    return text, None
+
+
+def _valid_id(value: Any) -> str | int | None:
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null', re.DOTALL)
+
+
+def scan_id(text: str) -> str | int | None:
+    """The ``id`` member of the top-level object in ``text`` that cannot be parsed whole (cut short,
+    too deep, with a bad byte elsewhere); None when there is none or it is no valid id."""
+    depth = 0
+    expect_value_of_id = False
+    previous_key: str | None = None
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+        elif token in "]}":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif depth == 1 and token == ":":
+            expect_value_of_id = previous_key == "id"
+        elif depth == 1 and expect_value_of_id:
+            try:
+                return _valid_id(json.loads(token))
+            except ValueError:
+                return None
+        elif depth == 1 and token.startswith('"'):
+            try:
+                previous_key = json.loads(token)
+            except ValueError:
+                previous_key = None
+            continue
+        if token != ":":
+            expect_value_of_id = False
+            previous_key = None
+    return None
+
+
 async def serve_stdio(tools: MemoryTools) -> None:
     """Serve ``tools`` on this process's stdin/stdout until the client disconnects."""
     server = build_server(tools)
-    async with stdio_server() as (read_stream, write_stream):
+    lines = _CheckedLines(sys.stdin.buffer)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        lines.attach(write_stream)
         reader = _AnsweringReader(read_stream, write_stream)
         await server.run(reader, write_stream, server.create_initialization_options())
 
@@ -185,8 +326,9 @@ def run_stdio(db_url: str | None = None, namespace: str = "default", session: st
     from core.store import open_store
 
     _configure_logging()
-    store = open_store(db_url)
+    # Names checked before the store is opened: a refused one makes no database.
     tools = MemoryTools(namespace or "default", session=session)
+    store = open_store(db_url)
     log.info("strata MCP server on %s (namespace %r, session %r)", display_url(store.url), tools.namespace, session)
     from core.models import Namespace
 
@@ -210,7 +352,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namespace", default="default", help="memory namespace (default 'default')")
     parser.add_argument("--session", default=None, help="the agent's session / conversation id")
     args = parser.parse_args(argv)
-    return run_stdio(args.db, args.namespace, args.session)
+    from core.errors import StrataError
+
+    try:
+        return run_stdio(args.db, args.namespace, args.session)
+    except StrataError as exc:  # a bad name, a store that cannot be opened: one line, as `strata mcp` says it
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

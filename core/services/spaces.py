@@ -58,7 +58,7 @@ def validate_name(name: object, what: str = "namespace") -> str:
     bad = _SURROGATE.search(name)
     if bad:
         shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise InvalidInputError(f"{what} name {shown!r} is not valid UTF-8 text "
+        raise InvalidInputError(f"{what} name '{shown}' is not valid UTF-8 text "
                                 f"(\\u{ord(bad.group()):04x} at position {bad.start()})")
     text = unicodedata.normalize("NFC", name.strip())
     if not text:

@@ -246,9 +246,10 @@ def test_malformed_messages_get_a_json_rpc_error_and_the_server_keeps_serving(st
     finally:
         _, stderr = proc.communicate("", timeout=60)
     errors = [r["error"]["code"] for r in replies if "error" in r and r.get("id") is None]
-    assert errors == [-32700, -32600, -32600], replies
+    assert errors == [-32700, -32600], replies
     # A request whose id can be read is answered under it: the client's call fails, no wait.
     assert [r["error"]["code"] for r in replies if r.get("id") == 4] == [-32600], replies
+    assert [r["error"]["code"] for r in replies if r.get("id") == 2] == [-32600], replies
     assert [r for r in replies if r.get("id") == 3][0]["result"]["tools"]
     assert "malformed message" in stderr
 
@@ -290,3 +291,65 @@ def test_in_process_client_sees_errors_as_results_and_the_server_survives(store,
     is_error, found = seen["found"]
     # Session agent-2 has no conversation of its own yet: an empty, explained result.
     assert not is_error and found["results"] == [] and found["empty_reason"]
+
+
+def _call_line(request_id, arguments: bytes) -> bytes:
+    return (b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search_raw","arguments":%s}}'
+            % (json.dumps(request_id).encode(), arguments))
+
+
+def test_every_bad_request_whose_id_can_be_read_is_answered_under_its_id(store, db_url):
+    """Bytes that are not UTF-8, a lone surrogate escape, deep nesting, an oversize or cut-short line,
+    bad params, an unknown method: each is a JSON-RPC error carrying the request's own id (never
+    null, never silence), nothing runs, and the server goes on serving."""
+    import subprocess
+
+    from core.mcp_server import MAX_MESSAGE_BYTES
+    from core.models import RetrievalBatch
+
+    _seed()
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    bad = {
+        11: _call_line(11, b'{"query":"Porto\xff"}'),
+        12: _call_line(12, b'{"query":"Porto\\ud800"}'),
+        13: _call_line(13, b'{"query":' + b"[" * 10_000 + b"]" * 10_000 + b"}"),
+        14: _call_line(14, b'{"query":' + b"[" * 100 + b"]" * 100 + b"}"),
+        15: _call_line(15, b'{"query":"' + b"x" * (MAX_MESSAGE_BYTES + 10) + b'"}'),
+        16: b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"search_raw","argu',
+        17: b'{"jsonrpc":"2.0","id":17,"method":"tools/call","params":["search_raw"]}',
+        18: b'{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":5}}',
+        19: b'{"jsonrpc":"2.0","id":19,"method":"no/such/method"}',
+        "s-20": _call_line("s-20", b'{"query":"a\xc3"}'),
+        21: b'{"jsonrpc":"2.0","id":21,"method":"tools/\xfflist"}',
+    }
+    lines = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}', *bad.values(),
+             b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}',
+             b'{"jsonrpc":"2.0","id":99,"method":"tools/list"}']
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(b"\n".join(lines) + b"\n")
+        proc.stdin.flush()
+        replies = []
+        while not any(r.get("id") == 99 for r in replies):
+            line = proc.stdout.readline()
+            assert line, f"server stopped: {replies}"
+            replies.append(json.loads(line))
+    finally:
+        proc.communicate(b"", timeout=60)
+    by_id = {r.get("id"): r for r in replies}
+    for request_id in bad:
+        assert request_id in by_id and "error" in by_id[request_id], (request_id, replies)
+    assert by_id[11]["error"]["code"] == -32700 and "UTF-8" in by_id[11]["error"]["message"]
+    assert by_id[12]["error"]["code"] == -32602 and "surrogate" in by_id[12]["error"]["message"]
+    assert by_id[13]["error"]["code"] == by_id[14]["error"]["code"] == -32602
+    assert by_id[15]["error"]["code"] == -32600 and "larger than" in by_id[15]["error"]["message"]
+    assert by_id[16]["error"]["code"] == -32700
+    assert by_id[19]["error"]["code"] == -32601
+    # An id that is no valid id cannot be echoed, but is still answered rather than taken for a notification.
+    assert [r["error"]["code"] for r in replies if r.get("id") is None] == [-32600], replies
+    assert by_id[99]["result"]["tools"]
+    assert RetrievalBatch.select().count() == 0  # no tool ran on a refused request
