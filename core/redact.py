@@ -102,7 +102,7 @@ _KEY_WORDS = (r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|a
 _KEY_VALUE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?P<key>(?:[a-z0-9]+[_.-])*(?:{_KEY_WORDS}))(?![A-Za-z0-9])"
     r"(?P<sep>[\"']?\s*(?P<op>=>|[:=])\s*)"
-    r"(?:(?P<quote>[\"'])(?P<quoted>[^\"'\n]{1,500})(?P=quote)|(?P<bare>[^\s\"'`,;&<>(){}\[\]]{1,500}))"
+    r"(?:(?P<quote>[\"'])(?P<quoted>[^\"'\n]{1,500})(?P=quote)|(?P<bare>[^\s\"'`,;<>(){}\[\]]{1,500}))"
 )
 # A bare value after ":" is prose as often as not ("Secret: we are planning a party"): it must look
 # like a credential — a digit or a symbol in it, or one long run.
@@ -166,6 +166,8 @@ def _key_value(match: re.Match[str]) -> str:
         return match.group(0)
     start, end = match.span("quoted" if match.group("quote") else "bare")
     base = match.start()
+    if not match.group("quote") and "&" in value and base and match.string[base - 1] in "?&":
+        end = start + value.index("&")  # a URL's query: the next parameter is not part of the value
     text = match.group(0)
     return text[: start - base] + marker(_key_kind(key)) + text[end - base:]
 

@@ -97,6 +97,13 @@ def test_key_value_secrets(text, secret, kind):
     assert out.count(marker(kind)) == 1
 
 
+def test_a_value_is_masked_whole():
+    """No tail of a value is left over: '&' belongs to a password, and ends a value only in a URL's query."""
+    assert redact_text("password=Tr0ub4dor&3 it is") == f"password={marker('password')} it is"
+    assert redact_text("/login?user=ana&password=pw9&next=/home") == \
+        f"/login?user=ana&password={marker('password')}&next=/home"
+
+
 def test_private_key_blocks():
     out = masked(f"here is my key:\n{PEM}\nthanks", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "private-key")
     assert out == f"here is my key:\n{marker('private-key')}\nthanks"
