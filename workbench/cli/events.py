@@ -6,7 +6,7 @@ import argparse
 
 from core.db import LIST_MAX
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
-from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
+from workbench.cli.output import console, cut, err_console, open_from_args, print_json, progress_bar, table
 
 
 def _when(row) -> str:
@@ -101,7 +101,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         print_json(rows)
         return 0
     table("Jobs", ["id", "namespace", "kind", "block", "status", "attempts", "error"],
-          [[j.id, j.namespace, j.kind, j.block_id, j.status, j.attempts, (j.last_error or "")[:120]] for j in rows])
+          [[j.id, j.namespace, j.kind, j.block_id, j.status, j.attempts, cut(j.last_error, 120)] for j in rows])
     return 0
 
 

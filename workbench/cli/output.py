@@ -1,10 +1,17 @@
-"""Printing for the CLI: JSON for machines, rich tables and progress for people."""
+"""Printing for the CLI: JSON for machines, rich tables and progress for people.
+
+Everything printed passes through ``core.redact`` on its way out: every string the two consoles
+render (printed text, table cells, rule titles, error lines) and every JSON value. A command that
+cuts text to a width uses ``cut``, which masks before it cuts. Only ``strata export`` writes
+stored text as it is (unless ``--redact``): it is the user's backup.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -15,8 +22,31 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+from core.redact import MARKER_PREFIX, redact_text, redact_value
+
+_UNESCAPED_MARKER = re.compile(r"(?<!\\)" + re.escape(MARKER_PREFIX))
+
+
+class RedactingConsole(Console):
+    """A console that masks secrets in every string it renders. ``render_str`` is the one
+    method print, table cells and rules all turn a string into text through."""
+
+    def render_str(self, text: str, *, markup: bool | None = None, **kwargs: Any):
+        masked = redact_text(text)
+        if MARKER_PREFIX in masked and (markup or (markup is None and self._markup)):
+            # A marker is no style tag (masked here or already by ``cut``): markup would drop it.
+            masked = _UNESCAPED_MARKER.sub(r"\\\g<0>", masked)
+        return super().render_str(masked, markup=markup, **kwargs)
+
+
+console = RedactingConsole()
+err_console = RedactingConsole(stderr=True)
+
+
+def cut(text: str | None, limit: int) -> str:
+    """``text`` masked, then cut to ``limit`` characters: cut first, a token loses the tail that
+    made it recognisable and its prefix would be printed."""
+    return redact_text(text or "")[:limit]
 
 
 def open_from_args(args: Any, *, create: bool = False):
@@ -94,7 +124,7 @@ def to_plain(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_plain(value), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(redact_value(to_plain(value)), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name, thread_name
-from workbench.cli.output import console, open_from_args, print_json, table
+from workbench.cli.output import console, cut, open_from_args, print_json, table
 
 
 def _namespace(args: argparse.Namespace) -> str:
@@ -66,7 +66,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             table(f"Graph nodes for “{args.query}”", ["id", "score", "type", "name", "matched", "state"],
                   [[h.node_id, f"{h.rank_score:.3f}", h.type, h.name, ", ".join(h.matched_fields),
-                    h.current_state[:120]] for h in hits])
+                    cut(h.current_state, 120)] for h in hits])
     else:
         hits = search_raw(ns, args.query, args.limit, thread=args.thread)
         _trace(ns, "raw", args.query, [{"ref": f"raw:{h.block_id or 0}:{h.message.id}:0", "score": h.score}
@@ -76,7 +76,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         else:
             table(f"Messages for “{args.query}”", ["id", "score", "thread", "when", "who", "text"],
                   [[h.message.id, f"{h.score:.3f}", h.message.thread, h.message.created_at[:16],
-                    h.message.speaker or h.message.role, h.message.content[:160]] for h in hits])
+                    h.message.speaker or h.message.role, cut(h.message.content, 160)] for h in hits])
     return 0
 
 
@@ -152,7 +152,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
     table("Retrieval traces (newest first)", ["id", "when", "kind", "channel", "batch", "verdict", "candidates",
                                               "selected", "ms", "query"],
           [[t.id, t.created_at[:19], t.kind, t.channel or "", t.batch_id or "", t.verdict or "", t.candidate_count,
-            t.selected_count, f"{t.elapsed_ms:.1f}", (t.query or "")[:60]] for t in rows])
+            t.selected_count, f"{t.elapsed_ms:.1f}", cut(t.query, 60)] for t in rows])
     return 0
 
 
