@@ -311,7 +311,8 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
                                    "open the workbench. The database is demo.db in the data dir, or --db; never "
                                    "$STRATA_DB, since the build replaces the file. A file that is not an earlier "
                                    "demo database (a Strata database holding only the 'demo' namespace) is refused "
-                                   "and left as it was.")
+                                   "and left as it was. An earlier demo that another program (a workbench) has open "
+                                   "is not replaced: the new one is built beside it as demo-<time>.db.")
     # Not the shared --db: its default is $STRATA_DB, which the demo must never rebuild.
     p.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
                    help=f"database to (re)build (default {demo_db_path()}; $STRATA_DB is not used)")
