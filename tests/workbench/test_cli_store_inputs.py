@@ -160,3 +160,18 @@ def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsy
     assert path.stat().st_ino != inode and _messages(path) == before
     assert len(list(tmp_path.glob("demo-*.db"))) == 1
     assert not list(tmp_path.glob(".demo.db.building-*"))
+
+
+def test_a_read_command_makes_no_schema_in_a_new_database_of_the_engine_under_test(tmp_path, capsys):
+    """On SQLite a path with no file, on PostgreSQL an empty database: refused, and still empty after."""
+    from core.store import open_store
+    from tests.stores import fresh_url
+
+    url = fresh_url(tmp_path)
+    assert main(["namespaces", "--db", url]) == 2
+    assert "no Strata database at" in capsys.readouterr().err
+    with pytest.raises(Exception, match="no Strata database"):
+        open_store(url, create=False)  # still nothing there: the refused read made no table
+    assert main(["namespaces", "--db", url, "--create", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["namespaces", "--db", url, "--json"]) == 0
