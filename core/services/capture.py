@@ -20,7 +20,7 @@ from core.layers import deterministic_layers
 from core.models import Block, IngestionReceipt, Message, Namespace, Thread
 from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
-from core.services.spaces import get_or_create_namespace, get_or_create_thread
+from core.services.spaces import get_or_create_namespace, get_or_create_thread, validate_name
 from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, now_local, parse_timestamp, to_epoch, to_iso
 from core.tokens import estimate_tokens
@@ -358,7 +358,7 @@ def thread_messages(namespace: str, thread: str, *, open_tail_only: bool = False
     from core.services.spaces import get_namespace
 
     ns = get_namespace(namespace)
-    th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
+    th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(thread, "thread")))
     if th is None:
         return []
     query = Message.select().where(Message.thread == th)
@@ -385,7 +385,7 @@ def close_thread(namespace: str, thread: str) -> tuple[int, ...]:
 
     with write_transaction():
         ns = get_namespace(namespace)
-        th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
+        th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(thread, "thread")))
         if th is None:
             return ()
         tail = _open_tail(th)

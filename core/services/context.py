@@ -167,7 +167,9 @@ def auto_context(
 
     excluded_thread_id = None
     if exclude_thread is not None:
-        row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == exclude_thread))
+        from core.services.spaces import validate_name
+
+        row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(exclude_thread, "thread")))
         excluded_thread_id = row.id if row is not None else None
 
     hits = search_events(namespace, query, limit=EVENT_HITS, track=True) if has_terms else []

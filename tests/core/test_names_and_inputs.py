@@ -123,3 +123,11 @@ def test_a_tool_name_or_namespace_that_is_not_utf8_is_refused(tools, store):
     with pytest.raises(InvalidInputError, match="not valid UTF-8"):
         MemoryTools("ns\udcff")
     assert MemoryTools(" ns ", session=" s1").namespace == "ns"
+
+
+def test_thread_lookups_take_the_stored_spelling(store):
+    from core.services.capture import close_thread, thread_messages
+
+    append_turn("ns", "session-42", "We ship on Friday.", "Noted.")
+    assert len(thread_messages("ns", " session-42\n")) == 2
+    assert close_thread("ns", " session-42 ")  # its open tail is sealed, found under the padded name
