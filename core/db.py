@@ -164,6 +164,24 @@ def write_transaction() -> Iterator[None]:
                                     "step was written") from exc
 
 
+@contextmanager
+def read_snapshot() -> Iterator[None]:
+    """A read-only transaction whose statements all see one snapshot of the store.
+
+    On SQLite (WAL) a deferred transaction already reads one snapshot from its first read on. On
+    PostgreSQL each statement of a READ COMMITTED transaction sees the commits made before it, so
+    a search index's statistics and the rows read after them could disagree: REPEATABLE READ
+    gives the whole transaction one snapshot. Never write inside it."""
+    if db.in_transaction():
+        with db.atomic():
+            yield
+        return
+    with db.atomic():
+        if not is_sqlite():
+            db.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.db import db, is_sqlite
+from core.db import db, is_sqlite, read_snapshot
 from core.files import make_dir, modes_beside, open_new
 
 MERGE_MIN = 50_000  # delta postings before a merge is considered
@@ -719,7 +719,7 @@ def build_view(kind: str, namespace_id: int, identity: str) -> View:
     """Read every posting of the namespace from SQL into a fresh view."""
     speakers: dict[str, str] = {}
     codes: dict[str, int] = {}
-    with db.atomic():
+    with read_snapshot():
         docs, total, highest, _, removals = _stats(kind, namespace_id)
         try:
             if kind == "message":
@@ -747,7 +747,7 @@ def refresh(view: View) -> View | None:
     """Bring the view up to date with SQL; None when it must be rebuilt (something was deleted).
 
     Reads inside one transaction, so the statistics and the new rows are one snapshot."""
-    with db.atomic():
+    with read_snapshot():
         return _refresh(view)
 
 

@@ -21,7 +21,7 @@ import io
 import json
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
-from core.db import chunks, db
+from core.db import chunks, db, read_snapshot
 from core.errors import InvalidInputError
 from core.models import (
     Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
@@ -345,7 +345,7 @@ def write_export(namespace: str, out: TextIO, format: str = "json",
     secrets in every string (the stored text is left as it is)."""
     if format not in EXPORT_FORMATS:
         raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
-    with db.atomic():  # one read snapshot: a writer committing meanwhile changes nothing written
+    with read_snapshot():  # one read snapshot: a writer committing meanwhile changes nothing written
         ns = get_namespace(namespace)
         data = _sections(ns)
         if redact:
