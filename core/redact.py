@@ -1,7 +1,7 @@
 """Credentials masked in text shown to a person or an agent; the stored text stays exact.
 
 ``redact_text`` replaces each secret it recognises with a marker naming its kind
-(``[redacted:github-token]``); ``redact_value`` does the same inside dataclasses, dicts,
+(``[REDACTED:github-token]``); ``redact_value`` does the same inside dataclasses, dicts,
 lists and tuples (a DTO, a tool result). Every read surface runs its output through one
 of them, once, at its choke point: the agent tools, the CLI's consoles and JSON, the
 workbench's loads, ``strata export --redact``. Capture, derivation and the default export
@@ -29,7 +29,9 @@ import logging
 import re
 from typing import Any, Callable
 
-MARKER_PREFIX = "[redacted:"
+# Upper case: Rich and Textual markup take "[lower:case]" for a style tag and drop it from the
+# screen (the CLI's tables, the workbench's cells), but leave "[UPPER:..." as text.
+MARKER_PREFIX = "[REDACTED:"
 
 
 def marker(kind: str) -> str:
@@ -250,7 +252,7 @@ def redact_value(value: Any) -> Any:
 def mask_secret(text: str, secret: str, *, min_chars: int = 8) -> str:
     """``text`` without ``secret``, whole or begun: every occurrence, and any run of token
     characters that starts with its first ``min_chars`` characters (an echo cut short), becomes
-    ``[redacted:api-key]``; then the other patterns run. A secret shorter than ``min_chars`` is
+    ``[REDACTED:api-key]``; then the other patterns run. A secret shorter than ``min_chars`` is
     no secret worth masking (it would mask common letters)."""
     if not text:
         return text

@@ -65,7 +65,7 @@ def test_aws_access_key_id_and_secret_key():
 def test_bearer_tokens():
     token = "mF_9.B5f-4.1JqM"
     out = masked(f"curl -H 'Authorization: Bearer {token}' https://api.example.com", token, "bearer-token")
-    assert "Authorization: Bearer [redacted:bearer-token]" in out
+    assert "Authorization: Bearer [REDACTED:bearer-token]" in out
     masked("authorization: bearer 8d9f0a1b2c3d4e5f6a7b", "8d9f0a1b2c3d4e5f6a7b", "bearer-token")
 
 
@@ -121,7 +121,7 @@ def test_card_numbers_that_pass_luhn(number):
 
 def test_passwords_in_urls():
     out = masked("DATABASE_URL=postgresql://alice:pa55-w0rd@db.internal:5432/app", "pa55-w0rd", "url-password")
-    assert "postgresql://alice:[redacted:url-password]@db.internal:5432/app" in out
+    assert "postgresql://alice:[REDACTED:url-password]@db.internal:5432/app" in out
     masked("clone https://bot:ghtoken42@git.example.com/repo.git", "ghtoken42", "url-password")
     masked("redis://:Sup3rS3cret@cache:6379/0", "Sup3rS3cret", "url-password")
 
@@ -156,7 +156,7 @@ def test_redaction_is_idempotent_and_leaves_markers_alone():
     text = f"token={GITHUB} password=hunter2 postgresql://u:pw1@h/db {VISA} {JWT}"
     once = redact_text(text)
     assert redact_text(once) == once
-    assert "token=[redacted:github-token]" in once  # the key=value rule leaves an earlier marker as it is
+    assert "token=[REDACTED:github-token]" in once  # the key=value rule leaves an earlier marker as it is
 
 
 def test_empty_and_non_text_values():
@@ -279,8 +279,8 @@ def test_a_cut_never_leaves_a_prefix(secret_memory):
     append_turn("ns", "chat-9", text, "ok")
     hits = MemoryTools("ns", budget=None).call("search_raw", {"query": "rollout context", "limit": 20})
     contents = [h["message"]["content"] for h in hits["results"] if h["message"]["thread"] == "chat-9"]
-    # The marker may be cut itself ("[redacted:github-to…"): it is no secret.
-    assert contents and "ghp_" not in contents[0] and "[redacted:github" in contents[0]
+    # The marker may be cut itself ("[REDACTED:github-to…"): it is no secret.
+    assert contents and "ghp_" not in contents[0] and "[REDACTED:github" in contents[0]
 
 
 def test_mcp_call_is_masked(secret_memory):

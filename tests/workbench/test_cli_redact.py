@@ -55,7 +55,7 @@ def assert_masked(text: str, *markers: str) -> None:
     for secret in SECRETS:
         assert secret not in text, secret
     for kind in markers:
-        assert f"[redacted:{kind}]" in text, text
+        assert f"[REDACTED:{kind}]" in text, text
 
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
@@ -99,7 +99,7 @@ def test_a_stored_job_error_is_printed_masked_even_where_the_table_cuts_it(secre
     db.close()
     for extra in ([], ["--json"]):
         out = run(capsys, "jobs", "--db", secret_db, "--namespace", "ops", "--status", "failed", *extra)
-        assert OPENAI[:8] not in out and "[redacted:api" in out
+        assert OPENAI[:8] not in out and "[REDACTED:api" in out
 
 
 def test_export_is_exact_by_default_and_masked_with_redact(secret_db, capsys, tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -22,21 +21,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.redact import MARKER_PREFIX, redact_text, redact_value
-
-_UNESCAPED_MARKER = re.compile(r"(?<!\\)" + re.escape(MARKER_PREFIX))
+from core.redact import redact_text, redact_value
 
 
 class RedactingConsole(Console):
     """A console that masks secrets in every string it renders. ``render_str`` is the one
     method print, table cells and rules all turn a string into text through."""
 
-    def render_str(self, text: str, *, markup: bool | None = None, **kwargs: Any):
-        masked = redact_text(text)
-        if MARKER_PREFIX in masked and (markup or (markup is None and self._markup)):
-            # A marker is no style tag (masked here or already by ``cut``): markup would drop it.
-            masked = _UNESCAPED_MARKER.sub(r"\\\g<0>", masked)
-        return super().render_str(masked, markup=markup, **kwargs)
+    def render_str(self, text: str, **kwargs: Any):
+        # A marker is upper case, so markup leaves it as text (see core.redact.MARKER_PREFIX).
+        return super().render_str(redact_text(text), **kwargs)
 
 
 console = RedactingConsole()
