@@ -180,8 +180,10 @@ class Workbench(App):
 
     @on(NamespacesLoaded)
     def _namespaces_loaded(self, event: NamespacesLoaded) -> None:
+        from core.db import display_url
+
         self.store_url = event.url
-        self.sub_title = event.url
+        self.sub_title = display_url(event.url)  # the header is on screen and in screenshots
         self.namespaces = event.names
         current = self.namespace
         if self._wanted_namespace in event.names:

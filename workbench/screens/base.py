@@ -1,5 +1,8 @@
 """What every view shares: header and footer, loading through thread workers, reloading
-when the namespace changes, copying the selection, and the newcomer's empty state."""
+when the namespace changes, copying the selection, and the newcomer's empty state.
+
+Every load goes through ``StrataScreen.fetch``, which masks the secrets in what it brings back
+(``core.redact``): the views show, search and copy masked text, while the store keeps it exact."""
 
 from __future__ import annotations
 
@@ -84,14 +87,20 @@ class StrataScreen(Screen):
         ``after_paint`` asks for a read once the next frame is drawn (the first item's
         detail after its list: the frame is not kept waiting by the detail's Python work).
         """
+        from core.redact import redact_text, redact_value
+
         backend = self.workbench.backend
+        service = call
+
+        def call() -> R:  # the views' one door to stored text: masked on the worker, before any view sees it
+            return redact_value(service())
 
         def failed(exc: Exception) -> Message:
             from core.errors import StrataError
 
             if not isinstance(exc, StrataError):
                 log.exception("workbench %s/%s failed", self.MODE, group, exc_info=exc)
-            return LoadFailed(group, str(exc) or type(exc).__name__)
+            return LoadFailed(group, redact_text(str(exc)) or type(exc).__name__)
 
         if group not in OWN_THREAD:
             async def read() -> None:

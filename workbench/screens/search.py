@@ -36,6 +36,7 @@ class Result:
 
 def run_search(namespace: str, query: str, channel: str) -> list[Result]:
     """Every channel's hits as one list (events, then graph, then raw), best first within each."""
+    from core.redact import redact_text
     from core.services.search import search_events, search_graph, search_raw
 
     out: list[Result] = []
@@ -54,7 +55,8 @@ def run_search(namespace: str, query: str, channel: str) -> list[Result]:
     if channel in ("all", "raw"):
         for hit in search_raw(namespace, query, 20):
             m = hit.message
-            out.append(Result("raw", "message", m.id, hit.score, " ".join(m.content.split())[:90],
+            # Masked before the cut (fetch masks the rest): a cut token is no longer recognised.
+            out.append(Result("raw", "message", m.id, hit.score, " ".join(redact_text(m.content).split())[:90],
                               m.created_at[:10],
                               "\n\n".join(f"{n.speaker or n.role}: {n.content}" for n in hit.nearby) or m.content,
                               5))
