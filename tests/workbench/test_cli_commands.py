@@ -258,13 +258,49 @@ def test_derive_exits_1_when_a_job_is_left_failed(tmp_path, capsys, monkeypatch)
     lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
                                          "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
                              for i in range(30) for role in ("user", "assistant")), encoding="utf-8")
-    url = f"sqlite:///{tmp_path / 'fail.db'}"
+    url = fresh_url(tmp_path, "fail.db")
     assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
     capsys.readouterr()
     assert main(["derive", "--db", url]) == 1
     out = capsys.readouterr()
-    assert "0 succeeded" in out.out and "left failed" in out.err and "model did not answer" in out.err
-    assert main(["derive", "--db", url, "--json"]) == 0  # nothing due now: nothing left failed by this run
+    assert "0 succeeded" in out.out and "still failed" in out.err and "model did not answer" in out.err
+    assert "tried again by the next `strata derive`" in out.err
+    # Not silent on the next run either: nothing was due, but the jobs are still failed.
+    assert main(["derive", "--db", url, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["processed"] == 0
+    # The outage is over: the next run after the backoff derives everything and exits 0.
+    from core.models import Job
+    from core.store import open_store
+
+    monkeypatch.setattr(derive, "get_provider", lambda name: OfflineProvider())
+    open_store(url)
+    Job.update(next_retry_at=0).where(Job.status == "failed").execute()
+    assert main(["derive", "--db", url]) == 0
+    assert "still failed" not in capsys.readouterr().err
+
+
+def test_derive_names_a_job_failed_for_good_and_how_to_retry_it(tmp_path, capsys, monkeypatch):
+    from core.providers.base import ProviderOutputError
+    from core.providers.offline import OfflineProvider
+    from core.services import derive
+
+    class Wrong(OfflineProvider):
+        def summarize_block(self, messages):
+            raise ProviderOutputError("the model answered with no title")
+
+    monkeypatch.setattr(derive, "get_provider", lambda name: Wrong())
+    monkeypatch.setattr(derive, "MAX_BACKOFF_WAIT", 10.0)  # the run waits out its own retries (1 s, 2 s)
+    monkeypatch.setattr("core.services.jobs.backoff_seconds", lambda attempts: 0.01)
+    lines = tmp_path / "t.jsonl"
+    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
+                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
+                             for i in range(14) for role in ("user", "assistant")), encoding="utf-8")
+    url = fresh_url(tmp_path, "wrong.db")
+    assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
+    capsys.readouterr()
+    assert main(["derive", "--db", url]) == 1
+    err = capsys.readouterr().err
+    assert "failed for good: `strata retry 1` after fixing the cause" in err and "no title" in err
 
 
 def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):

@@ -152,7 +152,7 @@ def cmd_derive(args: argparse.Namespace) -> int:
     still = _still_failed(args.namespace)
     if still and not args.json:
         for line in still[:20]:
-            err_console.print(line, markup=False)
+            err_console.print(line, markup=False, highlight=False, soft_wrap=True)
         if len(still) > 20:
             err_console.print(f"… and {len(still) - 20} more: `strata jobs --status failed`", markup=False)
     # A script running derive must see a job it could not finish (a retry that later succeeded is no failure).
