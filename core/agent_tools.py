@@ -338,8 +338,9 @@ def check_input(tool: Any, arguments: Any) -> None:
         if isinstance(value, str):
             at = _lone_surrogate(value)
             if at is not None:
+                what = f"argument '{where}' is" if where else "the arguments are"
                 raise InvalidArgumentsError(
-                    f"{shown}: argument '{where}' is not valid UTF-8 text (lone surrogate "
+                    f"{shown}: {what} not valid UTF-8 text (lone surrogate "
                     f"\\u{ord(value[at]):04x} at character {at}); send text as UTF-8",
                     field=where.split("[", 1)[0] or None, tool=shown)
             continue
