@@ -26,7 +26,7 @@ from mcp.server.stdio import stdio_server
 
 from core import __version__
 from core.agent_tools import MAX_ARGUMENT_DEPTH, MemoryTools, ToolError
-from core.redact import RedactingFilter, redact_value
+from core.redact import RedactingFilter, redact_text, redact_value
 
 log = logging.getLogger("strata.mcp")
 # What the server logs quotes tool errors and exceptions, which may quote what an agent sent.
@@ -134,7 +134,9 @@ class _AnsweringReader:
         kinds = {e.get("type") for e in errors()} if callable(errors) else set()
         code, text = (types.PARSE_ERROR, "Parse error") if "json_invalid" in kinds else (
             types.INVALID_REQUEST, "Invalid Request")
-        log.warning("answered a malformed message with %s %s: %s", code, text, str(exc).splitlines()[0][:200])
+        # Masked before the cut: the line may quote a token, and its prefix the log filter cannot know.
+        log.warning("answered a malformed message with %s %s: %s", code, text,
+                    redact_text(str(exc).splitlines()[0])[:200])
         error = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors() if callable(errors) else []),
                                    error=types.ErrorData(code=code, message=text))
         await self._write.send(SessionMessage(error))

@@ -49,6 +49,7 @@ from core.models import (
 from core.providers import Provider, get_provider
 from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.providers.schemas import IMPORT_ACTIONS
+from core.redact import redact_text
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
 from core.services.events import LIVE, live_event_ids, write_event
 from core.services.graph_endings import affected_by, forget_endings_by_events, forget_endings_of, settle
@@ -643,8 +644,9 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
                 state = _decide_item(batch, item, earlier, live, prov, prov_name, meta, users)
             except Exception as exc:
                 with write_transaction():
-                    ImportBatch.update(last_error=f"item {item.position}: {exc}"[:2000], updated_at=now_iso()).where(
-                        ImportBatch.id == batch.id).execute()
+                    # Masked before the cut, as a job's error is (a provider's message may quote a key).
+                    ImportBatch.update(last_error=redact_text(f"item {item.position}: {exc}")[:2000],
+                                       updated_at=now_iso()).where(ImportBatch.id == batch.id).execute()
                 if isinstance(exc, StrataError):
                     raise
                 raise ProviderOutputError(f"import batch {batch.id}, item {item.position}: {exc}") from exc
