@@ -7,7 +7,7 @@ lexically over their Event-authoritative view. Events from the current thread (a
 in the conversation) are left out, and so are nodes supported only by such events. At
 most four events and four nodes are kept, and only while the rendered text fits the
 token budget. Building context never reinforces memory: only ``last_retrieved_at``
-changes.
+changes. Secrets in the events and nodes shown are masked (``core.redact``), before any cut.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from core.db import chunks, write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import SPECIAL_EVENT, Event, GraphEdge, GraphFact, GraphSource, Thread
+from core.redact import redact_text, redact_value
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.events import LIVE, event_weight
@@ -55,6 +56,7 @@ class AutoContext:
 
 
 def _clip(text: str, limit: int) -> str:
+    text = redact_text(text)  # first: a cut through a token leaves a prefix no pattern knows
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -63,25 +65,26 @@ def _dumps(value: Any) -> str:
 
 
 def _event_json(event: Event) -> dict[str, Any]:
-    return {
+    # The context goes to a model: a pasted secret in an event card must not.
+    return redact_value({
         "id": event.id,
         "title": event.title,
         "summary": event.summary,
         "happened_start": event.happened_start,
         "happened_end": event.happened_end,
         "status": event.time_status,
-    }
+    })
 
 
 def _node_json(view: NodeView) -> dict[str, Any]:
     facts = [{"key": f.key, "value": _clip(render_value(f.value), FACT_CHARS)} for f in view.current_facts[:MAX_FACTS]]
-    return {
+    return redact_value({
         "node_id": view.id,
         "name": view.name,
         "type": view.type,
         "current_state": _clip(view.current_state, STATE_CHARS),
         "facts": facts,
-    }
+    })
 
 
 def render_context(events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]]) -> str:

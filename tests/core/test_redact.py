@@ -425,3 +425,11 @@ def test_a_database_url_with_a_password_never_shows_it_in_an_error():
     with pytest.raises(InvalidInputError) as info:
         open_store("postgresql://strata:Pa55w0rd-xyz@127.0.0.1:1/")
     assert "Pa55w0rd-xyz" not in str(info.value)
+
+
+def test_automatic_context_is_masked(secret_memory):
+    from core.services.context import auto_context
+
+    context = auto_context("ns", "What are the deploy credentials: GITHUB_TOKEN, staging password, billing key?")
+    assert context.text and context.event_ids
+    assert marker("github-token") in _assert_masked(context.text)
