@@ -433,3 +433,22 @@ def test_automatic_context_is_masked(secret_memory):
     context = auto_context("ns", "What are the deploy credentials: GITHUB_TOKEN, staging password, billing key?")
     assert context.text and context.event_ids
     assert marker("github-token") in _assert_masked(context.text)
+
+
+def test_mcp_log_lines_are_masked(caplog):
+    import logging
+
+    from core.mcp_server import log
+
+    with caplog.at_level(logging.INFO, logger="strata.mcp"):
+        log.info("tool %s refused: %s", "search_raw", f"argument 'query' got {GITHUB!r}")
+        try:
+            raise RuntimeError(f"connect to postgresql://u:{PASSWORD_IN_URL}@db/x failed")
+        except RuntimeError:
+            log.exception("tool %s failed", "search_graph")
+    text = caplog.text + "".join(r.exc_text or "" for r in caplog.records)
+    assert GITHUB not in text and PASSWORD_IN_URL not in text
+    assert marker("github-token") in text and marker("url-password") in text
+
+
+PASSWORD_IN_URL = "Sup3r-s3cret-pw"
