@@ -112,6 +112,10 @@ _CREDENTIAL_LIKE = re.compile(r"[0-9!#$%^*+/=?@~|\\]|^\S{12,}$")
 # Values that name a placeholder or code, not a secret: os.environ["TOKEN"], ${TOKEN}, None, ***.
 _NOT_A_VALUE = re.compile(r"(?i)^(?:none|null|nil|true|false|undefined|empty|required|optional|string|str|\*+|x+|"
                           r"\.\.\.|…|\$.*|%.*|<.*|os\.\w.*|env\b.*|getenv.*|process\.env.*|self\.\w+.*)$")
+# A path after pwd (PWD=/home/ana: the working directory) or a private key (private_key: ~/.ssh/id_ed25519)
+# names a place, not a secret.
+_PATH = re.compile(r"(?i)^(?:~?\.{0,2}/|[a-z]:\\)")
+_PATH_KEYS = ("pwd", "private_key", "privatekey")
 
 # Card numbers: 13–19 digits, written whole or in groups of four (Amex 4-6-5, Diners 4-6-4) with one
 # separator, with a card network's leading digits and a valid Luhn check digit.
@@ -163,6 +167,8 @@ def _key_value(match: re.Match[str]) -> str:
         return match.group(0)
     key = match.group("key")
     if value.lower() == key.lower():  # f(token=token): code, not a secret
+        return match.group(0)
+    if _PATH.match(value) and key.lower().replace("-", "_").endswith(_PATH_KEYS):
         return match.group(0)
     if not match.group("quote") and match.group("op") == ":" and not _CREDENTIAL_LIKE.search(value):
         return match.group(0)

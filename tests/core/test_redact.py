@@ -144,6 +144,7 @@ def test_passwords_in_urls():
     "max_tokens=2048, tokens: 500, the bearer of bad news, sk-learn, task-management",
     "def login(user, password=None, token=token): return os.environ['API_KEY']",
     "password=${DB_PASSWORD} and api_key=<your key here>",
+    "env: PWD=/home/ana/project SHELL=/bin/bash; IdentityFile private_key: ~/.ssh/id_ed25519",
     "see https://example.com:8443/path?q=1 and mailto:ana@example.com",
     "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ public key is fine to share",
     "SHA-256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
