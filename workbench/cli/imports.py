@@ -323,10 +323,57 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 # ----------------------------------------------------------------------------- bench
 
 
-def cmd_bench_import(args: argparse.Namespace) -> int:
-    from core.bench.imports import run_import_bench
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def cmd_bench_labelled(args: argparse.Namespace) -> int:
+    """`strata bench import --labels DIR`: the hand-labelled set against a store of the conversations it names."""
+    from core.bench.import_labelled import run_labelled_import_bench
     from workbench.cli.bench import check_outputs, write_report
 
+    check_outputs(args)
+    with progress_bar("labelled import", enabled=not args.json) as update:
+        report = run_labelled_import_bench(args.labels, args.split or "dev", data=args.data, threshold=args.threshold,
+                                           top_k=args.top_k, provider=args.provider,
+                                           db_url=getattr(args, "db", None), progress=update)
+    if not args.json:
+        rows = [[name, part["items"], _rate(part["accuracy"]), _rate(part["auto_applied_share"]),
+                 _rate(part["auto_applied_precision"])] for name, part in report["per_conversation"].items()]
+        rows.append(["overall", report["items"], _rate(report["accuracy"]), _rate(report["auto_applied_share"]),
+                     _rate(report["auto_applied_precision"])])
+        table(f"Labelled import decisions, {report['split']} split ({report['provider']})",
+              ["conversation", "items", "accuracy", "auto-applied share", "auto-applied precision"], rows)
+        table("Accuracy per kind", ["kind", "items", "accuracy"],
+              [[kind, part["items"], _rate(part["accuracy"])] for kind, part in report["per_kind"].items()])
+        table("Reliability", ["confidence", "items", "share correct"],
+              [[bucket, part["items"], _rate(part["share_correct"])] for bucket, part in report["reliability"].items()])
+        console.print(f"auto-applied: confidence ≥ {report['threshold']:g}; {len(report['unreachable'])} item(s) "
+                      f"whose labelled turns no stored event cites; {report['timing']['total_s']} s",
+                      markup=False, highlight=False)
+    write_report(report, args)
+    return 0
+
+
+GENERATED_DEFAULTS = {"seed": 7, "candidates": 200, "people": 14}
+
+
+def cmd_bench_import(args: argparse.Namespace) -> int:
+    from core.bench.imports import run_import_bench
+    from core.errors import InvalidInputError
+    from workbench.cli.bench import check_outputs, write_report
+
+    generated = [f"--{k}" for k in GENERATED_DEFAULTS if getattr(args, k) is not None]
+    if args.labels is not None:
+        if generated:
+            raise InvalidInputError(f"{', '.join(generated)}: only for the generated set, not with --labels")
+        return cmd_bench_labelled(args)
+    labelled = [flag for flag, value in (("--split", args.split), ("--data", args.data)) if value is not None]
+    if labelled:
+        raise InvalidInputError(f"{', '.join(labelled)}: only with --labels")
+    for key, value in GENERATED_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     check_outputs(args)
     with progress_bar("import preview", enabled=not args.json) as update:
         report = run_import_bench(seed=args.seed, candidates=args.candidates, people=args.people,
@@ -355,11 +402,16 @@ def register_bench(kinds, common: argparse.ArgumentParser) -> None:
     p = kinds.add_parser("import", parents=[common],
                          help="import decisions on a generated, labelled set against a seeded store, and the undo "
                               "round trip")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--candidates", type=integer(1, MAX_CANDIDATES), default=200,
-                   help=f"labelled candidates, 1-{MAX_CANDIDATES} (default 200)")
-    p.add_argument("--people", type=integer(1, len(PEOPLE)), default=14,
-                   help=f"people in the seeded store, 1-{len(PEOPLE)} (default 14)")
+    p.add_argument("--seed", type=int, default=None, help="generated set: seed (default 7)")
+    p.add_argument("--candidates", type=integer(1, MAX_CANDIDATES), default=None,
+                   help=f"generated set: labelled candidates, 1-{MAX_CANDIDATES} (default 200)")
+    p.add_argument("--people", type=integer(1, len(PEOPLE)), default=None,
+                   help=f"generated set: people in the seeded store, 1-{len(PEOPLE)} (default 14)")
+    p.add_argument("--labels", type=Path, default=None, metavar="DIR",
+                   help="score the hand-labelled set in DIR (core/bench/import_labels) instead of a generated one")
+    p.add_argument("--split", choices=["dev", "test", "all"], default=None,
+                   help="with --labels: which items to score (default dev; tune on dev, report test)")
+    p.add_argument("--data", type=Path, default=None, help="with --labels: path to locomo10.json")
     p.add_argument("--threshold", type=float_in(0, 1), default=0.85,
                    help="decisions below this confidence need a person, 0-1 (default 0.85)")
     p.add_argument("--top-k", type=integer(1, 20), default=5, help="stored matches per item, 1-20 (default 5)")
