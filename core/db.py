@@ -35,6 +35,12 @@ SQLITE_PRAGMAS = {
 
 ENV_VAR = "STRATA_DB"
 
+# SQLite's INTEGER and REAL are 64-bit; peewee's PostgreSQL defaults (INTEGER, SERIAL, REAL) are
+# 32-bit. A REAL epoch timestamp is only good to 128 seconds (two events a minute apart compare
+# equal, and a keyset page repeats or skips them), and an id past 2**31 would not bind. Stores
+# made before schema 21 are widened by that migration.
+POSTGRES_FIELD_TYPES = {"INT": "BIGINT", "AUTO": "BIGSERIAL", "FLOAT": "DOUBLE PRECISION"}
+
 
 def default_sqlite_path() -> Path:
     from platformdirs import user_data_dir
@@ -100,12 +106,15 @@ def make_database(url: str) -> Database:
         if not parts.path.lstrip("/"):
             raise InvalidInputError(f"database URL {display_url(url)!r} names no database "
                                     "(postgresql://user@host/dbname)")
+        from urllib.parse import unquote
+
         return PostgresqlDatabase(
-            parts.path.lstrip("/"),
-            user=parts.username,
-            password=parts.password,
+            unquote(parts.path.lstrip("/")),
+            user=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
             host=parts.hostname,
             port=parts.port or 5432,
+            field_types=POSTGRES_FIELD_TYPES,
         )
     raise InvalidInputError(f"database URL {display_url(url)!r}: unsupported scheme (use sqlite:/// or "
                             "postgresql://)")

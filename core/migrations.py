@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from peewee import Database
+from peewee import Database, PostgresqlDatabase
 
 from core.db import db
 from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -234,6 +234,31 @@ def _v20_ordered_jobs(database: Database) -> None:
     Block.update(status="failed").where((Block.status == "pending") & Block.id.in_(dead)).execute()
 
 
+def _v21_wide_postgres_numbers(database: Database) -> None:
+    """Version 21, PostgreSQL only: integer columns become BIGINT and float ones DOUBLE PRECISION
+    (see ``core.db.POSTGRES_FIELD_TYPES``). Stores made before held epoch timestamps in REAL,
+    good to 128 seconds. SQLite's columns are 64-bit already."""
+    from core.db import POSTGRES_FIELD_TYPES
+
+    if not isinstance(getattr(database, "obj", database), PostgresqlDatabase):  # the proxy, or a database
+        return
+    narrow = {"integer": POSTGRES_FIELD_TYPES["INT"], "real": POSTGRES_FIELD_TYPES["FLOAT"]}
+    for model in ALL_MODELS:
+        table = model._meta.table_name
+        rows = database.execute_sql(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()
+        changes = [f'ALTER COLUMN "{name}" TYPE {narrow[kind]}' for name, kind in rows if kind in narrow]
+        if changes:
+            database.execute_sql(f'ALTER TABLE "{table}" {", ".join(changes)}')
+        for name, kind in rows:  # a SERIAL's sequence is INTEGER too, and stops at 2**31 - 1
+            if kind == "integer":
+                sequence = database.execute_sql("SELECT pg_get_serial_sequence(%s, %s)",
+                                                (f'"{table}"', name)).fetchone()[0]
+                if sequence:
+                    database.execute_sql(f"ALTER SEQUENCE {sequence} AS BIGINT")
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -247,7 +272,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  14: _v14_graph_endings, 15: _v15_special_event_index,
                                                  16: _v16_event_fingerprints, 17: _v17_job_claims,
                                                  18: _v18_event_type_day_lane_index,
-                                                 19: _v19_postings_by_namespace, 20: _v20_ordered_jobs}
+                                                 19: _v19_postings_by_namespace, 20: _v20_ordered_jobs,
+                                                 21: _v21_wide_postgres_numbers}
 
 
 def database_version(database: Database) -> int:

@@ -131,3 +131,16 @@ def say_and_derive(namespace: str, said: list[tuple[str, str]], *, first_day: st
         close_turn=close_turn)
     close_thread(namespace, "t")
     assert run_pending(namespace, provider="offline").failed == 0
+
+
+def query_plan(sql: str, params=()) -> str:
+    """The plan the engine picks for ``sql``, as one string: SQLite's EXPLAIN QUERY PLAN, or
+    PostgreSQL's EXPLAIN with sequential scans priced out (a test's few rows would be scanned
+    whatever the indexes), so that it names an index whenever one can serve the query."""
+    from core.db import db, is_sqlite
+
+    if is_sqlite():
+        return " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall())
+    with db.atomic():
+        db.execute_sql("SET LOCAL enable_seqscan = off")
+        return " ".join(row[0] for row in db.execute_sql("EXPLAIN " + sql, params).fetchall())

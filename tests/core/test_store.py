@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from core.db import db, resolve_url, sqlite_path, write_transaction
+from core.db import db, is_sqlite, resolve_url, sqlite_path, write_transaction
 from core.errors import InvalidInputError, SchemaTooNewError
 from core.migrations import SCHEMA_VERSION, database_version
 from core.models import Message, SchemaVersion
 from core.services.stats import stats
 from core.store import open_store
+from tests.stores import fresh_url, on_postgres, query_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.sqlite_only(reason="SQLite's PRAGMAs")
 def test_fresh_database_gets_current_schema_and_wal(store):
     assert database_version(db) == SCHEMA_VERSION
     assert db.execute_sql("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -133,7 +136,7 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     query = Event.select(Event.id).where((Event.namespace == 1) & Event.status.in_(LIVE) & SPECIAL_EVENT).order_by(
         Event.id.desc()).limit(100)
     sql, params = query.sql()
-    plan = " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall())
+    plan = query_plan(sql, params)
     assert "event_special" in plan
 
 
@@ -149,13 +152,21 @@ def _events_for_fingerprints() -> list[int]:
                 for i in range(5)]
 
 
+def secondary_indexes(table: str) -> list:
+    """The table's indexes but its primary key's (which PostgreSQL lists and SQLite does not)."""
+    return [ix for ix in db.get_indexes(table) if not ix.name.endswith("_pkey")]
+
+
 def _as_version(version: int) -> None:
     SchemaVersion.delete().execute()
     SchemaVersion.create(version=version, applied_at="2026-12-01T00:00:00+00:00")
     db.close()
 
 
-@pytest.mark.parametrize("bogus_index", [False, True], ids=["from-14", "from-a-15-with-a-constant-index"])
+@pytest.mark.parametrize("bogus_index", [
+    False,
+    pytest.param(True, marks=pytest.mark.sqlite_only(reason="only SQLite takes an unknown quoted column for a string")),
+], ids=["from-14", "from-a-15-with-a-constant-index"])
 def test_migration_to_16_fills_every_event_fingerprint(db_url, store, bogus_index):
     """From 14 the model's missing indexes are created (15) before the column exists (16): an index
     naming it then would index a string constant and be corrupt once the column is added."""
@@ -171,7 +182,8 @@ def test_migration_to_16_fills_every_event_fingerprint(db_url, store, bogus_inde
         db.execute_sql('DROP INDEX "event_special"')
     _as_version(15 if bogus_index else 14)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
-    assert db.execute_sql("PRAGMA integrity_check").fetchall() == [("ok",)]
+    if is_sqlite():
+        assert db.execute_sql("PRAGMA integrity_check").fetchall() == [("ok",)]
     rows = {e.id: e for e in Event.select()}
     assert [rows[i].fingerprint for i in ids] == [fingerprint(f"Fact {i}", f"Maya fact number {i}.") for i in range(5)]
     names = {ix.name for ix in db.get_indexes("event")}
@@ -224,10 +236,10 @@ def test_migration_to_8_adds_the_open_tail_and_ready_block_indexes(db_url, store
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     sql = _OPEN_TAIL.build(1).sql()[0]
-    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1]).fetchall())
+    plan = query_plan(sql, [1])
     assert "message_open_tail" in plan  # not a walk over the thread's whole history
     sql = _READY_BLOCKS.build(1, 10, 8).sql()[0]
-    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", [1, "ready", 10, 8]).fetchall())
+    plan = query_plan(sql, [1, "ready", 10, 8])
     assert "block_namespace_id_status_sequence" in plan  # not a walk over pending blocks
 
 
@@ -246,9 +258,9 @@ def test_migration_to_12_lets_a_claim_skip_other_namespaces_backlog(db_url, stor
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     sql, params = _PENDING.build(quiet.id, ["summary"]).sql()
-    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+    plan = query_plan(sql, params)
     # Led by the namespace (version 20 adds one led by namespace and kind): not a walk past "busy"'s jobs.
-    assert "USING INDEX job_namespace_id_" in plan
+    assert ("USING INDEX job_namespace_id_" if is_sqlite() else "using job_namespace_id_") in plan
     assert claim_next(quiet.id).id == mine.id
 
 
@@ -285,7 +297,7 @@ def test_migration_to_14_adds_the_graph_endings(db_url, store):
     db.close()
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert db.table_exists("graphending") and GraphEnding.select().count() == 0
-    assert {tuple(ix.columns) for ix in db.get_indexes("graphending")} == {
+    assert {tuple(ix.columns) for ix in secondary_indexes("graphending")} == {
         ("kind", "record_id", "cause_kind", "cause_id"), ("cause_kind", "cause_id")}
 
 
@@ -314,6 +326,7 @@ def test_no_model_index_names_a_column_a_migration_adds():
     assert "fingerprint" in late  # the check above would have caught it as a model index
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file path that holds no database")
 @pytest.mark.parametrize("content, expected", [
     (b"hello, not a database\n" * 300, "is not a SQLite database"),
     (None, "is a directory"),
@@ -333,6 +346,7 @@ def test_a_path_that_is_no_database_is_a_clear_error(tmp_path, content, expected
         assert target.read_bytes() == content  # untouched
 
 
+@pytest.mark.sqlite_only(reason="a SQLite file made by another program")
 def test_another_programs_sqlite_file_is_not_turned_into_a_store(tmp_path):
     import sqlite3
 
@@ -347,12 +361,46 @@ def test_another_programs_sqlite_file_is_not_turned_into_a_store(tmp_path):
         assert [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["users"]
 
 
+def test_a_postgresql_url_is_read_percent_decoded():
+    from core.db import make_database
+
+    database = make_database("postgresql://me%40corp:p%40ss%2Fw@db.internal:6543/strata")
+    assert database.database == "strata" and database._field_types["INT"] == "BIGINT"
+    assert database.connect_params == {"user": "me@corp", "password": "p@ss/w", "host": "db.internal", "port": 6543}
+
+
+def _with_foreign_table(url: str, table: str) -> None:
+    from core.db import make_database
+
+    other = make_database(url)
+    other.execute_sql(f"CREATE TABLE {table} (id INTEGER)")
+    other.close()
+
+
+def test_a_database_with_a_table_named_like_ours_is_refused(tmp_path):
+    from core.errors import StoreUnavailableError
+
+    url = fresh_url(tmp_path, "theirs.db")
+    _with_foreign_table(url, "message")
+    with pytest.raises(StoreUnavailableError, match=r"not a Strata store's \(message\)"):
+        open_store(url)
+
+
+@pytest.mark.skipif(not on_postgres(), reason="SQLite refuses any table it did not make (see above)")
+def test_a_shared_postgresql_database_keeps_its_other_tables(tmp_path):
+    url = fresh_url(tmp_path)
+    _with_foreign_table(url, "users")
+    assert open_store(url).schema_version == SCHEMA_VERSION
+    assert "users" in db.get_tables() and Message.select().count() == 0
+
+
 @pytest.mark.parametrize("url, expected", [("", "database URL is empty"), ("postgresql://", "names no database")])
 def test_empty_urls_are_refused(url, expected):
     with pytest.raises(InvalidInputError, match=expected):
         open_store(url)
 
 
+@pytest.mark.sqlite_only(reason="SQLite's file lock and busy timeout")
 def test_a_writer_that_finds_the_lock_held_says_so(db_url, store):
     import sqlite3
 
@@ -392,13 +440,14 @@ def test_migration_to_18_lets_a_types_day_counts_read_one_index(db_url, store, m
     monkeypatch.setattr(browse, "_grouped_rows", lambda query: seen.append(query.sql()) or [])
     browse.event_day_counts("ns", browse.EventFilter(event_type="plan"))
     sql, params = seen[0]
-    plan = " ".join(str(row) for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
-    assert "COVERING INDEX event_type_day_lane" in plan
+    plan = query_plan(sql, params)
+    if is_sqlite():  # PostgreSQL's planner picks the smallest index for a handful of rows
+        assert "COVERING INDEX event_type_day_lane" in plan
 
 
 def test_migration_to_19_indexes_postings_by_namespace_instead_of_term(db_url, store):
     def indexes(table: str) -> dict[str, list[str]]:
-        return {ix.name: ix.columns for ix in db.get_indexes(table)}
+        return {ix.name: ix.columns for ix in secondary_indexes(table)}
 
     for table in ("messageterm", "eventterm"):
         db.execute_sql(f'DROP INDEX "{table}_namespace"')
@@ -407,3 +456,27 @@ def test_migration_to_19_indexes_postings_by_namespace_instead_of_term(db_url, s
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     for table, doc in (("messageterm", "message_id"), ("eventterm", "event_id")):
         assert sorted(indexes(table).values()) == [[doc], ["namespace"]]
+
+
+def test_migration_to_21_widens_postgresql_numbers(db_url, store):
+    """PostgreSQL stores made before 21 held epoch timestamps in REAL (good to 128 s) and ids in
+    32-bit INTEGER; SQLite's columns were 64-bit all along, and 21 leaves them alone."""
+    from core.services.capture import append_turn
+
+    append_turn("ns", "t", "u", "a")
+    if on_postgres():
+        db.execute_sql("ALTER TABLE message ALTER COLUMN created_ts TYPE REAL, ALTER COLUMN id TYPE INTEGER, "
+                       "ALTER COLUMN thread_id TYPE INTEGER")
+        db.execute_sql("ALTER SEQUENCE message_id_seq AS INTEGER")
+    _as_version(20)
+    assert open_store(db_url).schema_version == SCHEMA_VERSION
+    if on_postgres():
+        types = dict(db.execute_sql("SELECT column_name, data_type FROM information_schema.columns "
+                                    "WHERE table_name = 'message'").fetchall())
+        assert (types["created_ts"], types["id"], types["thread_id"]) == ("double precision", "bigint", "bigint")
+        assert db.execute_sql("SELECT data_type FROM information_schema.sequences "
+                              "WHERE sequence_name = 'message_id_seq'").fetchone()[0] == "bigint"
+    append_turn("ns", "t", "u2", "a2")
+    later = Message.select().order_by(Message.id.desc()).first()  # to the microsecond, as on SQLite
+    assert later.created_ts == pytest.approx(datetime.fromisoformat(later.created_at).timestamp(), abs=1e-5)
+    assert stats("ns").messages == 4
