@@ -477,7 +477,7 @@ def _participant_clause(text: str, walk: bool):
     key = norm_text(text)
     names = [name for name in distinct_values(EventParticipant.name_norm) if key in name]
     if not names:
-        return SQL("0")
+        return SQL("1 = 0")  # false on every engine: PostgreSQL takes no integer for a condition
     rows = EventParticipant.select(EventParticipant.event).where(EventParticipant.name_norm.in_(names))
     if walk and rows.limit(PARTICIPANT_LIST_MAX + 1).count() > PARTICIPANT_LIST_MAX:
         probe = EventParticipant.alias("p")
