@@ -69,6 +69,32 @@ def check_replaceable(path: Path) -> None:
                                 f"({', '.join(map(repr, others))}); {hint}")
 
 
+def check_server_replaceable(url: str) -> None:
+    """On a server database nothing is replaced, so the demo is built only into one that holds no
+    namespace but ``demo``: ingesting the sample into a person's own memory could not be undone.
+    Read without migrating; a database that cannot be read is left for ``open_store`` to name."""
+    import peewee
+
+    from core.db import display_url, make_database
+    from core.errors import InvalidInputError
+    from core.models import Namespace
+
+    database = make_database(url)
+    try:
+        database.connect()
+        if Namespace._meta.table_name not in database.get_tables():
+            return
+        names = [row[0] for row in database.execute_sql(f'SELECT name FROM "{Namespace._meta.table_name}"')]
+    except (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured):
+        return
+    finally:
+        database.close()
+    others = sorted(name for name in names if name != DEMO_NAMESPACE)
+    if others:
+        raise InvalidInputError(f"{display_url(url)} holds namespace(s) other than {DEMO_NAMESPACE!r} "
+                                f"({', '.join(map(repr, others))}); give the demo a database of its own")
+
+
 def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None) -> DemoResult:
     """Build the demo database from scratch for ``url``. A file there is replaced only if it is an
     earlier demo store (a Strata database with no namespace but ``demo``): anything else is refused
@@ -82,6 +108,7 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
 
     path = sqlite_path(url)
     if path is None:
+        check_server_replaceable(url)
         return _build(url, progress)
     check_replaceable(path)
     if db.obj is not None and not db.is_closed():
@@ -118,7 +145,8 @@ def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoRe
     from core.services.spaces import get_namespace
 
     # The sample conversations are finished: seal their short tails so everything is derived.
-    for thread in Thread.select().where(Thread.namespace == get_namespace(DEMO_NAMESPACE)):
+    # In id order: without one PostgreSQL returns rows in no fixed order, and the tails' block ids would vary.
+    for thread in Thread.select().where(Thread.namespace == get_namespace(DEMO_NAMESPACE)).order_by(Thread.id):
         close_thread(DEMO_NAMESPACE, thread.name)
     run_pending(DEMO_NAMESPACE, progress=progress)
     result = stats(DEMO_NAMESPACE)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stores import copy_of
+from tests.stores import copy_of, fresh_url
 from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_version(capsys):
 @pytest.fixture
 def cli_demo_db(tmp_path, capsys):
     """The demo built by the command itself (the other tests take a copy of one built once)."""
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    url = fresh_url(tmp_path, "demo.db")
     assert main(["demo", "--no-ui", "--db", url]) == 0
     capsys.readouterr()
     return url
@@ -57,7 +57,7 @@ def test_demo_outside_a_terminal_builds_without_opening_the_workbench(tmp_path, 
     import workbench.app
 
     monkeypatch.setattr(workbench.app, "run_app", lambda **_: pytest.fail("opened the workbench"))
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    url = fresh_url(tmp_path, "demo.db")
     assert main(["demo", "--db", url]) == 0
     out = capsys.readouterr().out
     assert "not a terminal" in out and f"strata --db {url}" in out
@@ -74,7 +74,7 @@ def test_demo_refuses_a_store_holding_other_namespaces(tmp_path, capsys):
     lines = tmp_path / "one.jsonl"
     lines.write_text(json.dumps({"thread": "t", "role": "user", "content": "keep me",
                                  "created_at": "2024-01-01T00:00:00Z"}) + "\n", encoding="utf-8")
-    url = f"sqlite:///{tmp_path / 'mine.db'}"
+    url = fresh_url(tmp_path, "mine.db")
     assert main(["ingest", "jsonl", str(lines), "--db", url, "--namespace", "mine"]) == 0
     capsys.readouterr()
     assert main(["--db", url, "demo"]) == 2
@@ -83,6 +83,7 @@ def test_demo_refuses_a_store_holding_other_namespaces(tmp_path, capsys):
     assert [(n["name"], n["messages"]) for n in run_json(capsys, "namespaces", "--db", url)] == [("mine", 1)]
 
 
+@pytest.mark.sqlite_only(reason="a file at the demo's path that is not a database")
 def test_demo_refuses_a_file_that_is_not_a_strata_database(tmp_path, capsys):
     target = tmp_path / "notes.txt"
     target.write_text("my notes\n", encoding="utf-8")
@@ -93,6 +94,7 @@ def test_demo_refuses_a_file_that_is_not_a_strata_database(tmp_path, capsys):
     assert "not a regular file" in capsys.readouterr().err
 
 
+@pytest.mark.sqlite_only(reason="the demo's default store is a SQLite file in the data directory")
 def test_demo_never_builds_over_strata_db(tmp_path, capsys, monkeypatch):
     from workbench.cli import memory
 
@@ -229,11 +231,14 @@ def test_events_type_is_a_known_type_or_a_spelling_of_one(demo_db, capsys):
 def test_verify_passes_the_demo_and_fails_on_a_broken_citation(demo_db, capsys):
     report = run_json(capsys, "verify", "--db", demo_db, "--namespace", "demo")
     assert report["ok"] is True and report["events"] > 0 and report["problems"] == []
-    import sqlite3
+    from core.db import db
+    from core.models import EventSource
+    from core.store import open_store
 
-    with sqlite3.connect(demo_db.removeprefix("sqlite:///")) as broken:
-        event_id = broken.execute("SELECT event_id FROM eventsource ORDER BY event_id LIMIT 1").fetchone()[0]
-        broken.execute("DELETE FROM eventsource WHERE event_id = ?", (event_id,))
+    open_store(demo_db)
+    event_id = EventSource.select(EventSource.event).order_by(EventSource.event).first().event_id
+    EventSource.delete().where(EventSource.event == event_id).execute()
+    db.close()
     assert main(["verify", "--db", demo_db, "--namespace", "demo"]) == 1
     out = capsys.readouterr()
     assert f"event {event_id} cites no message" in out.out and "verify" in out.err  # the progress bar

@@ -199,12 +199,14 @@ def demo_db_path() -> Path:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from core.db import sqlite_path
-    from core.demo import build_demo, check_replaceable
+    from core.demo import build_demo, check_replaceable, check_server_replaceable
 
     url = getattr(args, "db", None) or f"sqlite:///{demo_db_path()}"
     path = sqlite_path(url)
     if path is not None:
         check_replaceable(path)  # before the progress bar, so a refusal is the only line printed
+    else:
+        check_server_replaceable(url)
     with progress_bar("demo", enabled=True) as update:
         result = build_demo(url, progress=update)
     if result.beside is not None:
