@@ -112,12 +112,15 @@ class Backend:
 
     def interrupt(self, future: Future) -> None:
         """Drop a read nobody wants any more: unstarted, it never runs; running, its current
-        query is interrupted (SQLite stops it and the read fails, unseen)."""
+        query is interrupted (the engine stops it and the read fails, unseen)."""
         if future.cancel():
             return
         with self._running_lock:
             if self._running is not None and self._running[0] is future:
-                self._running[1].interrupt()
+                connection = self._running[1]
+                # sqlite3 interrupts; psycopg2 asks the server to cancel the statement.
+                stop = getattr(connection, "interrupt", None) or connection.cancel
+                stop()
 
     def close(self) -> None:
         """Close the database thread's connection once the reads before run, and end it."""
