@@ -99,10 +99,12 @@ _BEARER = re.compile(r"(?i)(\bbearer\s+)(?=[A-Za-z._~+/-]*\d)([A-Za-z0-9._~+/-]{
 
 # key = value, key: value, "key": "value". The key ends in one of these words (aws_secret_access_key,
 # DB_PASSWORD, x-api-key, refresh_token); words around it ("tokens", "passwordless") are other words.
+# The pattern matches the word only (the rest of the key's name is read back in _key_name): matching
+# the whole name took time quadratic in a long run of "a_a_a_…".
 _KEY_WORDS = (r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
               r"|private[_-]?key|client[_-]?secret")
 _KEY_VALUE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])(?P<key>(?:[a-z0-9]+[_.-])*(?:{_KEY_WORDS}))(?![A-Za-z0-9])"
+    rf"(?i)(?<![A-Za-z0-9])(?P<key>{_KEY_WORDS})(?![A-Za-z0-9])"
     r"(?P<sep>[\"']?\s*(?P<op>=>|[:=])\s*)"
     r"(?:(?P<quote>[\"'])(?P<quoted>[^\"'\n]{1,500})(?P=quote)|(?P<bare>[^\s\"'`,;<>(){}\[\]]{1,500}))"
 )
@@ -161,11 +163,24 @@ def _key_kind(key: str) -> str:
     return "secret"
 
 
+_KEY_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _key_name(match: re.Match[str]) -> tuple[str, int]:
+    """The whole name of the key whose last word ``match`` found (DB_PASSWORD, aws_secret_access_key),
+    read back at most 64 characters, and where it starts."""
+    string, at = match.string, match.start()
+    low = max(0, at - 64)
+    while at > low and string[at - 1] in _KEY_NAME_CHARS:
+        at -= 1
+    return string[at:match.end("key")], at
+
+
 def _key_value(match: re.Match[str]) -> str:
     value = match.group("quoted") if match.group("quote") else match.group("bare")
     if value.startswith(MARKER_PREFIX) or value.strip() == "" or _NOT_A_VALUE.match(value.strip()):
         return match.group(0)
-    key = match.group("key")
+    key, key_start = _key_name(match)
     if value.lower() == key.lower():  # f(token=token): code, not a secret
         return match.group(0)
     if _PATH.match(value) and key.lower().replace("-", "_").endswith(_PATH_KEYS):
@@ -174,7 +189,7 @@ def _key_value(match: re.Match[str]) -> str:
         return match.group(0)
     start, end = match.span("quoted" if match.group("quote") else "bare")
     base = match.start()
-    if not match.group("quote") and "&" in value and base and match.string[base - 1] in "?&":
+    if not match.group("quote") and "&" in value and key_start and match.string[key_start - 1] in "?&":
         end = start + value.index("&")  # a URL's query: the next parameter is not part of the value
     text = match.group(0)
     return text[: start - base] + marker(_key_kind(key)) + text[end - base:]
