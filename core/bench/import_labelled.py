@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.bench import git_commit
-from core.bench.import_labels import (DEMO, LABEL_DIR, Decision, Item, conversations, export_document, load,
-                                      score)
+from core.bench.import_labels import (DEMO, LABEL_DIR, SPLITS, Decision, Item, conversations, export_document,
+                                      load, score)
+from core.errors import InvalidInputError
 
 ProgressFn = Callable[[int, int, str], None]
 
 
 def _check_data(data: str | Path | None, locomo: list[str]) -> None:
-    from core.errors import InvalidInputError
-
     if not locomo:
         return
     if data is None:
@@ -39,7 +38,6 @@ def _check_data(data: str | Path | None, locomo: list[str]) -> None:
 def build_store(data: str | Path | None, wanted: list[str], progress: ProgressFn | None = None) -> dict[str, Any]:
     """Ingest the demo and the LoCoMo conversations in ``wanted`` into the open store and derive
     them offline. Returns counts for the report."""
-    from core.errors import InvalidInputError
     from core.ingest import IngestReport, parse, write_units
 
     locomo = [c for c in wanted if c != DEMO]
@@ -94,6 +92,8 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
     from core.services.imports import preview_file
     from core.store import open_store
 
+    if split not in SPLITS:
+        raise InvalidInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     everything = load("all", labels)
     wanted = [i.id for i in everything if split == "all" or i.split == split]
     files = conversations(everything)

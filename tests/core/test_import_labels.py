@@ -42,7 +42,8 @@ def test_the_files_load_with_the_promised_sizes(items):
     assert len(items) >= 200
     for name, its in by_conv.items():
         assert len(its) >= (30 if name == "demo" else 35), name
-        assert [i.id for i in its] == [f"{name}/{n:03d}" for n in range(1, len(its) + 1)], "ids run 001, 002 … per file"
+        numbered = [f"{name}/{n:03d}" for n in range(1, len(its) + 1)]
+        assert [i.id for i in its] == numbered, "ids run 001, 002 … per file"
     assert set(Counter(i.kind for i in items)) == set(KINDS)
     assert all(a.action in ACTIONS for i in items for a in i.acceptable)
 
