@@ -86,13 +86,15 @@ class StrataScreen(Screen):
         run) and a cancelled worker posts nothing, so a fast typist never sees stale rows.
         ``after_paint`` asks for a read once the next frame is drawn (the first item's
         detail after its list: the frame is not kept waiting by the detail's Python work).
+        What ``call`` returns is masked (``core.redact``) on the worker before ``done`` sees it:
+        this is the views' one door to stored text.
         """
         from core.redact import redact_text, redact_value
 
         backend = self.workbench.backend
         service = call
 
-        def call() -> R:  # the views' one door to stored text: masked on the worker, before any view sees it
+        def call() -> R:
             return redact_value(service())
 
         def failed(exc: Exception) -> Message:
