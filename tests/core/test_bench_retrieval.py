@@ -22,6 +22,7 @@ from core.bench.retrieval import (Bm25Baseline, DefaultRetriever, RawBM25Retriev
                                   message_external_ids)
 from core.errors import InvalidInputError
 from core.tokens import estimate_tokens
+from tests.stores import fresh_url
 
 DATE_1 = "1:56 pm on 8 May, 2023"
 DATE_2 = "10:04 am on 12 June, 2023"
@@ -479,7 +480,7 @@ def test_longmemeval_with_db_runs_in_one_process_unless_told_otherwise(lme_file,
     from workbench.cli import bench, main
 
     monkeypatch.setattr(bench, "default_workers", lambda: 4)  # a many-core machine
-    url = f"sqlite:///{tmp_path / 'lme.db'}"
+    url = fresh_url(tmp_path, "lme.db")
     assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["workers"] == 1
     assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from core.services.imports import (
     preview_import, start_import, undo_batch,
 )
 from core.services.verify import verify
+from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "ns"
@@ -70,22 +70,26 @@ def template(tmp_path_factory):
     """A derived store with the four facts, built once and copied for each test."""
     from core.store import open_store
 
-    path = tmp_path_factory.mktemp("import-template") / "seed.db"
-    open_store(f"sqlite:///{path}")
+    url = fresh_url(tmp_path_factory.mktemp("import-template"), "seed.db")
+    open_store(url)
     ids = _seed()
-    db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-    db.close()
-    return path, ids
+    close_template()
+    yield url, ids
+    if on_postgres():
+        drop(url)
 
 
 @pytest.fixture
-def seeded(template, db_url):
+def seeded_url(template, tmp_path):
+    return copy_of(template[0], tmp_path / "strata.db")
+
+
+@pytest.fixture
+def seeded(template, seeded_url):
     from core.store import open_store
 
-    path, ids = template
-    shutil.copyfile(path, db_url[len("sqlite:///"):])
-    open_store(db_url)
-    yield ids
+    open_store(seeded_url)
+    yield template[1]
     if not db.is_closed():
         db.close()
 
@@ -482,7 +486,8 @@ imports.commit_batch(int(sys.argv[2]))
 """
 
 
-def test_a_process_killed_during_commit_leaves_all_or_nothing(seeded, db_url):
+def test_a_process_killed_during_commit_leaves_all_or_nothing(seeded, seeded_url):
+    db_url = seeded_url
     provider = ScriptedProvider({"decide_external_memory": [answer("add")] * 3})
     preview = preview_import(NS, v2(c("Omar runs marathons."), c("Lena paints with oils."), c("Kenji collects stamps.")),
                              provider=provider)

@@ -12,7 +12,6 @@ rank (B's later rows got higher ids than A's) — with the clock frozen, timesta
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime, timezone
 from unittest import mock
 
@@ -28,6 +27,7 @@ from core.services.events import forget_event
 from core.services.export import export_data, relabel_ids
 from core.services.imports import commit_batch, decide, preview_import, undo_batch
 from core.store import open_store
+from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 NS = "ns"
 FACTS = ["Maya lives in Lisbon.", "Maya works at Acme as a designer.", "Ben has a dog named Rex.",
@@ -61,9 +61,9 @@ later_ops = st.lists(st.one_of(
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    path = tmp_path_factory.mktemp("undo-property") / "template.db"
+    url = fresh_url(tmp_path_factory.mktemp("undo-property"), "template.db")
     with mock.patch("core.timeutil.now_local", lambda: FROZEN):
-        open_store(f"sqlite:///{path}")
+        open_store(url)
         messages = []
         for i, fact in enumerate(FACTS):
             messages += [{"role": "user", "content": fact, "created_at": f"2024-03-0{i + 1}T10:00:00+00:00"},
@@ -72,9 +72,10 @@ def template(tmp_path_factory):
         assert run_pending(NS).failed == 0
         summaries = {e.summary: e.id for e in Event.select()}
         ids = [next(i for s, i in summaries.items() if key in s) for key in KEYS]
-        db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-        db.close()
-    return path, ids
+        close_template()
+    yield url, ids
+    if on_postgres():
+        drop(url)
 
 
 def _candidate(kind: str, index: int) -> dict:
@@ -123,11 +124,12 @@ def _apply(ops: list[tuple], ids: list[int], skip: set[int], step: int) -> None:
 def test_undo_equals_never_importing(template, tmp_path_factory, batch, choices, project_first, ops):
     path, ids = template
     _ids[:] = ids
+    copies = []
     work = tmp_path_factory.mktemp("example")
     with mock.patch("core.timeutil.now_local", lambda: FROZEN):
         # B: import, commit, later writes, undo.
-        shutil.copyfile(path, work / "b.db")
-        open_store(f"sqlite:///{work / 'b.db'}")
+        copies.append(copy_of(path, work / "b.db"))
+        open_store(copies[-1])
         text = json.dumps({"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
                            "candidates": [_candidate(kind, index) for kind, index in batch]})
         preview = preview_import(NS, text)
@@ -154,10 +156,13 @@ def test_undo_equals_never_importing(template, tmp_path_factory, batch, choices,
         db.close()
 
         # A: the same later writes, never imported.
-        shutil.copyfile(path, work / "a.db")
-        open_store(f"sqlite:///{work / 'a.db'}")
+        copies.append(copy_of(path, work / "a.db"))
+        open_store(copies[-1])
         _apply(ops, ids, touched, 0)
         run_pending(NS)
         never = relabel_ids(export_data(NS))
         db.close()
+    if on_postgres():  # twenty examples in one test: each drops its own two copies
+        for url in copies:
+            drop(url)
     assert after_undo == never

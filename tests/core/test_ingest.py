@@ -30,6 +30,8 @@ DATE_1 = "1:56 pm on 8 May, 2023"
 DATE_2 = "10:04 am on 12 June, 2023"
 DATE_10 = "7:30 pm on 1 January, 2024"
 
+SAVED = pytest.mark.sqlite_only(reason="search index copies are saved beside a SQLite file; a server database has none")
+
 
 # --------------------------------------------------------------------------- fixtures and builders
 
@@ -832,6 +834,7 @@ def test_longmemeval_session_shown_twice_gets_two_threads(store, tmp_path):
     assert ingest("longmemeval", path).messages == 0
 
 
+@SAVED
 def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatch):
     """After a large ingest the next process loads the message segment instead of reading every
     posting from SQL; a small ingest leaves search alone."""
@@ -856,6 +859,7 @@ def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatc
     assert len(hits) == 3
 
 
+@SAVED
 def test_a_derivation_pass_keeps_the_message_segment_current(store, monkeypatch):
     """Messages captured through the API (no ingest command) are put into the saved segment by the
     next derivation pass, each pass adding only what was captured since the last: the first search
@@ -885,6 +889,7 @@ def test_a_derivation_pass_keeps_the_message_segment_current(store, monkeypatch)
     assert not built
 
 
+@SAVED
 def test_a_derivation_pass_that_cannot_save_the_segment_still_reports_its_work(store, monkeypatch):
     from core.search import segment
     from core.services.capture import append_messages
@@ -903,6 +908,7 @@ def test_a_derivation_pass_that_cannot_save_the_segment_still_reports_its_work(s
     assert any("search index not saved" in e and "No space left" in e for e in report.errors)
 
 
+@SAVED
 def test_a_new_process_saves_the_delta_it_had_to_read(store, tmp_path, monkeypatch):
     """Postings added after the last save (below the share that makes a running process merge)
     are read by the first process that loads the segment, which saves them for the next."""

@@ -19,7 +19,7 @@ from core.services.events import write_event
 from core.services.retrieval import default_retrieval
 from core.services.search import search_events, search_graph, search_raw
 from core.services.spaces import configure_namespace, get_namespace
-from tests.stores import say_and_derive
+from tests.stores import query_plan, say_and_derive
 
 
 def test_bm25_matches_a_hand_computation():
@@ -171,8 +171,8 @@ def test_default_retrieval_puts_the_correction_right_after_what_it_corrected(ns,
     # Read by the messages asked about, never by walking the store's superseded events.
     from core.db import db
 
-    sql = retrieval.SUPERSEDED_CITING.replace("{ids}", "?, ?")
-    plan = " ".join(str(row) for row in db.execute_sql("EXPLAIN QUERY PLAN " + sql, [1, 2]).fetchall())
+    sql = retrieval.SUPERSEDED_CITING.replace("{ids}", ", ".join([db.obj.param] * 2))
+    plan = query_plan(sql, [1, 2])
     assert "eventsource_message_id" in plan and "event_status" not in plan
 
 

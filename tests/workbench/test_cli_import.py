@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.stores import fresh_url
 from workbench.cli import main
 
 EXPORT = {
@@ -38,7 +39,7 @@ def url(tmp_path):
     from core.services.derive import run_pending
     from core.store import open_store
 
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = fresh_url(tmp_path, "cli.db")
     open_store(url)
     messages = []
     for text in ("Maya lives in Lisbon.", "Ben has a dog named Rex."):

@@ -19,6 +19,8 @@ LOCOMO_REAL = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 
 DATE_1 = "1:56 pm on 8 May, 2023"
 
+SAVED = pytest.mark.sqlite_only(reason="search index copies are saved beside a SQLite file; a server database has none")
+
 
 # --------------------------------------------------------------------------- helpers
 
@@ -31,11 +33,6 @@ def _isolated(monkeypatch):
 
     if db.obj is not None and not db.is_closed():
         db.close()
-
-
-@pytest.fixture
-def db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'strata.db'}"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -96,6 +93,7 @@ def seeded(tmp_path, db_url, capsys) -> str:
 # --------------------------------------------------------------------------- happy paths
 
 
+@SAVED
 def test_cli_ingest_leaves_the_search_index_ready(tmp_path, db_url, capsys, monkeypatch):
     """A large import ends by building and saving the message segment, so the first search does not
     read every posting from SQL (35 s after a million messages)."""

@@ -6,6 +6,7 @@ import json
 import re
 
 
+from tests.stores import fresh_url
 from workbench.cli import main
 
 
@@ -70,7 +71,7 @@ def test_searches_are_traced_newest_first(demo_url, capsys):
 
 
 def test_search_needs_a_namespace_when_several_exist(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 's.db'}"
+    url = fresh_url(tmp_path, "s.db")
     for ns in ("a", "b"):
         path = tmp_path / f"{ns}.jsonl"
         path.write_text(json.dumps({"thread": "t", "role": "user", "content": "hello there",

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from core.db import db
+from tests.stores import fresh_url
 from workbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+FILES = pytest.mark.sqlite_only(reason="SQLite files: which are made, kept or refused, and their modes")
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +43,7 @@ READS = [
 ]
 
 
+@FILES
 @pytest.mark.parametrize("argv", READS, ids=lambda argv: argv[0])
 def test_a_read_command_refuses_a_missing_database_and_makes_nothing(argv, tmp_path, capsys):
     path = tmp_path / "nowhere" / "foo.db"
@@ -50,6 +53,7 @@ def test_a_read_command_refuses_a_missing_database_and_makes_nothing(argv, tmp_p
     assert not (tmp_path / "nowhere").exists()
 
 
+@FILES
 def test_stats_on_a_bare_name_makes_no_file(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["stats", "--db", "foo"]) == 2
@@ -57,12 +61,14 @@ def test_stats_on_a_bare_name_makes_no_file(tmp_path, capsys, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@FILES
 def test_strata_db_naming_a_missing_file_is_refused_too(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("STRATA_DB", str(tmp_path / "typo.db"))
     assert main(["namespaces"]) == 2
     assert not (tmp_path / "typo.db").exists()
 
 
+@FILES
 def test_create_makes_a_private_database_for_a_read_command(tmp_path, capsys):
     path = tmp_path / "new" / "strata.db"
     assert main(["stats", "--db", str(path), "--create", "--json"]) == 0
@@ -70,6 +76,7 @@ def test_create_makes_a_private_database_for_a_read_command(tmp_path, capsys):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
+@FILES
 def test_ingest_makes_the_database_and_then_reads_find_it(tmp_path, capsys):
     path = tmp_path / "data" / "strata.db"
     assert main(["ingest", "jsonl", str(_chat(tmp_path / "chat.jsonl")), "--db", str(path)]) == 0
@@ -80,7 +87,7 @@ def test_ingest_makes_the_database_and_then_reads_find_it(tmp_path, capsys):
 
 
 def test_ingest_into_a_padded_namespace_then_every_lookup_works(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'strata.db'}"
+    url = fresh_url(tmp_path)
     assert main(["ingest", "jsonl", str(_chat(tmp_path / "chat.jsonl")), "--db", url, "--namespace", " me"]) == 0
     capsys.readouterr()
     for spelling in ("me", " me", "me "):
@@ -113,6 +120,7 @@ def test_bytes_that_are_not_utf8_are_a_usage_error_and_write_nothing(argv, tmp_p
     assert not (tmp_path / "out.db").exists()
 
 
+@FILES
 def test_a_named_missing_database_is_not_opened_by_the_workbench(tmp_path, capsys, monkeypatch):
     import workbench.app
     from workbench.cli import memory
@@ -131,6 +139,7 @@ def _messages(path: Path) -> int:
         return connection.execute("SELECT COUNT(*) FROM message").fetchone()[0]
 
 
+@FILES
 def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsys):
     from tests.stores import copy_of
 

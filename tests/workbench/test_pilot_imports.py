@@ -7,6 +7,7 @@ import json
 import pytest
 from textual.widgets import DataTable, Input, Static
 
+from tests.stores import fresh_url
 from workbench.testing import settle
 
 pytest.importorskip("core.services.imports")
@@ -99,7 +100,7 @@ async def test_an_empty_store_imports_into_a_new_namespace(tmp_path, config):
 
     export = tmp_path / "export.json"
     export.write_text(json.dumps(EXPORT), encoding="utf-8")
-    app = Workbench(db_url=f"sqlite:///{tmp_path / 'empty.db'}", config=config)
+    app = Workbench(db_url=fresh_url(tmp_path, "empty.db"), config=config)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         assert app.namespace is None and app.screen.has_class("-empty")

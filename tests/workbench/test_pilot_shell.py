@@ -6,6 +6,7 @@ from textual.widgets import OptionList
 
 from workbench.messages import NamespacesLoaded, OpenItem
 from workbench.screens.base import EmptyState
+from tests.stores import fresh_url
 from workbench.testing import settle
 from workbench.widgets.header import VIEWS, AppHeader, NamespacePicker
 
@@ -60,7 +61,7 @@ async def test_namespace_switcher_reloads_the_views(make_app, wb_url):
 async def test_an_empty_store_tells_a_newcomer_to_run_the_demo(tmp_path, config):
     from workbench.app import Workbench
 
-    app = Workbench(db_url=f"sqlite:///{tmp_path / 'empty.db'}", config=config)
+    app = Workbench(db_url=fresh_url(tmp_path, "empty.db"), config=config)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.namespace is None
