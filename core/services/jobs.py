@@ -30,7 +30,7 @@ from core.db import LIST_MAX, Prepared, clamp, insert_one, is_row_id, update_by_
 from core.errors import InvalidInputError, NotFoundError, StoreUnavailableError
 from core.models import Block, Job, Namespace
 from core.redact import redact_text
-from core.services.spaces import get_namespace
+from core.services.spaces import get_namespace, validate_name
 from core.timeutil import now_iso, wall
 
 MAX_ATTEMPTS = 3
@@ -374,7 +374,7 @@ def list_jobs(namespace: str | None = None, status: str | None = None, limit: in
 def job_counts(namespace: str | None = None) -> dict[str, int]:
     query = Job.select(Job.status, fn.COUNT(Job.id).alias("n")).join(Namespace)
     if namespace is not None:
-        query = query.where(Namespace.name == namespace)
+        query = query.where(Namespace.name == validate_name(namespace))
     counts = {status: 0 for status in STATUSES}
     for row in query.group_by(Job.status).tuples():
         counts[row[0]] = row[1]

@@ -151,6 +151,8 @@ def _check_duplicates(report: VerifyReport, ns, limit: int) -> None:
         for event_id in ids:
             sources = tuple(sorted(m for (m,) in EventSource.select(EventSource.message).where(
                 EventSource.event == event_id).tuples()))
+            if not sources:
+                continue  # citing nothing is its own problem (and a hand-made event's right)
             first = cites.setdefault(sources, event_id)
             if first != event_id and found < limit:
                 found += 1

@@ -78,7 +78,8 @@ open_store(sys.argv[1])
 claimed = []
 while (job := jobs.claim_next(kinds=("summary",))) is not None:
     claimed.append(job.id)
-print(json.dumps(claimed))
+print(json.dumps(claimed), flush=True)
+sys.stdin.readline()  # alive until every worker is done: a finished worker's claims would be recovered
 """
 
 
@@ -87,13 +88,16 @@ def test_each_job_is_claimed_by_exactly_one_of_several_workers(store, db_url):
     for i in range(60):
         append_turn("ns", "t", f"turn {i} about the harbour", "ok")
     db.close()
-    workers = [subprocess.Popen([sys.executable, "-c", _CLAIM, db_url], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    workers = [subprocess.Popen([sys.executable, "-c", _CLAIM, db_url], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     claimed = []
     for worker in workers:
-        out, err = worker.communicate(timeout=240)
-        assert worker.returncode == 0, err
-        claimed += json.loads(out)
+        line = worker.stdout.readline()
+        assert line, worker.stderr.read()
+        claimed += json.loads(line)
+    for worker in workers:
+        worker.communicate("go\n", timeout=60)
+        assert worker.returncode == 0
     open_store(db_url, recover=False)
     summaries = [j for (j,) in Job.select(Job.id).where(Job.kind == "summary").tuples()]
     assert sorted(claimed) == sorted(summaries)  # every one claimed, none twice
