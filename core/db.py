@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import operator
 import os
-import random
-import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -152,8 +150,7 @@ def write_transaction() -> Iterator[None]:
             with db.atomic():
                 yield
         elif is_sqlite():
-            with ExitStack() as stack:
-                _begin_immediate(stack)
+            with db.atomic("IMMEDIATE"):
                 yield
         else:
             with db.atomic():
@@ -174,35 +171,6 @@ def write_transaction() -> Iterator[None]:
                 "try again when it is done") from exc
         raise StoreUnavailableError(f"the database refused a write ({_first_line(exc)}); nothing of this "
                                     "step was written") from exc
-
-
-# How long a SQLite writer waits for the write lock in all (the busy timeout's 5 s), and the longest
-# pause between two tries. SQLite's own busy handler sleeps in steps growing to 100 ms, so a writer
-# often slept on long after the lock was free: with two derive workers that was about a tenth of
-# their time. Trying again every few milliseconds (with jitter, so two waiters do not keep
-# colliding) takes the lock within a few ms of its release.
-SQLITE_LOCK_WAIT = SQLITE_PRAGMAS["busy_timeout"] / 1000
-SQLITE_RETRY_MAX_PAUSE = 0.004
-
-
-def _begin_immediate(stack: ExitStack) -> None:
-    """Enter ``BEGIN IMMEDIATE`` on ``stack``, retrying while another writer holds the lock."""
-    pause, deadline = 0.0005, time.monotonic() + SQLITE_LOCK_WAIT
-    db.execute_sql("PRAGMA busy_timeout = 0")
-    try:
-        while True:
-            try:
-                stack.enter_context(db.atomic("IMMEDIATE"))
-                return
-            except peewee.OperationalError as exc:
-                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
-                    raise
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(pause * (0.5 + random.random()))
-                pause = min(pause * 1.5, SQLITE_RETRY_MAX_PAUSE)
-    finally:
-        db.execute_sql(f"PRAGMA busy_timeout = {SQLITE_PRAGMAS['busy_timeout']}")
 
 
 @contextmanager
