@@ -690,7 +690,7 @@ class MemoryTools:
 
     def _search_events(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate
-        from core.services.search import search_events
+        from core.services.search import mark_retrieved, search_events
         from core.timeutil import period_bounds
         from datetime import timezone
 
@@ -710,6 +710,7 @@ class MemoryTools:
             self.namespace, query, limit, participants=participants or None, event_type=args.get("event_type"),
             happened_from=args.get("happened_from"), happened_to=args.get("happened_to"),
             temporal_intent=args.get("temporal_intent"),
+            track=False,
         )
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
@@ -718,7 +719,10 @@ class MemoryTools:
         if not results:
             extra["empty_reason"] = ("No event matched. Try other words, fewer filters, search_raw for the exact "
                                      "wording, or search_graph for current state.")
-        return self._open("search_events", "events", query, specs, params, results, **extra)
+        out = self._open("search_events", "events", query, specs, params, results, **extra)
+        # Stamped only once the gate has opened the batch: a refused search changes nothing.
+        mark_retrieved([hit.event.id for hit in hits])
+        return out
 
     def _search_graph(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate

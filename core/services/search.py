@@ -260,13 +260,19 @@ def cited_messages(event_ids: Sequence[int]) -> list[int]:
     return list(dict.fromkeys(m for e in event_ids for m in sources.get(e, ())))
 
 
+def mark_retrieved(event_ids: Sequence[int]) -> None:
+    """Stamp the events a search returned as retrieved now."""
+    if event_ids:
+        with write_transaction():
+            Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(list(event_ids))).execute()
+
+
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
                 track: bool) -> list[EventHit]:
     ids = [i for i, _ in fused]
     sources = source_messages(ids)
-    if track and ids:
-        with write_transaction():
-            Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(ids)).execute()
+    if track:
+        mark_retrieved(ids)
     threads = thread_names(candidates[i].thread_id for i in ids if candidates[i].thread_id is not None)
     return [
         EventHit(

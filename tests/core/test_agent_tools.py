@@ -463,6 +463,20 @@ def test_record_use_refuses_refs_not_adopted(memory):
     assert get_event(event_id).mention_count == 1
 
 
+def test_a_refused_search_marks_no_event_retrieved(memory):
+    """The gate refuses a repeated channel after the search has run: the events it found stay as
+    they were (a refusal writes nothing)."""
+    t = once()
+    first = t.call("search_events", {"query": "PostgreSQL billing"})
+    t.call("search_events", {"query": "PostgreSQL billing"})  # the same evidence again: no new evidence
+    stamps = {e.id: e.last_retrieved_at for e in Event.select()}
+    assert first["results"] and any(stamps.values())
+    with pytest.raises(ToolError) as caught:
+        t.call("search_events", {"query": "PostgreSQL billing"})
+    assert caught.value.code == "strategy_repeat"
+    assert {e.id: e.last_retrieved_at for e in Event.select()} == stamps
+
+
 def test_budget_and_strategy_errors_tell_the_agent_what_to_do(memory):
     t = tools()
     t.call("search_events", {"query": "zebra quasar"})  # nothing found
