@@ -457,7 +457,16 @@ def parse_import(text: str, format: str = "v2", *, where: str = "input") -> Pars
         raise InvalidInputError(f"unknown import format {format!r}; use one of {', '.join(FORMATS)}")
     if not isinstance(text, str):
         raise InvalidInputError(f"{where}: expected text, got {type(text).__name__}")
+    # A lone surrogate (bytes that were not UTF-8, kept by surrogateescape) cannot be measured,
+    # hashed or stored: every later step would fail on it with a UnicodeEncodeError.
+    bad = _SURROGATE.search(text)
+    if bad is not None:
+        raise ImportFormatError(f"{where}: not UTF-8 text (lone surrogate \\u{ord(bad.group()):04x} at character "
+                                f"{bad.start()}); give the export as UTF-8")
     return parser(text, where)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def read_import_file(path: str | Path, format: str = "v2") -> tuple[str, ParsedImport]:

@@ -234,3 +234,13 @@ def test_export_prompt_asks_for_the_v2_shape_in_our_words():
     for needle in ("stratagate.external-memory.v2", "external_ai_memory_export", "candidates", "precision",
                    "At most 200", "secrets"):
         assert needle in prompt
+
+
+@pytest.mark.parametrize("fmt", ["v2", "mem0", "text"])
+def test_text_that_is_not_utf8_is_refused_in_every_format(fmt):
+    """Bytes that were not UTF-8 reach a caller as lone surrogates (surrogateescape): refused as
+    input, never a UnicodeEncodeError from measuring or hashing it."""
+    text = {"v2": '{"schemaVersion": "stratagate.external-memory.v2", "candidates": []}\udcff',
+            "mem0": '[{"memory": "Maya likes tea\udce9"}]', "text": "- Maya likes tea \udcff"}[fmt]
+    with pytest.raises(ImportFormatError, match="not UTF-8 text"):
+        parse_import(text, fmt)
