@@ -251,11 +251,11 @@ def run_pending(
     failing: set[int] = set()
     scope = jobsvc.namespaces_with_work(ns_id, wanted)
     while max_jobs is None or report.processed < max_jobs:
-        job = jobsvc.claim_next(ns_id, kinds=wanted, namespaces=scope)
+        asked = set(scope)
+        job = jobsvc.claim_next(ns_id, kinds=wanted, namespaces=scope)  # drops namespaces with nothing left
         if job is None:
-            fresh = jobsvc.namespaces_with_work(ns_id, wanted)
-            if fresh != scope:  # namespaces done, or new work since the list was read
-                scope = fresh
+            scope = jobsvc.namespaces_with_work(ns_id, wanted)
+            if set(scope) - asked:  # work in a namespace this claim did not look at
                 continue
             state = jobsvc.waiting(ns_id, wanted)
             if state.running:  # another worker's job holds ours back, or will queue more

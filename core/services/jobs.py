@@ -129,16 +129,22 @@ _FIRST_OF = Prepared(lambda ns, kind, status: Job.select().where(
     & ((Job.attempts < MAX_ATTEMPTS) | (Job.transient == True))  # noqa: E712 - SQL, not Python
 ).order_by(Job.priority.desc(), Job.id).limit(1))
 _UNFINISHED_NAMESPACES = Prepared(lambda kinds: Job.select(Job.namespace).where(
-    Job.status.in_(["pending", "running", "failed"]) & Job.kind.in_(kinds)).distinct().tuples())
+    Job.kind.in_(kinds) & (Job.status.in_(["pending", "running"]) | (
+        (Job.status == "failed") & ((Job.attempts < MAX_ATTEMPTS) | (Job.transient == True))))  # noqa: E712
+).distinct().tuples())
 
 
 def _summary_due(namespace_id: int | None, now: float) -> Job | None:
     return _PENDING.first(namespace_id, ["summary"]) or _DUE_RETRY.first(now, namespace_id, ["summary"])
 
 
-def _ordered_due(namespace_id: int, kinds: tuple[str, ...], now: float) -> Job | None:
+_EXHAUSTED = object()  # a namespace without ordered work left
+
+
+def _ordered_due(namespace_id: int, kinds: tuple[str, ...], now: float):
     """The one job of a namespace's ordered work (extractions, then the graph chain) that may run
-    now, or None when that job is running, waiting for its retry, or waiting for a summary."""
+    now; None when that job is running, waiting for its retry, or waiting for a summary;
+    ``_EXHAUSTED`` when the namespace has no such work left."""
     head = _HEAD_BLOCK.first(namespace_id)
     if head is not None:
         job = _BLOCK_JOB.first(head.id, "extraction") if "extraction" in kinds else None
@@ -154,7 +160,9 @@ def _ordered_due(namespace_id: int, kinds: tuple[str, ...], now: float) -> Job |
             job = _FIRST_OF.first(namespace_id, kind, status)
             if job is not None and (first is None or (-job.priority, job.id) < (-first.priority, first.id)):
                 first = job
-    return first if first is not None and first.kind in kinds and is_due(first, now) else None
+    if first is None:
+        return _EXHAUSTED
+    return first if first.kind in kinds and is_due(first, now) else None
 
 
 def namespaces_with_work(namespace_id: int | None = None, kinds: tuple[str, ...] = ALL_KINDS) -> list[int]:
@@ -165,9 +173,11 @@ def namespaces_with_work(namespace_id: int | None = None, kinds: tuple[str, ...]
 
 
 def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None,
-               namespaces: Sequence[int] | None = None) -> Job | None:
+               namespaces: list[int] | None = None) -> Job | None:
     """Take the next job that may run (see the module's docstring): any due summary first, then the
     one ordered job of the first namespace (of ``namespaces``, else of those with work) that has one.
+    A namespace found to have no ordered work left is dropped from a ``namespaces`` list passed in,
+    so a long run does not ask about finished namespaces on every claim.
 
     Each lookup follows an index and stops at its first match, so a claim costs the same with ten
     pending jobs or a hundred thousand.
@@ -177,10 +187,14 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
     with write_transaction():
         job = _summary_due(namespace_id, now) if "summary" in wanted else None
         if job is None and any(kind != "summary" for kind in wanted):
-            scope = list(namespaces) if namespaces is not None else namespaces_with_work(namespace_id, wanted)
-            for ns in scope:
+            scope = namespaces if namespaces is not None else namespaces_with_work(namespace_id, wanted)
+            for ns in list(scope):
                 job = _ordered_due(ns, wanted, now)
-                if job is not None:
+                if job is _EXHAUSTED:
+                    job = None
+                    if isinstance(scope, list) and namespaces is not None:
+                        scope.remove(ns)
+                elif job is not None:
                     break
         if job is None:
             return None
