@@ -243,6 +243,11 @@ def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str,
     except ValueError as exc:
         return "", (types.PARSE_ERROR, f"Parse error: {getattr(exc, 'msg', exc)}", scan_id(text))
     request_id = _valid_id(message.get("id")) if isinstance(message, dict) else None
+    if isinstance(message, dict) and isinstance(message.get("id"), str) and request_id is None:
+        # An id escaping a lone surrogate cannot be written back: answering under it would stop the
+        # server (the reply cannot be encoded), so the answer goes to id null.
+        return "", (types.INVALID_REQUEST, "Invalid Request: the id holds a lone surrogate, not a Unicode "
+                                           "character", None)
     if isinstance(message, dict) and "id" in message and request_id is None:
         # The SDK would take it for a notification and never answer: the client would wait.
         return "", (types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer, got "
@@ -260,6 +265,10 @@ def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str,
 
 
 def _valid_id(value: Any) -> str | int | None:
+    from core.jsoninput import lone_surrogate
+
+    if isinstance(value, str) and lone_surrogate(value) is not None:
+        return None  # no reply could carry it
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 

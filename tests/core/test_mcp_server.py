@@ -353,3 +353,23 @@ def test_every_bad_request_whose_id_can_be_read_is_answered_under_its_id(store, 
     assert [r["error"]["code"] for r in replies if r.get("id") is None] == [-32600], replies
     assert by_id[99]["result"]["tools"]
     assert RetrievalBatch.select().count() == 0  # no tool ran on a refused request
+
+
+def test_a_request_id_escaping_a_lone_surrogate_is_answered_under_null_and_the_server_keeps_serving(store, db_url):
+    """Answering under such an id stopped the server: the reply could not be encoded."""
+    import subprocess
+
+    from core.mcp_server import check_line, scan_id
+
+    line = '{"jsonrpc": "2.0", "id": "r1\\udfff", "method": "tools/call", "params": {"name": "search_raw"}}'
+    assert check_line(line.encode())[1][2] is None and scan_id(line[:40]) is None
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), line,
+             line[:40], json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
+    proc = subprocess.run([sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"], cwd=ROOT,
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+    replies = [json.loads(out) for out in proc.stdout.splitlines()]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [r["id"] for r in replies if "error" in r] == [None, None]
+    assert [r for r in replies if r.get("id") == 3][0]["result"]["tools"]
