@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from workbench.cli.argtypes import positive_int
+from workbench.cli.argtypes import integer, positive_int
 from workbench.cli.output import check_output, console, err_console, output_file, print_json, progress_bar, table
 
 
@@ -236,6 +236,54 @@ def cmd_derive_floor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sections(text: str) -> tuple[str, ...]:
+    from core.bench.reliability import SECTIONS
+
+    chosen = tuple(dict.fromkeys(part.strip().replace("-", "_") for part in text.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"--sections: choose from {', '.join(SECTIONS)}, got {text!r}")
+    return chosen
+
+
+def _figure(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, list):
+        return " / ".join(map(str, value))
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def cmd_reliability(args: argparse.Namespace) -> int:
+    from core.bench.reliability import run_reliability
+
+    check_outputs(args)
+    server = None
+    if args.engine == "postgresql":
+        server = getattr(args, "db", None) or os.environ.get("STRATA_TEST_DB") or None
+    with (bench_workdir(args.workdir, "strata-reliability-") as workdir,
+          progress_bar("reliability", enabled=not args.json) as update):
+        report = run_reliability(workdir=workdir, engine=args.engine, server_url=server, kills=args.kills,
+                                 fuzz=args.fuzz, round_trips=args.round_trips, turns=args.turns, seed=args.seed,
+                                 data=args.data, sections=args.sections, progress=update)
+    if not args.json:
+        rows = []
+        for name, section in report["sections"].items():
+            for figure, value in section["figures"].items():
+                verdict = ("FAIL" if value else "ok") if figure in section["must_be_zero"] else ""
+                rows.append([name.replace("_", " "), figure, _figure(value), verdict])
+            rows.append([name.replace("_", " "), "seconds", section["seconds"], ""])
+        table(f"Reliability on {report['engine']} (seed {report['seed']}): every figure marked ok must be 0",
+              ["section", "figure", "value", ""], rows)
+        for name, section in report["sections"].items():
+            for figure in section["failures"]:
+                for example in section["examples"].get(figure, []):
+                    console.print(f"{name}: {figure}: {example}", markup=False, highlight=False)
+        console.print(f"{report['failures']} failing figure(s) in {report['seconds']} s", markup=False)
+    write_report(report, args)
+    return 1 if report["failures"] else 0
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from workbench.bench_ui import TARGET_FIRST_PAINT_MS, TARGET_SWITCH_MS, run
 
@@ -267,7 +315,7 @@ def default_workers() -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, ui)")
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, reliability, ui)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -328,6 +376,33 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep the two built databases here (default: a temporary folder)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_derive_floor)
+
+    from core.bench.reliability import DEFAULTS, SECTIONS
+
+    p = kinds.add_parser("reliability", parents=[common],
+                         help="kill -9 at random moments, concurrent writers, fuzzed input, import round trips and "
+                              "namespace isolation; exits 1 when any failure is seen")
+    p.add_argument("--engine", choices=["sqlite", "postgresql"], default="sqlite",
+                   help="the engine of the scratch stores (postgresql: --db or $STRATA_TEST_DB names a server "
+                        "URL whose role may create databases; each store is a database made and dropped here)")
+    p.add_argument("--kills", type=integer(0, 100_000), default=DEFAULTS["kills"], metavar="N",
+                   help=f"kill -9 moments, spread over six commands (default {DEFAULTS['kills']})")
+    p.add_argument("--fuzz", type=integer(0, 10_000_000), default=DEFAULTS["fuzz"], metavar="N",
+                   help=f"fuzzed inputs (default {DEFAULTS['fuzz']:,})")
+    p.add_argument("--round-trips", type=integer(0, 1_000_000), default=DEFAULTS["round_trips"], metavar="N",
+                   help=f"import commit/undo round trips (default {DEFAULTS['round_trips']})")
+    p.add_argument("--turns", type=positive_int, default=DEFAULTS["turns"], metavar="N",
+                   help=f"turns each of the two concurrent writers appends (default {DEFAULTS['turns']})")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--data", type=Path, default=None,
+                   help="a LoCoMo file to ingest in the kill section instead of the generated one (its first "
+                        "conversation)")
+    p.add_argument("--sections", type=_sections, default=SECTIONS, metavar="NAME[,NAME…]",
+                   help=f"run only these sections ({', '.join(SECTIONS)})")
+    p.add_argument("--workdir", default=None, help="keep the scratch stores and inputs here (default: a temporary "
+                                                   "folder)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_reliability)
 
     p = kinds.add_parser("ui", parents=[common],
                          help="workbench first paint, screen switches and filters on a generated large store")
