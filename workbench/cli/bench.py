@@ -236,6 +236,22 @@ def cmd_derive_floor(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_workers(args: argparse.Namespace) -> int:
+    from core.bench.workers import run as run_workers_bench
+
+    with bench_workdir(args.workdir, "strata-workers-") as workdir, \
+            progress_bar("workers", enabled=not args.json) as update:
+        report = run_workers_bench(args.data, workdir, workers=args.workers, limit=args.limit, progress=update)
+    if not args.json:
+        table(f"strata derive on {report['conversations']} LoCoMo conversations ({report['messages']:,} messages)",
+              ["workers", "seconds"], [[1, report["one_worker_s"]], [report["workers"], report["workers_s"]]])
+        same = "the same memory" if report["same_memory"] else \
+            f"DIFFERENT memory in {', '.join(report['differing_namespaces'])}"
+        console.print(f"speed-up {report['speedup']}x; both derived {same}", markup=False)
+    write_report(report, args)
+    return 0 if report["same_memory"] else 1
+
+
 def _sections(text: str) -> tuple[str, ...]:
     from core.bench.reliability import SECTIONS
 
@@ -315,7 +331,7 @@ def default_workers() -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, reliability, ui)")
+    bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, workers, reliability, ui)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -376,6 +392,15 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep the two built databases here (default: a temporary folder)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_derive_floor)
+
+    p = kinds.add_parser("workers", parents=[common],
+                         help="strata derive with one worker and with N on copies of one LoCoMo store: time and memory")
+    p.add_argument("--data", required=True, help="path to locomo10.json")
+    p.add_argument("--workers", type=positive_int, default=2, metavar="N", help="workers of the second run (default 2)")
+    p.add_argument("--limit", type=positive_int, default=None, metavar="N", help="only the first N conversations")
+    p.add_argument("--workdir", default=None, help="keep the three databases here (default: a temporary folder)")
+    p.add_argument("--json-out", help="write the JSON report to this file")
+    p.set_defaults(handler=cmd_workers)
 
     from core.bench.reliability import DEFAULTS, SECTIONS
 
