@@ -897,7 +897,8 @@ def _check_live(url: str, turns: int, section: Section) -> None:
                           .order_by(Message.position).tuples()]
             if turns_seen != sorted(turns_seen) or (turns_seen and len(set(turns_seen)) * 2 != len(turns_seen)):
                 section.bad("gaps in positions", example=f"thread {thread.name}: turns {turns_seen[:10]}…")
-        unfinished = Job.select().where((Job.namespace == ns) & Job.status.in_(["pending", "running", "failed"])).count()
+        unfinished = Job.select().where((Job.namespace == ns)
+                                        & Job.status.in_(["pending", "running", "failed"])).count()
         if unfinished:
             section.bad("jobs unfinished", unfinished)
         report = verify(LIVE)
@@ -913,22 +914,27 @@ def _check_live(url: str, turns: int, section: Section) -> None:
 
 def write_mark() -> Any:
     """Something that changes whenever this process writes to the store: SQLite counts every row
-    its connection changed; on PostgreSQL the newest id of each table that grows, with every
-    namespace's revision."""
+    its connection changed; on PostgreSQL the newest id of each table that grows, every
+    namespace's revision and the stamps retrieval, use and lifting update."""
     from core.db import db, is_sqlite
 
     if is_sqlite():
         return db.connection().total_changes
     from core import models
 
-    tables = ("message", "event", "retrieval_batch", "retrieval_trace", "usage_receipt", "import_batch",
-              "import_item", "job", "graph_node", "graph_fact", "graph_edge", "namespace", "thread", "block",
-              "ingestion_receipt")
-    parts = " UNION ALL ".join(f"SELECT '{t}', MAX(id) FROM {t}" for t in tables)
+    tables = [model._meta.table_name for model in (
+        models.Message, models.Event, models.RetrievalBatch, models.RetrievalTrace, models.UsageReceipt,
+        models.ImportBatch, models.ImportItem, models.Job, models.GraphNode, models.GraphFact, models.GraphEdge,
+        models.Namespace, models.Thread, models.Block, models.IngestionReceipt)]
+    parts = " UNION ALL ".join(f'SELECT \'{t}\', MAX(id) FROM "{t}"' for t in tables)
     rows = tuple(db.execute_sql(parts).fetchall())
     revisions = tuple(db.execute_sql("SELECT name, revision, updated_at FROM namespace ORDER BY id").fetchall())
-    del models
-    return rows, revisions
+    # Updates that add no row: retrieval stamps, reinforcement, lifted blocks.
+    touched = tuple(db.execute_sql(
+        f'SELECT (SELECT MAX(last_retrieved_at) FROM "{models.Event._meta.table_name}"), '
+        f'(SELECT SUM(mention_count) FROM "{models.Event._meta.table_name}"), '
+        f'(SELECT MAX(last_lifted_at) FROM "{models.Block._meta.table_name}")').fetchall())
+    return rows, revisions, touched
 
 
 _WORDS = ("billing postgres Lisbon release cat marathon cello invoice deploy Oslo Maya Tobias Iris plan "
@@ -1523,7 +1529,8 @@ SECRETS = ("zorblax", "quindlewhip", "marrowfjord", "plinthavex", "vexolutria")
 def _secret_turns() -> list[tuple[str, str]]:
     a, b, c, d, e = SECRETS
     return [(f"My password hint is {a} and I keep it in the {b} drawer.", f"Noted: {a} in the {b} drawer."),
-            (f"Dr. Harriet {c.title()} works at {d.title()} Labs in Reykjavik.", f"Got it, {c.title()} at {d.title()}."),
+            (f"Dr. Harriet {c.title()} works at {d.title()} Labs in Reykjavik.",
+             f"Got it, {c.title()} at {d.title()}."),
             (f"We decided to ship project {e.title()} on Friday.", f"Shipping {e.title()} on Friday."),
             (f"My sister Olga {c.title()} lives in {b.title()}ville.", "Good to know."),
             (f"The {a} launch moved to March 3.", f"Updated: {a} launch on March 3.")]
