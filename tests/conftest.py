@@ -41,10 +41,12 @@ def _own_databases():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _drop_leftovers():
+def _postgres_session():
+    if stores.on_postgres():
+        stores.start_session()
     yield
     if stores.on_postgres():
-        stores.drop_since(0)
+        stores.end_session()
 
 
 @pytest.fixture

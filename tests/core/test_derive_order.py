@@ -188,7 +188,7 @@ def test_several_processes_opening_a_new_store_at_once_create_it_once(tmp_path):
     from tests.stores import fresh_url
 
     for round_ in range(3):
-        url = fresh_url(tmp_path, f"new{round_}.db")
+        url = fresh_url(tmp_path, f"new{round_}.db", empty=True)
         openers = [subprocess.Popen([sys.executable, "-c", _OPEN, url], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True) for _ in range(5)]
         results = [opener.communicate(timeout=60) for opener in openers]

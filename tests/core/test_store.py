@@ -380,7 +380,7 @@ def _with_foreign_table(url: str, table: str) -> None:
 def test_a_database_with_a_table_named_like_ours_is_refused(tmp_path):
     from core.errors import StoreUnavailableError
 
-    url = fresh_url(tmp_path, "theirs.db")
+    url = fresh_url(tmp_path, "theirs.db", empty=True)
     _with_foreign_table(url, "message")
     with pytest.raises(StoreUnavailableError, match=r"not a Strata store's \(message\)"):
         open_store(url)
@@ -388,7 +388,7 @@ def test_a_database_with_a_table_named_like_ours_is_refused(tmp_path):
 
 @pytest.mark.skipif(not on_postgres(), reason="SQLite refuses any table it did not make (see above)")
 def test_a_shared_postgresql_database_keeps_its_other_tables(tmp_path):
-    url = fresh_url(tmp_path)
+    url = fresh_url(tmp_path, empty=True)
     _with_foreign_table(url, "users")
     assert open_store(url).schema_version == SCHEMA_VERSION
     assert "users" in db.get_tables() and Message.select().count() == 0

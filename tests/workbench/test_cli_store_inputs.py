@@ -176,7 +176,7 @@ def test_a_read_command_makes_no_schema_in_a_new_database_of_the_engine_under_te
     from core.store import open_store
     from tests.stores import fresh_url
 
-    url = fresh_url(tmp_path)
+    url = fresh_url(tmp_path, empty=True)
     assert main(["namespaces", "--db", url]) == 2
     assert "no Strata database at" in capsys.readouterr().err
     with pytest.raises(Exception, match="no Strata database"):
