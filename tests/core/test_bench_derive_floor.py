@@ -17,6 +17,7 @@ def _derived(path) -> list[tuple]:
                 + conn.execute("SELECT key, value, status FROM graphfact ORDER BY id").fetchall())
 
 
+@pytest.mark.sqlite_only(reason="the benchmark builds and measures SQLite files in its workdir")
 def test_replayed_answers_derive_the_same_store_and_are_timed_apart(tmp_path):
     seen = []
     try:

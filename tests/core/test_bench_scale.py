@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from itertools import islice
 
+import pytest
+
 from core.bench import git_commit, scale
 from core.bench.plot import scale_svg
 from core.bench.synthetic import conversation, queries
@@ -28,6 +30,7 @@ def test_the_synthetic_corpus_is_deterministic_and_varied():
     assert next(islice(conversation(10**6), 1)) is not None  # streams: nothing is built up front
 
 
+@pytest.mark.sqlite_only(reason="the benchmark builds and measures SQLite files in its workdir")
 def test_one_size_builds_measures_and_plots(tmp_path):
     path = tmp_path / "scale.db"
     seen = []

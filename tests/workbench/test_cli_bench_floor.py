@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from core.db import db
 from workbench.cli import main
 
 
+@pytest.mark.sqlite_only(reason="the benchmark builds and measures SQLite files in its workdir")
 def test_derive_floor_prints_both_builds_and_writes_the_report(tmp_path, capsys):
     out = tmp_path / "floor.json"
     try:
