@@ -141,7 +141,8 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
     if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):
         return f"cannot write {where}: it or its directory is read-only ({text})"
     if isinstance(exc, peewee.ImproperlyConfigured) and "psycopg" in lowered:
-        return f"PostgreSQL needs the psycopg2 driver (pip install psycopg2-binary) to open {where}"
+        return (f"PostgreSQL needs the psycopg2 driver to open {where}: pip install 'strata-memory[postgres]' "
+                "(from a checkout: pip install -e '.[postgres]')")
     if isinstance(exc, OSError):
         return f"cannot open {where}: {text}"
     return f"cannot open database {where}: {text}"

@@ -369,6 +369,17 @@ def test_a_postgresql_url_is_read_percent_decoded():
     assert database.connect_params == {"user": "me@corp", "password": "p@ss/w", "host": "db.internal", "port": 6543}
 
 
+def test_postgresql_without_its_driver_names_the_extra_to_install(monkeypatch):
+    import peewee
+
+    from core.errors import StoreUnavailableError
+
+    monkeypatch.setattr(peewee, "psycopg2", None)
+    monkeypatch.setattr(peewee, "psycopg", None)
+    with pytest.raises(StoreUnavailableError, match=r"pip install 'strata-memory\[postgres\]'"):
+        open_store("postgresql://me@127.0.0.1:1/strata")
+
+
 def _with_foreign_table(url: str, table: str) -> None:
     from core.db import make_database
 
