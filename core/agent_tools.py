@@ -24,11 +24,13 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
+from core.db import DRIVER_FAILURES, store_failure
 from core.errors import (
     BlockNotReadyError,
     InvalidInputError,
     NotFoundError,
     ReceiptConflictError,
+    StoreUnavailableError,
     StrataError,
 )
 from core.models import LIVE
@@ -627,6 +629,8 @@ class MemoryTools:
             raise
         except StrataError as exc:
             raise _translate(name, exc) from exc
+        except DRIVER_FAILURES as exc:  # the store failed under a read
+            raise ToolError(redact_text(str(store_failure(exc))), code="store_unavailable", tool=name) from exc
 
     def call_safe(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Like ``call``, but a ``ToolError`` comes back as ``{"error": {code, message, …}}``."""
@@ -1024,6 +1028,8 @@ def _translate(tool: str, exc: StrataError) -> ToolError:
         return ToolError(message, code="not_ready", tool=tool)
     if isinstance(exc, InvalidInputError):
         return ToolError(message, code="invalid_arguments", tool=tool)
+    if isinstance(exc, StoreUnavailableError):
+        return ToolError(message, code="store_unavailable", tool=tool)
     return ToolError(message, code="error", tool=tool)
 
 

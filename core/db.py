@@ -191,6 +191,20 @@ def read_snapshot() -> Iterator[None]:
         yield
 
 
+# What the driver raises when the store itself fails (a server gone, a disk error, a file that
+# stopped being a database), as opposed to a mistake in a query.
+DRIVER_FAILURES = (peewee.OperationalError, peewee.InterfaceError)
+
+
+def store_failure(exc: BaseException):
+    """A driver failure outside a write transaction (a read, a connect) as the StrataError a caller
+    gets: the cause's first line, never the driver's exception. Writes get theirs from
+    ``write_transaction``."""
+    from core.errors import StoreUnavailableError
+
+    return StoreUnavailableError(f"the database failed: {_first_line(exc)}")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -101,3 +101,42 @@ def test_each_job_is_claimed_by_exactly_one_of_several_workers(store, db_url):
     open_store(db_url, recover=False)
     summaries = [j for (j,) in Job.select(Job.id).where(Job.kind == "summary").tuples()]
     assert sorted(claimed) == sorted(summaries)  # every one claimed, none twice
+
+
+def test_a_store_failing_under_a_read_is_a_strata_error_not_a_driver_error(store, db_url, capsys, monkeypatch):
+    """A server gone or a disk error while reading reaches the caller as a StrataError (the CLI's one
+    error line, the tools' store_unavailable), never as the driver's exception."""
+    import peewee
+
+    from core.agent_tools import MemoryTools
+    from workbench.cli import main
+
+    append_turn("ns", "t", "The launch is on March 3.", "Noted.")
+
+    def gone(*args, **kwargs):
+        raise peewee.OperationalError("server closed the connection unexpectedly")
+
+    tools = MemoryTools("ns")
+    monkeypatch.setattr(tools, "_handlers", {**tools._handlers, "search_events": gone})
+    answer = tools.call_safe("search_events", {"query": "launch"})
+    assert answer["error"]["code"] == "store_unavailable"
+    assert "server closed the connection" in answer["error"]["message"]
+
+    monkeypatch.setattr("core.services.stats.stats", gone)
+    assert main(["stats", "--db", db_url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "the database failed: server closed the connection" in err
+
+
+def test_a_write_waiting_past_the_lock_timeout_is_store_unavailable_for_a_tool(store, monkeypatch):
+    from core.agent_tools import MemoryTools
+    from core.errors import StoreUnavailableError
+
+    append_turn("ns", "t", "The launch is on March 3.", "Noted.")
+    tools = MemoryTools("ns")
+
+    def locked(*args, **kwargs):
+        raise StoreUnavailableError("the database is locked by another writer (waited 5 s)")
+
+    monkeypatch.setattr(tools, "_handlers", {**tools._handlers, "search_events": locked})
+    assert tools.call_safe("search_events", {"query": "launch"})["error"]["code"] == "store_unavailable"

@@ -113,6 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StrataError as exc:
         err_console.print(f"[bold red]strata: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
+    except _driver_failures() as exc:  # the store failed under a read: said like any other store error
+        from core.db import store_failure
+
+        err_console.print(f"[bold red]strata: error:[/] {escape(str(store_failure(exc)))}", highlight=False,
+                          soft_wrap=True)
+        return 2
     except KeyboardInterrupt:
         err_console.print("strata: interrupted")
         return 130
@@ -128,6 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 SIGPIPE_EXIT = 128 + 13
+
+
+def _driver_failures() -> tuple[type[BaseException], ...]:
+    # Evaluated only when an exception is on its way out: `strata --version` does not load peewee.
+    from core.db import DRIVER_FAILURES
+
+    return DRIVER_FAILURES
 
 
 def _stdout_closed() -> bool:
