@@ -212,6 +212,12 @@ _VERBISH = frozenset("""is are was were be been has have had does do did works w
     gets got keeps kept takes took makes made uses used wants needs""".split())
 _USER_SUBJECT = re.compile(r"^\W*(the\s+)?(user|i|my)\b", re.IGNORECASE)
 _OTHER_SUBJECT = re.compile(r"^\W*(he|she)\b", re.IGNORECASE)  # not "they" (often the user's family) nor "their …"
+_SPEAKER = re.compile(r"\b(you|your|i|my|me|we|our)\b", re.IGNORECASE)
+_KIN_NAMED = re.compile(
+    r"^\W*(?:[A-Z][\w-]*['’]s|(?i:(?:the\s+)?user['’]s|my|his|her|their))\s+(?:[a-z-]+\s+)?"
+    r"(?i:sister|brother|mother|father|mom|mum|dad|son|daughter|wife|husband|partner|cousin|aunt|uncle|niece|"
+    r"nephew|grandmother|grandfather|grandma|grandpa|friend|neighbou?r|colleague|roommate|boss)\s+"
+    r"([A-Z][\w'’-]*)")
 _SOMEONE = "~someone"  # the lead of a statement about a person named elsewhere: the same as nobody's
 
 
@@ -288,6 +294,12 @@ def _is_name(words: list[str], index: int, known: set[str]) -> bool:
         return False
     if index > 0:
         return True
+    nxt = _bare(words[index + 1]) if index + 1 < len(words) else ""
+    if known and any(_bare(w) in known for w in words[1:]) and (nxt not in ("is", "was", "has", "had", "and")
+                                                                 or low.endswith("ing")):
+        # "Besides classes, Jon's studio offers …", "Acting was Joanna's first passion": the
+        # sentence names the person it is about later; its capitalised first word is just a word.
+        return "'" in word or "’" in word
     # Sentence-initial: a name when followed by a verb-like word ("Maya lives", "Ben's").
     nxt = _bare(words[index + 1]) if index + 1 < len(words) else ""
     return "'" in word or "’" in word or nxt in ("is", "was", "has", "had", "and") or nxt.endswith(("s", "ed"))
@@ -327,7 +339,7 @@ def _attribute(fact: Fact, text: str) -> None:
 
 def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
               participants: Iterable[str] = (), known_names: set[str] | None = None,
-              user: frozenset[str] = frozenset()) -> Fact:
+              user: frozenset[str] = frozenset(), card: bool = False) -> Fact:
     """Read a title and summary into subject, predicate classes and value tokens. A statement led
     by the ``user``'s name ("Maya uses Notion") is about the user, as "Uses Notion" is."""
     text = _statement(_fold(title), _fold(summary))
@@ -380,6 +392,9 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
             elif low in _MONTHS:
                 continue
             elif low in _PREDICATES:
+                if low == "living" and index > 0 and _bare(words[index - 1]) == "a":
+                    fact.preds.add("work")  # "makes a living from gaming" says how, not where, someone lives
+                    continue
                 fact.preds.add(_PREDICATES[low])
                 if _VALUE_KINDS.get(low) in _VALUE_PREDICATES:
                     fact.values.add(stem(low))  # "vegetarian" says what kind of fact and which value
@@ -398,6 +413,14 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
         lead_candidates = [_USER]  # "The user …", or no name before the verb: "Moved to Hamburg" is about the user
     if _OTHER_SUBJECT.match(text):
         lead_candidates = [_SOMEONE]  # "He's a physics teacher": about someone, not the user
+    elif card and not before_verb and not _USER_SUBJECT.match(text) and not _SPEAKER.search(text):
+        # A stored card is written in the third person ("Contemporary dance … speaks to Gina"): with no
+        # name before its verb it is about the person it names, not the user.
+        lead_candidates = [n for n in order if n in fact.participants][:1]
+    kin = _KIN_NAMED.match(text)
+    if kin and first_verb is not None:
+        # "Maya's sister Clare lives in Lisbon" is about Clare, not Maya.
+        lead_candidates = [_bare(kin.group(1))]
     fact.lead = (lead_candidates or [n for n in order if n in fact.participants] or order or parts or [_USER])[0]
     fact.values |= fact.names
     fact.user = user
@@ -422,6 +445,7 @@ class CardView:
 
     fact: Fact  # what the card says about the candidate's subject (the whole card when it is about one)
     ended: set[str]  # values of the subject's parts that say they have ended ("no longer uses Notion")
+    whole: Fact | None = None  # the whole card, when ``fact`` is only the subject's part of it
 
 
 def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
@@ -429,7 +453,7 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     prefers an aisle seat, Tomás likes the window"): compared whole, Tomás's window would make
     "Maya prefers window seats" a fact the card already holds."""
     whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known,
-                      cand.user)
+                      cand.user, card=True)
     pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)] or [whole.text]
     people = known | whole.participants
     # With the user's name known, "the user" is a subject like any other: their part of a card is theirs.
@@ -459,7 +483,7 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
         return CardView(whole, gone)
     own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if whose(fact) == subject), match,
                     match.get("participants") or (), known, cand.user)
-    return CardView(own, gone)
+    return CardView(own, gone, whole)
 
 
 _NOW = re.compile(r"\bnow\b", re.IGNORECASE)
@@ -492,6 +516,11 @@ class Relation:
     overlap: float
     topic: float
     kinds: set[str] = field(default_factory=set)  # kinds of fact both state of the subject
+    subject: set[str] = field(default_factory=set)  # the one subject both statements are about
+    cover: float = 0.0  # weighted share of the candidate's content the card also states
+    extra: float = 0.0  # weight of the candidate's content the card does not state
+    rank: int = 0  # the match's place in the search's order
+    hits: int = 0  # how many parts of the candidate's content the card states
 
 
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
@@ -520,8 +549,23 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     common = shared | {f"@{p}" for p in own & preds}
     mine, theirs = _polarity(cand, common), _polarity(fact, common)
     flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
+    weights = _weights(cand, cv, own)
+    total = sum(weights.values())
+    mine_tokens = mv | {f"@{p}" for p in preds}
+    covered = sum(w for t, w in weights.items() if t in mine_tokens)
     return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,
-                    missing=missing, overlap=overlap, topic=topic, kinds=own & preds)
+                    missing=missing, overlap=overlap, topic=topic, kinds=own & preds, subject=subject,
+                    cover=covered / total if total else 0.0, extra=total - covered,
+                    hits=sum(1 for t in weights if t in mine_tokens))
+
+
+def _weights(cand: Fact, values: set[str], kinds: set[str]) -> dict[str, float]:
+    """What each part of the candidate's content weighs when asking whether a card states it: a name or
+    number says most about which fact it is, a known kind of value (a drink, a tool) next, then the
+    other content words and the kinds of fact."""
+    out = {v: 2.0 if v in cand.anchors else 1.5 if v in _KIND_BY_STEM else 1.0 for v in values - {_USER}}
+    out.update({f"@{p}": 1.0 for p in kinds - _WEAK})
+    return out
 
 
 def _own_kinds(fact: Fact, subject: set[str]) -> set[str]:
@@ -582,7 +626,7 @@ def _clause_clash(rel: Relation, cand: Fact) -> str:
         kind = _KIND_BY_STEM.get(value)
         if kind is None or kind == "family" or value in stating:
             continue
-        others = sorted(v for v in stating if v != value and _KIND_BY_STEM.get(v) == kind)
+        others = sorted(v for v in stating if v != value and _KIND_BY_STEM.get(v) == kind and v not in cand.values)
         if others:  # named as written ("morning"), not by its stem
             word = next((t for t in sorted(stating, key=len, reverse=True) if stem(t) == others[0]), others[0])
             return f"it says {word} there"
@@ -748,7 +792,9 @@ def _decide(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]
 
 def _says_more(cand: Fact, match: dict[str, Any]) -> bool:
     """The stored card holds values besides the ones the candidate replaces."""
-    rel = relate(cand, match, card_view(match, cand, cand.people).fact)
+    view = card_view(match, cand, cand.people)
+    # Superseding hides the whole card, not only the subject's part of it.
+    rel = relate(cand, match, view.whole or view.fact)
     return len(rel.missing) - len(rel.new) >= 2
 
 
@@ -760,10 +806,25 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         return _answer("add", [], "no stored event is similar", 0.95)
     relations = []
     ended: dict[int, set[str]] = {}
-    for m in matches:
+    for rank, m in enumerate(matches):
         view = card_view(m, cand, cand.people)
         ended[m["id"]] = view.ended
-        relations.append(relate(cand, m, view.fact))
+        rel = relate(cand, m, view.fact)
+        if view.whole is not None and rel.same_subject:
+            # The subject's part may leave out what the card says of them in another part ("Maya lives
+            # with Tomás and their six-year-old daughter Ivy"): what the card states counts in full.
+            whole = relate(cand, m, view.whole)
+            if whole.same_subject and whole.cover > rel.cover:
+                rel.cover, rel.extra, rel.hits = whole.cover, whole.extra, whole.hits
+        rel.rank = rank
+        relations.append(rel)
+    slots = _decide_slots(cand, candidate, relations, ended)
+    return _review(slots, cand, candidate, relations)
+
+
+def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relation],
+                  ended: dict[int, set[str]]) -> dict[str, Any]:
+    """The decision from the subject, kind of fact and values of the closest card."""
     on_topic = [r for r in relations if r.same_subject and (r.same_pred or _key_shared(r, cand) or _same_kind(r, cand)
                                                             or (r.shared and not (cand.preds and r.fact.preds)))]
     if not on_topic:
@@ -864,3 +925,136 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         return _flagged(flip, "ignore", targets, f"already covered by event {eid}, which says more", confidence)
     confidence = 0.93 if best.same_pred or best.shared else 0.8
     return _flagged(flip, "ignore", targets, f"the same fact as event {eid} in other words", confidence)
+
+
+_INSTRUCTION = re.compile(
+    r"^\W*(?:please\s+)?(?:always|never|don['’]?t|do not|avoid|use|write|answer|reply|respond|keep|call|address|"
+    r"sign|remind|include|format|send|put|give|make sure|start|end|add|mention|list|summari[sz]e|draft|"
+    r"when\b[^,]*,\s*(?:always\s+|never\s+|please\s+)?[a-z]+)\b", re.IGNORECASE)
+
+
+def _is_instruction(cand: Fact, candidate: dict[str, Any]) -> bool:
+    """A request to the assistant ("Always answer in bullet points", "When drafting posts, keep …"):
+    about how to help, not a fact about anyone."""
+    kind = candidate.get("memory_kind") or candidate.get("memoryKind")
+    return kind == "instruction" or bool(_INSTRUCTION.match(cand.text))
+
+
+def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str = "") -> dict[str, Any]:
+    eid = rel.match["id"]
+    said = ", ".join(sorted(v for v in rel.shared if not v.startswith("@"))[:4]) or "its content"
+    if rel.extra >= 2.0:
+        return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)} ({said}); this adds detail{note}",
+                       _restating_confidence(rel, cand), _merged(candidate, rel.match))
+    return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)} ({said}){note}",
+                   _restating_confidence(rel, cand))
+
+
+def _who(rel: Relation) -> str:
+    name = next(iter(rel.subject), "")
+    return "the user" if name in ("", _USER) else name.title()
+
+
+def _restating_confidence(rel: Relation, cand: Fact) -> float:
+    if rel.flip:
+        return 0.6
+    if rel.cover >= 0.8:
+        return 0.9
+    if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2:
+        return 0.88  # every value of the card, and more: the same fact with detail
+    return 0.8 if rel.cover >= 0.6 else 0.7
+
+
+# Words that say a value changed. Narrower than _UPDATE: "started", "joined", "since" or "new" open
+# as many restatements of a stored fact ("joined a writers group") as updates of one.
+_CHANGE = re.compile(
+    r"\b(now|no longer|not any ?more|any ?more|these days|nowadays|moved|relocated|relocating|switched|switching|"
+    r"changed|has since|have since|as of|replaced|instead|from now on|going forward|quit|stopped|no more|"
+    r"transferred|promoted|upgraded|postponed|delayed|pushed (?:back|out)|rescheduled|brought forward|renamed|"
+    r"gave up|given up)\b", re.IGNORECASE)
+
+
+def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
+    """The card states most of the candidate (two or more of its parts), so the candidate says nothing
+    new about the subject; a candidate saying something changed needs the card to state nearly all of it."""
+    if rel is None:
+        return False
+    # A name both share beside the candidate's own subject ("Has a beagle named Biscuit") is a part too.
+    if rel.hits + (1 if rel.subject and cand.lead not in rel.subject else 0) < 2:
+        return False
+    return rel.cover >= (0.75 if changes else 0.5)
+
+
+def _states_slot_value(rel: Relation, cand: Fact) -> bool:
+    """The card gives a value for the kind of fact both state: a value of the same kind, a shared name or
+    number, or a card short enough to be about that one fact."""
+    kinds_new = {_kind(v, cand) for v in rel.new} - {None}
+    kinds_old = {_kind(v, rel.fact) for v in rel.missing} - {None}
+    names = set() if rel.kinds & _FUNCTIONAL else {"name"}  # a place or employer is the value of a home or job
+    return bool(kinds_new & kinds_old - names) or _key_shared(rel, cand) or len(rel.missing) <= 3
+
+
+def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
+            relations: list[Relation]) -> dict[str, Any]:
+    """Check the slot decision against how much of the candidate a card of its subject already states,
+    and give the confidence the evidence supports."""
+    action, reason = result["action"], result["reason"]
+    by_id = {r.match["id"]: r for r in relations}
+    targets = result["existing_event_ids"]
+    target = by_id.get(targets[0]) if targets else None
+    same = [r for r in relations if r.same_subject]
+    best = max(same, key=lambda r: (round(r.cover, 2), -r.rank), default=None)
+    changes = bool(cand.stopped or cand.correction or _CHANGE.search(cand.text))
+    restating = _restating(best, cand, changes)
+    if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
+        return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
+    if action in ("supersede", "conflict") and target is not None:
+        # What the card says has ended, or a value other than the one where the card states the slot:
+        # both read clause by clause already.
+        ended = "has ended" in reason or "(it says" in reason
+        negation = any(w in reason for w in ("negates", "no longer true", "corrects"))
+        slot = target.same_subject and bool(target.kinds - _WEAK - _SOFT or target.kinds & _FUNCTIONAL
+                                            or _key_shared(target, cand)
+                                            or (changes and target.shared))
+        if not ended and not negation:
+            slot = slot and _states_slot_value(target, cand)
+        if not slot:
+            if restating:
+                return _restatement(best, cand, candidate)
+            return _answer("add", [], "no stored event gives this kind of fact about its subject", 0.7)
+        if ended:
+            return result
+        if negation:
+            if result["confidence"] < 0.85 and best is not None and best.cover >= 0.5:
+                # A negation outside the shared fact ("can't have dairy" against "lactose intolerant"):
+                # most likely the same fact, but a person should see it.
+                return {**_restatement(best, cand, candidate, "; one of them is negated"), "confidence": 0.6}
+            return result
+        dated = bool(_later(cand, target.fact)) and bool((candidate.get("temporal") or {}).get("happened_start"))
+        if len(target.missing) <= 3 and _value_swap(target, cand):
+            # A short card about one fact with other words in its place ("aisle" for "window"): another
+            # value, not a rewording; only a long conversational card differs in words by the way.
+            restating = False
+        if restating and best.cover >= 0.75 and not _replaces_within(best, cand):
+            return {**_restatement(best, cand, candidate), "confidence": 0.75}
+        if action == "supersede" and not (changes or dated):
+            if restating:
+                return _restatement(best, cand, candidate)
+            if _value_swap(target, cand) == "strong":
+                return _answer("conflict", targets, f"states another value than event {target.match['id']} "
+                               "with nothing saying which is newer", 0.7)
+            return _answer("add", [], "no stored event gives this value about its subject", 0.7)
+        return result
+    if action == "add":
+        if restating:
+            return _restatement(best, cand, candidate)
+        top = max((r.cover for r in same), default=0.0)
+        return {**result, "confidence": 0.9 if top < 0.25 else 0.8 if top < 0.4 else 0.7}
+    if action in ("merge", "ignore") and target is not None:
+        if not restating:
+            return _answer("add", [], "no stored event about its subject states this", 0.7)
+        if best.cover > target.cover + 0.1:
+            return _restatement(best, cand, candidate)
+        return {**_restatement(target, cand, candidate),
+                "confidence": min(result["confidence"], _restating_confidence(target, cand))}
+    return result
