@@ -174,10 +174,14 @@ _SMALL_TALK = re.compile(
     r"talked about (the weather|random|various|nothing|stuff|things)|"
     r"(had|has) a (quick |short |brief )?(chat|conversation)|"
     r"(was|is) (just )?(curious|wondering)|(tested|testing) (the|this) (assistant|chat|bot)|"
-    r"(conversation|chat) (started|ended|about))\b",
+    r"(conversation|chat) (started|ended|about)|"
+    # Remarks on the exchange itself: "encouraged each other", "wished the assistant a good weekend".
+    r"(encouraged|wished|thanked|congratulated|reassured|motivated|greeted|cheered on) (each other|one another)|"
+    r"wished (the assistant|you|me|them|him|her|each other) (a |an )?(good|great|nice|happy|luck)|"
+    r"^(talked|chatted|spoke) about)\b",
     re.IGNORECASE)
 _TRANSIENT = re.compile(
-    r"\b(today|tonight|right now|this (morning|afternoon|evening)|at the moment|for now|just now)\b",
+    r"\b(today|tonight|right now|this (morning|afternoon|evening|week)|at the moment|for now|just now)\b",
     re.IGNORECASE)
 _MOOD = re.compile(
     r"\b(tired|hungry|sleepy|bored|busy|stressed|grumpy|cold|hot|sick|thirsty|in a hurry|in a rush|running late|"
@@ -265,6 +269,7 @@ class Fact:
     # Kinds of fact stated only of someone named inside the statement, not of its lead: "a sister named
     # Lena who lives in Amsterdam" (Lena's residence), "their six-year-old daughter Ivy" (Ivy's age).
     preds_of: dict[str, set[str]] = field(default_factory=dict)
+    title: str = ""  # the title as given, for words the compared statement may leave out ("only child")
 
     @property
     def people(self) -> set[str]:
@@ -349,7 +354,7 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
             parts += [_bare(w) for w in _WORD.findall(p) if _bare(w)]
     known = set(parts) | (known_names or set())
     order: list[str] = []
-    fact = Fact(text=text, participants=set(parts), lead="", time=_time(temporal))
+    fact = Fact(text=text, participants=set(parts), lead="", time=_time(temporal), title=_fold(title))
     plain = _STOPPED.sub(" ", text)
     fact.negated = bool(_NEGATION.search(plain))
     for clause in _CLAUSE.split(plain):
@@ -955,14 +960,21 @@ def _who(rel: Relation) -> str:
     return "the user" if name in ("", _USER) else name.title()
 
 
+# "Only", "never", "no other": a statement that excludes other values may contradict a card that
+# shares its words ("has one child, his son Kyle" against a card about Kyle alone).
+_EXCLUSIVE = re.compile(r"\b(only|never|no other|none|sole|single|ever)\b", re.IGNORECASE)
+
+
 def _restating_confidence(rel: Relation, cand: Fact) -> float:
     if rel.flip:
         return 0.6
+    if _EXCLUSIVE.search(cand.text) or _EXCLUSIVE.search(cand.title):
+        return 0.75
     if rel.cover >= 0.8:
         return 0.9
     if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2:
         return 0.88  # every value of the card, and more: the same fact with detail
-    return 0.8 if rel.cover >= 0.6 else 0.7
+    return 0.86 if rel.cover >= 0.65 else 0.8 if rel.cover >= 0.6 else 0.7
 
 
 # Words that say a value changed. Narrower than _UPDATE: "started", "joined", "since" or "new" open
@@ -1025,7 +1037,8 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         if ended:
             return result
         if negation:
-            if result["confidence"] < 0.85 and best is not None and best.cover >= 0.5:
+            plain = cand.negated and len([c for c in _CLAUSE.split(cand.text) if _WORD.search(c)]) == 1
+            if result["confidence"] < 0.85 and best is not None and best.cover >= 0.5 and not plain:
                 # A negation outside the shared fact ("can't have dairy" against "lactose intolerant"):
                 # most likely the same fact, but a person should see it.
                 return {**_restatement(best, cand, candidate, "; one of them is negated"), "confidence": 0.6}
@@ -1048,7 +1061,8 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     if action == "add":
         if restating:
             return _restatement(best, cand, candidate)
-        top = max((r.cover for r in same), default=0.0)
+        # Any card stating much of it, whoever it seems to be about, leaves a doubt a person should clear.
+        top = max((r.cover for r in relations), default=0.0)
         return {**result, "confidence": 0.9 if top < 0.25 else 0.8 if top < 0.4 else 0.7}
     if action in ("merge", "ignore") and target is not None:
         if not restating:
