@@ -411,3 +411,85 @@ def test_what_a_relative_clause_says_is_said_of_its_name():
     assert result["action"] == "add"
     assert read_fact("", "Has a sister named Lena who lives in Amsterdam.").preds_of == {"lena": {"live"}}
     assert decide("Lives in Amsterdam now.", stored, user={"names": ["Maya"]})["action"] in ("supersede", "conflict")
+
+
+# ----------------------------------------------------------------------------- subject, slot, value
+
+def test_a_conversational_card_stating_most_of_a_candidate_is_a_restatement():
+    """A card from a conversation carries many words of its own; those are no other value. The card
+    that states most of the candidate is the one it restates, named with what was matched."""
+    cards = [m(1, "The dance studio is on tenuous grounds right now, but Jon is staying positive. Jon got a temp "
+                  "job to help cover expenses while Jon looks for investors.", ["Jon"]),
+             m(2, "Jon is wrapping up the business plan and looking for investors.", ["Jon"])]
+    result = decide("The studio is on shaky ground, so Jon took a temporary job to cover expenses while he looks "
+                    "for investors.", cards)
+    assert result["action"] in ("ignore", "merge") and result["existing_event_ids"] == [1], result
+    assert "Jon" in result["reason"] and "investor" in result["reason"]
+
+
+def test_a_change_needs_a_change_word_or_a_later_date():
+    """"Started", "joined" or "since" open restatements as often as updates: no supersede on them alone."""
+    cards = [m(1, "Joanna wanted to tell ya Joanna just joined a writers group.", ["Joanna"])]
+    assert decide("Joanna joined a writers group in April 2022.", cards)["action"] in ("ignore", "merge")
+    job = [m(2, "Unfortunately, Gina also lost Gina's job at Door Dash this month.", ["Gina"])]
+    other = decide("Before starting her store, Gina lost her job at Uber Eats.", job)
+    assert (other["action"], other["existing_event_ids"]) == ("conflict", [2]) and other["confidence"] < 0.85
+
+
+def test_a_supersede_needs_a_card_giving_that_slot():
+    """"Moved to Los Angeles" names where someone lives; a card about watching movies gives no home."""
+    cards = [m(1, "It's one thing to watch a movie in a theater, but on a comfy couch Joanna feels at peace!",
+               ["Joanna"])]
+    result = decide("Joanna moved to Los Angeles in February 2023 to be closer to the film industry.", cards,
+                    temporal={"happened_start": "2023-02", "precision": "month"})
+    assert result["action"] == "add" and result["confidence"] < 0.85, result
+
+
+def test_the_subject_is_the_person_a_statement_names_not_its_first_word():
+    known = {"jon", "gina"}
+    acting = read_fact("", "Acting was Joanna's first passion.", None, (), {"joanna"})
+    assert acting.lead != "acting" and "acting" not in acting.names
+    assert read_fact("", "Jorge is Ines's husband.", None, (), {"ines"}).lead == "jorge"
+    assert read_fact("", "Maya's sister Clare lives in Lisbon.").lead == "clare"
+    card = read_fact("", "Contemporary dance is so expressive - it really speaks to Gina.", None, ["Gina"], known,
+                     card=True)
+    assert card.lead == "gina"
+    assert "live" not in read_fact("", "Nate makes a living from competitive gaming.").preds
+
+
+def test_an_exclusive_statement_never_restates_without_a_person():
+    cards = [m(1, "John's one-year-old is so cute, his name is Kyle!", ["John"])]
+    result = decide("John has one child, his son Kyle.", cards, title="Kyle is John's only child")
+    assert result["confidence"] < 0.85, result
+
+
+def test_instructions_and_remarks_about_the_exchange():
+    cards = [m(1, "Still working on Jon's biz. Took a short trip last week to Rome.", ["Jon"])]
+    instruction = decide("Always answer Jon in short bullet points, no long paragraphs.", cards)
+    assert instruction["action"] == "add" and instruction["confidence"] >= 0.85
+    assert decide("Nate and Joanna wished each other luck and said bye.", cards)["action"] == "ignore"
+    assert decide("Maya wished the assistant a good weekend.", cards)["action"] == "ignore"
+
+
+# The cases a user ran into with the demo (issue 31): cards as the demo's derivation words them.
+DEMO_CARDS = [
+    m(1, "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás "
+         "and Maya's daughter Ivy, who's six. We moved here from Dublin two years ago.",
+      ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"], title="Maya lives in Utrecht with Maya's partner Tomás"),
+    m(2, "Yes, the freeze moves to March 6. QA with Lena is the week of March 9.", ["Maya", "Lena"]),
+    m(3, "Maya would love to stay in Alfama, ideally an apartment with a kitchen rather than a hotel.",
+      ["Maya", "Alfama"]),
+    m(4, "The dbt tests failed: not_null on fct_orders.order_id failed with 312 rows, the data check found "
+         "nulls after the backfill.", ["Maya"]),
+]
+
+
+def test_demo_cases_are_right_or_asked():
+    user = {"names": ["Maya"]}
+    moved = decide("Maya moved to Amsterdam.", DEMO_CARDS, user=user)
+    assert 2 not in moved["existing_event_ids"], moved  # never the release-freeze date
+    assert moved["action"] in ("supersede", "add") and (moved["action"] == "add" or moved["existing_event_ids"] == [1])
+    jazz = decide("Likes jazz.", DEMO_CARDS, user=user, memoryKind="preference")
+    assert jazz["action"] == "add", jazz  # not another value beside the Alfama apartment
+    coffee = decide("Maya drinks an oat flat white every morning.", DEMO_CARDS, user=user)
+    assert coffee["action"] == "add", coffee  # restates nothing of the failed data check
