@@ -138,6 +138,8 @@ class ImportItemRow:
     effective_target_ids: tuple[int, ...]
     created_event_id: int | None
     model_calls: int
+    # Events a person chose as targets from outside the matches (any live event of the namespace).
+    chosen_events: tuple[MatchRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,11 @@ def _effective(item: ImportItem) -> tuple[str | None, tuple[int, ...]]:
     return action, targets if action != "add" else ()
 
 
-def _item_row(item: ImportItem) -> ImportItemRow:
+def _item_row(item: ImportItem, outside: Mapping[int, MatchRow] | None = None) -> ImportItemRow:
     action, targets = _effective(item)
+    known = {m["event_id"] for m in item.matches or ()}
+    chosen = tuple(outside[i] for i in dict.fromkeys([*(item.choice_target_ids or ()), *(item.final_target_ids or ())])
+                   if i not in known and outside and i in outside)
     return ImportItemRow(
         position=item.position, candidate=_candidate_row(item.candidate), state=item.state, action=item.action,
         target_ids=tuple(item.target_ids or ()), reason=item.reason, confidence=item.confidence,
@@ -225,7 +230,7 @@ def _item_row(item: ImportItem) -> ImportItemRow:
                       for m in item.matches or ()),
         choice_action=item.choice_action, choice_target_ids=tuple(item.choice_target_ids or ()),
         effective_action=action, effective_target_ids=targets, created_event_id=item.created_event_id,
-        model_calls=item.model_calls,
+        model_calls=item.model_calls, chosen_events=chosen,
     )
 
 
@@ -270,7 +275,21 @@ def get_batch(batch_id: int | str) -> ImportPreview:
     """A batch with every item: decisions, matches, choices and (after commit) the audit."""
     batch = _get_batch(batch_id)
     items = _items(batch.id)
-    return ImportPreview(batch=_batch_row(batch, items), items=tuple(_item_row(i) for i in items))
+    outside = _outside_targets(items)
+    return ImportPreview(batch=_batch_row(batch, items), items=tuple(_item_row(i, outside) for i in items))
+
+
+def _outside_targets(items: Sequence[ImportItem]) -> dict[int, MatchRow]:
+    """The events chosen as targets that are not among their item's matches, read in one go so that
+    a view can name them as it names matches (whatever their status is now)."""
+    wanted = sorted({t for i in items for t in [*(i.choice_target_ids or ()), *(i.final_target_ids or ())]
+                     if t not in {m["event_id"] for m in i.matches or ()}})
+    found: dict[int, MatchRow] = {}
+    for part in chunks(wanted):
+        for event_id, title, summary, status in Event.select(Event.id, Event.title, Event.summary,
+                                                             Event.status).where(Event.id.in_(part)).tuples():
+            found[event_id] = MatchRow(event_id, title, summary, status, 0.0)
+    return found
 
 
 def list_batches(namespace: str | None = None, status: str | None = None, limit: int = 100) -> list[ImportBatchRow]:
@@ -651,7 +670,7 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
                     raise
                 raise ProviderOutputError(f"import batch {batch.id}, item {item.position}: {exc}") from exc
             allowed = {m["id"] for m in state["matches"]}
-            choice_ok = item.choice_action is None or set(item.choice_target_ids or []) <= allowed
+            choice_ok = _choice_kept(item, allowed, batch.namespace_name)
             with write_transaction():
                 ImportItem.update(
                     state="decided", revision=revision, matches=[
@@ -713,26 +732,37 @@ def preview_file(namespace: str, path: str | Path, *, format: str = "v2", provid
 # ----------------------------------------------------------------------------- choices
 
 
+def _live_in(namespace: str, ids: Sequence[int]) -> set[int]:
+    if not ids:
+        return set()
+    ns = Namespace.get_or_none(Namespace.name == namespace)
+    return live_event_ids(list(ids), ns.id) if ns is not None else set()
+
+
+def _choice_kept(item: ImportItem, allowed: set[int], namespace: str) -> bool:
+    """Whether a person's choice survives a new preview of its item: its targets are still among the
+    matches, or are events the person named outside them that are still live."""
+    if item.choice_action is None:
+        return True
+    outside = set(item.choice_target_ids or []) - allowed
+    return outside <= _live_in(namespace, sorted(outside))
+
+
 def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence[int] | None = None) -> ImportItemRow:
     """Record a person's choice for one item (any item may be overridden).
 
-    A merge, supersede or conflict needs targets among the item's matches; without
-    ``target_ids`` the preview's own targets are used.
+    A merge, supersede or conflict needs targets, one or several: the item's matches, or any
+    live event of the batch's namespace (a person may know the event the search missed).
+    Without ``target_ids`` the preview's own targets are used.
     """
     if not isinstance(action, str) or action.strip().lower() not in ACTIONS:
         raise InvalidInputError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
     action = action.strip().lower()
+    for target in target_ids or ():
+        if isinstance(target, bool) or not isinstance(target, int) or not is_row_id(target):
+            raise InvalidInputError(f"a target must be an event id, got {target!r}")
     with write_transaction():
-        batch = _get_batch(batch_id)
-        if batch.status in ("committed", "undone"):
-            raise InvalidInputError(f"import batch {batch.id} is {batch.status}; its choices cannot change")
-        item = (ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
-                if is_row_id(position) else None)
-        if item is None:
-            raise NotFoundError(f"import batch {batch.id} has no item {position} (items 1-{batch.total})")
-        if item.state != "decided":
-            raise InvalidInputError(f"item {position} of import batch {batch.id} has no preview decision yet; "
-                                    f"run `strata import resume {batch.id}` first")
+        batch, item = _choice_item(batch_id, position)
         allowed = [m["event_id"] for m in item.matches or []]
         targets: list[int] = []
         if action in TARGETED:
@@ -740,20 +770,63 @@ def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence
             if not targets:
                 raise InvalidInputError(
                     f"{action} needs a target event: pass one of item {position}'s matches "
-                    f"({', '.join(map(str, allowed)) or 'none; choose add or ignore'})")
-            bad = [t for t in targets if t not in allowed]
+                    f"({', '.join(map(str, allowed)) or 'none'}) or any live event of namespace "
+                    f"{batch.namespace_name!r}; or choose add or ignore")
+            outside = [t for t in targets if t not in allowed]
+            live = _live_in(batch.namespace_name, outside)
+            bad = [t for t in outside if t not in live]
             if bad:
                 raise InvalidInputError(
-                    f"event {bad[0]} is not among item {position}'s matches ({', '.join(map(str, allowed)) or 'none'})")
+                    f"event {bad[0]} is neither among item {position}'s matches "
+                    f"({', '.join(map(str, allowed)) or 'none'}) nor a live event of namespace {batch.namespace_name!r}")
         item.choice_action, item.choice_target_ids, item.updated_at = action, targets, now_iso()
         item.save()
-        items = _items(batch.id)
-        if batch.status in ("awaiting_confirmation", "ready"):
-            batch.status = _status_after_preview(items)
-        batch.updated_at = now_iso()
-        batch.save()
+        _settle_status(batch)
         item = ImportItem.get_by_id(item.id)
-    return _item_row(item)
+        outside_rows = _outside_targets([item])
+    return _item_row(item, outside_rows)
+
+
+def reset_choice(batch_id: int | str, position: int | None = None) -> ImportPreview:
+    """Forget a person's choice for one item (``position``), or for every item of the batch: the
+    preview's decision applies again (an item below the threshold waits for a person again)."""
+    with write_transaction():
+        if position is None:
+            batch = _get_batch(batch_id)
+            _check_choosable(batch)
+            ImportItem.update(choice_action=None, choice_target_ids=None, updated_at=now_iso()).where(
+                ImportItem.batch == batch.id).execute()
+        else:
+            batch, item = _choice_item(batch_id, position)
+            item.choice_action, item.choice_target_ids, item.updated_at = None, None, now_iso()
+            item.save()
+        _settle_status(batch)
+    return get_batch(batch.id)
+
+
+def _check_choosable(batch: ImportBatch) -> None:
+    if batch.status in ("committed", "undone"):
+        raise InvalidInputError(f"import batch {batch.id} is {batch.status}; its choices cannot change")
+
+
+def _choice_item(batch_id: int | str, position: int) -> tuple[ImportBatch, ImportItem]:
+    batch = _get_batch(batch_id)
+    _check_choosable(batch)
+    item = (ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
+            if is_row_id(position) else None)
+    if item is None:
+        raise NotFoundError(f"import batch {batch.id} has no item {position} (items 1-{batch.total})")
+    if item.state != "decided":
+        raise InvalidInputError(f"item {position} of import batch {batch.id} has no preview decision yet; "
+                                f"run `strata import resume {batch.id}` first")
+    return batch, item
+
+
+def _settle_status(batch: ImportBatch) -> None:
+    if batch.status in ("awaiting_confirmation", "ready"):
+        batch.status = _status_after_preview(_items(batch.id))
+    batch.updated_at = now_iso()
+    batch.save()
 
 
 # ----------------------------------------------------------------------------- commit
@@ -1211,5 +1284,5 @@ __all__ = [
     "ACTIONS", "CandidateRow", "DEFAULT_THRESHOLD", "DEFAULT_TOP_K", "ImportBatchRow", "ImportItemRow",
     "ImportPreview", "MatchRow", "StalePreviewError", "UndoResult", "commit_batch", "decide", "get_batch",
     "list_batches", "normalize_decision", "parse_or_recover", "preview_batch", "preview_file", "preview_import",
-    "run_import_graph_job", "start_import", "undo_batch",
+    "reset_choice", "run_import_graph_job", "start_import", "undo_batch",
 ]

@@ -26,7 +26,7 @@ from core.text import fingerprint
 from core.services.export import export_namespace
 from core.services.imports import (
     StalePreviewError, commit_batch, decide, get_batch, list_batches, normalize_decision, preview_batch,
-    preview_import, start_import, undo_batch,
+    preview_import, reset_choice, start_import, undo_batch,
 )
 from core.services.verify import verify
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
@@ -244,7 +244,7 @@ def test_choices_default_to_ignore_and_are_validated(seeded):
     preview = preview_import(NS, v2(c("Maya moved to Porto."), c("Omar runs marathons.")), provider=provider)
     assert preview.batch.status == "awaiting_confirmation" and preview.batch.needs_confirmation == 2
     assert [i.effective_action for i in preview.items] == ["ignore", "ignore"]
-    with pytest.raises(InvalidInputError, match="not among item 1's matches"):
+    with pytest.raises(InvalidInputError, match="neither among item 1's matches .* nor a live event"):
         decide(preview.batch.id, 1, "supersede", [123456])
     with pytest.raises(InvalidInputError, match="action must be one of"):
         decide(preview.batch.id, 1, "destroy")
@@ -256,6 +256,57 @@ def test_choices_default_to_ignore_and_are_validated(seeded):
     committed = commit_batch(preview.batch.id)  # item 2 needs confirmation and has no choice: ignored
     assert [i.effective_action for i in committed.items] == ["supersede", "ignore"]
     assert Event.get_by_id(maya).status == "superseded"
+
+
+def test_a_person_may_choose_several_targets_even_outside_the_matches(seeded):
+    maya, work, ben, priya = (seeded[f] for f in FACTS)
+    provider = ScriptedProvider({"decide_external_memory": [answer("supersede", [maya], 0.6)] * 3})
+    preview = preview_import(NS, v2(c("Maya moved to Porto.")), provider=provider, top_k=1)
+    assert [m.event_id for m in preview.items[0].matches] == [maya]
+    row = decide(preview.batch.id, 1, "supersede", [maya, work])  # work: the person knows, the search missed it
+    assert row.choice_target_ids == (maya, work) and row.effective_target_ids == (maya, work)
+    assert [(e.event_id, e.title) for e in row.chosen_events] == [(work, Event.get_by_id(work).title)]
+    assert get_batch(preview.batch.id).items[0].chosen_events == row.chosen_events
+    forget_event(priya)
+    with pytest.raises(InvalidInputError, match=f"event {priya} is neither"):
+        decide(preview.batch.id, 1, "conflict", [maya, priya])  # a forgotten event is no target
+    append_messages("other", "chat", [{"role": "user", "content": "Zed likes green tea."},
+                                      {"role": "assistant", "content": "Noted."}], close_turn=True, close_thread=True)
+    assert run_pending("other").failed == 0
+    elsewhere = Event.select().join(Namespace).where(Namespace.name == "other").first()
+    with pytest.raises(InvalidInputError, match="nor a live event of namespace 'ns'"):
+        decide(preview.batch.id, 1, "merge", [elsewhere.id])
+    # A reset gives the item back to the preview's decision: below the threshold, it waits again.
+    reset = reset_choice(preview.batch.id, 1)
+    assert reset.items[0].choice_action is None and reset.batch.needs_confirmation == 1
+    decide(preview.batch.id, 1, "supersede", [maya, work])
+    # The namespace moved since the preview: the refresh keeps the person's outside target.
+    append_turn(NS, "later", "Something else entirely.", "Ok.")
+    with pytest.raises(StalePreviewError) as info:
+        commit_batch(preview.batch.id, provider=provider)
+    assert info.value.preview.items[0].choice_target_ids == (maya, work)
+    committed = commit_batch(preview.batch.id)
+    new = committed.items[0].created_event_id
+    assert committed.items[0].effective_target_ids == (maya, work)
+    for target in (maya, work):
+        assert (Event.get_by_id(target).status, Event.get_by_id(target).superseded_by) == ("superseded", new)
+    assert undo_batch(preview.batch.id).restored_event_ids == tuple(sorted((maya, work)))
+    assert Event.get_by_id(work).status == "active" and Event.get_by_id(ben).status == "active"
+
+
+def test_reset_of_every_choice_and_its_limits(seeded):
+    provider = ScriptedProvider({"decide_external_memory": [answer("add", confidence=0.6)] * 2})
+    preview = preview_import(NS, v2(c("Omar runs marathons."), c("Ravi speaks Hindi.")), provider=provider)
+    decide(preview.batch.id, 1, "add")
+    decide(preview.batch.id, 2, "ignore")
+    assert get_batch(preview.batch.id).batch.status == "ready"
+    reset = reset_choice(preview.batch.id)
+    assert [i.choice_action for i in reset.items] == [None, None] and reset.batch.status == "awaiting_confirmation"
+    with pytest.raises(NotFoundError, match="no item 7"):
+        reset_choice(preview.batch.id, 7)
+    commit_batch(preview.batch.id)
+    with pytest.raises(InvalidInputError, match="committed; its choices cannot change"):
+        reset_choice(preview.batch.id, 1)
 
 
 # ----------------------------------------------------------------------------- commit
