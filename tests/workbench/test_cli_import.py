@@ -73,7 +73,17 @@ def test_preview_decide_commit_show_list_undo_round_trip(url, tmp_path, capsys):
     row = run_json(capsys, "import", "decide", "1", "2", "ignore", "--db", url)
     assert row["effective_action"] == "ignore" and row["choice_action"] == "ignore"
     error = run(capsys, "import", "decide", "1", "1", "conflict", "--target", "9999", "--db", url, code=2).err
-    assert "event 9999 is not among item 1's matches" in error
+    assert "event 9999 is neither among item 1's matches" in error
+    # Several targets, and one the person knows of outside the matches (any live event).
+    events = {e["summary"]: e["id"] for e in run_json(capsys, "events", "--db", url, "--namespace", "ns")}
+    lisbon, rex = (next(i for s, i in events.items() if key in s) for key in ("Lisbon", "Rex"))
+    row = run_json(capsys, "import", "decide", "1", "3", "conflict", "--target", str(lisbon), "--target", str(rex),
+                   "--db", url)
+    assert row["choice_target_ids"] == [lisbon, rex] and row["effective_target_ids"] == [lisbon, rex]
+    shown = run(capsys, "import", "show", "1", "--db", url).out
+    assert "chosen CONFLICT" in shown and f"#{rex} " in shown and "Ben has a dog named Rex" in shown
+    assert "reset to the preview's decision" in run(capsys, "import", "reset", "1", "3", "--db", url).out
+    assert run_json(capsys, "import", "show", "1", "--db", url)["items"][2]["choice_action"] is None
 
     committed = run_json(capsys, "import", "commit", "1", "--db", url)
     assert committed["batch"]["status"] == "committed" and committed["batch"]["imported_count"] >= 1

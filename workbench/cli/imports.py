@@ -1,4 +1,4 @@
-"""`strata import …` (preview, resume, decide, commit, list, show, undo, prompt), `strata export`
+"""`strata import …` (preview, resume, decide, reset, commit, list, show, undo, prompt), `strata export`
 and `strata bench import`."""
 
 from __future__ import annotations
@@ -40,7 +40,36 @@ def _provider(args: argparse.Namespace):
 
 def _matches(item) -> str:
     chosen = set(item.effective_target_ids or item.target_ids)
-    return ", ".join(f"{m.event_id}{'*' if m.event_id in chosen else ''}" for m in item.matches) or "-"
+    outside = [e.event_id for e in getattr(item, "chosen_events", ())]
+    return ", ".join([f"{m.event_id}{'*' if m.event_id in chosen else ''}" for m in item.matches]
+                     + [f"{i}*" for i in outside]) or "-"
+
+
+def _print_matches(preview) -> None:
+    """Each item's decision and matches with their titles, and the subject / slot / value a
+    decision or match carries (the decider names them in its reason; some also give them as fields)."""
+    from workbench.import_facts import facts_text
+
+    for item in preview.items:
+        targets = set(item.effective_target_ids or item.target_ids)
+        proposed = (item.action or "undecided").upper()
+        head = f"item {item.position}: {item.candidate.title}\n  proposed {proposed}"
+        if item.choice_action:
+            head += f", chosen {item.choice_action.upper()}"
+        if item.reason:
+            head += f": {item.reason}"
+        said = facts_text(item)
+        if said:
+            head += f"\n  matched {said}"
+        console.print(head, markup=False, highlight=False)
+        for match in [*item.matches, *getattr(item, "chosen_events", ())]:
+            mark = "*" if match.event_id in targets else " "
+            score = f"score {match.score:.3f}" if match.score else "chosen by id"
+            line = f"  {mark} #{match.event_id} {match.title} ({match.status}, {score})"
+            said = facts_text(match)
+            if said:
+                line += f"\n      {said}"
+            console.print(line, markup=False, highlight=False)
 
 
 def _action_cell(item) -> str:
@@ -76,7 +105,7 @@ def _print_preview(preview, *, title: str | None = None) -> None:
     for warning in batch.warnings[:10]:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
     if batch.status in ("ready", "awaiting_confirmation"):
-        console.print(f"next: `strata import decide {batch.id} ITEM ACTION [--target EVENT]` for items marked "
+        console.print(f"next: `strata import decide {batch.id} ITEM ACTION [--target EVENT ...]` for items marked "
                       f"'choose' (they are ignored otherwise), then `strata import commit {batch.id}`",
                       markup=False, highlight=False)
     elif batch.status == "processing":
@@ -200,7 +229,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     from core.services.imports import get_batch
 
     open_from_args(args)
-    _show(get_batch(args.batch), args)
+    preview = get_batch(args.batch)
+    _show(preview, args)
+    if not args.json:
+        _print_matches(preview)
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    from core.services.imports import reset_choice
+
+    open_from_args(args)
+    preview = reset_choice(args.batch, args.item)
+    if args.json:
+        print_json(preview)
+    else:
+        which = f"item {args.item}" if args.item is not None else "every item"
+        console.print(f"batch {preview.batch.id}: the choice for {which} is reset to the preview's decision; "
+                      f"{preview.batch.needs_confirmation} item(s) need a person", markup=False, highlight=False)
     return 0
 
 
@@ -280,8 +326,14 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("item", type=ROW_ID, metavar="ITEM")
     p.add_argument("action", choices=IMPORT_ACTIONS, metavar="ACTION", help=" | ".join(IMPORT_ACTIONS))
     p.add_argument("--target", type=ROW_ID, action="append", metavar="EVENT",
-                   help="stored event the action applies to (merge, supersede, conflict); repeatable")
+                   help="stored event the action applies to (merge, supersede, conflict): one of the item's "
+                        "matches or any live event of the namespace; repeat it for several")
     p.set_defaults(handler=cmd_decide)
+
+    p = steps.add_parser("reset", parents=[common], help="forget a person's choice: the preview's decision applies again")
+    p.add_argument("batch", type=ROW_ID, metavar="BATCH")
+    p.add_argument("item", type=ROW_ID, nargs="?", default=None, metavar="ITEM", help="one item (default: every item)")
+    p.set_defaults(handler=cmd_reset)
 
     p = steps.add_parser("commit", parents=[common], help="apply a previewed batch in one transaction")
     p.add_argument("batch", type=ROW_ID, metavar="BATCH")
@@ -295,7 +347,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
                    help=f"at most this many (1-{LIST_MAX}, default 100)")
     p.set_defaults(handler=cmd_list)
 
-    p = steps.add_parser("show", parents=[common], help="a batch with every item, decision and audit")
+    p = steps.add_parser("show", parents=[common], help="a batch with every item, decision, match and audit")
     p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.set_defaults(handler=cmd_show)
 
