@@ -234,10 +234,12 @@ def _v20_ordered_jobs(database: Database) -> None:
     Block.update(status="failed").where((Block.status == "pending") & Block.id.in_(dead)).execute()
 
 
-def _v21_wide_postgres_numbers(database: Database) -> None:
-    """Version 21, PostgreSQL only: integer columns become BIGINT and float ones DOUBLE PRECISION
-    (see ``core.db.POSTGRES_FIELD_TYPES``). Stores made before held epoch timestamps in REAL,
-    good to 128 seconds. SQLite's columns are 64-bit already."""
+def _v21_postgres_columns_as_on_sqlite(database: Database) -> None:
+    """Version 21, PostgreSQL only: columns hold what SQLite's hold. Integer columns become BIGINT
+    and float ones DOUBLE PRECISION (see ``core.db.POSTGRES_FIELD_TYPES``): stores made before held
+    epoch timestamps in REAL, good to 128 seconds. VARCHAR(n) columns lose their length (see
+    ``core.models.CharField``): a longer speaker name or external id, stored on SQLite, was refused.
+    SQLite's columns are 64-bit and unchecked already."""
     from core.db import POSTGRES_FIELD_TYPES
 
     if not isinstance(getattr(database, "obj", database), PostgresqlDatabase):  # the proxy, or a database
@@ -246,12 +248,14 @@ def _v21_wide_postgres_numbers(database: Database) -> None:
     for model in ALL_MODELS:
         table = model._meta.table_name
         rows = database.execute_sql(
-            "SELECT column_name, data_type FROM information_schema.columns "
+            "SELECT column_name, data_type, character_maximum_length FROM information_schema.columns "
             "WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()
-        changes = [f'ALTER COLUMN "{name}" TYPE {narrow[kind]}' for name, kind in rows if kind in narrow]
+        changes = [f'ALTER COLUMN "{name}" TYPE {narrow[kind]}' for name, kind, _ in rows if kind in narrow]
+        changes += [f'ALTER COLUMN "{name}" TYPE VARCHAR' for name, kind, length in rows
+                    if kind == "character varying" and length is not None]  # no rewrite: only widened
         if changes:
             database.execute_sql(f'ALTER TABLE "{table}" {", ".join(changes)}')
-        for name, kind in rows:  # a SERIAL's sequence is INTEGER too, and stops at 2**31 - 1
+        for name, kind, _ in rows:  # a SERIAL's sequence is INTEGER too, and stops at 2**31 - 1
             if kind == "integer":
                 sequence = database.execute_sql("SELECT pg_get_serial_sequence(%s, %s)",
                                                 (f'"{table}"', name)).fetchone()[0]
@@ -273,7 +277,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  16: _v16_event_fingerprints, 17: _v17_job_claims,
                                                  18: _v18_event_type_day_lane_index,
                                                  19: _v19_postings_by_namespace, 20: _v20_ordered_jobs,
-                                                 21: _v21_wide_postgres_numbers}
+                                                 21: _v21_postgres_columns_as_on_sqlite}
 
 
 def database_version(database: Database) -> int:

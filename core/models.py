@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import peewee
 from peewee import (
     SQL,
     BooleanField,
-    CharField,
     FloatField,
     ForeignKeyField,
     IntegerField,
@@ -22,6 +22,16 @@ from peewee import (
 )
 
 from core.db import db
+
+
+class CharField(peewee.CharField):
+    """Text whose ``max_length`` no engine enforces. SQLite never checks a VARCHAR's length, while
+    PostgreSQL's VARCHAR(n) refused what SQLite stored (a speaker name or an external id of 300
+    characters): the same memory could not be kept on both. The column is a plain VARCHAR; the
+    length stays as what callers that clip a value clip it to."""
+
+    def get_modifiers(self):
+        return None
 
 
 class JSONTextField(TextField):

@@ -477,7 +477,7 @@ def test_migration_to_21_widens_postgresql_numbers(db_url, store):
     append_turn("ns", "t", "u", "a")
     if on_postgres():
         db.execute_sql("ALTER TABLE message ALTER COLUMN created_ts TYPE REAL, ALTER COLUMN id TYPE INTEGER, "
-                       "ALTER COLUMN thread_id TYPE INTEGER")
+                       "ALTER COLUMN thread_id TYPE INTEGER, ALTER COLUMN speaker TYPE VARCHAR(255)")
         db.execute_sql("ALTER SEQUENCE message_id_seq AS INTEGER")
     _as_version(20)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
@@ -485,9 +485,22 @@ def test_migration_to_21_widens_postgresql_numbers(db_url, store):
         types = dict(db.execute_sql("SELECT column_name, data_type FROM information_schema.columns "
                                     "WHERE table_name = 'message'").fetchall())
         assert (types["created_ts"], types["id"], types["thread_id"]) == ("double precision", "bigint", "bigint")
+        assert db.execute_sql("SELECT character_maximum_length FROM information_schema.columns "
+                              "WHERE table_name = 'message' AND column_name = 'speaker'").fetchone()[0] is None
         assert db.execute_sql("SELECT data_type FROM information_schema.sequences "
                               "WHERE sequence_name = 'message_id_seq'").fetchone()[0] == "bigint"
     append_turn("ns", "t", "u2", "a2")
     later = Message.select().order_by(Message.id.desc()).first()  # to the microsecond, as on SQLite
     assert later.created_ts == pytest.approx(datetime.fromisoformat(later.created_at).timestamp(), abs=1e-5)
     assert stats("ns").messages == 4
+
+
+def test_text_sqlite_keeps_is_kept_on_postgresql_too(store):
+    """Declared lengths are checked by no engine: SQLite never did, and PostgreSQL's VARCHAR(255)
+    refused a long speaker name or external id that SQLite stored."""
+    from core.services.capture import append_messages
+
+    speaker, external = "Dr. " + " ".join(["Maya"] * 60), "conversation-export:" + "x" * 300
+    append_messages("ns", "t", [{"role": "user", "content": "hello", "speaker": speaker, "external_id": external}])
+    stored = Message.get()
+    assert (stored.speaker, stored.external_id) == (speaker, external)
