@@ -526,6 +526,7 @@ class Relation:
     extra: float = 0.0  # weight of the candidate's content the card does not state
     rank: int = 0  # the match's place in the search's order
     hits: int = 0  # how many parts of the candidate's content the card states
+    back: float = 0.0  # weighted share of the card's content the candidate states
 
 
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
@@ -554,14 +555,21 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     common = shared | {f"@{p}" for p in own & preds}
     mine, theirs = _polarity(cand, common), _polarity(fact, common)
     flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
-    weights = _weights(cand, cv, own)
-    total = sum(weights.values())
-    mine_tokens = mv | {f"@{p}" for p in preds}
-    covered = sum(w for t, w in weights.items() if t in mine_tokens)
+    cover, extra, hits = _cover(cand, subject, fact)
+    back = _cover(fact, subject, cand)[0]
     return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,
                     missing=missing, overlap=overlap, topic=topic, kinds=own & preds, subject=subject,
-                    cover=covered / total if total else 0.0, extra=total - covered,
-                    hits=sum(1 for t in weights if t in mine_tokens))
+                    cover=cover, extra=extra, hits=hits, back=back)
+
+
+def _cover(cand: Fact, subject: set[str], fact: Fact) -> tuple[float, float, int]:
+    """How much of the candidate's content (its subject aside) ``fact`` states: the weighted share, the
+    weight left unstated, and how many parts are stated."""
+    weights = _weights(cand, cand.values - subject, _own_kinds(cand, subject))
+    total = sum(weights.values())
+    theirs = (fact.values - subject) | {f"@{p}" for p in _own_kinds(fact, subject)}
+    covered = sum(w for t, w in weights.items() if t in theirs)
+    return (covered / total if total else 0.0), total - covered, sum(1 for t in weights if t in theirs)
 
 
 def _weights(cand: Fact, values: set[str], kinds: set[str]) -> dict[str, float]:
@@ -770,12 +778,38 @@ def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
     cand = read_fact(candidate.get("title", ""), candidate.get("summary", ""), temporal,
                      temporal.get("participants") or (), match_people, user)
     result = _decide(cand, candidate, matches)
+    if result["action"] != "ignore":
+        repeat = _repeats(cand, context.get("earlier"), match_people, user)
+        if repeat is not None:
+            position, cover = repeat
+            result = _answer("ignore", [], f"restates item {position} of this import in other words", 
+                             0.86 if cover >= 0.8 else 0.75)
     own = candidate.get("confidence")
     if isinstance(own, (int, float)) and own < 0.5 and result["action"] in ("add", "merge", "supersede", "conflict"):
         # The exporting assistant itself was unsure: a person should look at it.
         result["confidence"] = min(result["confidence"], 0.6)
         result["reason"] += f" (the export marks it uncertain: confidence {own:g})"
     return result
+
+
+def _repeats(cand: Fact, earlier: Any, known: set[str], user: frozenset[str]) -> tuple[int, float] | None:
+    """The earlier item of the same import that states this candidate about the same subject, with
+    how much of it it states; None when there is none."""
+    best: tuple[int, float] | None = None
+    changes = cand.stopped or cand.correction or bool(_CHANGE.search(cand.text))
+    for item in earlier if isinstance(earlier, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("position"), int):
+            continue
+        other = read_fact(str(item.get("title") or ""), str(item.get("summary") or ""), None, (), known, user)
+        if other.lead != cand.lead:
+            continue
+        cover, _, hits = _cover(cand, {cand.lead}, other)
+        back, _, _ = _cover(other, {cand.lead}, cand)
+        # Not a negation of it, nor a correction or change of it: those say something the first does not.
+        if hits >= 2 and min(cover, back) >= 0.6 and cand.negated == other.negated and not changes \
+                and (best is None or cover > best[1]):
+            best = (item["position"], cover)
+    return best
 
 
 def _decide(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, Any]]) -> dict[str, Any]:
@@ -818,9 +852,9 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         if view.whole is not None and rel.same_subject:
             # The subject's part may leave out what the card says of them in another part ("Maya lives
             # with Tomás and their six-year-old daughter Ivy"): what the card states counts in full.
-            whole = relate(cand, m, view.whole)
-            if whole.same_subject and whole.cover > rel.cover:
-                rel.cover, rel.extra, rel.hits = whole.cover, whole.extra, whole.hits
+            whole = _cover(cand, rel.subject, view.whole)
+            if whole[0] > rel.cover:
+                rel.cover, rel.extra, rel.hits = whole
         rel.rank = rank
         relations.append(rel)
     slots = _decide_slots(cand, candidate, relations, ended)
@@ -994,6 +1028,8 @@ def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
     # A name both share beside the candidate's own subject ("Has a beagle named Biscuit") is a part too.
     if rel.hits + (1 if rel.subject and cand.lead not in rel.subject else 0) < 2:
         return False
+    if not changes and rel.back >= 0.8 and rel.hits >= 2 and _key_shared(rel, cand):
+        return True  # all the card says, and more: the same fact in more detail
     return rel.cover >= (0.75 if changes else 0.5)
 
 
@@ -1004,6 +1040,24 @@ def _states_slot_value(rel: Relation, cand: Fact) -> bool:
     kinds_old = {_kind(v, rel.fact) for v in rel.missing} - {None}
     names = set() if rel.kinds & _FUNCTIONAL else {"name"}  # a place or employer is the value of a home or job
     return bool(kinds_new & kinds_old - names) or _key_shared(rel, cand) or len(rel.missing) <= 3
+
+
+def _folded(best: Relation) -> dict[str, Any]:
+    """Several turns folded into one statement ("favourite character is Aragorn; keeps a painting of
+    him"): the subject's cards state it between them. Nothing to add, but no single card to be sure of."""
+    eid = best.match["id"]
+    return _answer("ignore", [eid], f"event {eid} and other cards about {_who(best)} already state this between "
+                   "them", 0.7)
+
+
+def _union_cover(cand: Fact, best: Relation, same: list[Relation]) -> float:
+    """How much of the candidate the subject's matching cards state between them."""
+    said: set[str] = set()
+    for rel in same:
+        said |= (rel.fact.values - rel.subject) | {f"@{p}" for p in rel.fact.preds}
+    weights = _weights(cand, cand.values - best.subject, _own_kinds(cand, best.subject))
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in said) / total if total else 0.0
 
 
 def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
@@ -1018,6 +1072,8 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     best = max(same, key=lambda r: (round(r.cover, 2), -r.rank), default=None)
     changes = bool(cand.stopped or cand.correction or _CHANGE.search(cand.text))
     restating = _restating(best, cand, changes)
+    folded = not restating and not changes and best is not None and best.cover >= 0.35 and \
+        _union_cover(cand, best, same) >= 0.8
     if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
         return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
     if action in ("supersede", "conflict") and target is not None:
@@ -1061,10 +1117,14 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     if action == "add":
         if restating:
             return _restatement(best, cand, candidate)
+        if folded:
+            return _folded(best)
         # Any card stating much of it, whoever it seems to be about, leaves a doubt a person should clear.
         top = max((r.cover for r in relations), default=0.0)
         return {**result, "confidence": 0.9 if top < 0.25 else 0.8 if top < 0.4 else 0.7}
     if action in ("merge", "ignore") and target is not None:
+        if folded:
+            return _folded(best)
         if not restating:
             return _answer("add", [], "no stored event about its subject states this", 0.7)
         if best.cover > target.cover + 0.1:

@@ -592,8 +592,12 @@ def _decision_key(context: dict[str, Any], provider_name: str, threshold: float)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+EARLIER_ITEMS = 20  # items of the batch before this one that the decider is shown
+
+
 def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], live: dict[str, int],
-                 prov: Provider, prov_name: str, meta: dict[str, Any], users: Sequence[str]) -> dict[str, Any]:
+                 prov: Provider, prov_name: str, meta: dict[str, Any], users: Sequence[str],
+                 before: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The new state of one item (no write, maybe one model call outside any transaction)."""
     candidate = item.candidate
     base = {"duplicate_of_event": None, "duplicate_of_item": None, "merged": None, "decision_key": None}
@@ -612,7 +616,9 @@ def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], 
     context = {"candidate": candidate, "matches": matches,
                "source": {"system": batch.source_system, "exported_at": meta.get("exported_at"),
                           "format": batch.format, "recovered": bool(batch.recovered)},
-               "user": {"names": list(users)}}
+               "user": {"names": list(users)},
+               # An export often says one thing twice in other words; the second adds nothing.
+               "earlier": [b for b in before if b["position"] < item.position][-EARLIER_ITEMS:]}
     key = _decision_key(context, prov_name, batch.threshold)
     if item.decision_key == key and item.action is not None:
         return {**base, "matches": matches, "action": item.action, "target_ids": list(item.target_ids or []),
@@ -655,12 +661,14 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
         todo = [i for i in items if i.state != "decided" or i.revision != revision or (refresh and attempt == 0)]
         live = _live_fingerprints(batch.namespace_name, [i.fingerprint for i in todo]) if todo else {}
         users = user_names(batch.namespace_name) if todo else []
+        before = [{"position": i.position, "title": i.candidate.get("title", ""),
+                   "summary": clip(i.candidate.get("summary", ""), 500)} for i in items]
         done = len(items) - len(todo)
         if progress:
             progress(done, len(items), "")
         for item in todo:
             try:
-                state = _decide_item(batch, item, earlier, live, prov, prov_name, meta, users)
+                state = _decide_item(batch, item, earlier, live, prov, prov_name, meta, users, before)
             except Exception as exc:
                 with write_transaction():
                     # Masked before the cut, as a job's error is (a provider's message may quote a key).
