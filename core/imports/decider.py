@@ -1004,6 +1004,9 @@ def _restating_confidence(rel: Relation, cand: Fact) -> float:
         return 0.6
     if _EXCLUSIVE.search(cand.text) or _EXCLUSIVE.search(cand.title):
         return 0.75
+    kinds_new = {_kind(v, cand) for v in rel.new} - {None, "name"}
+    if kinds_new & ({_kind(v, rel.fact) for v in rel.missing} - {None}):
+        return 0.7  # a number or drink of its own where the card has another ("five" against "six")
     if rel.cover >= 0.8:
         return 0.9
     if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2:
@@ -1050,6 +1053,19 @@ def _folded(best: Relation) -> dict[str, Any]:
                    "them", 0.7)
 
 
+# Kinds of fact whose value only means something with its object: what someone prefers or likes.
+_OBJECT_SLOTS = frozenset({"prefer", "like", "dislike"})
+
+
+def _kinds_swap(rel: Relation, cand: Fact) -> bool:
+    """A value of the candidate's and one of the card's are of one kind (a place, employer or name for
+    a one-value fact such as a home or job)."""
+    kinds_new = {_kind(v, cand) for v in rel.new} - {None}
+    kinds_old = {_kind(v, rel.fact) for v in rel.missing} - {None}
+    names = set() if rel.kinds & _FUNCTIONAL else {"name"}
+    return bool(kinds_new & kinds_old - names)
+
+
 def _union_cover(cand: Fact, best: Relation, same: list[Relation]) -> float:
     """How much of the candidate the subject's matching cards state between them."""
     said: set[str] = set()
@@ -1085,7 +1101,11 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
                                             or _key_shared(target, cand)
                                             or (changes and target.shared))
         if not ended and not negation:
-            slot = slot and _states_slot_value(target, cand)
+            # A change or contradiction is of the candidate's own subject ("Maya's sister Clare lives in
+            # Lisbon" says nothing of a card led by Lisbon), and of one object of a preference ("favourite
+            # bakery" is not "prefers an aisle seat").
+            slot = slot and _states_slot_value(target, cand) and cand.lead in target.subject and \
+                (not target.kinds & _OBJECT_SLOTS or bool(target.shared - target.subject))
         if not slot:
             if restating:
                 return _restatement(best, cand, candidate)
@@ -1106,6 +1126,13 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
             restating = False
         if restating and best.cover >= 0.75 and not _replaces_within(best, cand):
             return {**_restatement(best, cand, candidate), "confidence": 0.75}
+        if action == "conflict" and not (changes or dated) and not _kinds_swap(target, cand) \
+                and len(target.missing) > 3:
+            # No change word, no date, no value of one kind replacing another (a place for a place, a drink
+            # for a drink), and a long card: its other words are no other value.
+            if restating or folded:
+                return _restatement(best, cand, candidate) if restating else _folded(best)
+            return _answer("add", [], "no stored event gives another value of this about its subject", 0.7)
         if action == "supersede" and not (changes or dated):
             if restating:
                 return _restatement(best, cand, candidate)
@@ -1129,6 +1156,5 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
             return _answer("add", [], "no stored event about its subject states this", 0.7)
         if best.cover > target.cover + 0.1:
             return _restatement(best, cand, candidate)
-        return {**_restatement(target, cand, candidate),
-                "confidence": min(result["confidence"], _restating_confidence(target, cand))}
+        return _restatement(target, cand, candidate)
     return result
