@@ -487,7 +487,7 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     if (cand.lead == _USER and not knows_user) or len(leads) < 2 or not any(whose(f) == subject for _, f in mine):
         return CardView(whole, gone)
     own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if whose(fact) == subject), match,
-                    match.get("participants") or (), known, cand.user)
+                    match.get("participants") or (), known, cand.user, card=True)
     return CardView(own, gone, whole)
 
 
@@ -981,7 +981,7 @@ def _is_instruction(cand: Fact, candidate: dict[str, Any]) -> bool:
 
 def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str = "") -> dict[str, Any]:
     eid = rel.match["id"]
-    said = ", ".join(sorted(v for v in rel.shared if not v.startswith("@"))[:4]) or "its content"
+    said = _said(rel)
     if rel.extra >= 2.0:
         return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)} ({said}); this adds detail{note}",
                        _restating_confidence(rel, cand), _merged(candidate, rel.match))
@@ -1045,6 +1045,18 @@ def _states_slot_value(rel: Relation, cand: Fact) -> bool:
     return bool(kinds_new & kinds_old - names) or _key_shared(rel, cand) or len(rel.missing) <= 3
 
 
+def _said(rel: Relation) -> str:
+    return ", ".join(sorted(v for v in rel.shared if not v.startswith("@"))[:4]) or "its content"
+
+
+def _ends(cand: Fact, best: Relation | None) -> Relation | None:
+    """The subject's card whose fact the candidate says has stopped ("no longer makes gaming videos for
+    YouTube" against "creating gaming content for YouTube"), when it states most of it."""
+    if best is None or not cand.stopped or cand.past or best.fact.stopped or best.cover < 0.5 or best.hits < 2:
+        return None
+    return best if best.fact.lead in best.subject else None
+
+
 def _folded(best: Relation) -> dict[str, Any]:
     """Several turns folded into one statement ("favourite character is Aragorn; keeps a painting of
     him"): the subject's cards state it between them. Nothing to add, but no single card to be sure of."""
@@ -1092,6 +1104,14 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         _union_cover(cand, best, same) >= 0.8
     if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
         return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
+    ending = _ends(cand, best)
+    # A card led by someone else only names the subject ("Joanna loves how video games …" is no card of
+    # Nate's): the card led by the subject that states what ended is the one to supersede.
+    if ending is not None and (action != "supersede" or target is None
+                               or target.fact.lead not in target.subject):
+        eid = ending.match["id"]
+        return _answer("supersede", [eid], f"says that what event {eid} states of {_who(ending)} "
+                       f"({_said(ending)}) has ended", 0.8)
     if action in ("supersede", "conflict") and target is not None:
         # What the card says has ended, or a value other than the one where the card states the slot:
         # both read clause by clause already.
