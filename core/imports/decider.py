@@ -983,8 +983,13 @@ def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str
     eid = rel.match["id"]
     said = _said(rel)
     if rel.extra >= 2.0:
+        confidence = _restating_confidence(rel, cand)
+        if rel.cover < 0.8 and rel.missing:
+            # A merge hides the card it merges into: only when the card states nearly all of the
+            # candidate, or the candidate all of the card, is that safe without a person.
+            confidence = min(confidence, 0.8)
         return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)} ({said}); this adds detail{note}",
-                       _restating_confidence(rel, cand), _merged(candidate, rel.match))
+                       confidence, _merged(candidate, rel.match))
     return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)} ({said}){note}",
                    _restating_confidence(rel, cand))
 
@@ -1004,6 +1009,8 @@ def _restating_confidence(rel: Relation, cand: Fact) -> float:
         return 0.6
     if _EXCLUSIVE.search(cand.text) or _EXCLUSIVE.search(cand.title):
         return 0.75
+    if cand.stopped or cand.correction or _CHANGE.search(cand.text):
+        return 0.8  # it says something changed; that the card already says so is for a person to see
     kinds_new = {_kind(v, cand) for v in rel.new} - {None, "name"}
     if kinds_new & ({_kind(v, rel.fact) for v in rel.missing} - {None}):
         return 0.7  # a number or drink of its own where the card has another ("five" against "six")
