@@ -527,6 +527,7 @@ class Relation:
     rank: int = 0  # the match's place in the search's order
     hits: int = 0  # how many parts of the candidate's content the card states
     back: float = 0.0  # weighted share of the card's content the candidate states
+    said: set[str] = field(default_factory=set)  # everything the whole card states (values, @kinds)
 
 
 def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
@@ -856,6 +857,8 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
             if whole[0] > rel.cover:
                 rel.cover, rel.extra, rel.hits = whole
         rel.rank = rank
+        whole_fact = view.whole or view.fact
+        rel.said = whole_fact.values | {f"@{p}" for p in whole_fact.preds}
         relations.append(rel)
     slots = _decide_slots(cand, candidate, relations, ended)
     return _review(slots, cand, candidate, relations)
@@ -1089,7 +1092,7 @@ def _union_cover(cand: Fact, best: Relation, same: list[Relation]) -> float:
     """How much of the candidate the subject's matching cards state between them."""
     said: set[str] = set()
     for rel in same:
-        said |= (rel.fact.values - rel.subject) | {f"@{p}" for p in rel.fact.preds}
+        said |= rel.said - rel.subject
     weights = _weights(cand, cand.values - best.subject, _own_kinds(cand, best.subject))
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in said) / total if total else 0.0
