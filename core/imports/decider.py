@@ -1059,6 +1059,23 @@ def _said(rel: Relation) -> str:
     return ", ".join(sorted(v for v in rel.shared if not v.startswith("@"))[:4]) or "its content"
 
 
+_FROM_TO = re.compile(r"\bfrom\s+(?:the\s+|an?\s+|her\s+|his\s+|their\s+|my\s+)?([\w'’-]+)\s+"
+                      r"(?:to|for)\s+(?:the\s+|an?\s+)?([\w'’-]+)", re.IGNORECASE)
+
+
+def _moved_from(cand: Fact, same: list[Relation]) -> Relation | None:
+    """The card led by the subject that states the old value of "from X to Y" ("moved her notes from
+    Obsidian to Logseq", "changed from Galway to Dublin") and not the new one."""
+    for m in _FROM_TO.finditer(cand.text):
+        old, new = (_NUMBER_WORDS.get(_bare(w), _bare(w)) for w in m.groups())
+        keys = {old, stem(old)}
+        news = {new, stem(new)}
+        held = [r for r in same if r.fact.lead in r.subject and keys & r.said and not news & r.said]
+        if held:
+            return min(held, key=lambda r: r.rank)
+    return None
+
+
 def _ends(cand: Fact, best: Relation | None) -> Relation | None:
     """The subject's card whose fact the candidate says has stopped ("no longer makes gaming videos for
     YouTube" against "creating gaming content for YouTube"), when it states most of it."""
@@ -1114,6 +1131,11 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         _union_cover(cand, best, same) >= 0.8
     if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
         return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
+    moved = _moved_from(cand, same) if changes else None
+    if moved is not None and not (action == "supersede" and target is moved):
+        eid = moved.match["id"]
+        return _answer("supersede", [eid], f"names what event {eid} states of {_who(moved)} as the old value and "
+                       "gives a new one", 0.8)
     ending = _ends(cand, best)
     # A card led by someone else only names the subject ("Joanna loves how video games …" is no card of
     # Nate's): the card led by the subject that states what ended is the one to supersede.

@@ -493,3 +493,14 @@ def test_demo_cases_are_right_or_asked():
     assert jazz["action"] == "add", jazz  # not another value beside the Alfama apartment
     coffee = decide("Maya drinks an oat flat white every morning.", DEMO_CARDS, user=user)
     assert coffee["action"] == "add", coffee  # restates nothing of the failed data check
+
+
+def test_from_old_to_new_supersedes_the_card_holding_the_old_value():
+    """"Moved her notes from Obsidian to Logseq" names the old value: the subject's card holding it is
+    the one superseded, not the home card that "moved" would suggest."""
+    cards = [m(1, "Noted: you live in Utrecht with your partner Tomás, and you moved from Dublin two years ago.",
+               ["Maya", "Utrecht", "Tomás", "Dublin"]),
+             m(2, "By the way, Maya no longer uses Notion, Maya switched to Obsidian last weekend.", ["Maya"])]
+    result = decide("Maya moved her notes from Obsidian to Logseq.", cards, user={"names": ["Maya"]})
+    assert (result["action"], result["existing_event_ids"]) == ("supersede", [2]), result
+    assert result["confidence"] < 0.85  # the card also says Notion ended: a person confirms
