@@ -1178,12 +1178,17 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
             restating = False
         if restating and best.cover >= 0.75 and not _replaces_within(best, cand):
             return {**_restatement(best, cand, candidate), "confidence": 0.75}
+        keyed = any(v in cand.anchors or v in _KIND_BY_STEM for v in target.new) or target.kinds & _OBJECT_SLOTS
         if action == "conflict" and not (changes or dated) and not _kinds_swap(target, cand) \
-                and len(target.missing) > 3:
+                and (len(target.missing) > 3 or not keyed):
             # No change word, no date, no value of one kind replacing another (a place for a place, a drink
-            # for a drink), and a long card: its other words are no other value.
-            if restating or folded:
-                return _restatement(best, cand, candidate) if restating else _folded(best)
+            # for a drink), and a long card or no name, number or known kind of value of the candidate's
+            # own ("makes a living from competitive gaming"): other words, not another value. A preference
+            # keeps its object ("aisle" and "window" seat) instead.
+            if _restating(best, cand, changes):
+                return _restatement(best, cand, candidate)
+            if folded:
+                return _folded(best)
             return _answer("add", [], "no stored event gives another value of this about its subject", 0.7)
         if action == "supersede" and not (changes or dated):
             if restating:
