@@ -861,7 +861,28 @@ def _decide_one(cand: Fact, candidate: dict[str, Any], matches: list[dict[str, A
         rel.said = whole_fact.values | {f"@{p}" for p in whole_fact.preds}
         relations.append(rel)
     slots = _decide_slots(cand, candidate, relations, ended)
-    return _review(slots, cand, candidate, relations)
+    return _explained(_review(slots, cand, candidate, relations), cand, relations)
+
+
+def _explained(result: dict[str, Any], cand: Fact, relations: list[Relation]) -> dict[str, Any]:
+    """The reason names the subject, the kind of fact (slot) and the values matched against the target,
+    as the candidate writes them."""
+    targets = result.get("existing_event_ids") or []
+    rel = next((r for r in relations if targets and r.match["id"] == targets[0]), None)
+    if rel is None:
+        return result
+    written: dict[str, str] = {}
+    for word in _WORD.findall(cand.text):
+        low = _NUMBER_WORDS.get(_bare(word), _bare(word))
+        written.setdefault(stem(low), word)
+        written.setdefault(low, word)
+    def shown(values: set[str]) -> str:
+        return ", ".join(sorted({written.get(v, v) for v in values if not v.startswith("@")})[:5]) or "none"
+    slot = ", ".join(sorted(rel.kinds - _WEAK)) or "none named"
+    detail = f"subject {_who(rel)}; slot {slot}; matched {shown(rel.shared)}"
+    if rel.new and result["action"] in ("supersede", "conflict"):
+        detail += f"; new {shown(rel.new)}"
+    return {**result, "reason": f"{result['reason']} [{detail}]"}
 
 
 def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relation],
@@ -984,16 +1005,15 @@ def _is_instruction(cand: Fact, candidate: dict[str, Any]) -> bool:
 
 def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str = "") -> dict[str, Any]:
     eid = rel.match["id"]
-    said = _said(rel)
     if rel.extra >= 2.0:
         confidence = _restating_confidence(rel, cand)
         if rel.cover < 0.8 and rel.missing:
             # A merge hides the card it merges into: only when the card states nearly all of the
             # candidate, or the candidate all of the card, is that safe without a person.
             confidence = min(confidence, 0.8)
-        return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)} ({said}); this adds detail{note}",
+        return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)}; this adds detail{note}",
                        confidence, _merged(candidate, rel.match))
-    return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)} ({said}){note}",
+    return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)}{note}",
                    _restating_confidence(rel, cand))
 
 
@@ -1053,10 +1073,6 @@ def _states_slot_value(rel: Relation, cand: Fact) -> bool:
     kinds_old = {_kind(v, rel.fact) for v in rel.missing} - {None}
     names = set() if rel.kinds & _FUNCTIONAL else {"name"}  # a place or employer is the value of a home or job
     return bool(kinds_new & kinds_old - names) or _key_shared(rel, cand) or len(rel.missing) <= 3
-
-
-def _said(rel: Relation) -> str:
-    return ", ".join(sorted(v for v in rel.shared if not v.startswith("@"))[:4]) or "its content"
 
 
 _FROM_TO = re.compile(r"\bfrom\s+(?:the\s+|an?\s+|her\s+|his\s+|their\s+|my\s+)?([\w'’-]+)\s+"
@@ -1142,8 +1158,7 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     if ending is not None and (action != "supersede" or target is None
                                or target.fact.lead not in target.subject):
         eid = ending.match["id"]
-        return _answer("supersede", [eid], f"says that what event {eid} states of {_who(ending)} "
-                       f"({_said(ending)}) has ended", 0.8)
+        return _answer("supersede", [eid], f"says that what event {eid} states of {_who(ending)} has ended", 0.8)
     if action in ("supersede", "conflict") and target is not None:
         # What the card says has ended, or a value other than the one where the card states the slot:
         # both read clause by clause already.

@@ -81,7 +81,8 @@ def test_a_negation_counts_where_it_touches_the_shared_value():
     assert (outdated["action"], outdated["existing_event_ids"]) == ("conflict", [2]) and outdated["confidence"] < 0.85
     one_clause = [m(3, "Marco is pescatarian, not vegetarian anymore.", ["Marco"])]  # read as a single part
     assert decide("Marco is pescatarian.", one_clause)["action"] == "ignore"
-    assert decide("Marco is vegetarian.", one_clause)["reason"] == "event 3 says this has ended"
+    reason = decide("Marco is vegetarian.", one_clause)["reason"]
+    assert reason.startswith("event 3 says this has ended") and "subject Marco" in reason and "vegetarian" in reason
 
 
 def test_numbers_compare_as_numbers_whether_written_in_words_or_digits():
@@ -151,7 +152,7 @@ def test_the_users_own_name_is_the_user():
     assert shared["action"] == "add"  # two people speak as users here: neither is "the user"
     diet = [m(3, "Maya started eating fish again, so Maya is pescatarian now, not vegetarian.", ["Maya"])]
     ended = decide("Is vegetarian.", diet, user={"names": ["Maya Brennan"]})
-    assert (ended["action"], ended["reason"]) == ("conflict", "event 3 says this has ended")
+    assert ended["action"] == "conflict" and ended["reason"].startswith("event 3 says this has ended")
     # A part of a card naming no one ("He's four") is not the user's part: the card is read whole.
     dog = [m(4, "And there's Biscuit, Maya's beagle. He's four and has been limping since the weekend.",
              ["Maya", "Biscuit"])]
