@@ -396,9 +396,10 @@ def binding_ids() -> set[str]:
     for path in _modes().values():
         module, name = path.split(":")
         try:
-            classes.append(getattr(importlib.import_module(module), name))
+            screen = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError):
             continue
+        classes += [screen, *getattr(screen, "KEYMAP_WIDGETS", ())]
     from workbench.screens import help as help_screen
     from workbench.screens import confirm
     from workbench.widgets.header import NamespacePicker

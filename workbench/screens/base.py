@@ -146,7 +146,12 @@ class StrataScreen(Screen):
     @on(LoadFailed)
     def _load_failed(self, event: LoadFailed) -> None:
         self.load_failed(event)
-        self.notify(event.error, title=f"{self.MODE}: could not load {event.group}", severity="error", timeout=8)
+        self.notify(event.error, title=self.failure_title(event.group), severity="error", timeout=8)
+
+    def failure_title(self, group: str) -> str:
+        """Hook: the title of a failed load's toast (a view names what failed in its own words,
+        not its worker group)."""
+        return f"{self.MODE}: could not load {group}"
 
     def load_failed(self, event: LoadFailed) -> None:
         """Hook: clear loading indicators after a failed load."""

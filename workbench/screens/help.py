@@ -36,7 +36,9 @@ class HelpScreen(ModalScreen[None]):
 
         app = screen.app
         keymap = dict(getattr(getattr(app, "config", None), "keymap", {}) or {})
-        sources: list[tuple[str, type]] = [(type(screen).__name__.replace("Screen", "") or "view", type(screen)),
+        view = type(screen).__name__.replace("Screen", "") or "view"
+        sources: list[tuple[str, type]] = [(view, type(screen)),
+                                           *((view, widget) for widget in getattr(type(screen), "KEYMAP_WIDGETS", ())),
                                            ("lists", PagedTable), ("app", Workbench)]
         rows: list[tuple[str, str, str, str]] = []
         seen: set[str] = set()
