@@ -55,9 +55,10 @@ DEMO_PASTE = ("- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas 
               "- Maya prefers window seats on flights.\n")
 
 # The keys that bring each view of the demo into a telling state for the docs (the graph shot
-# selects Maya Brennan, whose facts have a history); "!preview" pastes a list of facts to import.
+# selects Maya Brennan, whose facts have a history); "!preview" pastes a list of facts to import
+# (and the imports shot goes to the item waiting for a decision).
 SCREENSHOT_STEPS = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16], "traces": ["4", "j", "j", "j"],
-                    "imports": ["5", "!preview"], "jobs": ["6"], "search": ["slash", *"passport", "enter"],
+                    "imports": ["5", "!preview", "right_square_bracket"], "jobs": ["6"], "search": ["slash", *"passport", "enter"],
                     "help": ["1", "question_mark"]}
 
 

@@ -51,3 +51,37 @@ def test_the_docs_screenshots_cover_every_view():
     from workbench.widgets.header import VIEWS
 
     assert set(SCREENSHOT_STEPS) == {mode for mode, _, _ in VIEWS} | {"search", "help"}
+
+
+@pytest.mark.parametrize("theme", ["strata-dark", "strata-light"])
+def test_import_item_detail_snapshot(theme, snap_compare, wb_url, monkeypatch):
+    """The imports view on an item waiting for a decision: its proposed action and targets by
+    title in the list, and the detail pane (decision, reason, matches) focused."""
+    pytest.importorskip("core.services.imports")
+    import core.services.imports as service
+    from tests.workbench.test_pilot_imports import FACTS, Decider
+    from workbench.app import Workbench
+    from workbench.config import Config
+
+    provider = Decider()  # decisions fixed by the test, so the picture follows the view, not the decider
+    monkeypatch.setattr(service, "get_provider", lambda name=None: provider)
+    app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
+    app.animation_level = "none"
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        pilot.app.screen.query_one("#i-format").value = "text"
+        pilot.app.screen.start_preview(text=FACTS)  # pasted: no temporary path in the picture
+        await settle(pilot)
+        for key in ("right_square_bracket", "enter"):
+            await pilot.press(key)
+            await settle(pilot)
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False
+        await settle(pilot)
+        await pilot.pause(0.1)
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)

@@ -1,10 +1,15 @@
 """Imports: bring another assistant's memory in, decide item by item, commit, undo.
 
-Open a file (the path input completes with tab/→) or paste text; the preview decides
-every item (add, merge, supersede, conflict or ignore, with confidence, matches and a
-reason) while a progress bar moves. Items below the confidence threshold are marked
-``CHOOSE`` until a person picks an action (keys a/m/s/x/i; t cycles the target among the
-item's matches). Commit and undo ask first; the undo result is shown in the batch pane.
+Open a file (the path input completes with tab or →; a ``.txt`` or ``.md`` file is read as a
+list of facts) or paste text; the preview decides every item (add, merge, supersede,
+conflict or ignore, with confidence, matches and a reason) while a progress bar moves.
+
+The keyboard path: the batch list, enter (or →) into its items, enter into the focused item's
+detail; esc goes back one step. Items below the confidence threshold wait for a person
+(``choose``, their proposed action shown with a ``?`` and their proposed targets by title);
+``]``/``[`` jump to the next/previous one and ``f`` shows only them. The decision keys
+(a/m/s/x/i; t for the targets, several and any event id; r resets the choice) act only on
+the focused item. Commit and undo ask first; the undo result is shown in the batch pane.
 
 The view works on an empty store too: the namespace field names where the import goes
 (the open namespace, else ``default``), and a namespace that does not exist yet is
@@ -14,6 +19,7 @@ created when its first batch is committed (the workbench then switches to it).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,14 +31,28 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.suggester import Suggester
-from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static, TextArea
+from textual.widgets import Button, Input, Label, ProgressBar, Select, SelectionList, Static, TextArea
 
+from workbench.import_facts import facts_text
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.screens.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 FORMATS = (("v2 JSON", "v2"), ("Mem0 JSON", "mem0"), ("text list", "text"))
 ACTION_KEYS = {"add": "a", "merge": "m", "supersede": "s", "conflict": "x", "ignore": "i"}
+TARGETED = ("merge", "supersede", "conflict")
+# An export saved as plain text is a list of facts whatever the format picker says: read as
+# JSON it would only fail after a recovery attempt.
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
+FAILURES = {
+    "preview-run": "import: the preview failed",
+    "preview": "import: could not read the batch",
+    "batches": "import: could not list the batches",
+    "decide": "import: the choice was not recorded",
+    "commit": "import: nothing was committed",
+    "undo": "import: nothing was undone",
+}
+EDITABLE = ("ready", "awaiting_confirmation")
 
 
 class PathSuggester(Suggester):
@@ -56,6 +76,61 @@ class PathSuggester(Suggester):
                 completed = value[: len(value) - len(prefix)] + name
                 return completed + ("/" if os.path.isdir(full) else "")
         return None
+
+
+class PathInput(Input):
+    """The path of an export; tab takes the completion shown (as → at the end does), else moves on."""
+
+    BINDINGS = [
+        Binding("tab", "complete", "Complete", show=False, id="imports.complete",
+                tooltip="Complete the path (else the next field)"),
+    ]
+
+    def action_complete(self) -> None:
+        if self._suggestion and self.cursor_at_end and len(self._suggestion) > len(self.value):
+            self.value = self._suggestion
+            self.cursor_position = len(self.value)
+        else:
+            self.screen.focus_next()
+
+
+class BatchTable(PagedTable):
+    """The batches; enter or → goes into the highlighted batch's items."""
+
+    BINDINGS = [
+        Binding("enter,right", "open_items", "Items", show=False, id="imports.items",
+                tooltip="Go into the batch's items"),
+    ]
+
+    def action_open_items(self) -> None:
+        self.screen.action_focus_items()  # type: ignore[attr-defined]
+
+
+class ItemTable(PagedTable):
+    """The items of a batch; enter shows the focused item's detail, ← goes back to the batches."""
+
+    BINDINGS = [
+        Binding("enter", "open_detail", "Detail", show=False, id="imports.detail",
+                tooltip="Into the item's detail: its decision, matches and reason"),
+        Binding("left", "back", "Batches", show=False, id="imports.items-back", tooltip="Back to the batches"),
+    ]
+
+    def action_open_detail(self) -> None:
+        self.screen.query_one("#item-detail").focus()
+
+    def action_back(self) -> None:
+        self.screen.query_one("#batches").focus()
+
+
+class DetailPane(VerticalScroll):
+    """The focused item's detail (scrolls with j/k/g/G)."""
+
+    BINDINGS = [
+        Binding("j", "scroll_down", "Down", show=False, id="imports.detail-down"),
+        Binding("k", "scroll_up", "Up", show=False, id="imports.detail-up"),
+        Binding("g", "scroll_home", "Top", show=False, id="imports.detail-top"),
+        Binding("G", "scroll_end", "End", show=False, id="imports.detail-end"),
+    ]
 
 
 class PasteScreen(ModalScreen[str | None]):
@@ -84,17 +159,112 @@ class PasteScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def item_cells(item) -> tuple:
-    action = (item.effective_action or item.action or "…").upper()
-    if item.choice_action:
-        action += " (you)"
-    needs = item.requires_confirmation and not item.choice_action
+class TargetList(SelectionList):
+    """The item's matches to tick; enter applies the ticked ones."""
+
+    BINDINGS = [
+        Binding("enter", "apply", "Apply", id="targets.apply", tooltip="Use the ticked events as the targets"),
+        Binding("j", "cursor_down", "Down", show=False, id="targets.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="targets.up"),
+    ]
+
+    def action_apply(self) -> None:
+        self.screen.action_apply()  # type: ignore[attr-defined]
+
+
+class TargetScreen(ModalScreen[list[int] | None]):
+    """Choose one or several target events of an item: its matches, or any event by id."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="targets.cancel", tooltip="Keep the targets as they are"),
+    ]
+
+    def __init__(self, item, action: str, current: tuple[int, ...]) -> None:
+        super().__init__()
+        self.item = item
+        self.action_name = action
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        item = self.item
+        known = {m.event_id for m in item.matches}
+        options = [(f"#{m.event_id} {m.status} {m.score:.3f} · {_clip(m.title, 60)}", m.event_id,
+                    m.event_id in self.current) for m in item.matches]
+        outside = [i for i in self.current if i not in known]
+        with Vertical(id="target-dialog", classes="dialog"):
+            yield Label(f"Targets of item {item.position} for {self.action_name.upper()}", classes="dialog-title")
+            yield Static("space ticks a match, enter applies; an event the search missed: type its id below",
+                         classes="muted")
+            yield TargetList(*options, id="target-list")
+            yield Input(", ".join(map(str, outside)), placeholder="other event ids, e.g. 12, 40", id="target-ids",
+                        compact=True)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Apply (enter)", id="target-ok", variant="primary")
+                yield Button("Cancel (esc)", id="target-cancel")
+
+    def on_mount(self) -> None:
+        if self.item.matches:
+            self.query_one(TargetList).focus()
+        else:
+            self.query_one("#target-ids", Input).focus()
+
+    @on(Input.Submitted, "#target-ids")
+    @on(Button.Pressed, "#target-ok")
+    def action_apply(self) -> None:
+        ticked = list(self.query_one(TargetList).selected)
+        typed = [part for part in re.split(r"[\s,]+", self.query_one("#target-ids", Input).value) if part]
+        bad = [part for part in typed if not part.lstrip("#").isdigit()]
+        if bad:
+            self.notify(f"{bad[0]!r} is not an event id", title="targets", severity="error")
+            return
+        ids = list(dict.fromkeys([*ticked, *(int(part.lstrip("#")) for part in typed)]))
+        if not ids:
+            self.notify("tick a match or type an event id (or press i on the item to ignore it)",
+                        title="targets", severity="warning")
+            return
+        self.dismiss(ids)
+
+    @on(Button.Pressed, "#target-cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def waiting(item, batch=None) -> bool:
+    """The item waits for a person: below the threshold (or recovered) and not chosen yet."""
+    if batch is not None and batch.status not in EDITABLE:
+        return False
+    return bool(item.state == "decided" and item.requires_confirmation and not item.choice_action
+                and item.created_event_id is None)
+
+
+def shown_targets(item, batch=None) -> tuple[int, ...]:
+    """The targets a row names: the proposal's while the item waits, else what commit applies."""
+    if waiting(item, batch):
+        return tuple(item.target_ids)
+    return tuple(item.effective_target_ids or (item.target_ids if item.effective_action is None else ()))
+
+
+def target_titles(item) -> dict[int, str]:
+    return {m.event_id: m.title for m in (*item.matches, *getattr(item, "chosen_events", ()))}
+
+
+def item_cells(item, batch=None) -> tuple:
+    if waiting(item, batch):
+        flag, action = "choose", f"{(item.action or 'undecided').upper()}?"
+    else:
+        flag = "you" if item.choice_action else ""
+        action = (item.effective_action or item.action or "…").upper()
     confidence = "-" if item.confidence is None else f"{item.confidence:.2f}"
-    targets = ", ".join(f"#{t}" for t in (item.effective_target_ids or item.target_ids)) or "-"
-    title = item.candidate.title if len(item.candidate.title) <= 48 else item.candidate.title[:47] + "…"
-    reason = (item.reason or "")[:60]
-    return (str(item.position), "CHOOSE" if needs else "", action, confidence, str(len(item.matches)), targets,
-            title, reason)
+    titles = target_titles(item)
+    ids = shown_targets(item, batch)
+    more = f" +{len(ids) - 1}" if len(ids) > 1 else ""
+    target = _clip(f"#{ids[0]} {titles.get(ids[0], '')}".rstrip(), 24 - len(more)) + more if ids else "-"
+    return (str(item.position), flag, action, confidence, _clip(item.candidate.title, 24), target)
 
 
 def batch_cells(batch) -> tuple:
@@ -104,22 +274,35 @@ def batch_cells(batch) -> tuple:
 
 
 class ImportsScreen(StrataScreen):
-    """Batches on the left; the selected batch's items and decisions on the right."""
+    """Batches on the left; the selected batch's items and the focused item's detail on the right."""
 
     MODE = "imports"
     AUTO_FOCUS = "#batches"
     TITLE = "Imports"
+    KEYMAP_WIDGETS = (PathInput, BatchTable, ItemTable, DetailPane, TargetList, TargetScreen, PasteScreen)
+    """Widgets and dialogs of this view whose bindings a keymap may remap (and `?` lists)."""
 
     BINDINGS = [
         Binding("o", "open_file", "Open file", id="imports.open", tooltip="Type the path of an export to preview"),
         Binding("p", "paste", "Paste", id="imports.paste", tooltip="Paste an export to preview"),
         *[Binding(key, f"decide('{action}')", action.capitalize(), show=False, id=f"imports.{action}",
-                  tooltip=f"Set the selected item to {action}") for action, key in ACTION_KEYS.items()],
-        Binding("t", "next_target", "Target", show=False, id="imports.target",
-                tooltip="Use the next of the item's matches as its target"),
+                  tooltip=f"Set the focused item to {action}") for action, key in ACTION_KEYS.items()],
+        Binding("t", "choose_targets", "Targets", show=False, id="imports.target",
+                tooltip="Choose the focused item's target events: several, any event id"),
+        Binding("r", "reset", "Reset", show=False, id="imports.reset",
+                tooltip="Forget your choice for the focused item: the preview's decision applies again"),
+        Binding("R", "reset_all", "Reset all", show=False, id="imports.reset-all",
+                tooltip="Forget every choice made in the batch (asks first)"),
+        Binding("right_square_bracket", "next_waiting(1)", "Next to decide", id="imports.next-waiting",
+                tooltip="The next item waiting for a decision"),
+        Binding("left_square_bracket", "next_waiting(-1)", "Previous to decide", show=False,
+                id="imports.previous-waiting", tooltip="The previous item waiting for a decision"),
+        Binding("f", "filter_waiting", "To decide", id="imports.filter",
+                tooltip="Show only the items waiting for a decision (again: every item)"),
         Binding("C", "commit", "Commit", id="imports.commit", tooltip="Apply the batch (asks first)"),
         Binding("U", "undo", "Undo", id="imports.undo", tooltip="Undo the committed batch (asks first)"),
-        Binding("escape", "focus_batches", "Batches", show=False, id="imports.batches", tooltip="Back to batches"),
+        Binding("escape", "back", "Back", show=False, id="imports.batches",
+                tooltip="One step back: detail, items, batches"),
     ]
 
     @dataclass
@@ -158,13 +341,18 @@ class ImportsScreen(StrataScreen):
         self.undo_result = None
         self.target: str | None = None
         """The namespace imports go into and whose batches are listed."""
+        self.only_waiting = False
+        """Whether the item list shows only the items waiting for a decision."""
+        self.notice: str | None = None
+        """Why the last preview failed, shown in the batch pane until the next one."""
+        self._focus_items = False
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
         with Vertical(classes="view-body"):
             with Horizontal(classes="filter-bar", id="import-bar"):
-                yield Input(placeholder="path of an export to preview (tab completes, enter previews)…",
-                            suggester=PathSuggester(), id="i-path", compact=True)
+                yield PathInput(placeholder="path of an export to preview (tab completes, enter previews)…",
+                                suggester=PathSuggester(), id="i-path", compact=True)
                 yield Label("into", classes="filter-label")
                 yield Input(placeholder="namespace", id="i-namespace", compact=True,
                             tooltip="The namespace to import into (a new one is created on commit)")
@@ -173,20 +361,19 @@ class ImportsScreen(StrataScreen):
             with Horizontal(id="import-panes"):
                 with Vertical(id="batch-side", classes="side-pane"):
                     yield Label("Batches", classes="pane-title")
-                    table = PagedTable(id="batches", classes="loadable")
+                    table = BatchTable(id="batches", classes="loadable")
                     table.add_columns("#", "status", "done", "source")
                     yield table
                 with Vertical(id="batch-main"):
                     yield Static("Open a file (o) or paste an export (p) to preview an import.", id="batch-head")
-                    yield DataTable(id="items", cursor_type="row", zebra_stripes=True)
-                    with VerticalScroll(id="item-detail", classes="detail-pane"):
+                    yield ItemTable(id="items")
+                    with DetailPane(id="item-detail", classes="detail-pane"):
                         yield Static("", id="item-text")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
     def on_mount(self) -> None:
-        self.query_one("#items", DataTable).add_columns("#", "you?", "action", "conf", "matches", "target",
-                                                        "title", "reason")
+        self.query_one("#items", ItemTable).add_columns("#", "you?", "action", "conf", "candidate", "target")
         self.query_one("#i-progress", ProgressBar).display = False
         super().on_mount()
 
@@ -258,13 +445,9 @@ class ImportsScreen(StrataScreen):
         self.workbench.mark("imports:list")
         if not event.rows:
             self.preview = None
-            where = (f"namespace {self.target}" if self.target in self.workbench.namespaces else
-                     f"the new namespace {self.target} (created when you commit)")
-            self.query_one("#batch-head", Static).update(Content.from_markup(
-                "No imports yet in $where. Open an export file (o) or paste one (p): Strata previews every "
-                "item against what it already remembers, and nothing is written until you commit. The "
-                "namespace field picks where it goes.", where=where))
-            self.query_one("#items", DataTable).clear()
+            self.render_head()
+            self.query_one("#items", ItemTable).reset()
+            self.query_one("#item-text", Static).update("")
             return
         index = 0
         if event.select_id is not None:
@@ -288,78 +471,130 @@ class ImportsScreen(StrataScreen):
 
     @on(PreviewLoaded)
     def _preview_loaded(self, event: PreviewLoaded) -> None:
-        self.show_preview(event.preview)
+        self.notice = None
+        self.show_preview(event.preview, keep_row=0 if self.preview is None
+                          or self.preview.batch.id != event.preview.batch.id else None)
 
-    def show_preview(self, preview, keep_row: int | None = None) -> None:
-        self.preview = preview
-        batch = preview.batch
-        counts = " · ".join(f"{n} {a}" for a, n in sorted(batch.counts.items()) if n) or "nothing decided yet"
-        parts = [Content.from_markup("[b]import $id[/b] · $status · $format · $source\n", id=str(batch.id),
-                                     status=batch.status, format=batch.format, source=batch.source_name or "pasted")]
-        parts.append(Content.from_markup("$counts · threshold $th · $n to choose", counts=counts,
-                                         th=f"{batch.threshold:.2f}", n=str(batch.needs_confirmation)))
-        if batch.status == "committed":
-            parts.append(Content.from_markup("\n[b $success]committed[/] $at: $n events imported · U undoes it",
-                                             at=(batch.committed_at or "")[:19], n=str(batch.imported_count)))
-        if batch.status == "undone":
-            parts.append(Content.from_markup("\n[b $warning]undone[/] $at", at=(batch.undone_at or "")[:19]))
-        if self.undo_result is not None and self.undo_result.batch.id == batch.id:
-            r = self.undo_result
+    def render_head(self) -> None:
+        """The batch pane: what the batch is and holds, what to press, and a failed preview's error."""
+        parts: list[Content] = []
+        preview = self.preview
+        if preview is None:
+            where = (f"namespace {self.target}" if self.target in self.workbench.namespaces else
+                     f"the new namespace {self.target} (created when you commit)")
             parts.append(Content.from_markup(
-                "\nundo removed events $removed, restored $restored; graph rows removed $gr, restored $gs",
-                removed=", ".join(map(str, r.removed_event_ids)) or "none",
-                restored=", ".join(map(str, r.restored_event_ids)) or "none",
-                gr=str(r.graph_removed), gs=str(r.graph_restored)))
-        if batch.status in ("ready", "awaiting_confirmation"):
-            parts.append(Content("\nC commits (asks first); a/m/s/x/i set an item's action, t its target."))
-        if batch.warnings:
-            parts.append(Content.from_markup("\n[dim]$w[/dim]", w="; ".join(batch.warnings)[:200]))
+                "No imports yet in $where. Open an export file (o) or paste one (p): Strata previews every "
+                "item against what it already remembers, and nothing is written until you commit. The "
+                "namespace field picks where it goes.", where=where))
+        else:
+            batch = preview.batch
+            counts = " · ".join(f"{n} {a}" for a, n in sorted(batch.counts.items()) if n) or "nothing decided yet"
+            parts.append(Content.from_markup("[b]import $id[/b] · $status · $format · $source\n", id=str(batch.id),
+                                             status=batch.status, format=batch.format,
+                                             source=batch.source_name or "pasted"))
+            parts.append(Content.from_markup("$counts · threshold $th · $n to choose", counts=counts,
+                                             th=f"{batch.threshold:.2f}", n=str(batch.needs_confirmation)))
+            if self.only_waiting:
+                parts.append(Content.from_markup("\n[b]showing only the $n waiting for a decision[/b] (f shows all)",
+                                                 n=str(sum(waiting(i, batch) for i in preview.items))))
+            if batch.status == "committed":
+                parts.append(Content.from_markup("\n[b $success]committed[/] $at: $n events imported · U undoes it",
+                                                 at=(batch.committed_at or "")[:19], n=str(batch.imported_count)))
+            if batch.status == "undone":
+                parts.append(Content.from_markup("\n[b $warning]undone[/] $at", at=(batch.undone_at or "")[:19]))
+            if self.undo_result is not None and self.undo_result.batch.id == batch.id:
+                r = self.undo_result
+                parts.append(Content.from_markup(
+                    "\nundo removed events $removed, restored $restored; graph rows removed $gr, restored $gs",
+                    removed=", ".join(map(str, r.removed_event_ids)) or "none",
+                    restored=", ".join(map(str, r.restored_event_ids)) or "none",
+                    gr=str(r.graph_removed), gs=str(r.graph_restored)))
+            if batch.status in EDITABLE:
+                parts.append(Content("\nenter: items · a/m/s/x/i decide · t targets · r reset · ]/[ next to "
+                                     "decide · f only those · C commit"))
+            if batch.warnings:
+                parts.append(Content.from_markup("\n[dim]$w[/dim]", w="; ".join(batch.warnings)[:200]))
+        if self.notice:
+            parts.append(Content.from_markup("\n[b $error]$notice[/]", notice=self.notice))
         self.query_one("#batch-head", Static).update(Content("").join(parts))
-        table = self.query_one("#items", DataTable)
+
+    def show_preview(self, preview, keep_row: int | None = None, keep_position: int | None = None) -> None:
+        self.preview = preview
+        self.render_head()
+        table = self.query_one("#items", ItemTable)
         row = table.cursor_row if keep_row is None else keep_row
-        table.clear()
-        for item in preview.items:
-            table.add_row(*item_cells(item), key=str(item.position))
-        if preview.items:
-            table.move_cursor(row=min(max(row, 0), len(preview.items) - 1))
-            self._show_item(table.cursor_row)
+        shown = [i for i in preview.items if not self.only_waiting or waiting(i, preview.batch)]
+        if keep_position is not None:
+            row = next((n for n, i in enumerate(shown) if i.position == keep_position), row)
+        table.reset()
+        table.append_page(shown, [item_cells(i, preview.batch) for i in shown], False)
+        if shown:
+            table.move_cursor(row=min(max(row, 0), len(shown) - 1))
+            self._show_item(table.current)
+            if self._focus_items:
+                self._focus_items = False
+                table.focus()
+        else:
+            self.query_one("#item-text", Static).update(
+                "Nothing waits for a decision: f shows every item." if self.only_waiting and preview.items else "")
         self.refresh_bindings()
 
-    @on(DataTable.RowHighlighted, "#items")
-    def _item_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_item(event.cursor_row)
+    @on(PagedTable.RowHighlighted, "#items")
+    def _item_highlighted(self) -> None:
+        self._show_item(self.query_one("#items", ItemTable).current)
 
     def _current_item(self):
-        if self.preview is None:
-            return None
-        row = self.query_one("#items", DataTable).cursor_row
-        items = self.preview.items
-        return items[row] if 0 <= row < len(items) else None
+        return self.query_one("#items", ItemTable).current if self.preview is not None else None
 
-    def _show_item(self, row: int) -> None:
-        if self.preview is None or not 0 <= row < len(self.preview.items):
+    def _show_item(self, item) -> None:
+        if item is None or self.preview is None:
             return
-        item = self.preview.items[row]
-        c = item.candidate
-        parts = [Content.from_markup("[b]$title[/b]\n$summary\n", title=c.title, summary=c.summary)]
-        when = c.happened_start or c.mentioned_at or "no time"
-        parts.append(Content.from_markup("[dim]$when · $who · confidence $conf$dup[/dim]\n", when=when,
-                                         who=", ".join(c.participants) or "no participants",
-                                         conf="-" if item.confidence is None else f"{item.confidence:.2f}",
-                                         dup=f" · duplicate of event {item.duplicate_of_event}"
-                                         if item.duplicate_of_event else ""))
-        parts.append(Content.from_markup("[b $primary]decision[/] $action $targets: $reason\n",
-                                         action=(item.effective_action or item.action or "undecided").upper(),
-                                         targets=", ".join(f"#{t}" for t in item.effective_target_ids),
-                                         reason=item.reason or ""))
-        for match in item.matches:
-            chosen = "▶ " if match.event_id in item.effective_target_ids else "  "
-            parts.append(Content.from_markup("$mark#$id $title [dim]($status, score $score)[/dim]\n",
-                                             mark=chosen, id=str(match.event_id), title=match.title,
-                                             status=match.status, score=f"{match.score:.3f}"))
-        if item.created_event_id:
-            parts.append(Content.from_markup("imported as event $id\n", id=str(item.created_event_id)))
-        self.query_one("#item-text", Static).update(Content("").join(parts))
+        self.query_one("#item-text", Static).update(item_detail(item, self.preview.batch))
+
+    # ------------------------------------------------------------------ moving around
+
+    def action_focus_items(self) -> None:
+        items = self.query_one("#items", ItemTable)
+        if items.row_count:
+            items.focus()
+        elif self.preview is not None and self.only_waiting:
+            self.notify("nothing waits for a decision; f shows every item", severity="information")
+
+    def action_back(self) -> None:
+        focused = self.focused
+        detail = self.query_one("#item-detail", DetailPane)
+        if focused is detail or (focused is not None and detail in focused.ancestors):
+            self.query_one("#items", ItemTable).focus()
+        else:
+            self.query_one("#batches", PagedTable).focus()
+
+    def _item_focused(self) -> bool:
+        focused = self.focused
+        return focused is not None and (focused.id in ("items", "item-detail")
+                                        or any(a.id == "item-detail" for a in focused.ancestors))
+
+    def action_next_waiting(self, step: int = 1) -> None:
+        if self.preview is None:
+            return
+        table = self.query_one("#items", ItemTable)
+        rows = [n for n, item in enumerate(table.items) if waiting(item, self.preview.batch)]
+        if not rows:
+            self.notify("no item waits for a decision", severity="information")
+            return
+        here = table.cursor_row if self._item_focused() else (-1 if step > 0 else len(table.items))
+        if step > 0:
+            row = next((n for n in rows if n > here), rows[0])
+        else:
+            row = next((n for n in reversed(rows) if n < here), rows[-1])
+        table.focus()
+        table.move_cursor(row=row)
+
+    def action_filter_waiting(self) -> None:
+        if self.preview is None:
+            return
+        current = self._current_item()
+        self.only_waiting = not self.only_waiting
+        self.show_preview(self.preview, keep_row=0, keep_position=current.position if current else None)
 
     # ------------------------------------------------------------------ preview
 
@@ -374,6 +609,8 @@ class ImportsScreen(StrataScreen):
         if not Path(path).is_file():
             self.notify(f"{path} is not a file", severity="error")
             return
+        if Path(path).suffix.lower() in TEXT_SUFFIXES:
+            self.query_one("#i-format", Select).value = "text"
         self.start_preview(path=path)
 
     def action_paste(self) -> None:
@@ -393,6 +630,7 @@ class ImportsScreen(StrataScreen):
         bar = self.query_one("#i-progress", ProgressBar)
         bar.display = True
         bar.update(total=None, progress=0)
+        self.notice = None
         screen = self
 
         def progress(done: int, total: int, label: str) -> None:
@@ -416,20 +654,38 @@ class ImportsScreen(StrataScreen):
     @on(PreviewLoaded)
     def _preview_done(self, event: PreviewLoaded) -> None:
         self.query_one("#i-progress", ProgressBar).display = False
+        if isinstance(self.focused, (PathInput, TextArea)) or self.focused is None:
+            # A new preview is there to be decided: its items take the keys, not the path field.
+            self._focus_items = True
         table = self.query_one("#batches", PagedTable)
         if not any(b.id == event.preview.batch.id for b in table.items):
             self.load_batches(select_id=event.preview.batch.id)
+        elif self._focus_items:
+            self._focus_items = False
+            self.action_focus_items()
+
+    def failure_title(self, group: str) -> str:
+        return FAILURES.get(group, "import: something went wrong")
 
     def load_failed(self, event) -> None:
         super().load_failed(event)
         self.query_one("#i-progress", ProgressBar).display = False
+        if event.group == "preview-run":
+            # The "Deciding every item…" line goes: the pane shows what it showed before, and why.
+            self.notice = f"The preview failed: {event.error}"
+            self.render_head()
 
     # ------------------------------------------------------------------ decide / commit / undo
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         status = self.preview.batch.status if self.preview is not None else None
-        if action in ("decide", "next_target", "commit"):
-            return status in ("ready", "awaiting_confirmation")
+        if action in ("decide", "choose_targets", "reset"):
+            # Only on the item the person is looking at: never on a row the cursor left behind.
+            return status in EDITABLE and self._item_focused()
+        if action in ("commit", "reset_all"):
+            return status in EDITABLE
+        if action in ("next_waiting", "filter_waiting"):
+            return self.preview is not None and bool(self.preview.items)
         if action == "undo":
             return status == "committed"
         return True
@@ -439,12 +695,15 @@ class ImportsScreen(StrataScreen):
         if item is None or self.preview is None:
             return
         batch_id = self.preview.batch.id
-        if action in ("merge", "supersede", "conflict") and not (targets or item.effective_target_ids
-                                                                   or item.target_ids):
-            if not item.matches:
-                self.notify(f"item {item.position} has no stored match to {action}", severity="warning")
+        if action in TARGETED and not targets:
+            targets = list(item.choice_target_ids or item.effective_target_ids or item.target_ids) or (
+                [item.matches[0].event_id] if item.matches else [])
+            if not targets:
+                self.notify(f"item {item.position} has no stored match to {action}: t names a target by its id",
+                            severity="warning")
                 return
-            targets = [item.matches[0].event_id]
+        if action not in TARGETED:
+            targets = None
 
         def decide():
             from core.services.imports import decide as decide_item, get_batch
@@ -452,23 +711,67 @@ class ImportsScreen(StrataScreen):
             decide_item(batch_id, item.position, action, targets)
             return get_batch(batch_id)
 
-        row = self.query_one("#items", DataTable).cursor_row
-        self.fetch("decide", decide, lambda preview: self.ItemDecided((preview, row)))
+        self._change("decide", decide, item.position)
+
+    def _change(self, group: str, call, position: int | None) -> None:
+        row = self.query_one("#items", ItemTable).cursor_row
+        self.fetch(group, call, lambda preview: self.ItemDecided((preview, row, position)))
 
     @on(ItemDecided)
     def _decided(self, event: ItemDecided) -> None:
-        preview, row = event.item
-        self.show_preview(preview, keep_row=row)
+        preview, row, position = event.item
+        # Filtered to the waiting items, a decided item leaves the list: the cursor stays on its row,
+        # which is then the next one waiting.
+        self.show_preview(preview, keep_row=row, keep_position=None if self.only_waiting else position)
 
-    def action_next_target(self) -> None:
+    def action_choose_targets(self) -> None:
         item = self._current_item()
-        if item is None or not item.matches:
+        if item is None:
             return
-        ids = [m.event_id for m in item.matches]
-        current = item.effective_target_ids[0] if item.effective_target_ids else None
-        following = ids[(ids.index(current) + 1) % len(ids)] if current in ids else ids[0]
-        action = item.effective_action if item.effective_action in ("merge", "supersede", "conflict") else "merge"
-        self.action_decide(action, [following])
+        action = next((a for a in (item.choice_action, item.effective_action, item.action) if a in TARGETED),
+                      "merge")
+        current = tuple(item.choice_target_ids if item.choice_action in TARGETED
+                        else item.effective_target_ids or item.target_ids)
+
+        def chosen(ids: list[int] | None) -> None:
+            if ids:
+                self.action_decide(action, ids)
+
+        self.app.push_screen(TargetScreen(item, action, current), chosen)
+
+    def action_reset(self) -> None:
+        item = self._current_item()
+        if item is None or self.preview is None:
+            return
+        batch_id, position = self.preview.batch.id, item.position
+
+        def reset():
+            from core.services.imports import reset_choice
+
+            return reset_choice(batch_id, position)
+
+        self._change("decide", reset, position)
+
+    def action_reset_all(self) -> None:
+        if self.preview is None:
+            return
+        batch = self.preview.batch
+        chosen = sum(1 for i in self.preview.items if i.choice_action)
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+
+            def reset():
+                from core.services.imports import reset_choice
+
+                return reset_choice(batch.id)
+
+            self._change("decide", reset, None)
+
+        self.app.push_screen(ConfirmScreen(
+            "Reset choices", f"Forget the {chosen} choice(s) made in import {batch.id}? Every item goes back to the "
+            "preview's decision; those below the threshold wait for a decision again.", "Reset"), answered)
 
     def action_commit(self) -> None:
         if self.preview is None:
@@ -476,7 +779,7 @@ class ImportsScreen(StrataScreen):
         batch = self.preview.batch
         counts = ", ".join(f"{n} {a}" for a, n in sorted(batch.counts.items()) if n) or "nothing"
         body = (f"Apply import {batch.id} to namespace {batch.namespace}: {counts}. "
-                f"{batch.needs_confirmation} item(s) still marked CHOOSE will be ignored. "
+                f"{batch.needs_confirmation} item(s) still marked choose will be ignored. "
                 "Everything is written in one transaction and can be undone as a whole.")
 
         def answered(yes: bool | None) -> None:
@@ -534,22 +837,85 @@ class ImportsScreen(StrataScreen):
                     f"{len(r.restored_event_ids)} restored", timeout=6)
         self.load_batches(select_id=r.batch.id)
 
-    def action_focus_batches(self) -> None:
-        self.query_one("#batches", PagedTable).focus()
-
     def copy_text(self) -> str | None:
         item = self._current_item()
         if item is None:
             return None
-        return f"{item.candidate.title}\n{item.candidate.summary}\n{(item.effective_action or '').upper()}: " \
-               f"{item.reason or ''}"
+        titles = target_titles(item)
+        targets = "; ".join(f"#{i} {titles.get(i, '')}".strip() for i in shown_targets(item, self.preview.batch))
+        return (f"{item.candidate.title}\n{item.candidate.summary}\n{(item.effective_action or '').upper()}"
+                f"{' ' + targets if targets else ''}: {item.reason or ''}")
 
     def palette_commands(self):
         commands = [("import: Open file…", "Preview an export file", self.action_open_file),
                     ("import: Paste text…", "Preview a pasted export", self.action_paste)]
-        if self.preview is not None and self.preview.batch.status in ("ready", "awaiting_confirmation"):
+        if self.preview is not None and self.preview.items:
+            commands.append(("import: Next item to decide", "The next item waiting for a decision",
+                             self.action_next_waiting))
+            commands.append(("import: Only items to decide" if not self.only_waiting else "import: Every item",
+                             "Filter the items waiting for a decision", self.action_filter_waiting))
+        if self.preview is not None and self.preview.batch.status in EDITABLE:
             commands.append(("import: Commit batch", "Apply the selected batch (asks first)", self.action_commit))
+            commands.append(("import: Reset every choice", "The preview's decisions apply again (asks first)",
+                             self.action_reset_all))
         if self.preview is not None and self.preview.batch.status == "committed":
             commands.append(("undo: Last import", "Undo the selected committed batch (asks first)",
                              self.action_undo))
         return commands
+
+
+ACTION_STYLE = {action: f"$decision-{action}" for action in ("add", "merge", "supersede", "conflict", "ignore")}
+
+
+def _action(action: str | None) -> Content:
+    name = action or "undecided"
+    style = ACTION_STYLE.get(name, "")
+    return Content.from_markup(f"[b {style}]$a[/]" if style else "[b]$a[/]", a=name.upper())
+
+
+def item_detail(item, batch) -> Content:
+    """What the focused item is, what the preview proposes and why (naming the subject, slot and
+    value matched when the decision carries them), the person's choice, and the matches."""
+    c = item.candidate
+    titles = target_titles(item)
+
+    def targets(ids) -> str:
+        return " · ".join(f"#{i} {_clip(titles.get(i, ''), 60).rstrip('. ')}".rstrip() for i in ids)
+
+    parts = [Content.from_markup("[b]$title[/b]\n$summary\n", title=c.title, summary=c.summary)]
+    when = c.happened_start or c.mentioned_at or "no time"
+    parts.append(Content.from_markup("[dim]$when · $who · confidence $conf$dup[/dim]\n", when=when,
+                                     who=", ".join(c.participants) or "no participants",
+                                     conf="-" if item.confidence is None else f"{item.confidence:.2f}",
+                                     dup=f" · duplicate of event {item.duplicate_of_event}"
+                                     if item.duplicate_of_event else ""))
+    parts += [Content.from_markup("[b $primary]proposed[/] "), _action(item.action),
+              Content.from_markup(" $t\n", t=targets(item.target_ids))]
+    parts.append(Content.from_markup("[b $primary]reason[/] $r\n", r=item.reason or "none given"))
+    said = facts_text(item)
+    if said:
+        parts.append(Content.from_markup("[b $primary]matched[/] $s\n", s=said))
+    if waiting(item, batch):
+        parts.append(Content.from_markup(
+            "[b $warning]waits for you[/]: confidence below $th; ignored at commit unless you decide\n",
+            th=f"{batch.threshold:.2f}"))
+    elif item.choice_action:
+        parts += [Content.from_markup("[b $primary]your choice[/] "), _action(item.choice_action),
+                  Content.from_markup(" $t (r resets it)\n", t=targets(item.choice_target_ids))]
+    if item.effective_action and item.effective_action != item.action or item.created_event_id:
+        parts += [Content.from_markup("[b $primary]commit applies[/] "), _action(item.effective_action),
+                  Content.from_markup(" $t\n", t=targets(item.effective_target_ids))]
+    chosen = set(shown_targets(item, batch)) | set(item.choice_target_ids)
+    if item.matches or getattr(item, "chosen_events", ()):
+        parts.append(Content.from_markup("[b $primary]matches[/] [dim](▶ target)[/dim]\n"))
+    for match in (*item.matches, *getattr(item, "chosen_events", ())):
+        mark = "▶ " if match.event_id in chosen else "  "
+        how = f"score {match.score:.3f}" if match.score else "chosen by id"
+        parts.append(Content.from_markup("$mark#$id $title [dim]($status, $how)[/dim]\n", mark=mark,
+                                         id=str(match.event_id), title=match.title, status=match.status, how=how))
+        said = facts_text(match)
+        if said:
+            parts.append(Content.from_markup("    [dim]$s[/dim]\n", s=said))
+    if item.created_event_id:
+        parts.append(Content.from_markup("imported as event $id\n", id=str(item.created_event_id)))
+    return Content("").join(parts)
