@@ -55,7 +55,7 @@ for _cls, _words in {
     "language": "speak speaks speaking spoke fluent fluently language languages native tongue",
     "learn": "learn learns learning learned learnt study studies studying studied student course courses "
              "lesson lessons class classes tutor",
-    "play": "play plays playing played practice practices practicing instrument",
+    "play": "play plays playing played player players practice practices practicing instrument",
     "birthday": "birthday birthdays born birth birthdate",
     "family": "married marry wife husband spouse partner partners girlfriend boyfriend engaged fiance "
               "fiancee daughter son sister brother mother father mom dad kids children child",
@@ -1013,8 +1013,10 @@ def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str
             confidence = min(confidence, 0.8)
         return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)}; this adds detail{note}",
                        confidence, _merged(candidate, rel.match))
-    return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)}{note}",
-                   _restating_confidence(rel, cand))
+    confidence = _restating_confidence(rel, cand)
+    if rel.extra >= 1.0 and rel.cover < 0.8:
+        confidence = min(confidence, 0.8)  # a word of detail the card lacks ("which is severe"): a person sees it
+    return _answer("ignore", [eid], f"event {eid} already states this about {_who(rel)}{note}", confidence)
 
 
 def _who(rel: Relation) -> str:
@@ -1039,8 +1041,10 @@ def _restating_confidence(rel: Relation, cand: Fact) -> float:
         return 0.7  # a number or drink of its own where the card has another ("five" against "six")
     if rel.cover >= 0.8:
         return 0.9
-    if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2:
-        return 0.88  # every value of the card, and more: the same fact with detail
+    if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2 and not rel.new & cand.anchors:
+        # Every value of the card, and more: the same fact with detail. Not with a name or number of its
+        # own ("adopted a new dog named Mochi"), which may be a new value.
+        return 0.88
     return 0.86 if rel.cover >= 0.65 else 0.8 if rel.cover >= 0.6 else 0.7
 
 
@@ -1050,7 +1054,7 @@ _CHANGE = re.compile(
     r"\b(now|no longer|not any ?more|any ?more|these days|nowadays|moved|relocated|relocating|switched|switching|"
     r"changed|has since|have since|as of|replaced|instead|from now on|going forward|quit|stopped|no more|"
     r"transferred|promoted|upgraded|postponed|delayed|pushed (?:back|out)|rescheduled|brought forward|renamed|"
-    r"gave up|given up)\b", re.IGNORECASE)
+    r"gave up|given up|(?:a|her|his|their|my|our) new)\b", re.IGNORECASE)
 
 
 def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
@@ -1063,6 +1067,8 @@ def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
         return False
     if not changes and rel.back >= 0.8 and rel.hits >= 2 and _key_shared(rel, cand):
         return True  # all the card says, and more: the same fact in more detail
+    if not changes and not rel.flip and rel.kinds - _WEAK and _key_shared(rel, cand) and not _kinds_swap(rel, cand):
+        return True  # one subject, one slot, one value ("plays the saxophone", in other words around it)
     return rel.cover >= (0.75 if changes else 0.5)
 
 
