@@ -469,6 +469,19 @@ def parse_import(text: str, format: str = "v2", *, where: str = "input") -> Pars
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# A file saved as plain text or Markdown is a list of facts: read as JSON it would only fail after a
+# recovery attempt (and a model's recovery of a list it could read directly).
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
+
+
+def format_for_path(path: str | Path, chosen: str | None = None) -> str:
+    """The format to read ``path`` in: ``chosen`` when given, else a text list for a text or Markdown
+    file and v2 JSON for any other."""
+    if chosen:
+        return chosen
+    return "text" if Path(path).suffix.lower() in TEXT_SUFFIXES else "v2"
+
+
 def read_import_file(path: str | Path, format: str = "v2") -> tuple[str, ParsedImport]:
     """Read and parse a file; the size limit is checked before the file is read."""
     path = Path(path)

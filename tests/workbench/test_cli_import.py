@@ -192,3 +192,11 @@ def test_bench_import_prints_a_table_and_writes_the_report_keys(tmp_path, capsys
     assert {"accuracy", "auto_applied_share", "auto_applied_precision", "undo_round_trip"} <= set(report)
     assert set(report["accuracy"]) == {"overall", "add", "merge", "supersede", "conflict", "ignore"}
     assert report["undo_round_trip"] is True and report["benchmark"] == "import" and report["candidates"] == 30
+
+
+def test_a_text_file_is_a_list_of_facts_unless_a_format_is_given(url, tmp_path, capsys):
+    facts = write(tmp_path, "facts.txt", "- Lena paints with oils\n- Omar runs marathons\n")
+    preview = run_json(capsys, "import", "preview", facts, "--db", url, "--namespace", "ns")
+    assert preview["batch"]["format"] == "text" and preview["batch"]["total"] == 2
+    error = run(capsys, "import", "preview", facts, "--format", "v2", "--no-recover", "--db", url, code=2).err
+    assert "not JSON" in error

@@ -208,6 +208,9 @@ async def test_a_txt_file_is_a_text_list_and_waiting_items_show_their_proposal(m
         assert cells[1] == "choose" and cells[2] == "SUPERSEDE?"
         assert cells[5].startswith(f"#{first.event_id} {first.title[:8]}") and cells[5].endswith("+1")
         assert row_text(screen, 2)[2] == "MERGE?" and row_text(screen, 0)[2] == "ADD"
+        # A JSON file after it is JSON again.
+        await previewed(pilot, tmp_path, json.dumps(EXPORT), "export.json")
+        assert screen.preview.batch.format == "v2" and str(screen.query_one("#i-format").value) == "v2"
 
 
 async def test_enter_and_arrows_go_into_the_items_and_esc_comes_back(make_app, tmp_path, decider):

@@ -123,7 +123,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
     from core.imports.formats import read_import_file
     from core.services.imports import parse_or_recover, preview_batch, start_import
 
+    from core.imports.formats import format_for_path
+
     provider = _provider(args)
+    args.format = format_for_path(args.file, args.format)
     # The whole file is validated before the store is opened: bad input changes nothing.
     try:
         text, parsed = read_import_file(args.file, args.format)
@@ -304,9 +307,9 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
     p = steps.add_parser("preview", parents=[common], help="parse a file and decide every item (writes no memory)")
     p.add_argument("file", type=Path, metavar="FILE")
-    p.add_argument("--format", default="v2", choices=FORMATS,
-                   help="v2 (stratagate.external-memory.v2 JSON, default), mem0 (a Mem0 export) or text (one fact per "
-                        "bullet or line)")
+    p.add_argument("--format", default=None, choices=FORMATS,
+                   help="v2 (stratagate.external-memory.v2 JSON, the default), mem0 (a Mem0 export) or text (one fact "
+                        "per bullet or line; always for a .txt or .md file)")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to import into (default: the only one)")
     p.add_argument("--top-k", type=integer(1, 20), default=DEFAULT_TOP_K,
                    help=f"stored matches per item, 1-20 (default {DEFAULT_TOP_K})")

@@ -41,9 +41,6 @@ from workbench.widgets.table import PagedTable
 FORMATS = (("v2 JSON", "v2"), ("Mem0 JSON", "mem0"), ("text list", "text"))
 ACTION_KEYS = {"add": "a", "merge": "m", "supersede": "s", "conflict": "x", "ignore": "i"}
 TARGETED = ("merge", "supersede", "conflict")
-# An export saved as plain text is a list of facts whatever the format picker says: read as
-# JSON it would only fail after a recovery attempt.
-TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
 FAILURES = {
     "preview-run": "import: the preview failed",
     "preview": "import: could not read the batch",
@@ -609,8 +606,15 @@ class ImportsScreen(StrataScreen):
         if not Path(path).is_file():
             self.notify(f"{path} is not a file", severity="error")
             return
-        if Path(path).suffix.lower() in TEXT_SUFFIXES:
-            self.query_one("#i-format", Select).value = "text"
+        from core.imports.formats import format_for_path
+
+        # The picker follows what the file name says (a list of facts, or JSON: v2 unless Mem0 is
+        # picked), and shows it, so the batch's format is no surprise.
+        picker = self.query_one("#i-format", Select)
+        if format_for_path(path) == "text":
+            picker.value = "text"
+        elif picker.value == "text":
+            picker.value = "v2"
         self.start_preview(path=path)
 
     def action_paste(self) -> None:
