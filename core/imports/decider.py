@@ -1085,6 +1085,18 @@ _FROM_TO = re.compile(r"\bfrom\s+(?:the\s+|an?\s+|her\s+|his\s+|their\s+|my\s+)?
                       r"(?:to|for)\s+(?:the\s+|an?\s+)?([\w'’-]+)", re.IGNORECASE)
 
 
+def _number_clash(rel: Relation | None, cand: Fact) -> tuple[str, str] | None:
+    """A number of the candidate's and another of the card's for one kind of fact both state (an age, a
+    date, a count), with no number shared: (new, old), or None."""
+    if rel is None or not rel.kinds - _WEAK:
+        return None
+    new = sorted(v for v in rel.new if v.isdigit())
+    old = sorted(v for v in rel.missing if v.isdigit())
+    if new and old and not any(v.isdigit() for v in rel.shared):
+        return new[0], old[0]
+    return None
+
+
 def _moved_from(cand: Fact, same: list[Relation]) -> Relation | None:
     """The card led by the subject that states the old value of "from X to Y" ("moved her notes from
     Obsidian to Logseq", "changed from Galway to Dublin") and not the new one."""
@@ -1153,6 +1165,14 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         _union_cover(cand, best, same) >= 0.8
     if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
         return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
+    clash = _number_clash(best, cand) if restating else None
+    if clash is not None:
+        # The same fact with another number ("Ivy is five" against "Ivy, who's six"): both cannot be true.
+        eid = best.match["id"]
+        dated = bool(_later(cand, best.fact)) and bool((candidate.get("temporal") or {}).get("happened_start"))
+        if changes or dated:
+            return _answer("supersede", [eid], f"gives {clash[0]} where event {eid} gives {clash[1]}, as newer", 0.7)
+        return _answer("conflict", [eid], f"gives {clash[0]} where event {eid} gives {clash[1]}", 0.7)
     moved = _moved_from(cand, same) if changes else None
     if moved is not None and not (action == "supersede" and target is moved):
         eid = moved.match["id"]

@@ -505,3 +505,12 @@ def test_from_old_to_new_supersedes_the_card_holding_the_old_value():
     result = decide("Maya moved her notes from Obsidian to Logseq.", cards, user={"names": ["Maya"]})
     assert (result["action"], result["existing_event_ids"]) == ("supersede", [2]), result
     assert result["confidence"] < 0.85  # the card also says Notion ended: a person confirms
+
+
+def test_the_same_fact_with_another_number_is_a_conflict():
+    """"Ivy is five" against a card saying she is six restates the card's words but not its value."""
+    cards = [m(1, "Maya lives in Utrecht with Maya's partner Tomás and Maya's daughter Ivy, who's six.",
+               ["Maya", "Tomás", "Ivy"])]
+    result = decide("Ivy, Maya's daughter, is five years old.", cards, user={"names": ["Maya"]})
+    assert (result["action"], result["existing_event_ids"]) == ("conflict", [1]), result
+    assert result["confidence"] < 0.85 and "5" in result["reason"] and "6" in result["reason"]
