@@ -200,3 +200,25 @@ def test_a_text_file_is_a_list_of_facts_unless_a_format_is_given(url, tmp_path, 
     assert preview["batch"]["format"] == "text" and preview["batch"]["total"] == 2
     error = run(capsys, "import", "preview", facts, "--format", "v2", "--no-recover", "--db", url, code=2).err
     assert "not JSON" in error
+
+
+def test_show_prints_the_subject_slot_and_value_a_decision_or_match_carries(capsys):
+    """Whatever shape the decider gives them (fields, or nested), and nothing when there are none."""
+    from types import SimpleNamespace as NS
+
+    from workbench.cli.imports import _print_matches
+    from workbench.import_facts import facts_text
+
+    match = NS(event_id=7, title="Maya lives in Lisbon", status="active", score=0.5,
+               matched={"subject": "Maya", "slot": "home", "value": ["Lisbon"]})
+    bare = NS(event_id=8, title="Ben has a dog", status="active", score=0.25)
+    item = NS(position=1, candidate=NS(title="Maya moved to Porto"), action="supersede", choice_action=None,
+              reason="Maya's home changes [subject Maya; slot home; new Porto]", target_ids=(7,),
+              effective_target_ids=(), matches=(match, bare), subject="Maya", slot="home", value="Porto")
+    _print_matches(NS(items=(item,)))
+    out = capsys.readouterr().out
+    assert "proposed SUPERSEDE: Maya's home changes [subject Maya; slot home; new Porto]" in out
+    assert "matched subject Maya · slot home · value Porto" in out
+    assert "* #7 Maya lives in Lisbon (active, score 0.500)\n      subject Maya · slot home · value Lisbon" in out
+    assert "#8 Ben has a dog (active, score 0.250)\n" in out
+    assert facts_text(bare) == "" and facts_text({"decision": {"slot": "pet"}}) == "slot pet"
