@@ -421,3 +421,18 @@ async def test_the_view_s_own_widgets_have_remappable_listed_keys(make_app, tmp_
         assert isinstance(app.screen, HelpScreen)
         keys = {row[2]: row[0] for row in app.screen.rows}
         assert keys["imports.items"] == "l" and keys["imports.complete"] == "tab"
+
+
+async def test_a_stale_commit_writes_nothing_and_shows_the_refreshed_preview(make_app, tmp_path, decider):
+    from core.services.capture import append_turn
+
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await previewed(pilot, tmp_path)
+        before = screen.preview.batch.preview_revision
+        await asyncio.wrap_future(app.backend.submit(lambda: append_turn("demo", "later", "Unrelated.", "Ok.")))
+        await confirmed(pilot, "C")
+        assert "import: nothing was committed" in [title for title, _ in toasts(app)]
+        assert screen.preview.batch.status != "committed" and screen.preview.batch.preview_revision > before
+        await confirmed(pilot, "C")
+        assert screen.preview.batch.status == "committed"

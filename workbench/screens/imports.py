@@ -678,6 +678,10 @@ class ImportsScreen(StrataScreen):
             # The "Deciding every item…" line goes: the pane shows what it showed before, and why.
             self.notice = f"The preview failed: {event.error}"
             self.render_head()
+        elif event.group in ("commit", "decide") and self.preview is not None:
+            # A commit refused as stale has refreshed the preview, and a refused choice may follow a
+            # change made elsewhere: show the batch as it is now.
+            self.load_preview(self.preview.batch.id)
 
     # ------------------------------------------------------------------ decide / commit / undo
 
