@@ -786,7 +786,8 @@ def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence
             if bad:
                 raise InvalidInputError(
                     f"event {bad[0]} is neither among item {position}'s matches "
-                    f"({', '.join(map(str, allowed)) or 'none'}) nor a live event of namespace {batch.namespace_name!r}")
+                    f"({', '.join(map(str, allowed)) or 'none'}) nor a live event of namespace "
+                    f"{batch.namespace_name!r}")
         item.choice_action, item.choice_target_ids, item.updated_at = action, targets, now_iso()
         item.save()
         _settle_status(batch)

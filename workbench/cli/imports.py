@@ -333,7 +333,8 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
                         "matches or any live event of the namespace; repeat it for several")
     p.set_defaults(handler=cmd_decide)
 
-    p = steps.add_parser("reset", parents=[common], help="forget a person's choice: the preview's decision applies again")
+    p = steps.add_parser("reset", parents=[common],
+                         help="forget a person's choice: the preview's decision applies again")
     p.add_argument("batch", type=ROW_ID, metavar="BATCH")
     p.add_argument("item", type=ROW_ID, nargs="?", default=None, metavar="ITEM", help="one item (default: every item)")
     p.set_defaults(handler=cmd_reset)
