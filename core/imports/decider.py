@@ -55,7 +55,8 @@ for _cls, _words in {
     "language": "speak speaks speaking spoke fluent fluently language languages native tongue",
     "learn": "learn learns learning learned learnt study studies studying studied student course courses "
              "lesson lessons class classes tutor",
-    "play": "play plays playing played player players practice practices practicing instrument",
+    "play": "play plays playing played player players practice practices practicing practise practises "
+            "practising practised instrument",
     "birthday": "birthday birthdays born birth birthdate",
     "family": "married marry wife husband spouse partner partners girlfriend boyfriend engaged fiance "
               "fiancee daughter son sister brother mother father mom dad kids children child",
@@ -1062,13 +1063,17 @@ def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
     new about the subject; a candidate saying something changed needs the card to state nearly all of it."""
     if rel is None:
         return False
+    if not changes and not rel.flip and _key_shared(rel, cand) and not _kinds_swap(rel, cand) and (
+            (_kind_slot(rel) and len(rel.missing) <= 3) or (rel.kinds - _WEAK and rel.hits >= 2)):
+        # One subject, one slot, one value, in other words around it ("plays the saxophone in a local
+        # band"; "likes to start the day with tea" and the short card "drinks tea every morning"). A long
+        # card naming the value in passing ("yoga is so cool …") is no statement of that slot.
+        return True
     # A name both share beside the candidate's own subject ("Has a beagle named Biscuit") is a part too.
     if rel.hits + (1 if rel.subject and cand.lead not in rel.subject else 0) < 2:
         return False
     if not changes and rel.back >= 0.8 and rel.hits >= 2 and _key_shared(rel, cand):
         return True  # all the card says, and more: the same fact in more detail
-    if not changes and not rel.flip and rel.kinds - _WEAK and _key_shared(rel, cand) and not _kinds_swap(rel, cand):
-        return True  # one subject, one slot, one value ("plays the saxophone", in other words around it)
     return rel.cover >= (0.75 if changes else 0.5)
 
 
@@ -1130,6 +1135,15 @@ def _folded(best: Relation) -> dict[str, Any]:
 _OBJECT_SLOTS = frozenset({"prefer", "like", "dislike"})
 
 
+def _kind_slot(rel: Relation) -> set[str]:
+    """Kinds of value (a drink, a tool, an instrument) both give: the slot, when their verbs differ
+    ("drinks espresso" and "prefers green tea in the morning", "keeps notes in Todoist" and "organises
+    work in Todoist")."""
+    mine = {_KIND_BY_STEM[v] for v in rel.shared | rel.new if v in _KIND_BY_STEM}
+    theirs = {_KIND_BY_STEM[v] for v in rel.shared | rel.missing if v in _KIND_BY_STEM}
+    return (mine & theirs) - _GENERIC_KINDS
+
+
 def _kinds_swap(rel: Relation, cand: Fact) -> bool:
     """A value of the candidate's and one of the card's are of one kind (a place, employer or name for
     a one-value fact such as a home or job)."""
@@ -1169,7 +1183,7 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     if clash is not None:
         # The same fact with another number ("Ivy is five" against "Ivy, who's six"): both cannot be true.
         eid = best.match["id"]
-        dated = bool(_later(cand, best.fact)) and bool((candidate.get("temporal") or {}).get("happened_start"))
+        dated = bool(_later(cand, best.fact))
         if changes or dated:
             return _answer("supersede", [eid], f"gives {clash[0]} where event {eid} gives {clash[1]}, as newer", 0.7)
         return _answer("conflict", [eid], f"gives {clash[0]} where event {eid} gives {clash[1]}", 0.7)
@@ -1191,6 +1205,7 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         ended = "has ended" in reason or "(it says" in reason
         negation = any(w in reason for w in ("negates", "no longer true", "corrects"))
         slot = target.same_subject and bool(target.kinds - _WEAK - _SOFT or target.kinds & _FUNCTIONAL
+                                            or _kind_slot(target)
                                             or _key_shared(target, cand)
                                             or (changes and target.shared))
         if not ended and not negation:
@@ -1212,7 +1227,7 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
                 # most likely the same fact, but a person should see it.
                 return {**_restatement(best, cand, candidate, "; one of them is negated"), "confidence": 0.6}
             return result
-        dated = bool(_later(cand, target.fact)) and bool((candidate.get("temporal") or {}).get("happened_start"))
+        dated = bool(_later(cand, target.fact))
         if len(target.missing) <= 3 and _value_swap(target, cand):
             # A short card about one fact with other words in its place ("aisle" for "window"): another
             # value, not a rewording; only a long conversational card differs in words by the way.
