@@ -1008,9 +1008,9 @@ def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str
     eid = rel.match["id"]
     if rel.extra >= 2.0:
         confidence = _restating_confidence(rel, cand)
-        if rel.cover < 0.8 and rel.missing:
+        if rel.cover < 0.8 and not _contains_short_card(rel, cand):
             # A merge hides the card it merges into: only when the card states nearly all of the
-            # candidate, or the candidate all of the card, is that safe without a person.
+            # candidate, or is a short card the candidate states whole, is that safe without a person.
             confidence = min(confidence, 0.8)
         return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)}; this adds detail{note}",
                        confidence, _merged(candidate, rel.match))
@@ -1030,6 +1030,14 @@ def _who(rel: Relation) -> str:
 _EXCLUSIVE = re.compile(r"\b(only|never|no other|none|sole|single|ever)\b", re.IGNORECASE)
 
 
+def _contains_short_card(rel: Relation, cand: Fact) -> bool:
+    """A short card the candidate states whole, with detail: the same fact in more words. Not with a
+    name or number of its own ("adopted a new dog named Mochi"), which may be a new value, nor a longer
+    card ("reading The Name of the Wind by Patrick Rothfuss" against "recommends …")."""
+    return not rel.missing and _key_shared(rel, cand) and rel.hits >= 2 and not rel.new & cand.anchors \
+        and len(rel.fact.values - rel.subject) <= 3
+
+
 def _restating_confidence(rel: Relation, cand: Fact) -> float:
     if rel.flip:
         return 0.6
@@ -1042,9 +1050,7 @@ def _restating_confidence(rel: Relation, cand: Fact) -> float:
         return 0.7  # a number or drink of its own where the card has another ("five" against "six")
     if rel.cover >= 0.8:
         return 0.9
-    if not rel.missing and _key_shared(rel, cand) and rel.hits >= 2 and not rel.new & cand.anchors:
-        # Every value of the card, and more: the same fact with detail. Not with a name or number of its
-        # own ("adopted a new dog named Mochi"), which may be a new value.
+    if _contains_short_card(rel, cand):
         return 0.88
     return 0.86 if rel.cover >= 0.65 else 0.8 if rel.cover >= 0.6 else 0.7
 
