@@ -1438,8 +1438,12 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
     from core.services.imports import commit_batch, decide, preview_import, undo_batch
 
     section = Section()
-    section.zero("exports differing after undo", "other namespace changed by undo", "errors")
+    section.zero("exports differing after undo", "other namespace changed by undo",
+                 "memory differing from never importing", "errors")
     rng = random.Random(seed)
+    # The twin gets only the writes made to the namespace itself between a commit and its undo: after
+    # the undo the two must hold the same memory (ids aside: the import used some).
+    twin = engine.copy(template, "round-trips-twin")
     url = engine.copy(template, "round-trips")
     _open(url)
     stats: Counter = Counter()
@@ -1485,14 +1489,31 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
                 if rng.random() < 0.5:
                     run_pending(CHAT)
                     stats["projected before the undo"] += 1
-                wrote = rng.random() < 0.6
-                if wrote:
+                roll = rng.random()
+                same = roll < 0.25
+                if same:
+                    turns = _later_turns(rng, number)
+                    _write_later(turns, number)
+                    stats["with later writes to the same namespace"] += 1
+                elif roll < 0.7:
                     _unrelated_write(rng, number, append_messages, run_pending, forget_event)
-                    stats["with unrelated writes"] += 1
+                    stats["with writes to another namespace"] += 1
                 other_before = export_namespace(OTHER)
                 undo_batch(preview.batch.id)
                 if export_namespace(OTHER) != other_before:
                     section.bad("other namespace changed by undo", example=f"round trip {number}")
+                if same:
+                    mine = comparable(CHAT)
+                    _close()
+                    _open(twin)
+                    _write_later(turns, number)
+                    never = comparable(CHAT)
+                    _close()
+                    _open(url)
+                    if mine != never:
+                        section.bad("memory differing from never importing",
+                                    example=f"round trip {number}: {_difference(mine, never)}")
+                    continue
                 after = export_namespace(CHAT)
                 if after != before:
                     section.bad("exports differing after undo", example=f"round trip {number}: "
@@ -1504,8 +1525,33 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
     finally:
         _close()
         engine.drop(url)
+        engine.drop(twin)
     section.figures.update(stats)
     return section
+
+
+_LATER = ("Kenji repaired an antique clock for his neighbour.", "Kenji booked a ferry to the northern islands.",
+          "Kenji finished knitting a green scarf.", "Kenji adopted two goldfish named Pip and Pop.",
+          "Kenji started learning the accordion.")
+
+
+def _later_turns(rng: random.Random, number: int) -> list[dict]:
+    """A few turns by someone no import speaks of, dated after everything imported."""
+    messages = []
+    for turn in range(rng.randint(1, 3)):
+        day = f"2026-0{1 + number % 9}-{10 + turn:02d}"
+        messages += [{"role": "user", "speaker": "Kenji", "content": _LATER[(number + turn) % len(_LATER)],
+                      "created_at": f"{day}T09:00:00+00:00"},
+                     {"role": "assistant", "content": "Lovely.", "created_at": f"{day}T09:00:05+00:00"}]
+    return messages
+
+
+def _write_later(messages: list[dict], number: int) -> None:
+    from core.services.capture import append_messages
+    from core.services.derive import run_pending
+
+    append_messages(CHAT, f"later-{number}", messages, close_turn=True, close_thread=True)
+    run_pending(CHAT)
 
 
 def _unrelated_write(rng: random.Random, number: int, append_messages, run_pending, forget_event) -> None:
