@@ -1,22 +1,16 @@
 """The offline decider: what to do with one imported memory, from its Top-K stored matches.
 
-Deterministic and lexical. Each statement is read as *subject* (who it is about), *predicate*
-(what kind of fact: where someone lives, what they like, where they work …, folded over
-common synonyms so paraphrases meet) and *values* (the remaining content words, names and
-numbers). Against the most related stored event:
+Deterministic and lexical. Each statement is read as *subject* (who or what it is about), *slot*
+(which attribute: the kinds of fact its words state — home, job, diet, likes … folded over common
+synonyms — and the kinds of value it gives: a drink, a tool, an instrument …) and *values* (names,
+numbers and the remaining content words). Each match is read as its subject's part of the card, and
+measured by how much of the candidate's content it states. ``_decide_slots`` decides from subject,
+slot and values; ``_review`` then keeps a supersede or conflict only for the candidate's own subject
+and a slot the card gives a value for, with a change word or a later time for a supersede, turns
+what a card already states into an ignore or merge, and sets the confidence from how strong the
+match is. docs/imports.md has the table of decisions and confidences.
 
-- same values, wording aside            → ignore (a paraphrased duplicate)
-- the stored values plus new detail     → merge
-- fewer values than the stored event    → ignore (nothing new)
-- other values for the same predicate   → supersede when the candidate says it is an update
-  ("now", "moved", "no longer", a correction) or is dated later, conflict when both cannot be
-  true at once (a negation, or a fact that does not change such as a birthday); a statement
-  marked as past ("used to") is history and added
-- nothing related                       → add
-- greetings, small talk, passing states → ignore
-
-Confidence says how clear the evidence was; anything below the auto-apply threshold goes to
-a person. The output has the shape of the provider's ``decide_external_memory`` answer.
+The output has the shape of the provider's ``decide_external_memory`` answer.
 """
 
 from __future__ import annotations
