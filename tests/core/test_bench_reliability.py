@@ -89,3 +89,14 @@ def test_an_exception_that_is_no_strata_error_is_counted(tiny, monkeypatch):
         engine.close()
     assert section.figures["uncaught exceptions"] > 0 and "uncaught exceptions" in section.failures()
     assert any("planted" in e for e in section.examples["uncaught exceptions"])
+
+
+def test_the_cli_takes_sections_by_name_and_refuses_others(capsys):
+    from workbench.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["bench", "reliability", "--sections", "fuzz,round-trips", "--kills", "100"])
+    assert args.sections == ("fuzz", "round_trips") and args.kills == 100 and args.engine == "sqlite"
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["bench", "reliability", "--sections", "fuzz,speed"])
+    assert exited.value.code == 2 and "--sections: choose from kills" in capsys.readouterr().err
