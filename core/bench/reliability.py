@@ -220,11 +220,9 @@ class Engine:
 
 
 def _remove_sqlite(path: Path) -> None:
-    for stale in path.parent.glob(f"{path.name}*"):
-        if stale.is_dir():
-            shutil.rmtree(stale, ignore_errors=True)
-        else:
-            stale.unlink(missing_ok=True)
+    from core.bench.scale import remove_database
+
+    remove_database(path)
 
 
 def _close() -> None:
