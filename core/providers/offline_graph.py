@@ -485,7 +485,19 @@ _AGE_RE = re.compile(rf"\b{_BE_NOW}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{
 # Who moved: the word just before "moved" (past "just", "recently", "have", …) must be a person or a
 # personal pronoun.
 _MOVER = re.compile(r"([\w'’]+?)(?:['’]s)?\s+(?:(?:just|recently|finally|already|have|has|had|also)\s+)*$")
-_MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you"})
+# "The user moved from Utrecht to Amsterdam": how another assistant's export names the person it is about.
+_MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you", "user"})
+# A statement that opens with its verb names no subject ("Moved to Hamburg", "Lives in Utrecht now",
+# "Uses Notion"), as another assistant's export writes them: capitalised, the verb would read as a name
+# (or, before a name, as part of it); lower-cased, the rules give the fact to the event's first person.
+# Modals that are also names ("Will", "May") are left alone.
+_OPENING_VERBS = frozenset(
+    """is was has had did does do said says told asked wants wanted loves loved likes liked thinks thought feels
+    felt plans planned went got gets made makes took takes decided lives lived works worked moved uses used started
+    joined left prefers preferred enjoys enjoyed owns owned adopted switched stopped quit relocated teaches taught
+    studies studied speaks learns learned manages managed booked bought began drinks drank eats ate plays played
+    reads read visited""".split())
+_OPENING_WORD = re.compile(r"[A-Z][a-z]+\b(?=\s)")
 
 # Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
 # one spoken to (the event's first participant).
@@ -968,7 +980,7 @@ class _EventReader:
                 if key not in seen:
                     seen.add(key)
                     self.b.since = self._own_time(sentence) if might_contain_time(sentence) else self.mentioned
-                    self.sentence(sentence)
+                    self.sentence(self._subjectless(sentence))
                 if pronouns:
                     self.named_before += self._named_people(sentence)
         self.b.since = None
@@ -1001,6 +1013,14 @@ class _EventReader:
                     if all(r != other for _, other in people):
                         people.append((name, r))
                 self.people = people
+
+    def _subjectless(self, sentence: str) -> str:
+        """The sentence with an opening verb lower-cased (``_OPENING_VERBS``), unless it is one of the
+        event's people."""
+        m = _OPENING_WORD.match(sentence)
+        if m is None or m.group(0).casefold() not in _OPENING_VERBS or self.person(m.group(0)) is not None:
+            return sentence
+        return m.group(0).casefold() + sentence[m.end():]
 
     def _own_time(self, sentence: str) -> str | None:
         """When a sentence dates itself otherwise than its card ("Maya left Acme in 2024. She joined
@@ -1104,8 +1124,9 @@ class _EventReader:
         for m in _MOVE_FROM_RE.finditer(s):
             denial = _denial(s, m.start())
             mover = _MOVER.search(s[: m.start()])
-            if denial == "denied" or mover is None or not (
-                    mover.group(1).casefold() in _MOVER_PRONOUNS or self.is_person(mover.group(1))):
+            opens = not s[: m.start()].strip()  # "moved from Utrecht to Amsterdam": the first person's move
+            if denial == "denied" or not opens and (mover is None or not (
+                    mover.group(1).casefold() in _MOVER_PRONOUNS or self.is_person(mover.group(1)))):
                 continue  # "swimming moved from Saturdays to Sundays": a thing moved, not a home
             subject = self.clause_subject(s, m.start())
             for group in ("old", "new"):

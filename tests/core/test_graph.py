@@ -889,6 +889,25 @@ def test_offline_a_use_verb_reaches_its_own_statement_only(text, tools):
     assert {value for name, key, value in facts if key == "uses"} == tools
 
 
+@pytest.mark.parametrize(("text", "facts"), [
+    ("Moved from Utrecht to Amsterdam in March 2026.",
+     {("Maya", "lives_in", "Amsterdam", "active"), ("Maya", "lives_in", "Utrecht", ENDED)}),
+    ("The user moved from Utrecht to Amsterdam.",
+     {("Maya", "lives_in", "Amsterdam", "active"), ("Maya", "lives_in", "Utrecht", ENDED)}),
+    ("Lives in Amsterdam now.", {("Maya", "lives_in", "Amsterdam", "active")}),
+    ("Uses Notion for meeting notes.", {("Maya", "uses", "Notion", "active")}),
+    ("Will moved to Oslo.", {("Will", "lives_in", "Oslo", "active")}),  # a name, though also a verb
+])
+def test_offline_a_statement_naming_no_subject_is_its_first_persons(text, facts):
+    """Another assistant's export writes "Moved to …", "The user …": the event's first person (the
+    user an import names first) moved, not nobody, and an opening verb is no name."""
+    people = ["Maya", "Will", "Oslo"] if text.startswith("Will") else ["Maya", "Amsterdam", "Utrecht"]
+    proposal = project_graph_offline({"events": [
+        {"id": 1, "title": "", "summary": text, "quotes": [], "participants": people, "temporal": {}}]})
+    assert {(n["name"], f["key"], f["value"], f.get("status", "active"))
+            for n in proposal["nodes"] for f in n["facts"]} == facts
+
+
 def test_a_stated_end_ends_the_current_record_and_keeps_its_history(store):
     """"Ann stopped using Vim" after "Ann uses Vim": the current use (fact and edge) becomes
     history ended when the later event happened, citing both events; a tool never stated as used
