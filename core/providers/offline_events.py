@@ -364,6 +364,22 @@ def _canonical(name: str, speakers: Sequence[str]) -> str:
     return name
 
 
+def named_in(texts: Sequence[str], speakers: Sequence[str] = ()) -> list[str]:
+    """The names a card written from ``texts`` lists as participants (people, places and others
+    alike, as extraction lists them), a speaker's nickname given as that speaker. An imported
+    statement has no conversation around it: its own texts are its whole vocabulary."""
+    texts = [prose(t) for t in texts if isinstance(t, str) and t.strip()]
+    lower_vocab = frozenset(w for text in texts for w in words(text) if w.islower())
+    known = frozenset(n.split()[0] for text in texts for n in _names(text, lower_vocab))
+    found: list[str] = []
+    for text in texts:
+        for name in _names(text, lower_vocab, known):
+            name = _canonical(name, speakers)
+            if name not in found:
+                found.append(name)
+    return found
+
+
 # "our daughter" said by Maya is Maya's daughter too; left as it is, the card reads as nobody's. Said by
 # the assistant, "our pipeline" is the user's: it stays "our".
 _OUR = re.compile(r"\b[Oo]ur\b")

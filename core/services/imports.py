@@ -887,10 +887,41 @@ def _mention_time(candidate: dict[str, Any], fallback: str) -> str:
     return value
 
 
+ASSISTANT_NAMES = frozenset({"assistant", "ai", "bot", "system"})
+
+
+def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], users: Sequence[str]) -> list[str]:
+    """Who and what an imported item names, as an extracted card lists them: the export's own
+    participants, then the names its text gives (read as extraction reads a message). A statement
+    naming no one ("Moved to Hamburg", "The user moved …") is about the user, who goes first: the
+    one name the namespace's user goes by, else the person the cards it replaces are about
+    (extraction lists a card's speaker first and, for the assistant's words, the one spoken to
+    next). Without them the graph projection finds no one to give the new value to."""
+    from core.imports.decider import about_user
+    from core.providers.offline_events import named_in
+
+    title, summary = candidate.get("title", ""), candidate.get("summary", "")
+    listed = [p for p in (candidate.get("temporal") or {}).get("participants") or [] if isinstance(p, str)]
+    known = [*users, *(p for names in targets for p in names)]
+    names = listed + named_in([title, summary], known)
+    if about_user(title, summary):
+        # Where nobody has spoken yet the user is unnamed, as extraction calls them; where several
+        # people speak as users, only the replaced cards can tell which one is meant.
+        who = users[0] if len(users) == 1 else UNNAMED_USER if not users and not targets else next(
+            (p for names in targets for p in names if p.strip().casefold() not in ASSISTANT_NAMES), None)
+        if who:
+            names.insert(0, who)
+    out: dict[str, str] = {}
+    for name in names:
+        out.setdefault(" ".join(name.split()).casefold(), " ".join(name.split()))
+    return [name for name in out.values() if name][:24]
+
+
 def _draft(candidate: dict[str, Any], message_id: int, action: str, targets: Sequence[int],
-           fallback_time: str) -> dict[str, Any]:
+           fallback_time: str, participants: Sequence[str] = ()) -> dict[str, Any]:
     temporal = dict(candidate.get("temporal") or {})
     temporal["mentioned_at"] = _mention_time(candidate, fallback_time)
+    temporal["participants"] = list(participants)
     relations: dict[str, list[int]] = {}
     if action in ("merge", "supersede"):
         relations["supersedes"] = list(targets)
@@ -1000,6 +1031,7 @@ def _commit(batch_id: int, has_time: bool) -> ImportPreview:
     now = now_iso()
     ns = get_or_create_namespace(batch.namespace_name)
     applied = {a: sum(1 for _, action, _ in plan if action == a) for a in ACTIONS}
+    users = user_names(batch.namespace_name)  # read before the batch's own unnamed source message exists
     block, message = _create_source_block(ns, batch, _block_views(batch, items, applied), now, has_time)
     meta = batch.meta or {}
     fallback_time = meta.get("exported_at") or now
@@ -1010,12 +1042,16 @@ def _commit(batch_id: int, has_time: bool) -> ImportPreview:
     replaced = sorted({t for _, action, targets in plan if action in ("merge", "supersede") for t in targets})
     before = {e.id: _image(e, _EVENT_IMAGE) for e in Event.select().where(Event.id.in_(replaced))} if replaced else {}
 
+    targeted = sorted({t for _, action, targets in plan if action in TARGETED for t in targets})
+    cast = {i: names for part in chunks(targeted) for i, names in
+            Event.select(Event.id, Event.participants).where(Event.id.in_(part)).tuples()}
     created: list[Event] = []
     for item, action, targets in plan:
         event_id = None
         if action and action != "ignore":
             source = item.merged if action == "merge" and item.merged else item.candidate
-            event = write_event(ns.id, _draft(source, message.id, action, targets, fallback_time), block=block,
+            who = _participants(source, [cast.get(t) or [] for t in targets], users)
+            event = write_event(ns.id, _draft(source, message.id, action, targets, fallback_time, who), block=block,
                                 formed_turn=ns.current_turn, origin="import", mentioned_fallback=fallback_time,
                                 index=False)
             created.append(event)

@@ -611,3 +611,103 @@ def test_recovered_candidates_with_a_lone_surrogate_are_refused_with_where(seede
     with pytest.raises(ImportFormatError, match=r"recovered\) candidates: item 1: field 'summary'.*surrogate"):
         preview_import(NS, "Omar runs. Omar swims. (not JSON)", provider=provider)
     assert ImportBatch.select().count() == 0  # nothing stored
+
+
+# ----------------------------------------------------------------------------- the graph of imported items
+
+
+def _homes(namespace: str, person: str) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """A person's lives_in facts as the node view shows them: current {value: sources} and
+    historical {value: (until, reasons)}."""
+    from core.services.graph import find_node, node_view
+
+    view = node_view(find_node(person, namespace))
+    return ({f.value: f.source_event_ids for f in view.current_facts if f.key == "lives_in"},
+            {f.value: (f.valid_to, {(r.cause, r.id) for r in f.ended_by})
+             for f in view.historical_facts if f.key == "lives_in"})
+
+
+def test_the_demo_move_ends_utrecht_with_the_import_as_its_reason_until_undone(demo_template, tmp_path):
+    """Issue 31: "Maya moved to Amsterdam", confirmed as a supersede of the card saying she lives in
+    Utrecht, makes Amsterdam where she lives once derived and Utrecht history ended by the import;
+    the undo gives back the store byte for byte."""
+    from core.store import open_store
+
+    open_store(copy_of(demo_template, tmp_path / "demo.db"))
+    assert _homes("demo", "Maya")[0].keys() == {"Utrecht"}
+    before = export_namespace("demo")
+    preview = preview_import("demo", v2(c("Maya moved from Utrecht to Amsterdam in March 2026.",
+                                          title="Maya moved to Amsterdam",
+                                          temporal={"happenedStart": "2026-03", "precision": "month"})))
+    item = preview.items[0]
+    utrecht = [m.event_id for m in item.matches if "Utrecht" in m.summary]
+    assert item.action == "supersede" and set(item.target_ids) <= set(utrecht) and item.requires_confirmation
+    decide(preview.batch.id, 1, "supersede", utrecht)
+    moved = commit_batch(preview.batch.id).items[0].created_event_id
+    participants = Event.get_by_id(moved).participants
+    assert participants[0] == "Maya" and {"Amsterdam", "Utrecht"} <= set(participants)
+    assert run_pending("demo").failed == 0
+    current, history = _homes("demo", "Maya")
+    assert current == {"Amsterdam": (moved,)}
+    until, reasons = history["Utrecht"]
+    assert until == "2026-03" and ("event", moved) in reasons
+    assert verify("demo").ok
+
+    undo_batch(preview.batch.id)
+    assert export_namespace("demo") == before
+    assert _homes("demo", "Maya")[0].keys() == {"Utrecht"} and verify("demo").ok
+
+
+def test_an_imported_move_of_someone_else_is_theirs_not_the_users(seeded):
+    """"Ben moved to Oslo" is Ben's move: his Bergen ends (replaced by the imported Oslo), the user's
+    Lisbon stays, and the undo brings Bergen back."""
+    append_messages(NS, "ben", [
+        {"role": "user", "content": "My friend Ben lives in Bergen.", "created_at": "2024-04-01T10:00:00+00:00"},
+        {"role": "assistant", "content": "Noted.", "created_at": "2024-04-01T10:00:05+00:00"}],
+        close_turn=True, close_thread=True)
+    assert run_pending(NS).failed == 0
+    assert _homes(NS, "Ben")[0].keys() == {"Bergen"}
+    maya_before = _homes(NS, "Maya")
+    bergen = next(e.id for e in Event.select() if "Bergen" in e.summary)
+    before = export_namespace(NS)
+    preview = preview_import(NS, v2(c("Ben moved to Oslo in May 2025.", title="Ben moved to Oslo",
+                                      temporal={"happenedStart": "2025-05", "precision": "month"})))
+    decide(preview.batch.id, 1, "supersede", [bergen])
+    moved = commit_batch(preview.batch.id).items[0].created_event_id
+    assert Event.get_by_id(moved).participants[:2] == ["Ben", "Oslo"]
+    assert run_pending(NS).failed == 0
+    current, history = _homes(NS, "Ben")
+    assert current == {"Oslo": (moved,)} and history["Bergen"][0] == "2025-05"
+    (cause, fact_id), = history["Bergen"][1]  # the value that replaced it: Oslo, which the import states
+    from core.models import GraphFact, GraphSource
+
+    assert cause == "fact" and GraphFact.get_by_id(fact_id).value == "Oslo"
+    assert GraphSource.select().where((GraphSource.kind == "fact") & (GraphSource.record_id == fact_id)
+                                      & (GraphSource.event == moved)).exists()
+    assert _homes(NS, "Maya") == maya_before
+    undo_batch(preview.batch.id)
+    assert export_namespace(NS) == before and _homes(NS, "Ben")[0].keys() == {"Bergen"}
+
+
+def test_an_imported_add_about_the_user_gives_the_user_a_new_fact(demo_template, tmp_path):
+    """An export's statement naming no one ("Adopted a cat named Miso") is about the user, whom the
+    demo's conversations name Maya: her graph gains the pet, citing the import, and loses it on undo."""
+    from core.services.graph import find_node, node_view
+    from core.store import open_store
+
+    open_store(copy_of(demo_template, tmp_path / "demo.db"))
+
+    def pets() -> dict[str, tuple]:
+        view = node_view(find_node("Maya", "demo"))
+        return {f.value: f.source_event_ids for f in view.current_facts if f.key == "has_pet"}
+
+    before, pets_before = export_namespace("demo"), pets()
+    assert "cat Miso" not in pets_before
+    preview = preview_import("demo", v2(c("Adopted a cat named Miso in March 2026.", title="Adopted a cat")))
+    decide(preview.batch.id, 1, "add")
+    added = commit_batch(preview.batch.id).items[0].created_event_id
+    assert Event.get_by_id(added).participants[0] == "Maya"
+    assert run_pending("demo").failed == 0
+    assert pets() == {**pets_before, "cat Miso": (added,)}
+    undo_batch(preview.batch.id)
+    assert export_namespace("demo") == before and pets() == pets_before
