@@ -345,6 +345,12 @@ def check_input(tool: Any, arguments: Any) -> None:
                     f"{shown}: {what} not valid UTF-8 text (lone surrogate "
                     f"\\u{ord(value[at]):04x} at character {at}); send text as UTF-8",
                     field=where.split("[", 1)[0] or None, tool=shown)
+            nul = value.find("\x00")
+            if nul >= 0:
+                what = f"argument '{where}' holds" if where else "the arguments hold"
+                raise InvalidArgumentsError(f"{shown}: {what} a NUL character at character {nul}; text sent to "
+                                            "memory may not hold one", field=where.split("[", 1)[0] or None,
+                                            tool=shown)
             continue
         if isinstance(value, (Mapping, list, tuple)):
             if depth >= MAX_ARGUMENT_DEPTH:

@@ -463,6 +463,10 @@ def parse_import(text: str, format: str = "v2", *, where: str = "input") -> Pars
     if bad is not None:
         raise ImportFormatError(f"{where}: not UTF-8 text (lone surrogate \\u{ord(bad.group()):04x} at character "
                                 f"{bad.start()}); give the export as UTF-8")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ImportFormatError(f"{where}: a NUL character at character {nul}; no text Strata stores may hold one "
+                                "(PostgreSQL cannot)")
     return parser(text, where)
 
 

@@ -60,6 +60,14 @@ def _validate_tool_calls(raw: object, where: str) -> tuple[ToolTrace, ...]:
     return tuple(out)
 
 
+def _refuse_nul(text: str, where: str) -> None:
+    """A NUL character is refused on every engine alike: PostgreSQL cannot store one in text, and a
+    message SQLite kept with one would not survive a move to PostgreSQL."""
+    at = text.find("\x00")
+    if at >= 0:
+        raise InvalidInputError(f"{where}: a NUL character at character {at}; a message may not hold one")
+
+
 def coerce_message(value: MessageIn | dict, where: str = "message") -> MessageIn:
     """Validate one message (a MessageIn or a plain dict) and say where it is wrong."""
     if isinstance(value, MessageIn):
@@ -86,12 +94,17 @@ def coerce_message(value: MessageIn | dict, where: str = "message") -> MessageIn
         raise InvalidInputError(f"{where}: content: expected a string, got {type(content).__name__}")
     if not content.strip() and not tool_calls:
         raise InvalidInputError(f"{where}: content: message has no content")
+    _refuse_nul(content, f"{where}: content")
     speaker = data.get("speaker")
     if speaker is not None and not isinstance(speaker, str):
         raise InvalidInputError(f"{where}: speaker: expected a string, got {type(speaker).__name__}")
+    if isinstance(speaker, str):
+        _refuse_nul(speaker, f"{where}: speaker")
     ext = data.get("external_id", data.get("id"))
     if ext is not None and not isinstance(ext, (str, int)):
         raise InvalidInputError(f"{where}: id: expected a string, got {type(ext).__name__}")
+    if isinstance(ext, str):
+        _refuse_nul(ext, f"{where}: id")
     created = data.get("created_at")
     if created is not None and not isinstance(created, str):
         raise InvalidInputError(f"{where}: created_at: expected an ISO-8601 string, got {type(created).__name__}")

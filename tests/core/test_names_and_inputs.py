@@ -131,3 +131,35 @@ def test_thread_lookups_take_the_stored_spelling(store):
     append_turn("ns", "session-42", "We ship on Friday.", "Noted.")
     assert len(thread_messages("ns", " session-42\n")) == 2
     assert close_thread("ns", " session-42 ")  # its open tail is sealed, found under the padded name
+
+
+def test_a_nul_character_is_refused_at_every_door_and_nothing_is_written(store, tmp_path):
+    """PostgreSQL cannot store a NUL in text; refused as input on every engine, it never reaches
+    the driver (whose ValueError escaped every caller) and a file holding one writes nothing."""
+    import json
+
+    from core.agent_tools import MemoryTools
+    from core.errors import InvalidInputError
+    from core.imports.formats import ImportFormatError
+    from core.ingest import ingest
+    from core.models import Message
+    from core.services.capture import append_turn
+    from core.services.imports import start_import
+
+    append_turn("ns", "t", "tea at four", "ok")
+    before = Message.select().count()
+    with pytest.raises(InvalidInputError, match="content: a NUL character at character 1"):
+        append_turn("ns", "t", "x\x00y", "ok")
+    with pytest.raises(InvalidInputError, match="speaker: a NUL character"):
+        append_turn("ns", "t", {"role": "user", "content": "hi", "speaker": "A\x00"}, "ok")
+    lines = tmp_path / "nul.jsonl"
+    lines.write_text("\n".join(json.dumps({"thread": thread, "role": "user", "content": content,
+                                           "created_at": "2024-03-01T10:00:00Z"})
+                               for thread, content in (("a", "tea"), ("b", "x\x00y"))) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"nul.jsonl:2: content: a NUL character"):
+        ingest("jsonl", lines, namespace="ns")
+    assert Message.select().count() == before  # thread "a" before it is not stored either
+    answer = MemoryTools("ns").call_safe("search_events", {"query": "tea", "participants": ["A\x00"]})
+    assert answer["error"]["code"] == "invalid_arguments" and "NUL character" in answer["error"]["message"]
+    with pytest.raises(ImportFormatError, match="a NUL character at character"):
+        start_import("ns", "- likes tea\x00\n", format="text")
