@@ -367,9 +367,18 @@ def test_a_request_id_escaping_a_lone_surrogate_is_answered_under_null_and_the_s
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), line,
              line[:40], json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
-    proc = subprocess.run([sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"], cwd=ROOT,
-                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
-    replies = [json.loads(out) for out in proc.stdout.splitlines()]
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.Popen([sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    replies = []
+    # Standard input stays open until the last answer is in: at end of input the server stops, and
+    # a request still being answered then may be dropped (a race the test must not depend on).
+    while not any(r.get("id") == 3 for r in replies):
+        out = proc.stdout.readline()
+        assert out, proc.stderr.read()[-2000:]
+        replies.append(json.loads(out))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
     assert [r["id"] for r in replies if "error" in r] == [None, None]
     assert [r for r in replies if r.get("id") == 3][0]["result"]["tools"]
