@@ -418,6 +418,9 @@ def relabel_ids(data: dict[str, Any]) -> dict[str, Any]:
         e["sources"] = sorted(ev(s) for s in e["sources"])
     for r in out["receipts"]["usage"]:
         r["event_ids"] = [ev(i) for i in r["event_ids"] or []]
+    for r in out["receipts"]["ingestion"]:  # a receipt names the messages it stored
+        if isinstance(r.get("result"), dict) and isinstance(r["result"].get("message_ids"), list):
+            r["result"]["message_ids"] = [msg.get(i, f"missing:{i}") for i in r["result"]["message_ids"]]
     cause = {"event": ev, "fact": lambda i: fact.get(i, f"missing:{i}"), "edge": lambda i: edge.get(i, f"missing:{i}")}
     for record in (*out["graph"]["facts"], *out["graph"]["edges"]):
         for ending in record.get("ended_by") or []:

@@ -198,3 +198,21 @@ def test_several_processes_opening_a_new_store_at_once_create_it_once(tmp_path):
 
     assert database_version(db) == SCHEMA_VERSION
     db.close()
+
+
+def test_comparable_memory_relabels_the_message_ids_a_receipt_names(tmp_path):
+    """Two stores holding the same conversation under other message ids compare equal."""
+    from core.services.capture import append_turn
+    from tests.stores import fresh_url
+
+    memories = []
+    for name, detour in (("plain", False), ("detour", True)):
+        open_store(fresh_url(tmp_path, f"{name}.db"))
+        if detour:  # other rows first: the same turns get other ids
+            append_turn("elsewhere", "x", "unrelated", "ok")
+        append_turn("ns", "t", "The launch is on March 3.", "Noted.", receipt_id="r1",
+                    created_at="2026-01-10T10:00:00+00:00")
+        memories.append(comparable_memory("ns"))
+        db.close()
+    assert memories[0]["receipts"]["ingestion"][0]["result"]["message_ids"] == [1, 2]
+    assert memories[0] == memories[1]
