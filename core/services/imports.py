@@ -902,8 +902,9 @@ def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], u
 
     title, summary = candidate.get("title", ""), candidate.get("summary", "")
     listed = [p for p in (candidate.get("temporal") or {}).get("participants") or [] if isinstance(p, str)]
-    known = [*users, *(p for names in targets for p in names)]
-    names = listed + named_in([title, summary], known)
+    # A nickname is read as the user's name, as extraction reads one as its speaker's; other
+    # stored names are not prefixes to complete ("Oslo" is no "Oslo Airport").
+    names = listed + named_in([title, summary], users)
     if about_user(title, summary):
         # Where nobody has spoken yet the user is unnamed, as extraction calls them; where several
         # people speak as users, only the replaced cards can tell which one is meant.
