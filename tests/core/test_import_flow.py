@@ -711,3 +711,22 @@ def test_an_imported_add_about_the_user_gives_the_user_a_new_fact(demo_template,
     assert pets() == {**pets_before, "cat Miso": (added,)}
     undo_batch(preview.batch.id)
     assert export_namespace("demo") == before and pets() == pets_before
+
+
+@pytest.mark.parametrize(("title", "summary", "listed", "targets", "users", "expected"), [
+    ("Moved to Hamburg", "Moved to Hamburg in 2025.", [], [], ["Maya"], ["Maya", "Hamburg"]),
+    ("Moved to Hamburg", "The user moved to Hamburg.", [], [], [], ["User", "Hamburg"]),  # nobody has spoken
+    # Several people speak as users: the one the replaced card is about (its assistant aside).
+    ("Moved to Hamburg", "Moved to Hamburg.", [], [["Assistant", "Ben", "Bergen"]], ["Maya", "Ben"],
+     ["Ben", "Hamburg"]),
+    ("Moved to Hamburg", "Moved to Hamburg.", [], [], ["Maya", "Ben"], ["Hamburg"]),  # no one to tell by
+    ("Ben moved to Oslo", "Ben moved from Bergen to Oslo.", [], [["Maya", "Ben", "Bergen"]], ["Maya"],
+     ["Ben", "Oslo", "Bergen"]),
+    ("Tomás moved to Porto", "Tomás moved to Porto.", ["Tomás", "Ivy"], [], ["Maya"], ["Tomás", "Ivy", "Porto"]),
+    ("Mel adopted a cat", "Mel adopted a cat named Miso.", [], [], ["Melanie"], ["Melanie", "Miso"]),
+])
+def test_an_imported_item_names_who_it_is_about(title, summary, listed, targets, users, expected):
+    from core.services.imports import _participants
+
+    candidate = {"title": title, "summary": summary, "temporal": {"participants": listed}}
+    assert _participants(candidate, targets, users) == expected
