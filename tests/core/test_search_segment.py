@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from core.bench.synthetic import conversation, queries
-from core.db import is_sqlite, write_transaction
+from core.db import db, is_sqlite, write_transaction
 from core.models import Event, Message, Namespace, Thread
 from core.search import scoring, segment, spread
 from core.search.analyze import analyze
@@ -26,31 +26,56 @@ from core.services.retrieval import (
     _FIRST_PERSON, _WHEN, DEFAULT_PARAMS, _has_time, _layout, event_support, raw_ranking,
 )
 from core.services.search import search_events, search_raw
+from core.store import open_store
+from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 SAVED = pytest.mark.sqlite_only(reason="search index copies are saved beside a SQLite file; a server database has none")
 QUESTIONS = queries(10) + ["Alice kubernetes", "rollback plan", "budget deadline Lisbon", "zzzz unknownword"]
 
 
+def _tune(patch) -> None:
+    patch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
+    patch.setattr(scoring, "LONG_QUERY", 10**6)  # even for long queries
+    patch.setattr(segment, "DENSE_MIN", 40)  # common terms looked up through dense tf arrays
+    patch.setattr(segment, "DENSE_TERMS", 3)  # and evicted
+    patch.setattr(segment, "BULK_EXTREMES", 2_000)  # the static part bounds every term at once
+    patch.setattr(segment, "MERGE_MIN", 1_000)  # merge (and save) often on this small corpus
+
+
+@pytest.fixture(scope="module")
+def corpus_template(tmp_path_factory):
+    """The corpus, stored once per module: each test takes a copy (building it took a second a
+    test on PostgreSQL, whose round trips cost more than SQLite's calls)."""
+    url = fresh_url(tmp_path_factory.mktemp("corpus"), "corpus.db")
+    open_store(url)
+    segment.forget_views()
+    with pytest.MonkeyPatch.context() as patch:
+        _tune(patch)
+        for thread, messages in conversation(500, seed=3):
+            append_messages("scale", thread, messages)
+        ns = Namespace.get(Namespace.name == "scale")
+        with write_transaction():
+            for i, (thread, messages) in enumerate(conversation(120, seed=5)):
+                for j, m in enumerate(messages[:6]):
+                    write_event(ns.id, {"title": m["content"][:80], "summary": m["content"],
+                                        "participants": [m["speaker"]], "source_message_ids": [],
+                                        "temporal": {}}, block=None, formed_turn=i * 10 + j)
+    segment.forget_views()
+    close_template()
+    yield url
+    if on_postgres():
+        drop(url)
+
+
 @pytest.fixture
-def corpus(store, monkeypatch):
+def corpus(corpus_template, tmp_path, monkeypatch):
     segment.forget_views()
-    monkeypatch.setattr(scoring, "EXHAUSTIVE_BELOW", 0)  # always take the MaxScore path
-    monkeypatch.setattr(scoring, "LONG_QUERY", 10**6)  # even for long queries
-    monkeypatch.setattr(segment, "DENSE_MIN", 40)  # common terms looked up through dense tf arrays
-    monkeypatch.setattr(segment, "DENSE_TERMS", 3)  # and evicted
-    monkeypatch.setattr(segment, "BULK_EXTREMES", 2_000)  # the static part bounds every term at once
-    monkeypatch.setattr(segment, "MERGE_MIN", 1_000)  # merge (and save) often on this small corpus
-    for thread, messages in conversation(500, seed=3):
-        append_messages("scale", thread, messages)
-    ns = Namespace.get(Namespace.name == "scale")
-    with write_transaction():
-        for i, (thread, messages) in enumerate(conversation(120, seed=5)):
-            for j, m in enumerate(messages[:6]):
-                write_event(ns.id, {"title": m["content"][:80], "summary": m["content"],
-                                    "participants": [m["speaker"]], "source_message_ids": [],
-                                    "temporal": {}}, block=None, formed_turn=i * 10 + j)
-    yield ns
+    _tune(monkeypatch)
+    open_store(copy_of(corpus_template, tmp_path / "strata.db"))
+    yield Namespace.get(Namespace.name == "scale")
     segment.forget_views()
+    if not db.is_closed():
+        db.close()
 
 
 def _assert_same(kind: str, ns_id: int, terms: list[str], **kw) -> None:
