@@ -95,6 +95,10 @@ class Provider(Protocol):
     # (the extraction timeline) may then be read on first use, and the graph context carries
     # ``mentions`` (name -> what other live events say with it). Model providers leave it False.
     reads_context_lazily: bool
+    # True when answers come from a language model: the import service then checks a decision
+    # against the strict schema and caps a confidence the answer's evidence does not back. Such a
+    # provider may also expose ``usage`` (core.providers.usage fields, totals since it was made).
+    model_backed: bool
 
     def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary | dict[str, Any]: ...
 
@@ -102,9 +106,10 @@ class Provider(Protocol):
 
     def project_graph(self, context: dict[str, Any]) -> dict[str, Any]: ...
 
-    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any] | str:
         """One imported memory against its Top-K stored matches: ``{action, existing_event_ids,
-        reason, confidence, merged_candidate?}`` (the import service validates it)."""
+        reason, confidence, merged_candidate?}``, and from a model also ``subject, slot, value``
+        (the import service validates it; a model's answer may be text to recover)."""
         ...
 
     def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class OfflineProvider:
 
     name = "offline"
     reads_context_lazily = True  # the timeline is consulted only for a statement that says something changed
+    model_backed = False  # its import decisions come from rules, not a model's answer
     model: str | None = None
 
     def summarize_block(self, messages: Sequence[dict[str, Any]]) -> BlockSummary:

@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,7 +39,9 @@ from core.providers.schemas import (
     SUMMARY_INSTRUCTIONS,
     SUMMARY_SCHEMA,
 )
+from core.providers import usage as usage_acct
 from core.redact import mask_secret, redact_text
+from core.tokens import estimate_tokens
 
 DEFAULT_BASE_URL = "https://api.deepseek.com"
 DEFAULT_MODEL = "deepseek-chat"
@@ -95,6 +98,11 @@ class _Task:
     schema: dict[str, Any]
     required: tuple[str, ...]  # keys a recovered object must carry to count as an answer
     retry_truncated: bool
+    # The user message from the payload (default: the payload as JSON).
+    render: Callable[[Any], str] | None = None
+    # Return the tool arguments (or a text reply) as the model gave them, for a caller that checks
+    # and recovers them itself: the import decision, whose unusable answer goes to a person.
+    raw: bool = False
 
 
 SUMMARY_TASK = _Task(
@@ -126,14 +134,22 @@ GRAPH_TASK = _Task(
 )
 
 
+def _render_decision(payload: Any) -> str:
+    from core.imports.model_decision import render_decision_prompt
+
+    return render_decision_prompt(payload)
+
+
 DECIDE_TASK = _Task(
     key="decide_external_memory",
     tool="strata_decide_external_memory",
     description="Record the decision for one imported memory against the stored matches.",
     instructions=DECIDE_INSTRUCTIONS,
     schema=DECIDE_SCHEMA,
-    required=("action", "reason"),
+    required=("action",),
     retry_truncated=True,
+    render=_render_decision,
+    raw=True,
 )
 RECOVER_TASK = _Task(
     key="recover_external_memory",
@@ -175,6 +191,7 @@ class OpenAICompatProvider:
 
     name = "openai"
     reads_context_lazily = False  # the context becomes a prompt
+    model_backed = True  # its import decisions are checked strictly (core.imports.model_decision)
 
     def __init__(
         self,
@@ -209,6 +226,8 @@ class OpenAICompatProvider:
         self.attempts = int(attempts)
         self.retry_delay = max(0.0, float(retry_delay))
         self.recent_responses: deque[str] = deque(maxlen=RECENT_RESPONSES)
+        self._usage = usage_acct.empty()
+        self._usage_lock = threading.Lock()  # derivation may share one provider between threads
 
     def __repr__(self) -> str:
         return (
@@ -227,13 +246,53 @@ class OpenAICompatProvider:
     def project_graph(self, context: dict[str, Any]) -> dict[str, Any]:
         return self._run(GRAPH_TASK, context, _graph_envelope)
 
-    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
-        return self._run(DECIDE_TASK, context, _object_envelope)
+    def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any] | str:
+        """The model's answer as it gave it (an object, or text to recover): the import service
+        checks it (core.imports.model_decision) and sends an unusable one to a person."""
+        return self._run(DECIDE_TASK, context, _raw_answer)
 
     def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
         return self._run(RECOVER_TASK, context, _object_envelope)
 
+    @property
+    def usage(self) -> dict[str, int]:
+        """Every call so far: tokens as the provider reported them, and Strata's own estimate."""
+        with self._usage_lock:
+            return dict(self._usage)
+
     # -- mechanics ------------------------------------------------------------------
+
+    def _meter(self, data: bytes, text: str | None) -> None:
+        """Count one HTTP exchange: the reported usage of a 2xx body, and Strata's estimate of the
+        messages sent and of the answer (the tool arguments, else the text) received."""
+        sent = json.loads(data)
+        estimated_in = sum(estimate_tokens(m.get("content") or "") for m in sent.get("messages") or [])
+        estimated_out = 0
+        found = None
+        if text is not None:
+            try:
+                body = json.loads(text)
+            except ValueError:
+                body = None
+            found = usage_acct.reported(body)
+            try:
+                message = body["choices"][0]["message"]
+                calls = message.get("tool_calls") or []
+                said = calls[0]["function"]["arguments"] if calls else message.get("content")
+                estimated_out = estimate_tokens(said if isinstance(said, str) else json.dumps(said))
+            except (KeyError, IndexError, TypeError, AttributeError):
+                pass
+        with self._usage_lock:
+            u = self._usage
+            u["calls"] += 1
+            u["estimated_prompt_tokens"] += estimated_in
+            u["estimated_completion_tokens"] += estimated_out
+            if found is not None:
+                u["reported_calls"] += 1
+                u["prompt_tokens"] += found[0]
+                u["completion_tokens"] += found[1]
+                u["cached_prompt_tokens"] += found[2]
+
 
     def _scrub(self, text: str) -> str:
         key = self._key.reveal()
@@ -254,7 +313,8 @@ class OpenAICompatProvider:
     def _request_body(self, task: _Task, payload: Any, corrective: bool) -> bytes:
         messages: list[dict[str, str]] = [
             {"role": "system", "content": task.instructions},
-            {"role": "user", "content": json.dumps(payload, ensure_ascii=False, default=str)},
+            {"role": "user", "content": task.render(payload) if task.render
+             else json.dumps(payload, ensure_ascii=False, default=str)},
         ]
         if corrective:
             messages.append({"role": "user", "content": CORRECTIVE_MESSAGE.format(tool=task.tool)})
@@ -329,7 +389,7 @@ class OpenAICompatProvider:
         except UnicodeDecodeError:
             raise _BadAnswer("response body is not UTF-8") from None
 
-    def _answer(self, task: _Task, text: str) -> dict[str, Any]:
+    def _answer(self, task: _Task, text: str) -> Any:
         """The tool arguments from one chat-completions body, or _BadAnswer."""
         try:
             body = json.loads(text)
@@ -351,6 +411,12 @@ class OpenAICompatProvider:
         if not isinstance(message, dict):
             raise _BadAnswer("response choice has no message")
         calls = [c for c in (message.get("tool_calls") or []) if isinstance(c, dict)]
+        if task.raw:
+            function = ([c for c in calls if (c.get("function") or {}).get("name") == task.tool] or calls or [{}])[0]
+            said = (function.get("function") or {}).get("arguments") if calls else message.get("content")
+            if isinstance(said, dict) or (isinstance(said, str) and said.strip()):
+                return said
+            raise _BadAnswer(f"response has neither a {task.tool} call nor text")
         if calls:
             named = [c for c in calls if (c.get("function") or {}).get("name") == task.tool]
             function = (named or calls)[0].get("function") or {}
@@ -383,7 +449,12 @@ class OpenAICompatProvider:
         problem = "no attempt made"
         for attempt in range(1, self.attempts + 1):
             try:
-                text = self._post(data)
+                try:
+                    text = self._post(data)
+                except (ProviderCallError, _BadAnswer):
+                    self._meter(data, None)  # a call was made, and may be billed, all the same
+                    raise
+                self._meter(data, text)
                 result = validate(self._answer(task, text))
             except ProviderCallError as exc:
                 if not exc.retryable or attempt == self.attempts:
@@ -415,6 +486,10 @@ def _graph_envelope(args: Any) -> dict[str, Any]:
     for key in ("nodes", "edges"):
         if not isinstance(args.get(key), list):
             raise ProviderOutputError(f"graph projection: {key} must be a list")
+    return args
+
+
+def _raw_answer(args: Any) -> Any:
     return args
 
 

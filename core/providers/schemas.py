@@ -194,15 +194,33 @@ _CANDIDATE_SCHEMA = {
     },
 }
 
+DECISION_FIELDS = ("action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value")
+
+# A model's answer for one imported memory. Every field is required, so that an answer a person
+# reviews always says what was matched; the import service checks it again (core.imports.model_decision),
+# since a model may ignore the schema.
 DECIDE_SCHEMA = {
     "type": "object",
-    "required": ["action", "existing_event_ids", "reason", "confidence"],
+    "additionalProperties": False,
+    "required": list(DECISION_FIELDS),
     "properties": {
         "action": {"type": "string", "enum": list(IMPORT_ACTIONS)},
-        "existing_event_ids": {**_ID_LIST, "description": "ids from the supplied matches only"},
-        "merged_candidate": _CANDIDATE_SCHEMA,
+        "existing_event_ids": {**_ID_LIST, "description": "ids of the stored matches the action applies to, each "
+                                                          "one of the ids shown; one or more for merge, supersede "
+                                                          "and conflict, the restated match for ignore of a "
+                                                          "restatement, empty for add and for small talk"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1,
+                       "description": "how sure you are, 0 to 1; a person reviews anything below 0.85"},
         "reason": {"type": "string", "description": "one sentence, at most 500 characters"},
-        "confidence": {"type": "number", "description": "0 to 1"},
+        "subject": {"type": "string", "description": "who or what the candidate is about, as the candidate and "
+                                                     "the cited match name it; empty only for small talk"},
+        "slot": {"type": "string", "description": "the attribute it states (home city, employer, diet, pet's "
+                                                  "name ...); empty only for small talk"},
+        "value": {"type": "string", "description": "the candidate's value for that slot, in its words; empty "
+                                                   "only for small talk"},
+        "stored_value": {"type": "string", "description": "the value the cited match holds for the slot, when "
+                                                          "it holds one"},
+        "merged_candidate": {**_CANDIDATE_SCHEMA, "description": "merge only: one card stating both"},
     },
 }
 
@@ -231,18 +249,28 @@ RECOVER_SCHEMA = {
 }
 
 DECIDE_INSTRUCTIONS = (
-    "You decide what a long-term memory should do with one memory imported from another assistant, "
-    "given the most similar events it already stores (matches). Choose one action. add: nothing stored "
-    "says the same or something it updates. merge: a stored event states the same fact and the import "
-    "adds detail; give merged_candidate (title and summary) combining both and cite the events it "
-    "replaces. supersede: the import is a newer version, a correction or a change of state of stored "
-    "events; cite them. conflict: the import and stored events cannot both be true and nothing says which "
-    "is newer; cite them (both are kept). ignore: a duplicate, small talk, a passing state, no lasting "
-    "value, too little evidence, or you are unsure. The import may call the user 'the user' or name no "
-    "subject where stored events use the user's name (user.names, when one name is given). "
-    "Cite only ids from the matches. Do not guess dates, "
-    "keep the original wording of times, and never assume something happened at the time of the import. "
-    "confidence is how sure you are (0 to 1); a person reviews anything below 0.85."
+    "You decide what a long-term memory does with one memory imported from another assistant (the "
+    "candidate), given the stored events most similar to it (the matches, each with its id and times) and the "
+    "earlier items of the same import. Read each statement as subject (who or what it is about), slot (which "
+    "attribute: where someone lives, their employer, diet, a pet's name ...) and value. Choose exactly one "
+    "action:\n"
+    "- supersede: a match has the same subject and the same slot, the values differ, and the candidate is "
+    "newer (a later time, or words such as now, moved, switched, no longer, a correction). Cite the matches it "
+    "replaces.\n"
+    "- merge: a match says the same thing (same subject, slot and value) and the candidate adds detail; give "
+    "merged_candidate, one card stating both, and cite the match.\n"
+    "- conflict: a match has the same subject and slot and a different value, and nothing says which is "
+    "newer; cite it. Both are kept.\n"
+    "- add: no match has this subject and slot (a new fact, a new person, a further value of a slot that "
+    "holds several, such as languages or allergies).\n"
+    "- ignore: small talk, remarks about the chat, passing states, or an exact restatement of a match or of "
+    "an earlier item of this import (cite the restated match, if it is one).\n"
+    "Same words about another person are a different subject. Cite only ids shown under Stored matches; "
+    "never invent one. Always fill subject, slot and value from the candidate (empty strings only for small "
+    "talk), and stored_value when the cited match holds another value. Do not guess dates; keep time words "
+    "as written and never take the export date as the time something happened. The candidate may call the "
+    "user 'the user' or name no subject where stored events use the user's name. confidence is how sure you "
+    "are from 0 to 1; below 0.85 a person decides, so use 0.85 or more only when the evidence is explicit."
 )
 
 RECOVER_INSTRUCTIONS = (

@@ -22,6 +22,13 @@ def _graph_answer(answer: Any) -> dict[str, Any]:
     return answer
 
 
+def _decision_answer(answer: Any) -> dict[str, Any] | str:
+    # A model's decision may be text (prose, a cut-off object): the import service recovers and checks it.
+    if not isinstance(answer, (dict, str)):
+        raise ProviderOutputError("answer is not an object")
+    return answer
+
+
 def _object_answer(answer: Any) -> dict[str, Any]:
     if not isinstance(answer, dict):
         raise ProviderOutputError("answer is not an object")
@@ -32,7 +39,7 @@ _VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "summarize_block": BlockSummary.validated,
     "extract_events": Extraction.validated,
     "project_graph": _graph_answer,
-    "decide_external_memory": _object_answer,
+    "decide_external_memory": _decision_answer,
     "recover_external_memory": _object_answer,
 }
 
@@ -43,7 +50,7 @@ class ScriptedProvider:
     reads_context_lazily = False  # tests read the contexts it was given
 
     def __init__(self, answers: dict[str, list[Any]] | None = None, name: str = "scripted",
-                 model: str | None = None):
+                 model: str | None = None, *, model_backed: bool = False):
         answers = answers or {}
         unknown = sorted(set(answers) - set(TASKS))
         if unknown:
@@ -52,6 +59,8 @@ class ScriptedProvider:
             )
         self.name = name
         self.model = model
+        # True to have its import decisions checked as a model's are (strict schema, capped confidence).
+        self.model_backed = model_backed
         # Copied, so the caller's lists are left as they were.
         self._answers: dict[str, deque[Any]] = {task: deque(answers.get(task, ())) for task in TASKS}
         self.calls: list[tuple[str, Any]] = []
