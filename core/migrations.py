@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -263,6 +263,24 @@ def _v21_postgres_columns_as_on_sqlite(database: Database) -> None:
                     database.execute_sql(f"ALTER SEQUENCE {sequence} AS BIGINT")
 
 
+def _v22_import_model_accounting(database: Database) -> None:
+    """Version 22: what a model said an import decision matched (``import_item.matched``) and the
+    tokens its calls used, per item and per batch (``usage``), so a batch shows what it cost."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import ImportBatch, ImportItem
+
+    migrator = SchemaMigrator.from_database(database)
+    items = {c.name for c in database.get_columns(ImportItem._meta.table_name)}
+    batches = {c.name for c in database.get_columns(ImportBatch._meta.table_name)}
+    if "matched" not in items:
+        run(migrator.add_column(ImportItem._meta.table_name, "matched", ImportItem.matched))
+    if "usage" not in items:
+        run(migrator.add_column(ImportItem._meta.table_name, "usage", ImportItem.usage))
+    if "usage" not in batches:
+        run(migrator.add_column(ImportBatch._meta.table_name, "usage", ImportBatch.usage))
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -277,7 +295,8 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  16: _v16_event_fingerprints, 17: _v17_job_claims,
                                                  18: _v18_event_type_day_lane_index,
                                                  19: _v19_postings_by_namespace, 20: _v20_ordered_jobs,
-                                                 21: _v21_postgres_columns_as_on_sqlite}
+                                                 21: _v21_postgres_columns_as_on_sqlite,
+                                                 22: _v22_import_model_accounting}
 
 
 def database_version(database: Database) -> int:

@@ -582,6 +582,8 @@ class ImportBatch(BaseModel):
     preview_revision = IntegerField(null=True)
     source_block_id = IntegerField(null=True)
     imported_count = IntegerField(default=0)
+    # Model calls made for the batch itself (recovering malformed input): core.providers.usage fields.
+    usage = JSONTextField(null=True)
     last_error = TextField(null=True)
     created_at = CharField()
     updated_at = CharField()
@@ -609,6 +611,10 @@ class ImportItem(BaseModel):
     confidence = FloatField(null=True)
     requires_confirmation = BooleanField(default=False)
     model_calls = IntegerField(default=0)
+    # What a model said it matched ({subject, slot, value, stored_value}), for the person reviewing.
+    matched = JSONTextField(null=True)
+    # Tokens of every model call made for this item, summed (core.providers.usage fields).
+    usage = JSONTextField(null=True)
     choice_action = CharField(max_length=16, null=True)
     choice_target_ids = JSONTextField(null=True)
     final_action = CharField(max_length=16, null=True)

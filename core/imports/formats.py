@@ -75,6 +75,8 @@ class ParsedImport:
     uncertain_items: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     recovered: bool = False
+    # Tokens a model spent recovering it (core.providers.usage fields), kept with the batch.
+    usage: dict[str, int] | None = None
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -47,6 +47,7 @@ from core.models import (
     Job, Message, Namespace, Thread, UsageReceipt,
 )
 from core.providers import Provider, get_provider
+from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.providers.schemas import IMPORT_ACTIONS
 from core.redact import redact_text
@@ -140,6 +141,10 @@ class ImportItemRow:
     model_calls: int
     # Events a person chose as targets from outside the matches (any live event of the namespace).
     chosen_events: tuple[MatchRow, ...] = ()
+    # What a model said it matched ({subject, slot, value, stored_value}); None from the offline decider.
+    matched: dict[str, str] | None = None
+    # Tokens of the model calls made for this item (core.providers.usage fields); None without any.
+    usage: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,9 @@ class ImportBatchRow:
     updated_at: str
     committed_at: str | None
     undone_at: str | None
+    # Tokens of every model call made for the batch and its items, as reported and as Strata
+    # estimates them (core.providers.usage fields); None when no model was asked.
+    usage: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -230,7 +238,8 @@ def _item_row(item: ImportItem, outside: Mapping[int, MatchRow] | None = None) -
                       for m in item.matches or ()),
         choice_action=item.choice_action, choice_target_ids=tuple(item.choice_target_ids or ()),
         effective_action=action, effective_target_ids=targets, created_event_id=item.created_event_id,
-        model_calls=item.model_calls, chosen_events=chosen,
+        model_calls=item.model_calls, chosen_events=chosen, matched=item.matched or None,
+        usage=usage_acct.normalized(item.usage) if item.usage else None,
     )
 
 
@@ -242,6 +251,7 @@ def _batch_row(batch: ImportBatch, items: Sequence[ImportItem] | None = None) ->
     items = _items(batch.id) if items is None else items
     counts = {action: 0 for action in ACTIONS}
     waiting = 0
+    spent = usage_acct.add(batch.usage, *(item.usage for item in items))
     for item in items:
         action, _ = _effective(item)
         if action:
@@ -257,6 +267,7 @@ def _batch_row(batch: ImportBatch, items: Sequence[ImportItem] | None = None) ->
         imported_count=batch.imported_count, counts=counts, needs_confirmation=waiting,
         warnings=tuple(batch.warnings or ()), last_error=batch.last_error, created_at=batch.created_at,
         updated_at=batch.updated_at, committed_at=batch.committed_at, undone_at=batch.undone_at,
+        usage=None if usage_acct.is_empty(spent) else spent,
     )
 
 
@@ -313,6 +324,20 @@ def _provider(provider: Provider | str | None, fallback: str | None = None) -> P
     return get_provider(provider or fallback)
 
 
+def _usage_of(provider: Provider) -> dict[str, int] | None:
+    """The provider's token totals so far, when it keeps them (a model provider does)."""
+    totals = getattr(provider, "usage", None)
+    return usage_acct.normalized(totals) if isinstance(totals, Mapping) else None
+
+
+def _spent(provider: Provider, before: dict[str, int] | None) -> dict[str, int] | None:
+    after = _usage_of(provider)
+    if before is None or after is None:
+        return None
+    spent = usage_acct.delta(after, before)
+    return None if usage_acct.is_empty(spent) else spent
+
+
 def _provider_name(provider: Provider) -> str:
     model = getattr(provider, "model", None)
     return f"{provider.name}:{model}" if model else str(provider.name)
@@ -320,10 +345,12 @@ def _provider_name(provider: Provider) -> str:
 
 def _recover(text: str, provider: Provider, error: ImportFormatError, where: str) -> ParsedImport:
     """Candidates from malformed input through the provider, validated by the strict parser."""
+    before = _usage_of(provider)
     try:
         answer = provider.recover_external_memory({"text": text, "error": str(error)})
     except StrataError as exc:
         raise ImportFormatError(f"{error}; recovery failed: {exc}") from None
+    spent = _spent(provider, before)
     items = answer.get("candidates") if isinstance(answer, dict) else None
     if not isinstance(items, list) or not items:
         reason = answer.get("reason") if isinstance(answer, dict) and isinstance(answer.get("reason"), str) else ""
@@ -338,7 +365,8 @@ def _recover(text: str, provider: Provider, error: ImportFormatError, where: str
         parsed = parse_v2_object(envelope, f"{where} (recovered)")
     except ImportFormatError as exc:
         raise ImportFormatError(f"{error}; the recovered candidates are invalid too: {exc}") from None
-    return ParsedImport(format="v2", candidates=parsed.candidates, warnings=parsed.warnings, recovered=True)
+    return ParsedImport(format="v2", candidates=parsed.candidates, warnings=parsed.warnings, recovered=True,
+                        usage=spent)
 
 
 def parse_or_recover(text: str, format: str, provider: Provider | None, *, recover: bool = True,
@@ -387,7 +415,7 @@ def start_import(
             source_system=parsed.source_system, text=text,
             text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
             status="processing" if parsed.candidates else "ready", recovered=parsed.recovered, meta=parsed.meta(),
-            warnings=list(parsed.warnings)[:200], provider=_provider_name(prov), top_k=top_k,
+            warnings=list(parsed.warnings)[:200], provider=_provider_name(prov), top_k=top_k, usage=parsed.usage,
             threshold=float(threshold), total=len(parsed.candidates), processed=0, created_at=now, updated_at=now,
         )
         if not parsed.candidates:
@@ -600,7 +628,8 @@ def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], 
                  before: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The new state of one item (no write, maybe one model call outside any transaction)."""
     candidate = item.candidate
-    base = {"duplicate_of_event": None, "duplicate_of_item": None, "merged": None, "decision_key": None}
+    base = {"duplicate_of_event": None, "duplicate_of_item": None, "merged": None, "decision_key": None,
+            "matched": None}
     if item.fingerprint in earlier and earlier[item.fingerprint] < item.position:
         other = earlier[item.fingerprint]
         return {**base, "matches": [], "action": "ignore", "target_ids": [], "duplicate_of_item": other,
@@ -623,11 +652,49 @@ def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], 
     if item.decision_key == key and item.action is not None:
         return {**base, "matches": matches, "action": item.action, "target_ids": list(item.target_ids or []),
                 "reason": item.reason, "confidence": item.confidence, "merged": item.merged,
-                "requires_confirmation": bool(item.requires_confirmation), "decision_key": key, "calls": 0}
-    raw = prov.decide_external_memory(copy.deepcopy(context))
-    decision = normalize_decision(raw, candidate, [m["id"] for m in matches], recovered=bool(batch.recovered),
-                                  threshold=batch.threshold)
+                "requires_confirmation": bool(item.requires_confirmation), "decision_key": key, "calls": 0,
+                "matched": item.matched}
+    if getattr(prov, "model_backed", False):
+        decision = _model_decision(prov, context, batch, users)
+        if decision.pop("unusable", False):
+            key = None  # looked at again, the item asks the model again
+    else:
+        raw = prov.decide_external_memory(copy.deepcopy(context))
+        decision = normalize_decision(raw, candidate, [m["id"] for m in matches], recovered=bool(batch.recovered),
+                                      threshold=batch.threshold)
     return {**base, **decision, "matches": matches, "decision_key": key, "calls": 1}
+
+
+def _model_decision(prov: Provider, context: dict[str, Any], batch: ImportBatch,
+                    users: Sequence[str]) -> dict[str, Any]:
+    """A model's decision, checked strictly (core.imports.model_decision). An answer that is unusable
+    even after JSON recovery, or a provider that got none, leaves the item to a person; an answer
+    whose evidence is not explicit cannot reach the threshold. A failed HTTP exchange still fails
+    the preview (resumable): that is no answer, and asking again may get one."""
+    from core.imports.model_decision import (
+        UnusableAnswer, capped, matched_fields, unusable_decision, validate_answer, weakness,
+    )
+    from core.providers.openai_compat import ProviderCallError
+
+    candidate, matches = context["candidate"], context["matches"]
+    allowed = [m["id"] for m in matches]
+    try:
+        raw = prov.decide_external_memory(copy.deepcopy(context))
+        answer = validate_answer(raw, allowed)
+    except ProviderCallError:
+        raise
+    except (UnusableAnswer, ProviderOutputError) as exc:
+        return {**unusable_decision(redact_text(str(exc))), "unusable": True}
+    decision = normalize_decision(answer, candidate, allowed, recovered=bool(batch.recovered),
+                                  threshold=batch.threshold)
+    why = weakness(answer, candidate, matches, users)
+    if why:
+        note = f" (a person confirms: {why})"
+        decision["confidence"] = capped(decision["confidence"], batch.threshold)
+        decision["requires_confirmation"] = True
+        decision["reason"] = _clip_reason(decision["reason"][:MAX_REASON - len(note)] + note, decision["reason"])
+    decision["matched"] = matched_fields(answer)
+    return decision
 
 
 def _status_after_preview(items: Sequence[ImportItem]) -> str:
@@ -667,16 +734,24 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
         if progress:
             progress(done, len(items), "")
         for item in todo:
+            metered = _usage_of(prov)
             try:
                 state = _decide_item(batch, item, earlier, live, prov, prov_name, meta, users, before)
             except Exception as exc:
                 with write_transaction():
+                    # A failed call may be billed too: its tokens go on the batch.
+                    spent = _spent(prov, metered)
+                    if spent:
+                        fresh = ImportBatch.get_by_id(batch.id)
+                        ImportBatch.update(usage=usage_acct.add(fresh.usage, spent)).where(
+                            ImportBatch.id == batch.id).execute()
                     # Masked before the cut, as a job's error is (a provider's message may quote a key).
                     ImportBatch.update(last_error=redact_text(f"item {item.position}: {exc}")[:2000],
                                        updated_at=now_iso()).where(ImportBatch.id == batch.id).execute()
                 if isinstance(exc, StrataError):
                     raise
                 raise ProviderOutputError(f"import batch {batch.id}, item {item.position}: {exc}") from exc
+            spent = _spent(prov, metered)
             allowed = {m["id"] for m in state["matches"]}
             choice_ok = _choice_kept(item, allowed, batch.namespace_name)
             with write_transaction():
@@ -688,7 +763,8 @@ def preview_batch(batch_id: int | str, *, provider: Provider | str | None = None
                     confidence=state["confidence"], merged=state["merged"],
                     requires_confirmation=state["requires_confirmation"], decision_key=state["decision_key"],
                     duplicate_of_event=state["duplicate_of_event"], duplicate_of_item=state["duplicate_of_item"],
-                    model_calls=ImportItem.model_calls + state["calls"],
+                    model_calls=ImportItem.model_calls + state["calls"], matched=state["matched"],
+                    usage=usage_acct.add(item.usage, spent) if spent else item.usage,
                     choice_action=item.choice_action if choice_ok else None,
                     choice_target_ids=item.choice_target_ids if choice_ok else None, updated_at=now_iso(),
                 ).where(ImportItem.id == item.id).execute()
