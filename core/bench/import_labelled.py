@@ -98,6 +98,9 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
     wanted = [i.id for i in everything if split == "all" or i.split == split]
     files = conversations(everything)
     _check_data(data, [c for c in files if c != DEMO])  # before a store is made
+    from core.bench.imports import decision_provider, model_usage
+
+    prov, described = decision_provider(provider)  # so is a model provider's missing key
     started = time.monotonic()
     holder = tempfile.TemporaryDirectory(prefix="strata-bench-labelled-")
     work = Path(holder.name)
@@ -111,13 +114,15 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
         decisions: list[Decision] = []
         citations: dict[int, set[str]] = {}
         unreachable: list[str] = []
+        batches: list[Any] = []
         keep = set(wanted)
         for conversation, items in files.items():
             path = work / f"{conversation}.export.json"
             path.write_text(json.dumps(export_document(items, conversation), ensure_ascii=False, indent=1),
                             encoding="utf-8")
-            preview = preview_file(conversation, path, provider=provider, top_k=top_k, threshold=threshold,
+            preview = preview_file(conversation, path, provider=prov, top_k=top_k, threshold=threshold,
                                    progress=progress)
+            batches.append(preview.batch)
             cited = event_citations(conversation)
             citations.update(cited)
             anywhere = set().union(*cited.values()) if cited else set()
@@ -142,7 +147,8 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
                          lambda event_id: citations.get(event_id, set()), threshold)
             per_conversation[conversation] = _summary(part, "per_conversation")
     return {
-        "benchmark": "import-labelled", "provider": provider or "offline", "commit": git_commit(),
+        "benchmark": "import-labelled", "provider": described["provider"], "model": described["model"],
+        "usage": model_usage(described, batches), "commit": git_commit(),
         "labels": str(labels), "split": split, "threshold": threshold, "top_k": top_k,
         "store": built,
         **_summary(result),

@@ -535,6 +535,32 @@ def score(cases: list[Case], items: list[Any]) -> dict[str, Any]:
     }
 
 
+def decision_provider(provider: Any) -> tuple[Any, dict[str, Any]]:
+    """The provider the decisions go through (made now, so a missing key fails before any work),
+    and how the report names it."""
+    from core.providers import get_provider
+
+    prov = provider if provider is not None and not isinstance(provider, str) else get_provider(provider)
+    name = provider if isinstance(provider, str) and provider else getattr(prov, "name", "offline")
+    if getattr(prov, "model_backed", False):
+        from core.providers.usage import prices
+
+        prices()  # a price setting that is no number is refused now, not after the model was paid
+    return prov, {"provider": name, "model": getattr(prov, "model", None),
+                  "model_backed": bool(getattr(prov, "model_backed", False))}
+
+
+def model_usage(described: dict[str, Any], batches: list[Any]) -> dict[str, Any] | None:
+    """Tokens of the model calls the batches made, as reported and as Strata estimates them, with
+    the estimated cost at the configured prices; None for a decider that is no model."""
+    from core.providers import usage as usage_acct
+
+    if not described["model_backed"]:
+        return None
+    total = usage_acct.add(*(getattr(b, "usage", None) for b in batches))
+    return {**total, "cost": usage_acct.cost_estimate(total)}
+
+
 def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, threshold: float = 0.85,
                      top_k: int = 5, provider: str | None = None, db_url: str | None = None,
                      progress: ProgressFn | None = None) -> dict[str, Any]:
@@ -551,6 +577,8 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
         raise InvalidInputError(f"candidates must be from 1 to {MAX_CANDIDATES} (one import batch), got {candidates}")
     if not 1 <= people <= len(PEOPLE):
         raise InvalidInputError(f"people must be from 1 to {len(PEOPLE)}, got {people}")
+    # Before any store is built: a model provider without its key stops here, naming what to set.
+    prov, described = decision_provider(provider)
     started = time.monotonic()
     holder = None
     if db_url is None:
@@ -565,12 +593,13 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
         _materialise(generated.cases)
         before = export_namespace(namespace, "json")
         text = json.dumps(export_document(generated.cases, seed), ensure_ascii=False, indent=1)
-        preview = preview_import(namespace, text, source_name=f"generated seed {seed}", provider=provider,
+        preview = preview_import(namespace, text, source_name=f"generated seed {seed}", provider=prov,
                                  top_k=top_k, threshold=threshold, progress=progress)
         previewed = time.monotonic()
         report = score(generated.cases, list(preview.items))
-        committed = commit_batch(preview.batch.id, provider=provider)
-        derived = run_pending(namespace, provider=provider)
+        committed = commit_batch(preview.batch.id, provider=prov)
+        # The round trip checks undo, not the model: its graph projection runs offline, at no cost.
+        derived = run_pending(namespace, provider="offline" if described["model_backed"] else prov)
         undo = undo_batch(preview.batch.id)
         after = export_namespace(namespace, "json")
         finished = time.monotonic()
@@ -579,7 +608,8 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
         if holder is not None:
             holder.cleanup()
     return {
-        "benchmark": "import", "provider": provider or "offline", "commit": git_commit(), "seed": seed,
+        "benchmark": "import", "provider": described["provider"], "model": described["model"],
+        "usage": model_usage(described, [committed.batch]), "commit": git_commit(), "seed": seed,
         "candidates": candidates, "stored_facts": len(generated.facts), "threshold": threshold, "top_k": top_k,
         **report,
         "undo_round_trip": before == after,

@@ -102,6 +102,11 @@ def _print_preview(preview, *, title: str | None = None) -> None:
     console.print(f"batch {batch.id}: {batch.total} items ({counts}); {batch.needs_confirmation} need a person "
                   f"(confidence below {batch.threshold:g}{', recovered from malformed input' if batch.recovered else ''})",
                   markup=False, highlight=False)
+    spent = getattr(batch, "usage", None)
+    if spent:
+        from core.providers.usage import describe
+
+        console.print(f"{batch.provider}: {describe(spent)}", markup=False, highlight=False)
     for warning in batch.warnings[:10]:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
     if batch.status in ("ready", "awaiting_confirmation"):
@@ -383,6 +388,15 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _print_model_usage(report: dict) -> None:
+    if report.get("usage"):
+        from core.providers.usage import describe
+
+        cost = report["usage"]["cost"]
+        console.print(f"model {report['provider']}:{report['model']}: "
+                      f"{describe(report['usage'], cost)}", markup=False, highlight=False)
+
+
 def cmd_bench_labelled(args: argparse.Namespace) -> int:
     """`strata bench import --labels DIR`: the hand-labelled set against a store of the conversations it names."""
     from core.bench.import_labelled import run_labelled_import_bench
@@ -407,6 +421,7 @@ def cmd_bench_labelled(args: argparse.Namespace) -> int:
         console.print(f"auto-applied: confidence ≥ {report['threshold']:g}; {len(report['unreachable'])} item(s) "
                       f"whose labelled turns no stored event cites; {report['timing']['total_s']} s",
                       markup=False, highlight=False)
+        _print_model_usage(report)
     write_report(report, args)
     return 0
 
@@ -446,6 +461,7 @@ def cmd_bench_import(args: argparse.Namespace) -> int:
                       f"auto-applied precision {report['auto_applied_precision']:.3f}; undo round trip "
                       f"{'identical' if report['undo_round_trip'] else 'DIFFERENT'}; {report['timing']['total_s']} s",
                       markup=False, highlight=False)
+        _print_model_usage(report)
     write_report(report, args)
     return 0
 
@@ -471,6 +487,9 @@ def register_bench(kinds, common: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float_in(0, 1), default=0.85,
                    help="decisions below this confidence need a person, 0-1 (default 0.85)")
     p.add_argument("--top-k", type=integer(1, 20), default=5, help="stored matches per item, 1-20 (default 5)")
-    p.add_argument("--provider", default=None, help="decider (default: offline)")
+    p.add_argument("--provider", default=None,
+                   help="decider (default: offline); openai (alias deepseek) asks the model configured by "
+                        "STRATA_LLM_API_KEY or DEEPSEEK_API_KEY, STRATA_LLM_BASE_URL and STRATA_LLM_MODEL, and "
+                        "reports its tokens and estimated cost")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_bench_import)
