@@ -211,10 +211,15 @@ def weakness(answer: Mapping[str, Any], candidate: Mapping[str, Any], matches: S
 
     An ignore that cites nothing (small talk) needs no evidence: ignoring writes nothing. Every other
     answer must name a subject, slot and value; its value must be in the candidate's words, and its
-    subject in the candidate, a cited match or the user's name."""
+    subject in the candidate, a cited match or the user's name; and the export must not mark the
+    candidate uncertain (its own confidence below 0.5)."""
     action, targets = answer["action"], list(answer.get("existing_event_ids") or [])
     if action == "ignore" and not targets:
         return None
+    own_confidence = candidate.get("confidence")
+    if isinstance(own_confidence, (int, float)) and not isinstance(own_confidence, bool) and own_confidence < 0.5:
+        # The exporting assistant itself was unsure, as the offline decider also holds.
+        return f"the export marks it uncertain (confidence {own_confidence:g})"
     if action in TARGETED and not targets:
         return "it names no target among the matches"
     empty = [f for f in ("subject", "slot", "value") if not str(answer.get(f) or "").strip()]

@@ -383,3 +383,25 @@ def test_migration_to_22_adds_the_accounting_columns_and_keeps_batches(maya, db_
     assert {"matched", "usage"} <= {c.name for c in db.get_columns(ImportItem._meta.table_name)}
     row = get_batch(batch)
     assert row.batch.usage is None and row.items[0].matched is None and row.items[0].action
+
+
+def test_an_item_the_export_marks_uncertain_is_not_applied_on_a_models_word():
+    unsure = {**CONTEXT["candidate"], "confidence": 0.3}
+    answer = validate_answer(good(targets=[12]), [12, 15])
+    assert weakness(answer, unsure, CONTEXT["matches"], ["Maya"]) == "the export marks it uncertain (confidence 0.3)"
+
+
+def test_recovery_tokens_land_on_the_batch_and_a_reply_without_choices_waits_for_a_person(maya, llm):
+    recovered = {"reason": "one memory in prose", "candidates": [MOVE]}
+    llm.queue(tool_call(recovered, name="strata_recover_external_memory", usage=usage(300, 30)))
+    llm.queue({"error": {"message": "overloaded"}}, status=200)  # no choices: an unusable reply, twice
+    llm.queue({"error": {"message": "overloaded"}}, status=200)
+    provider = OpenAICompatProvider(base_url=llm.url, model="test-model", api_key=KEY, retry_delay=0, timeout=5)
+    preview = preview_import(NS, "Here is what I remember: Maya moved from Lisbon to Porto in 2025.", provider=provider)
+    item = preview.items[0]
+    assert preview.batch.recovered and item.requires_confirmation
+    assert item.reason.startswith("the model's answer was unusable (") and "response has no choices" in item.reason
+    assert item.usage["calls"] == 2 and item.usage["reported_calls"] == 0
+    total = preview.batch.usage
+    assert (total["calls"], total["reported_calls"], total["prompt_tokens"], total["completion_tokens"]) == (
+        3, 1, 300, 30)
