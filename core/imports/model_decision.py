@@ -86,7 +86,9 @@ def render_decision_prompt(context: Mapping[str, Any]) -> str:
         _line("exported by", source.get("system")),
         _line("export date (not the time anything happened)", source.get("exported_at")),
         "recovered from malformed input: a person reviews it whatever you answer" if source.get("recovered") else None,
-        ("the user: " + (users[0] if len(users) == 1 else "one of " + ", ".join(users)) if users
+        # Only one name can be the user's: where several people speak as users, nobody is.
+        ("the user: " + users[0] if len(users) == 1 else
+         "the user: not known (several people speak as users here: " + ", ".join(users) + ")" if users
          else "the user: no name known"),
     ):
         if row:
@@ -232,7 +234,7 @@ def weakness(answer: Mapping[str, Any], candidate: Mapping[str, Any], matches: S
     subject = _words(answer["subject"])
     cited = [m for m in matches if m.get("id") in targets]
     known = own | _words(*[[m.get("title"), m.get("summary"), list(m.get("participants") or [])] for m in cited]) \
-        | _words(list(users)) | _USER_WORDS
+        | (_words(list(users)) if len(users) == 1 else set()) | _USER_WORDS
     if subject and not subject & known:
         return f"its subject {answer['subject']!r} is neither in the candidate nor in a cited match"
     return None

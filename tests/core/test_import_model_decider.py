@@ -81,6 +81,8 @@ def test_the_prompt_shows_candidate_earlier_items_and_matches_with_their_times()
     empty = render_decision_prompt({"candidate": {"title": "Hi", "summary": "Said hello."}, "matches": []})
     assert "(none: nothing stored resembles the candidate, so the action is add or ignore)" in empty
     assert "the user: no name known" in empty and "(0)\n(none)" in empty
+    several = render_decision_prompt({**CONTEXT, "user": {"names": ["Maya", "Ben"]}})
+    assert "the user: not known (several people speak as users here: Maya, Ben)" in several
 
 
 def test_the_instructions_define_every_action_and_the_schema_is_strict():
