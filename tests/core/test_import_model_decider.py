@@ -407,3 +407,14 @@ def test_recovery_tokens_land_on_the_batch_and_a_reply_without_choices_waits_for
     total = preview.batch.usage
     assert (total["calls"], total["reported_calls"], total["prompt_tokens"], total["completion_tokens"]) == (
         3, 1, 300, 30)
+
+
+def test_a_reply_in_prose_around_the_json_is_recovered_through_the_fake_server(maya, llm):
+    from tests.fake_llm import text_reply
+
+    answer = json.dumps(good(targets=[maya], stored_value="Lisbon"))
+    llm.queue(text_reply(f"Thinking it over: Maya moved.\n```json\n{answer}\n```\nHope that helps!"))
+    provider = OpenAICompatProvider(base_url=llm.url, model="test-model", api_key=KEY, retry_delay=0, timeout=5)
+    item = preview_import(NS, v2(MOVE), provider=provider).items[0]
+    assert (item.action, item.target_ids, item.requires_confirmation) == ("supersede", (maya,), False)
+    assert item.matched["stored_value"] == "Lisbon" and llm.count == 1
