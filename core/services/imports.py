@@ -338,6 +338,16 @@ def _spent(provider: Provider, before: dict[str, int] | None) -> dict[str, int] 
     return None if usage_acct.is_empty(spent) else spent
 
 
+def _charge_batch(batch_id: Any, spent: dict[str, int] | None) -> None:
+    """Add to a batch the tokens of model calls made for it outside its items' decisions."""
+    if not spent or not is_row_id(batch_id):
+        return
+    with write_transaction():
+        batch = ImportBatch.get_or_none(ImportBatch.id == batch_id)
+        if batch is not None:
+            ImportBatch.update(usage=usage_acct.add(batch.usage, spent)).where(ImportBatch.id == batch.id).execute()
+
+
 def _provider_name(provider: Provider) -> str:
     model = getattr(provider, "model", None)
     return f"{provider.name}:{model}" if model else str(provider.name)
@@ -1225,7 +1235,12 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
     from core.services.graph import apply_projection, propose_projection
 
     payload = dict(job.payload or {})
-    ids, proposal = propose_projection(job, provider)
+    metered = _usage_of(provider)
+    try:
+        ids, proposal = propose_projection(job, provider)
+    finally:
+        # The projection's model call is part of what the import cost, answered or not.
+        _charge_batch(payload.get("import_batch"), _spent(provider, metered))
     with write_transaction():
         if not jobsvc.still_claimed(job):
             return

@@ -418,3 +418,17 @@ def test_a_reply_in_prose_around_the_json_is_recovered_through_the_fake_server(m
     item = preview_import(NS, v2(MOVE), provider=provider).items[0]
     assert (item.action, item.target_ids, item.requires_confirmation) == ("supersede", (maya,), False)
     assert item.matched["stored_value"] == "Lisbon" and llm.count == 1
+
+
+def test_the_graph_projection_of_an_imported_batch_is_charged_to_it(maya, llm):
+    from core.services.imports import commit_batch
+
+    preview = preview_import(NS, v2({"title": "Cello", "summary": "Priya plays the cello."}),
+                             provider=_model(good(action="add", subject="Priya", slot="instrument", value="cello")))
+    commit_batch(preview.batch.id)
+    llm.queue(tool_call({"reason": "nothing to add", "nodes": [], "edges": []}, name="strata_project_graph",
+                        usage=usage(700, 20)))
+    provider = OpenAICompatProvider(base_url=llm.url, model="test-model", api_key=KEY, retry_delay=0, timeout=5)
+    assert run_pending(NS, provider=provider).failed == 0 and llm.count == 1
+    spent = get_batch(preview.batch.id).batch.usage
+    assert (spent["calls"], spent["prompt_tokens"], spent["completion_tokens"]) == (1, 700, 20)
