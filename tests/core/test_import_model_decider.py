@@ -432,3 +432,15 @@ def test_the_graph_projection_of_an_imported_batch_is_charged_to_it(maya, llm):
     assert run_pending(NS, provider=provider).failed == 0 and llm.count == 1
     spent = get_batch(preview.batch.id).batch.usage
     assert (spent["calls"], spent["prompt_tokens"], spent["completion_tokens"]) == (1, 700, 20)
+
+
+def test_the_workbench_batch_pane_line_says_tokens_and_an_estimate(monkeypatch):
+    from types import SimpleNamespace as NS
+
+    from workbench.screens.imports import _spent_line
+
+    batch = NS(provider="openai:deepseek-chat", usage={"calls": 2, "prompt_tokens": 1000, "completion_tokens": 50})
+    assert _spent_line(batch) == ("openai:deepseek-chat: 2 model call(s) · 1000 + 50 tokens reported · estimated cost "
+                                  "0.0003 USD (an estimate, not a bill)")
+    monkeypatch.setenv("STRATA_PRICE_INPUT_PER_MTOK", "free")
+    assert "no cost estimate: STRATA_PRICE_INPUT_PER_MTOK must be a price" in _spent_line(batch)

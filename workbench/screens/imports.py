@@ -231,6 +231,22 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _spent_line(batch) -> str:
+    """What the batch's model calls used and an estimate of their cost (tokens alone when the
+    price settings are invalid: the view must still show the batch)."""
+    from core.errors import InvalidInputError
+    from core.providers.usage import cost_estimate
+
+    u = batch.usage
+    text = (f"{batch.provider}: {u['calls']} model call(s) · {u['prompt_tokens']} + {u['completion_tokens']} tokens "
+            f"reported")
+    try:
+        cost = cost_estimate(u)
+    except InvalidInputError as exc:
+        return f"{text} · no cost estimate: {exc}"
+    return f"{text} · estimated cost {cost['estimated_cost']:.4f} {cost['currency']} (an estimate, not a bill)"
+
+
 def waiting(item, batch=None) -> bool:
     """The item waits for a person: below the threshold (or recovered) and not chosen yet."""
     if batch is not None and batch.status not in EDITABLE:
@@ -491,6 +507,8 @@ class ImportsScreen(StrataScreen):
                                              source=batch.source_name or "pasted"))
             parts.append(Content.from_markup("$counts · threshold $th · $n to choose", counts=counts,
                                              th=f"{batch.threshold:.2f}", n=str(batch.needs_confirmation)))
+            if getattr(batch, "usage", None):
+                parts.append(Content.from_markup("\n$spent", spent=_spent_line(batch)))
             if self.only_waiting:
                 parts.append(Content.from_markup("\n[b]showing only the $n waiting for a decision[/b] (f shows all)",
                                                  n=str(sum(waiting(i, batch) for i in preview.items))))
