@@ -227,7 +227,7 @@ class OpenAICompatProvider:
         self.retry_delay = max(0.0, float(retry_delay))
         self.recent_responses: deque[str] = deque(maxlen=RECENT_RESPONSES)
         self._usage = usage_acct.empty()
-        self._usage_lock = threading.Lock()  # derivation may share one provider between threads
+        self._usage_lock = threading.Lock()  # totals may be read from another thread than the caller's
 
     def __repr__(self) -> str:
         return (
