@@ -236,7 +236,7 @@ def test_the_offline_and_plain_scripted_deciders_are_not_capped(maya):
 # -- accounting through the fake server ---------------------------------------------------
 
 
-def test_usage_lands_in_the_items_the_batch_and_import_show(maya, llm, monkeypatch, capsys):
+def test_usage_lands_in_the_items_the_batch_and_import_show(maya, llm, db_url, monkeypatch, capsys):
     llm.queue(tool_call(json.dumps(good(targets=[maya])), name=TOOL,
                         usage=usage(1200, 80, prompt_cache_hit_tokens=1000)))
     llm.queue(tool_call("no json here", name=TOOL, usage=usage(1100, 5)))
@@ -258,7 +258,7 @@ def test_usage_lands_in_the_items_the_batch_and_import_show(maya, llm, monkeypat
     from core.db import db
     from workbench.cli import main
 
-    url = db.database
+    url = db_url  # the store's URL (db.database is only a file path on SQLite)
     db.close()
     monkeypatch.setenv("STRATA_PRICE_INPUT_PER_MTOK", "1")
     monkeypatch.setenv("STRATA_PRICE_OUTPUT_PER_MTOK", "10")
