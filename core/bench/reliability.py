@@ -395,16 +395,9 @@ def _clock_pattern() -> re.Pattern:
 def comparable(namespace: str) -> Any:
     """``comparable_memory`` with every stamp of the clock left out too (an import's source block
     and message are dated when it is committed)."""
-    from core.models import Message, Namespace
     from core.services.export import comparable_memory
 
     pattern = _clock_pattern()
-    # comparable_memory relabels message ids everywhere but in ingestion receipts; two stores that
-    # wrote the same messages under other ids (a killed transaction used up ids on PostgreSQL, or
-    # another namespace was ingested first) hold the same receipts.
-    ns = Namespace.get(Namespace.name == namespace)
-    rank = {i: n for n, (i,) in enumerate(Message.select(Message.id).where(Message.namespace == ns)
-                                          .order_by(Message.id).tuples(), 1)}
 
     def strip(value):
         if isinstance(value, dict):
@@ -413,12 +406,7 @@ def comparable(namespace: str) -> Any:
             return [strip(v) for v in value]
         return value
 
-    memory = strip(comparable_memory(namespace))
-    for receipt in (memory.get("receipts") or {}).get("ingestion") or []:
-        result = receipt.get("result")
-        if isinstance(result, dict) and isinstance(result.get("message_ids"), list):
-            result["message_ids"] = [rank.get(i, f"missing:{i}") for i in result["message_ids"]]
-    return memory
+    return strip(comparable_memory(namespace))
 
 
 def memory_of(url: str, namespaces: list[str]) -> dict[str, Any]:
