@@ -88,6 +88,7 @@ class ToolError(StrataError):
         # A refusal quotes the agent's arguments, which may carry a pasted secret.
         return {"error": redact_value(error)}
 
+
 class InvalidArgumentsError(ToolError, InvalidInputError):
     """Arguments no tool can take (text that is not UTF-8, nesting past MAX_ARGUMENT_DEPTH): refused
     before any tool runs, so nothing is read or written."""
@@ -96,7 +97,6 @@ class InvalidArgumentsError(ToolError, InvalidInputError):
 # Tool arguments are flat (strings, numbers, lists of refs); a few levels leave room for a client's
 # extras, and a bound keeps every later walk over them (hashing, JSON, the checks below) shallow.
 MAX_ARGUMENT_DEPTH = 64
-
 
 
 # ----------------------------------------------------------------------------- schemas

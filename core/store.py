@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,7 +48,7 @@ def open_store(url: str | None = None, *, recover: bool = True,
         db.close()
     try:
         db.initialize(make_database(resolved))
-        db.connect(reuse_if_open=True)
+        _connect()
         _refuse_foreign(resolved)
         if not create and not _has_schema():
             raise StoreUnavailableError(missing_store_message(resolved))
@@ -65,6 +66,25 @@ def open_store(url: str | None = None, *, recover: bool = True,
 
         recover_interrupted()
     return store
+
+
+# Switching a new SQLite file to WAL answers "locked" at once, without the busy wait, when another
+# process switches it at the same moment; one of six processes opening a new store together hit it.
+CONNECT_TRIES = 50
+CONNECT_PAUSE = 0.1
+
+
+def _connect() -> None:
+    for attempt in range(CONNECT_TRIES):
+        try:
+            db.connect(reuse_if_open=True)
+            return
+        except peewee.OperationalError as exc:
+            if "locked" not in str(exc).lower() or attempt == CONNECT_TRIES - 1:
+                raise
+            if not db.is_closed():
+                db.close()
+            time.sleep(CONNECT_PAUSE)
 
 
 def missing_store_message(url: str) -> str:
