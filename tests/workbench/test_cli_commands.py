@@ -249,6 +249,18 @@ def test_derive_reports_nothing_left(demo_db, capsys):
     assert report["processed"] == 0 and report["failed"] == 0
 
 
+def _ingested_chat(tmp_path, name: str, *, turns: int, capsys) -> str:
+    """A new store holding one thread of ``turns`` user/assistant turns, not derived; its URL."""
+    lines = tmp_path / f"{name}.jsonl"
+    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
+                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
+                             for i in range(turns) for role in ("user", "assistant")), encoding="utf-8")
+    url = fresh_url(tmp_path, name)
+    assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
+    capsys.readouterr()
+    return url
+
+
 def test_derive_exits_1_when_a_job_is_left_failed(tmp_path, capsys, monkeypatch):
     from core.providers.offline import OfflineProvider
     from core.services import derive, jobs
@@ -259,13 +271,7 @@ def test_derive_exits_1_when_a_job_is_left_failed(tmp_path, capsys, monkeypatch)
 
     monkeypatch.setattr(derive, "get_provider", lambda name: Broken())
     monkeypatch.setattr(jobs, "backoff_seconds", lambda attempts: 3600)  # no retry falls due during the test
-    lines = tmp_path / "t.jsonl"
-    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
-                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
-                             for i in range(30) for role in ("user", "assistant")), encoding="utf-8")
-    url = fresh_url(tmp_path, "fail.db")
-    assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
-    capsys.readouterr()
+    url = _ingested_chat(tmp_path, "fail.db", turns=30, capsys=capsys)
     assert main(["derive", "--db", url]) == 1
     out = capsys.readouterr()
     assert "0 succeeded" in out.out and "still failed" in out.err and "model did not answer" in out.err
@@ -296,13 +302,7 @@ def test_derive_names_a_job_failed_for_good_and_how_to_retry_it(tmp_path, capsys
     monkeypatch.setattr(derive, "get_provider", lambda name: Wrong())
     monkeypatch.setattr(derive, "MAX_BACKOFF_WAIT", 10.0)  # the run waits out its own retries (1 s, 2 s)
     monkeypatch.setattr("core.services.jobs.backoff_seconds", lambda attempts: 0.01)
-    lines = tmp_path / "t.jsonl"
-    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
-                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
-                             for i in range(14) for role in ("user", "assistant")), encoding="utf-8")
-    url = fresh_url(tmp_path, "wrong.db")
-    assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
-    capsys.readouterr()
+    url = _ingested_chat(tmp_path, "wrong.db", turns=14, capsys=capsys)
     assert main(["derive", "--db", url]) == 1
     err = capsys.readouterr().err
     assert "failed for good: `strata retry 1` after fixing the cause" in err and "no title" in err
