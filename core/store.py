@@ -49,6 +49,7 @@ def open_store(url: str | None = None, *, recover: bool = True,
     try:
         db.initialize(make_database(resolved))
         _connect()
+        _refuse_other_encoding(resolved)
         _refuse_foreign(resolved)
         if not create and not _has_schema():
             raise StoreUnavailableError(missing_store_message(resolved))
@@ -122,6 +123,18 @@ def _has_schema() -> bool:
     from core.models import SchemaVersion
 
     return SchemaVersion._meta.table_name in set(db.get_tables())
+
+
+def _refuse_other_encoding(url: str) -> None:
+    """A PostgreSQL database must store UTF-8: in a SQL_ASCII (or LATIN1) one the first message
+    with an en dash failed deep in the driver with a UnicodeEncodeError."""
+    if sqlite_path(url) is not None:
+        return
+    encoding = db.execute_sql("SHOW server_encoding").fetchone()[0]
+    if str(encoding).upper().replace("-", "") != "UTF8":
+        raise StoreUnavailableError(
+            f"database {display_url(url)} stores text as {encoding}; Strata needs UTF8 "
+            "(CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)")
 
 
 def _refuse_foreign(url: str) -> None:

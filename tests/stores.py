@@ -81,6 +81,15 @@ def _create(template: str = "template0") -> str:
     return _url_of(name)
 
 
+def database_encoded_as(encoding: str) -> str:
+    """A new, empty PostgreSQL database storing text as ``encoding`` (dropped with the test)."""
+    name = _new_name()
+    _admin_cursor().execute(f"CREATE DATABASE \"{name}\" ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' "
+                            "TEMPLATE template0")
+    _created.append(name)
+    return _url_of(name)
+
+
 class _Spares:
     """Clones of the schema template made, and finished databases dropped, on a thread of its own.
 

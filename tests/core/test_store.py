@@ -504,3 +504,16 @@ def test_text_sqlite_keeps_is_kept_on_postgresql_too(store):
     append_messages("ns", "t", [{"role": "user", "content": "hello", "speaker": speaker, "external_id": external}])
     stored = Message.get()
     assert (stored.speaker, stored.external_id) == (speaker, external)
+
+
+def test_a_postgresql_database_that_does_not_store_utf8_is_refused_at_open():
+    """In a SQL_ASCII database the first message with an en dash failed deep in the driver."""
+    from core.errors import StoreUnavailableError
+    from tests.stores import database_encoded_as, on_postgres
+
+    if not on_postgres():
+        pytest.skip("a PostgreSQL server's encodings; a SQLite file always stores UTF-8")
+    url = database_encoded_as("SQL_ASCII")
+    with pytest.raises(StoreUnavailableError, match="stores text as SQL_ASCII; Strata needs UTF8"):
+        open_store(url)
+    assert db.is_closed()
