@@ -100,14 +100,12 @@ def make_database(url: str) -> Database:
         create_private_file(path)
         return SqliteDatabase(str(path), pragmas=SQLITE_PRAGMAS, timeout=5)
     if url.startswith(("postgres://", "postgresql://")):
-        from urllib.parse import urlparse
+        from urllib.parse import unquote, urlparse
 
         parts = urlparse(url)
         if not parts.path.lstrip("/"):
             raise InvalidInputError(f"database URL {display_url(url)!r} names no database "
                                     "(postgresql://user@host/dbname)")
-        from urllib.parse import unquote
-
         return PostgresqlDatabase(
             unquote(parts.path.lstrip("/")),
             user=unquote(parts.username) if parts.username else None,

@@ -89,20 +89,9 @@ def _connect() -> None:
 
 
 def missing_store_message(url: str) -> str:
-    return (f"no Strata database at {_shown(url)} (run `strata ingest …` or `strata demo` to make one, "
-            "or pass --create)")
-
-
-def _shown(url: str) -> str:
-    """The file path, or the server and database of a URL (never its user or password)."""
     path = sqlite_path(url)
-    if path is not None:
-        return str(path)
-    from urllib.parse import urlparse
-
-    parts = urlparse(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+    where = str(path) if path is not None else display_url(url)
+    return f"no Strata database at {where} (run `strata ingest …` or `strata demo` to make one, or pass --create)"
 
 
 def require_existing(url: str) -> None:

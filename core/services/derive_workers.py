@@ -54,8 +54,7 @@ def _finished(namespace_id: int | None) -> tuple[int, int]:
     """(jobs finished, jobs unfinished) in the scope, for progress: counted in SQL, since the job
     table of a large store holds hundreds of thousands of rows."""
     query = Job.select(Job.status, fn.COUNT(Job.id)).group_by(Job.status)
-    dead = Job.select().where((Job.status == "failed") & (Job.attempts >= jobsvc.MAX_ATTEMPTS)
-                              & ((Job.transient == False) | Job.transient.is_null()))  # noqa: E712
+    dead = Job.select().where(jobsvc.failed_for_good())
     if namespace_id is not None:
         query, dead = query.where(Job.namespace == namespace_id), dead.where(Job.namespace == namespace_id)
     counts = dict(query.tuples())

@@ -21,7 +21,7 @@ import io
 import json
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
-from core.db import chunks, db, read_snapshot
+from core.db import chunks, read_snapshot
 from core.errors import InvalidInputError
 from core.models import (
     Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
@@ -431,7 +431,6 @@ def relabel_ids(data: dict[str, Any]) -> dict[str, Any]:
 
 # Stamped with the clock when a row is derived or touched: two derivations of one store differ there only.
 _WALL_TIMES = ("updated_at", "last_lifted_at")
-_DERIVED = ("events", "nodes", "facts", "edges")
 
 
 def comparable_memory(namespace: str) -> dict[str, Any]:
@@ -443,7 +442,7 @@ def comparable_memory(namespace: str) -> dict[str, Any]:
 
     def strip(value, derived: bool):
         if isinstance(value, dict):
-            return {k: strip(v, derived or k in _DERIVED) for k, v in value.items()
+            return {k: strip(v, derived) for k, v in value.items()
                     if k not in _WALL_TIMES and not (derived and k == "created_at")}
         if isinstance(value, list):
             return [strip(v, derived) for v in value]

@@ -22,7 +22,6 @@ import os
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Sequence
 
 from peewee import Case, fn
 
@@ -85,6 +84,24 @@ GRAPH_KINDS = ("graph", "import_graph")
 ALL_KINDS = ("summary", "extraction", *GRAPH_KINDS)
 
 
+def _retryable():
+    """SQL: a job not out of attempts, or out of them on a passing failure (the next run retries it)."""
+    return (Job.attempts < MAX_ATTEMPTS) | (Job.transient == True)  # noqa: E712 - SQL, not Python
+
+
+def _stuck():
+    """SQL: failed, out of attempts, on a passing failure: waits for the next run."""
+    return (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & (Job.transient == True)  # noqa: E712
+
+
+def failed_for_good():
+    """SQL: failed, out of attempts, on a failure that does not pass by itself (``is_dead``)."""
+    # Spelled out rather than NOT _retryable(): a job failed before schema 20 has no transient
+    # flag, and NOT over a NULL comparison is NULL, which would leave it out.
+    return (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & (
+        (Job.transient == False) | Job.transient.is_null())  # noqa: E712
+
+
 def _claimable(now: float):
     return (Job.attempts < MAX_ATTEMPTS) & (
         (Job.status == "pending") | ((Job.status == "failed") & (Job.next_retry_at <= now))
@@ -97,7 +114,7 @@ def is_due(job: Job, now: float) -> bool:
         or (job.status == "failed" and job.next_retry_at is not None and job.next_retry_at <= now))
 
 
-def is_dead(job: Job) -> bool:
+def is_dead(job: Job | JobRow) -> bool:
     """Failed for good: out of attempts on a failure that does not pass by itself."""
     return job.status == "failed" and job.attempts >= MAX_ATTEMPTS and not job.transient
 
@@ -126,11 +143,9 @@ _BLOCK_JOB = Prepared(lambda block_id, kind: Job.select().where(
 # an IN over both would sort every unfinished graph job of the namespace on each claim).
 _FIRST_OF = Prepared(lambda ns, kind, status: Job.select().where(
     (Job.namespace == ns) & (Job.kind == kind) & (Job.status == status)
-    & ((Job.attempts < MAX_ATTEMPTS) | (Job.transient == True))  # noqa: E712 - SQL, not Python
-).order_by(Job.priority.desc(), Job.id).limit(1))
+    & _retryable()).order_by(Job.priority.desc(), Job.id).limit(1))
 _UNFINISHED_NAMESPACES = Prepared(lambda kinds: Job.select(Job.namespace).where(
-    Job.kind.in_(kinds) & (Job.status.in_(["pending", "running"]) | (
-        (Job.status == "failed") & ((Job.attempts < MAX_ATTEMPTS) | (Job.transient == True))))  # noqa: E712
+    Job.kind.in_(kinds) & (Job.status.in_(["pending", "running"]) | ((Job.status == "failed") & _retryable()))
 ).distinct().tuples())
 
 
@@ -192,8 +207,8 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
                 job = _ordered_due(ns, wanted, now)
                 if job is _EXHAUSTED:
                     job = None
-                    if isinstance(scope, list) and namespaces is not None:
-                        scope.remove(ns)
+                    if namespaces is not None:
+                        namespaces.remove(ns)
                 elif job is not None:
                     break
         if job is None:
@@ -224,8 +239,7 @@ def waiting(namespace_id: int | None = None, kinds: tuple[str, ...] | None = Non
     running = scope.where(Job.status == "running").count()
     if running and recover_interrupted():  # a worker that died holds nothing back
         running = scope.where(Job.status == "running").count()
-    stuck = [_row(j) for j in scope.where((Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS)
-                                          & (Job.transient == True)).order_by(Job.id).limit(LIST_MAX)]  # noqa: E712
+    stuck = [_row(j) for j in scope.where(_stuck()).order_by(Job.id).limit(LIST_MAX)]
     return Waiting(running=running, next_due=next_due_at(namespace_id, tuple(wanted)), stuck=stuck)
 
 
@@ -233,8 +247,7 @@ def retry_transient(namespace_id: int | None = None, kinds: tuple[str, ...] | No
     """Jobs out of attempts on a failure that passes (network, timeout, 5xx, a killed process) get
     their attempts back; returns how many. A run calls this first, so a provider outage is healed by
     running `strata derive` again instead of one `strata retry` per job."""
-    query = Job.update(status="pending", attempts=0, next_retry_at=None, updated_at=now_iso()).where(
-        (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & (Job.transient == True))  # noqa: E712
+    query = Job.update(status="pending", attempts=0, next_retry_at=None, updated_at=now_iso()).where(_stuck())
     if namespace_id is not None:
         query = query.where(Job.namespace == namespace_id)
     if kinds:

@@ -14,6 +14,7 @@ from peewee import JOIN, SQL, fn
 from core.models import (
     CURRENT, LIVE, Block, Event, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, Job, Message,
 )
+from core.services.jobs import BLOCK_KINDS
 from core.services.spaces import get_namespace
 
 
@@ -169,7 +170,7 @@ def _check_orphans(report: VerifyReport, ns, limit: int) -> None:
     for (block_id,) in empty.tuples().limit(limit):
         report.problems.append(f"block {block_id} holds no messages")
     jobless = _scope(Block.select(Block.id).where((Block.status == "pending") & ~fn.EXISTS(
-        Job.select(SQL("1")).where((Job.block == Block.id) & Job.kind.in_(("summary", "extraction"))))), Block, ns)
+        Job.select(SQL("1")).where((Job.block == Block.id) & Job.kind.in_(BLOCK_KINDS)))), Block, ns)
     for (block_id,) in jobless.tuples().limit(limit):
         report.problems.append(f"block {block_id} waits for derivation but has no job (it would never be derived)")
     for kind, model in (("node", GraphNode), ("fact", GraphFact), ("edge", GraphEdge)):

@@ -296,3 +296,11 @@ def test_summary_validation_clamps():
     assert len(summary.tags) == 12 and len(summary.keypoints) == 20
     with pytest.raises(Exception):
         BlockSummary.validated({"title": "t", "summary": "s", "tags": [], "keypoints": [], "should_extract": "yes"})
+
+
+def test_a_job_failed_for_good_before_the_transient_flag_counts_as_failed_for_good(store):
+    _one_block()
+    job = _summary_job()
+    Job.update(status="failed", attempts=jobsvc.MAX_ATTEMPTS, transient=None).where(Job.id == job.id).execute()
+    assert [j.id for j in Job.select().where(jobsvc.failed_for_good())] == [job.id]
+    assert jobsvc.is_dead(Job.get_by_id(job.id))

@@ -162,17 +162,17 @@ def cmd_derive(args: argparse.Namespace) -> int:
 def _still_failed(namespace: str | None) -> list[str]:
     """One line per job left failed, saying how it is retried: a passing failure (network, timeout,
     a killed process) by running `strata derive` again, one that failed for good by `strata retry`."""
-    from core.services.jobs import MAX_ATTEMPTS, list_jobs
+    from core.services.jobs import MAX_ATTEMPTS, is_dead, list_jobs
 
     lines = []
     for job in list_jobs(namespace, status="failed", limit=1000):
         where = f", block {job.block_id}" if job.block_id else ""
-        if job.attempts < MAX_ATTEMPTS:
-            how = "tried again by the next `strata derive`"
-        elif job.transient:
-            how = "failed for a passing reason: the next `strata derive` tries it again"
-        else:
+        if is_dead(job):
             how = f"failed for good: `strata retry {job.id}` after fixing the cause"
+        elif job.attempts < MAX_ATTEMPTS:
+            how = "tried again by the next `strata derive`"
+        else:
+            how = "failed for a passing reason: the next `strata derive` tries it again"
         lines.append(f"job {job.id} ({job.kind}{where}) still failed ({how}): {job.last_error or 'no message'}")
     return lines
 
