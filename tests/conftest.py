@@ -50,6 +50,16 @@ def _postgres_session():
 
 
 @pytest.fixture
+def cli_without_strata_db(monkeypatch):
+    """A CLI test's surroundings: no $STRATA_DB from the caller's shell, and the store the command
+    opened closed afterwards (the CLI leaves it open, as a process that exits may)."""
+    monkeypatch.delenv("STRATA_DB", raising=False)
+    yield
+    if db.obj is not None and not db.is_closed():
+        db.close()
+
+
+@pytest.fixture
 def db_url(tmp_path):
     return stores.fresh_url(tmp_path)
 

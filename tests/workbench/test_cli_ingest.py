@@ -25,14 +25,7 @@ SAVED = pytest.mark.sqlite_only(reason="search index copies are saved beside a S
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch):
-    monkeypatch.delenv("STRATA_DB", raising=False)
-    yield
-    from core.db import db
-
-    if db.obj is not None and not db.is_closed():
-        db.close()
+pytestmark = pytest.mark.usefixtures("cli_without_strata_db")
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

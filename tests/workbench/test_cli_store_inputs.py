@@ -21,12 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FILES = pytest.mark.sqlite_only(reason="SQLite files: which are made, kept or refused, and their modes")
 
 
-@pytest.fixture(autouse=True)
-def _closed(monkeypatch):
-    monkeypatch.delenv("STRATA_DB", raising=False)
-    yield
-    if db.obj is not None and not db.is_closed():
-        db.close()
+pytestmark = pytest.mark.usefixtures("cli_without_strata_db")
 
 
 def _chat(path: Path) -> Path:
