@@ -135,7 +135,7 @@ def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoRe
     from core.ingest import ingest
     from core.services.derive import run_pending
     from core.services.stats import stats
-    from core.store import open_store
+    from core.api import open_store
 
     path = sqlite_path(url)
     open_store(url)

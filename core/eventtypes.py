@@ -6,7 +6,7 @@ import unicodedata
 from typing import Any
 
 from core.errors import InvalidInputError
-from core.providers.schemas import BASES, CRITICALITIES, EVENT_TYPES, PRECISIONS, SCOPES, TIME_STATUSES
+from core.vocab import BASES, CRITICALITIES, EVENT_TYPES, PRECISIONS, SCOPES, TIME_STATUSES
 
 _ALIASES = {
     "release": ("release", "released", "发布", "版本发布", "launch", "launched"),

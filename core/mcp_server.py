@@ -334,7 +334,7 @@ def _configure_logging() -> None:
 def run_stdio(db_url: str | None = None, namespace: str = "default", session: str | None = None) -> int:
     """Open the store and serve the memory tools over stdio; returns an exit code."""
     from core.db import display_url
-    from core.store import open_store
+    from core.api import open_store
 
     _configure_logging()
     # Names checked before the store is opened: a refused one makes no database.

@@ -1,4 +1,7 @@
-"""Opening a Strata database: pick the engine, migrate, recover interrupted work."""
+"""Opening a Strata database: pick the engine, check it is ours, create or migrate the schema.
+
+Recovering the work a killed process left behind is the jobs service's (``core.api.open_store``
+does both): this layer knows tables, not jobs."""
 
 from __future__ import annotations
 
@@ -30,11 +33,11 @@ class Store:
             db.close()
 
 
-def open_store(url: str | None = None, *, recover: bool = True,
-               progress: Callable[[int, int, str], None] | None = None, create: bool = True) -> Store:
+def open_store(url: str | None = None, *, progress: Callable[[int, int, str], None] | None = None,
+               create: bool = True) -> Store:
     """Open (and create or migrate) the database named by ``url``/``$STRATA_DB``/default.
 
-    Jobs left ``running`` by a killed process become failed-and-retryable here. ``progress``
+    ``progress``
     follows the migrations of an older store (see ``core.migrations.migrate``). With ``create``
     False a database that does not exist yet (no SQLite file, or one with no Strata schema; a
     PostgreSQL database without Strata's tables) is refused with StoreUnavailableError, and
@@ -61,12 +64,7 @@ def open_store(url: str | None = None, *, recover: bool = True,
         if isinstance(exc, (peewee.DatabaseError, peewee.InterfaceError, peewee.ImproperlyConfigured, OSError)):
             raise StoreUnavailableError(unavailable_reason(resolved, exc)) from exc
         raise
-    store = Store(url=resolved, schema_version=version)
-    if recover:
-        from core.services.jobs import recover_interrupted
-
-        recover_interrupted()
-    return store
+    return Store(url=resolved, schema_version=version)
 
 
 # Switching a new SQLite file to WAL answers "locked" at once, without the busy wait, when another

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.db import db
-from core.store import open_store
+from core.api import open_store
 from tests import stores
 
 

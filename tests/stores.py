@@ -186,7 +186,7 @@ def start_session() -> None:
     through the shared connection."""
     global _spares
     from core.db import db
-    from core.store import open_store
+    from core.api import open_store
 
     if _spares is None:
         url = _create()

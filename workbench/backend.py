@@ -63,7 +63,7 @@ class Backend:
         with self._lock:
             if self._info is None:
                 from core.db import db
-                from core.store import open_store
+                from core.api import open_store
 
                 store = open_store(self.url, recover=False)
                 self._info = StoreInfo(store.url, store.path, store.schema_version)

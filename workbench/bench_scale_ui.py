@@ -9,16 +9,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.bench.scale import NAMESPACE, _emit, _progress
+from core.bench.scale import NAMESPACE, emit, report_progress
 
 
 def workbench_timings(path: Path) -> dict:
     """First paint, slowest screen switch and slowest filter of the real workbench on ``path``."""
     from workbench.bench_ui import measure
 
-    _progress(0, 1, "workbench")
+    report_progress(0, 1, "workbench")
     timings = measure(f"sqlite:///{path}", namespace=NAMESPACE)
-    _progress(1, 1, "workbench")
+    report_progress(1, 1, "workbench")
     return {"ui_first_paint_ms": timings["first_paint_ms"], "ui_switch_ms": timings["worst_switch_ms"],
             "ui_filter_ms": timings["worst_filter_ms"], "ui_switch_detail_ms": timings["switch"]}
 
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workbench.bench_scale_ui")
     parser.add_argument("--db", required=True, type=Path)
     args = parser.parse_args(argv)
-    _emit("result", workbench_timings(args.db))
+    emit("result", workbench_timings(args.db))
     return 0
 
 

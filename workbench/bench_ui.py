@@ -48,7 +48,7 @@ def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
         Block, Event, EventParticipant, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message,
         Namespace, RetrievalTrace, Thread,
     )
-    from core.store import open_store
+    from core.api import open_store
 
     path = sqlite_path(url)
     if path is not None:

@@ -38,7 +38,7 @@ def run_coverage(data: str | Path, split: str = "dev", *, db_url: str | None = N
                  progress: ProgressFn | None = None) -> dict:
     from core.ingest import IngestReport, parse, write_units
     from core.services.derive import run_pending
-    from core.store import open_store
+    from core.api import open_store
 
     samples, questions = load_questions(data, split)
     wanted = split_ids(split)

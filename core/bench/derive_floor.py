@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
-from core.bench.scale import ProgressFn, _progress, build, remove_database, throughput
+from core.bench.scale import ProgressFn, report_progress, build, remove_database, throughput
 from core.providers.offline import OfflineProvider
 
 TARGET_MSGS_PER_S = 2000  # the Scale issue's line for ingest + offline derivation
@@ -93,7 +93,7 @@ class ReplayingProvider(_Relay):
 _COUNTS = ("blocks", "blocks_ready", "events", "graph_nodes")
 
 
-def run_floor(n: int, workdir: Path, *, seed: int = 7, progress: ProgressFn = _progress) -> dict:
+def run_floor(n: int, workdir: Path, *, seed: int = 7, progress: ProgressFn = report_progress) -> dict:
     """Build ``n`` messages with the rules, then again with their answers replayed."""
     workdir.mkdir(parents=True, exist_ok=True)
     paths = [workdir / f"floor-{n}-rules.db", workdir / f"floor-{n}-replay.db"]

@@ -90,7 +90,7 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
                               threshold: float = 0.85, top_k: int = 5, provider: str | None = None,
                               db_url: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
     from core.services.imports import preview_file
-    from core.store import open_store
+    from core.api import open_store
 
     if split not in SPLITS:
         raise InvalidInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")

@@ -568,7 +568,7 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
     from core.services.derive import run_pending
     from core.services.export import export_namespace
     from core.services.imports import commit_batch, preview_import, undo_batch
-    from core.store import open_store
+    from core.api import open_store
 
     from core.errors import InvalidInputError
     from core.imports.formats import MAX_CANDIDATES

@@ -72,7 +72,7 @@ def run_locomo(data: str | Path, split: str = "dev", *, retriever_factory: Retri
     from core.ingest import IngestReport, parse, write_units
     from core.models import Message
     from core.services.derive import run_pending
-    from core.store import open_store
+    from core.api import open_store
 
     samples, questions = load_questions(data, split)
     wanted = split_ids(split)

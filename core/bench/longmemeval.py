@@ -127,7 +127,7 @@ def _worker_init(data: str, wanted: list[str], db_dir: str, provider: str, deriv
     import os
 
     from core.ingest import parse
-    from core.store import open_store
+    from core.api import open_store
 
     _WORKER["units"] = {u.namespace: u for u in parse("longmemeval", data) if u.namespace in set(wanted)}
     _WORKER["data"], _WORKER["provider"], _WORKER["derive"] = data, provider, derive
@@ -154,7 +154,7 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
     from core.db import db
     from core.ingest import parse
     from core.ingest.common import load_json
-    from core.store import open_store
+    from core.api import open_store
 
     if derive not in DERIVE_STAGES:
         raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")

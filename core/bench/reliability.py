@@ -201,7 +201,7 @@ class Engine:
             return None if rows == ["ok"] else "; ".join(map(str, rows[:5]))
         from core.db import db
         from core.errors import StrataError
-        from core.store import open_store
+        from core.api import open_store
 
         try:
             open_store(url)
@@ -237,7 +237,7 @@ def _close() -> None:
 
 
 def _open(url: str):
-    from core.store import open_store
+    from core.api import open_store
 
     return open_store(url)
 

@@ -40,13 +40,13 @@ UI_NOTE = ("workbench.bench_ui.measure on the same database in a fresh process: 
            "and the slowest screen switch (cold or warm)")
 
 
-def _emit(kind: str, value) -> None:
+def emit(kind: str, value) -> None:
     sys.stdout.write(json.dumps({kind: value}) + "\n")
     sys.stdout.flush()
 
 
-def _progress(done: int, total: int, label: str) -> None:
-    _emit("progress", [done, total, label])
+def report_progress(done: int, total: int, label: str) -> None:
+    emit("progress", [done, total, label])
 
 
 def peak_rss_bytes() -> int:
@@ -93,7 +93,7 @@ def remove_database(path: Path) -> None:
 
 
 def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
-          progress: ProgressFn = _progress, provider: "Provider | str" = "offline") -> dict:
+          progress: ProgressFn = report_progress, provider: "Provider | str" = "offline") -> dict:
     """Ingest N synthetic messages into a new database and derive them (offline provider, or
     ``provider``: the derive-floor bench passes one that records or replays the offline one).
 
@@ -104,7 +104,7 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
     from core.db import db
     from core.services.capture import append_messages, close_thread
     from core.services.derive import run_pending
-    from core.store import open_store
+    from core.api import open_store
 
     if path.exists():
         raise FileExistsError(path)
@@ -186,9 +186,9 @@ def summary_ms(samples: list[float]) -> dict:
             "mean": round(sum(samples) / len(samples), 3) if samples else 0.0}
 
 
-def measure(path: Path, questions: list[str], *, progress: ProgressFn = _progress) -> dict:
+def measure(path: Path, questions: list[str], *, progress: ProgressFn = report_progress) -> dict:
     """Open the database cold and time every channel on every question (after a warm-up)."""
-    from core.store import open_store
+    from core.api import open_store
 
     started = time.perf_counter()
     open_store(f"sqlite:///{path}")
@@ -261,7 +261,7 @@ def after_capture(questions: list[str]) -> list[float]:
 # ----------------------------------------------------------------------------- phase 3: baseline
 
 
-def baseline(path: Path, questions: list[str], *, progress: ProgressFn = _progress) -> dict:
+def baseline(path: Path, questions: list[str], *, progress: ProgressFn = report_progress) -> dict:
     """rank_bm25.BM25Okapi over the same messages (as the raw index sees them), top 10 per question."""
     import sqlite3
 
@@ -436,7 +436,7 @@ def _main(argv: list[str] | None = None) -> int:
         result = measure(args.db, queries(args.queries, args.seed))
     else:
         result = baseline(args.db, queries(args.queries, args.seed))
-    _emit("result", result)
+    emit("result", result)
     return 0
 
 

@@ -39,7 +39,7 @@ def _memory(url: str) -> dict[str, Any]:
     from core.db import db
     from core.services.export import comparable_memory
     from core.services.spaces import list_namespaces
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(url)
     try:
@@ -54,7 +54,7 @@ def run(data: str | Path, workdir: Path, *, workers: int = 2, limit: int | None 
     ``workers``, and compare."""
     from core.db import db
     from core.ingest import ingest
-    from core.store import open_store
+    from core.api import open_store
 
     steps = 4
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""External-memory import: formats, the export prompt and the offline decider.
+"""External-memory import: the file formats and the export prompt.
 
 The flow itself (preview, decide, commit, undo) lives in ``core.services.imports``.
 """

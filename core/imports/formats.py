@@ -30,7 +30,7 @@ from typing import Any
 from core.errors import InvalidInputError
 from core.eventtypes import normalize_event_type
 from core.jsoninput import TOO_DEEP, check_surrogates, nesting_position
-from core.providers.schemas import BASES, CRITICALITIES, PRECISIONS, SCOPES, TIME_STATUSES
+from core.vocab import BASES, CRITICALITIES, PRECISIONS, SCOPES, TIME_STATUSES
 from core.timeutil import period_bounds
 
 FORMATS = ("v2", "mem0", "text")

@@ -94,13 +94,13 @@ class OfflineProvider:
         return project_graph_offline(context)
 
     def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
-        from core.imports.decider import decide_offline
+        from core.providers.offline_import import decide_offline
 
         return decide_offline(context)
 
     def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
         """Without a model, recovery only finds a JSON export embedded in other text (prose
         around it, several drafts, a stray character after it)."""
-        from core.imports.recover import recover_offline
+        from core.providers.offline_recover import recover_offline
 
         return recover_offline(context)

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Iterable, Sequence
 
 from core.providers.base import UNNAMED_USER
-from core.providers.schemas import EVENT_TYPES
+from core.vocab import EVENT_TYPES
 from core.text import (
     CaselessPattern,
     ABBREVIATIONS,

@@ -135,7 +135,7 @@ GRAPH_TASK = _Task(
 
 
 def _render_decision(payload: Any) -> str:
-    from core.imports.model_decision import render_decision_prompt
+    from core.providers.import_decision import render_decision_prompt
 
     return render_decision_prompt(payload)
 
@@ -191,7 +191,7 @@ class OpenAICompatProvider:
 
     name = "openai"
     reads_context_lazily = False  # the context becomes a prompt
-    model_backed = True  # its import decisions are checked strictly (core.imports.model_decision)
+    model_backed = True  # its import decisions are checked strictly (core.providers.import_decision)
 
     def __init__(
         self,
@@ -248,7 +248,7 @@ class OpenAICompatProvider:
 
     def decide_external_memory(self, context: dict[str, Any]) -> dict[str, Any] | str:
         """The model's answer as it gave it (an object, or text to recover): the import service
-        checks it (core.imports.model_decision) and sends an unusable one to a person."""
+        checks it (core.providers.import_decision) and sends an unusable one to a person."""
         return self._run(DECIDE_TASK, context, _raw_answer)
 
     def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:

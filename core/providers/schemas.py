@@ -7,17 +7,10 @@ so an offline rule and a model answer go through the same checks.
 
 from __future__ import annotations
 
-EVENT_TYPES = (
-    "decision", "release", "task_completed", "plan", "change", "cancellation",
-    "incident", "meeting", "collaboration", "migration", "other",
+from core.vocab import (  # noqa: F401  (re-exported: the schemas are written in these words)
+    BASES, CRITICALITIES, DECISION_FIELDS, EVENT_TYPES, IMPORT_ACTIONS, NODE_TYPES, PRECISIONS, RECORD_STATUSES,
+    SCOPES, TIME_STATUSES,
 )
-PRECISIONS = ("instant", "day", "month", "year", "range", "unknown")
-BASES = ("explicit", "relative", "inferred", "unknown")
-TIME_STATUSES = ("occurred", "planned", "cancelled", "ongoing", "unknown")
-SCOPES = ("user", "project", "session")
-CRITICALITIES = ("routine", "preference", "identity", "safety")
-NODE_TYPES = ("person", "project", "organization", "tool", "place")
-RECORD_STATUSES = ("active", "superseded", "disputed", "archived")
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 _ID_LIST = {"type": "array", "items": {"type": "integer"}}
@@ -177,8 +170,6 @@ GRAPH_INSTRUCTIONS = (
     "Touch only the nodes and edges these events are about: at most 24 nodes and 32 edges."
 )
 
-IMPORT_ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
-
 _CANDIDATE_SCHEMA = {
     "type": "object",
     "required": ["title", "summary"],
@@ -194,10 +185,9 @@ _CANDIDATE_SCHEMA = {
     },
 }
 
-DECISION_FIELDS = ("action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value")
 
 # A model's answer for one imported memory. Every field is required, so that an answer a person
-# reviews always says what was matched; the import service checks it again (core.imports.model_decision),
+# reviews always says what was matched; the import service checks it again (core.providers.import_decision),
 # since a model may ignore the schema.
 DECIDE_SCHEMA = {
     "type": "object",

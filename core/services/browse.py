@@ -33,16 +33,16 @@ from core.models import (
 from core.search.tokenize import normalize as norm_text
 from core.services.events import (
     EventRow,
-    _row as event_row,
+    event_row,
     after_in_chronology,
     event_weight,
     filter_events,
     text_words,
 )
-from core.services.graph import CURRENT, NodeRow, _compute_views
-from core.services.jobs import JobRow, _row as job_row
+from core.services.graph import CURRENT, NodeRow, compute_views
+from core.services.jobs import JobRow, job_row
 from core.services.spaces import get_namespace
-from core.services.traces import TraceRow, _row as trace_row
+from core.services.traces import TraceRow, trace_row
 
 LANES = ("all", "dated", "undated")
 DAY = 86400.0
@@ -345,7 +345,7 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
         want = limit - len(rows) + max(8, limit // 4)
         chunk = list(select.order_by(GraphNode.name_norm, GraphNode.id).limit(want))
         exhausted = len(chunk) < want
-        views = _compute_views(chunk)
+        views = compute_views(chunk)
         for node in chunk:
             cursor = (node.name_norm, node.id)
             view = views.get(node.id)

@@ -135,7 +135,7 @@ def payload_hash(thread: str, messages: Sequence[MessageIn]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _row_to_raw(row: Message, thread_name: str) -> RawMessage:
+def raw_from_row(row: Message, thread_name: str) -> RawMessage:
     return RawMessage(
         id=row.id,
         role=row.role,
@@ -206,7 +206,7 @@ _OPEN_TAIL = Prepared(lambda thread_id: Message.select().where(
 
 
 def _open_tail(thread: Thread) -> list[RawMessage]:
-    return [_row_to_raw(r, thread.name) for r in _OPEN_TAIL.rows(thread.id)]
+    return [raw_from_row(r, thread.name) for r in _OPEN_TAIL.rows(thread.id)]
 
 
 def append_messages(
@@ -287,7 +287,7 @@ def append_messages(
             ))
             new_ids.append(row.id)
             indexed.append((row.id, th.id, message_text(item.speaker, item.content, row.tool_calls)))
-            tail.append(_row_to_raw(row, th.name))
+            tail.append(raw_from_row(row, th.name))
         index_messages(ns.id, indexed)
         sealed: list[int] = []
         while True:
@@ -377,7 +377,7 @@ def thread_messages(namespace: str, thread: str, *, open_tail_only: bool = False
     query = Message.select().where(Message.thread == th)
     if open_tail_only:
         query = query.where(Message.block.is_null())
-    return [_row_to_raw(r, th.name) for r in query.order_by(Message.position)]
+    return [raw_from_row(r, th.name) for r in query.order_by(Message.position)]
 
 
 _BLOCK_MESSAGES = Prepared(lambda block_id: Message.select(Message, Thread.name).join(Thread).where(
@@ -385,7 +385,7 @@ _BLOCK_MESSAGES = Prepared(lambda block_id: Message.select(Message, Thread.name)
 
 
 def block_messages(block_id: int) -> list[RawMessage]:
-    return [_row_to_raw(r, r.thread.name) for r in _BLOCK_MESSAGES.rows(block_id)]
+    return [raw_from_row(r, r.thread.name) for r in _BLOCK_MESSAGES.rows(block_id)]
 
 
 def close_thread(namespace: str, thread: str) -> tuple[int, ...]:

@@ -18,15 +18,15 @@ from core.models import Job
 from core.services import jobs as jobsvc
 from core.services.derive import DeriveReport, ProgressFn, run_pending
 from core.services.spaces import get_namespace
+from core.store import open_store
 
 MAX_WORKERS = 64
 POLL_SECONDS = 0.5
 
 
 def _work(url: str, namespace: str | None, provider: str | None, kinds: tuple[str, ...] | None) -> DeriveReport:
-    from core.store import open_store
-
     store = open_store(url)
+    jobsvc.recover_interrupted()  # a worker of an earlier run killed mid-job holds nothing back
     try:
         # The parent gave passing failures their attempts back once; a worker doing it again could
         # reset a job another worker has just failed.

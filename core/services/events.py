@@ -49,7 +49,7 @@ from core.models import (
 )
 from core.search.index import index_events
 from core.search.tokenize import normalize as norm_text
-from core.services.capture import _row_to_raw
+from core.services.capture import raw_from_row
 from core.services.graph_endings import reconsider
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace
@@ -401,7 +401,7 @@ def event_weight(event: Event, current_turn: int) -> float:
     )
 
 
-def _row(event: Event, ns: Namespace, thread_name: str | None) -> EventRow:
+def event_row(event: Event, ns: Namespace, thread_name: str | None) -> EventRow:
     return EventRow(
         id=event.id,
         namespace=ns.name,
@@ -557,7 +557,7 @@ def list_events(
         query = query.where(after_in_chronology(anchor.chron, after_event))
     query = query.order_by(EVENT_CHRONOLOGY, Event.id).limit(clamp(limit, 1, LIST_MAX, 100)).offset(
         clamp(offset, 0, MAX_ROW_ID, 0))
-    return [_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
+    return [event_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
 
 
 def _linked(rows: Iterable[tuple[str, Event]]) -> dict[str, tuple[LinkedEvent, ...]]:
@@ -588,9 +588,9 @@ def get_event(event_id: int) -> EventCard:
         .join(Event, on=(EventLink.event == Event.id)).where(EventLink.target == event)
     ]
     return EventCard(
-        event=_row(event, ns, thread),
+        event=event_row(event, ns, thread),
         quotes=tuple(event.quotes or ()),
-        sources=tuple(_row_to_raw(m, m.thread.name) for m in sources),
+        sources=tuple(raw_from_row(m, m.thread.name) for m in sources),
         links=_linked(out_links),
         linked_from=_linked(in_links),
         superseded_by=event.superseded_by,
@@ -684,7 +684,7 @@ _LIVE_ORPHAN_KEYS = Prepared(lambda ns, exclude, limit: _live(
     Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(limit).tuples())
 _LIVE_IDS = Prepared(lambda ids, ns, exclude: _live(Event.select(Event.id).where(Event.id.in_(ids)), ns, exclude)
                      .tuples())
-_EVENTS = Prepared(lambda ids: Event.select().where(Event.id.in_(ids)))
+EVENTS_BY_ID = Prepared(lambda ids: Event.select().where(Event.id.in_(ids)))
 
 
 def live_event_ids(ids: Sequence[int], namespace_id: int, exclude_block: int | None = None) -> set[int]:
@@ -718,7 +718,7 @@ def _recent_events(namespace_id: int, exclude_block: int | None) -> list[Event]:
         found.extend(((0, turn or 0, created or "", eid), eid) for eid, _block, turn, created in orphans)
     found.sort(key=lambda item: item[0], reverse=True)
     winners = [eid for _, eid in found[:RECENT_LIMIT]]
-    by_id = {e.id: e for e in _EVENTS.rows(winners)} if winners else {}
+    by_id = {e.id: e for e in EVENTS_BY_ID.rows(winners)} if winners else {}
     return [by_id[eid] for eid in winners]
 
 
@@ -782,7 +782,7 @@ def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: i
     ids = bm25_top_kept("event", namespace_id, terms, limit,
                         lambda found: live_event_ids([i for i in found if i not in exclude], namespace_id,
                                                      exclude_block))
-    by_id = {e.id: e for e in _EVENTS.rows(ids)} if ids else {}
+    by_id = {e.id: e for e in EVENTS_BY_ID.rows(ids)} if ids else {}
     return [by_id[i] for i in ids if i in by_id]
 
 

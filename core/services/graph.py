@@ -41,10 +41,11 @@ from core.models import (
     Namespace,
 )
 from core.providers.base import UNNAMED_USER, ProviderOutputError
-from core.providers.schemas import NODE_TYPES, RECORD_STATUSES
+from core.vocab import NODE_TYPES, RECORD_STATUSES
 from core.search.tokenize import normalize as norm_text
 from core.services import jobs as jobsvc
 from core.services.graph_endings import EndedBy, EndingLog, reasons
+from core.services.graph_vocab import FUNCTIONAL_RELATIONS, is_functional, relation_key, render_value
 from core.services.graph_names import entity_key, node_names, padded
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, parse_timestamp, period_bounds
@@ -75,40 +76,10 @@ CONTEXT_VALUE_ITEMS = 12
 CONTEXT_ITEM_CHARS = 160
 CONTEXT_SOURCES = 16
 
-# Keys and relations that hold one value at a time: a new value supersedes the old one.
-# Everything else (likes, uses, hobby, has_pet, knows, visited, …) accumulates.
-FUNCTIONAL_RELATIONS = frozenset({
-    "lives_in", "lives_at", "residence", "current_city", "location", "located_in",
-    "works_at", "works_for", "employer", "role", "job_title", "title", "current_job", "occupation",
-    "age", "birthday", "born_in", "birthplace", "hometown", "nationality",
-    "status", "state", "relationship_status", "marital_status", "spouse", "married_to",
-    "reports_to", "current_project",
-    "位于", "属于", "住在", "居住地", "所在地", "工作于", "职位", "年龄", "状态", "生日", "出生地",
-})
-
-
-# ----------------------------------------------------------------------------- keys
-
-
-def relation_key(text: str) -> str:
-    """The stored form of a fact key or relation: case-folded, spaces and ``-`` become ``_``."""
-    folded = unicodedata.normalize("NFKC", text).casefold().strip()
-    return re.sub(r"[\s\-_]+", "_", folded).strip("_")
-
-
-def is_functional(key: str) -> bool:
-    """True when ``key`` (a fact key or edge relation) holds one value at a time."""
-    return relation_key(key) in FUNCTIONAL_RELATIONS
-
-
 def _value_key(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(sorted(norm_text(v) for v in value))
     return norm_text(str(value))
-
-
-def render_value(value: Any) -> str:
-    return "、".join(value) if isinstance(value, list) else str(value)
 
 
 def _as_id(value: Any) -> int | None:
@@ -1296,7 +1267,7 @@ _EVENT_REFS = Prepared(lambda ids: Event.select(Event.id, Event.title, Event.sta
 _NAMESPACE = Prepared(lambda namespace_id: Namespace.select().where(Namespace.id == namespace_id))
 
 
-def _compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
+def compute_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     """Effective views of ``nodes`` in a handful of queries (chunked, no per-node queries)."""
     by_id = {n.id: n for n in nodes}
     ids = list(by_id)
@@ -1440,7 +1411,7 @@ def _metadata_statuses(nodes: Sequence[GraphNode]) -> dict[int, str]:
 
 def _context_views(nodes: Sequence[GraphNode]) -> dict[int, _Computed]:
     """Bounded views for the projector's context: newest sources, newest current facts and
-    the current edges among ``nodes``. Unlike ``_compute_views`` (the full effective view a
+    the current edges among ``nodes``. Unlike ``compute_views`` (the full effective view a
     person reads) nothing here grows with how often a node has been cited."""
     ids = [n.id for n in nodes]
     if not ids:
@@ -1517,7 +1488,7 @@ def node_views(node_ids: Sequence[int]) -> dict[int, NodeView]:
     the people, tools and places around them) share their edges and those edges' citations.
     Nodes that do not exist or have no visible evidence are left out."""
     nodes = [n for part in chunks(list(dict.fromkeys(node_ids))) for n in _NODES.rows(list(part))]
-    views = {i: v for i, v in _compute_views(nodes).items() if v.visible}
+    views = {i: v for i, v in compute_views(nodes).items() if v.visible}
     other_ids = {i for v in views.values() for e, _ in v.current_edges + v.historical_edges
                  for i in (e.from_node_id, e.to_node_id)}
     others = {i: (name, kind) for part in chunks(list(other_ids)) for i, name, kind in _NODE_NAMES.rows(list(part))}
@@ -1593,7 +1564,7 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
         nodes = [n for n in nodes if any(
             needle in norm_text(v) for v in [n.name, *(a for a in n.aliases or [] if isinstance(a, str))])]
     rows = []
-    for view in _compute_views(nodes).values():
+    for view in compute_views(nodes).values():
         if not view.visible:
             continue
         if needle and not any(needle in norm_text(v) for v in [view.node.name, *view.aliases]):

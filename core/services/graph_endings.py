@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 
 from core.db import bulk_insert, chunks, save_one
 from core.models import CURRENT, LIVE, Event, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource
+from core.services.graph_vocab import is_functional, render_value
 from core.services.spaces import bump_revision
 from core.text import clip
 from core.timeutil import now_iso, period_bounds
@@ -147,8 +148,6 @@ def _cited_by(kind: str, record_ids: Iterable[int], statuses: Sequence[str]) -> 
 
 def _slot(kind: str, record) -> tuple | None:
     """The one-at-a-time slot a record fills, or None when its key or relation accumulates."""
-    from core.services.graph import is_functional  # graph imports this module to log endings
-
     if kind == "fact":
         return ("fact", record.node_id, record.key) if is_functional(record.key) else None
     return ("edge", record.from_node_id, record.relation) if is_functional(record.relation) else None
@@ -233,7 +232,6 @@ def settle(records: Iterable[tuple[str, int]], now: str) -> Settled:
 def reasons(kind: str, record_ids: Iterable[int]) -> dict[int, tuple[EndedBy, ...]]:
     """The visible reasons each record is history: ending events that are not forgotten (newest
     first), then replacing records that still cite a live event."""
-    from core.services.graph import render_value  # graph imports this module to log endings
 
     rows: dict[int, list[GraphEnding]] = {}
     for part in chunks(sorted(set(record_ids))):

@@ -49,7 +49,7 @@ from core.models import (
 from core.providers import Provider, get_provider
 from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
-from core.providers.schemas import IMPORT_ACTIONS
+from core.vocab import IMPORT_ACTIONS
 from core.redact import redact_text
 from core.search.index import index_events, index_messages, message_text, unindex_events, unindex_messages
 from core.services.events import LIVE, live_event_ids, write_event
@@ -488,7 +488,7 @@ def _match_items(namespace: str, candidate: dict[str, Any], top_k: int,
     with a ranking of the events about the people the candidate names (the user, when it names no
     one and ``users`` is the one name the user goes by), so that a person's own event is not
     crowded out by other people's facts worded the same way."""
-    from core.imports.decider import about_user, expanded_query, subject_names
+    from core.providers.offline_import import about_user, expanded_query, subject_names
     from core.search.bm25 import rrf
     from core.services.search import search_events
 
@@ -551,7 +551,7 @@ def _match_context(event, score: float) -> dict[str, Any]:
 
 
 def _stored_match(namespace: str, event_id: int) -> dict[str, Any]:
-    from core.services.events import _row as event_row
+    from core.services.events import event_row
 
     event = Event.get_by_id(event_id)
     ns = Namespace.get_by_id(event.namespace_id)
@@ -677,11 +677,11 @@ def _decide_item(batch: ImportBatch, item: ImportItem, earlier: dict[str, int], 
 
 def _model_decision(prov: Provider, context: dict[str, Any], batch: ImportBatch,
                     users: Sequence[str]) -> dict[str, Any]:
-    """A model's decision, checked strictly (core.imports.model_decision). An answer that is unusable
+    """A model's decision, checked strictly (core.providers.import_decision). An answer that is unusable
     even after JSON recovery, or a provider that got none, leaves the item to a person; an answer
     whose evidence is not explicit cannot reach the threshold. A failed HTTP exchange still fails
     the preview (resumable): that is no answer, and asking again may get one."""
-    from core.imports.model_decision import (
+    from core.providers.import_decision import (
         UnusableAnswer, capped, matched_fields, unusable_decision, validate_answer, weakness,
     )
     from core.providers.openai_compat import ProviderCallError
@@ -983,7 +983,7 @@ def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], u
     one name the namespace's user goes by, else the person the cards it replaces are about
     (extraction lists a card's speaker first and, for the assistant's words, the one spoken to
     next). Without them the graph projection finds no one to give the new value to."""
-    from core.imports.decider import about_user
+    from core.providers.offline_import import about_user
     from core.providers.offline_events import named_in
 
     title, summary = candidate.get("title", ""), candidate.get("summary", "")

@@ -60,7 +60,7 @@ def backoff_seconds(attempts: int) -> float:
     return 1.0 * 2 ** max(0, attempts - 1)
 
 
-def _row(job: Job) -> JobRow:
+def job_row(job: Job) -> JobRow:
     return JobRow(
         id=job.id,
         namespace=job.namespace.name,
@@ -239,7 +239,7 @@ def waiting(namespace_id: int | None = None, kinds: tuple[str, ...] | None = Non
     running = scope.where(Job.status == "running").count()
     if running and recover_interrupted():  # a worker that died holds nothing back
         running = scope.where(Job.status == "running").count()
-    stuck = [_row(j) for j in scope.where(_stuck()).order_by(Job.id).limit(LIST_MAX)]
+    stuck = [job_row(j) for j in scope.where(_stuck()).order_by(Job.id).limit(LIST_MAX)]
     return Waiting(running=running, next_due=next_due_at(namespace_id, tuple(wanted)), stuck=stuck)
 
 
@@ -383,7 +383,7 @@ def get_job(job_id: int) -> JobRow:
     job = Job.select(Job, Namespace).join(Namespace).where(Job.id == job_id).first() if is_row_id(job_id) else None
     if job is None:
         raise NotFoundError(f"job {job_id} does not exist")
-    return _row(job)
+    return job_row(job)
 
 
 def list_jobs(namespace: str | None = None, status: str | None = None, limit: int = 200) -> list[JobRow]:
@@ -395,7 +395,7 @@ def list_jobs(namespace: str | None = None, status: str | None = None, limit: in
         query = query.where(Job.namespace == get_namespace(namespace))
     if status is not None:
         query = query.where(Job.status == status)
-    return [_row(j) for j in query.order_by(Job.id.desc()).limit(clamp(limit, 1, LIST_MAX, 200))]
+    return [job_row(j) for j in query.order_by(Job.id.desc()).limit(clamp(limit, 1, LIST_MAX, 200))]
 
 
 def job_counts(namespace: str | None = None) -> dict[str, int]:

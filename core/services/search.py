@@ -21,8 +21,8 @@ from core.search.bm25 import RRF_K, rrf
 from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
-from core.services.capture import _row_to_raw
-from core.services.events import _EVENTS, LIVE, EventRow, _row as event_row, live_event_ids
+from core.services.capture import raw_from_row
+from core.services.events import EVENTS_BY_ID, LIVE, EventRow, event_row, live_event_ids
 from core.services.spaces import get_namespace, thread_names
 from core.timeutil import now_iso, range_bounds
 
@@ -67,14 +67,14 @@ def messages_by_id(ids: Sequence[int]) -> dict[int, RawMessage]:
     if not ids:
         return {}
     rows = Message.select(Message, Thread.name).join(Thread).where(Message.id.in_(list(ids)))
-    return {m.id: _row_to_raw(m, m.thread.name) for m in rows}
+    return {m.id: raw_from_row(m, m.thread.name) for m in rows}
 
 
 def _nearby(message: RawMessage, thread_id: int) -> tuple[RawMessage, ...]:
     rows = (Message.select(Message, Thread.name).join(Thread)
             .where((Message.thread == thread_id) & Message.position.between(message.position - 1, message.position + 1))
             .order_by(Message.position))
-    return tuple(_row_to_raw(m, m.thread.name) for m in rows)
+    return tuple(raw_from_row(m, m.thread.name) for m in rows)
 
 
 def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None) -> list[RawHit]:
@@ -118,7 +118,7 @@ _RAW_SELECT = ("SELECT m.id, m.role, m.content, m.created_at, t.name, m.position
 
 
 def _raw(row: tuple) -> RawMessage:
-    """A RawMessage from a ``_RAW_SELECT`` row (what ``_row_to_raw`` makes of a model)."""
+    """A RawMessage from a ``_RAW_SELECT`` row (what ``raw_from_row`` makes of a model)."""
     calls = json.loads(row[10]) if row[10] else None
     return RawMessage(id=row[0], role=row[1], content=row[2], created_at=row[3], thread=row[4], position=row[5],
                       turn=row[6], speaker=row[7], external_id=row[8], block_id=row[9],
@@ -168,7 +168,7 @@ def search_events(
         fused = _live_text_head(ns.id, terms, limit)
         if not fused:
             return []
-        candidates = {e.id: e for e in _EVENTS.rows([i for i, _ in fused])}
+        candidates = {e.id: e for e in EVENTS_BY_ID.rows([i for i, _ in fused])}
         return _event_hits(ns, fused, candidates, track)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
@@ -19,9 +19,6 @@ from core.models import Namespace, RetrievalTrace
 from core.redact import redact_text
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso
-
-if TYPE_CHECKING:
-    from core.services.gate import BatchInfo
 
 TRACE_KINDS = ("search", "assess", "use", "context")
 MAX_CANDIDATES = 200
@@ -42,15 +39,6 @@ class TraceRow:
     selected_count: int
     elapsed_ms: float
     created_at: str
-
-
-@dataclass(frozen=True)
-class TraceDetail:
-    trace: TraceRow
-    candidates: tuple[dict[str, Any], ...]  # {ref, score, components}
-    selected: tuple[str, ...]
-    detail: dict[str, Any] | None
-    batch: "BatchInfo | None"  # the batch with its refs, assessment and receipt
 
 
 def _number(value: Any) -> float | None:
@@ -129,7 +117,7 @@ def record_trace(
     return row.id
 
 
-def _row(trace: RetrievalTrace, names: Mapping[int, str]) -> TraceRow:
+def trace_row(trace: RetrievalTrace, names: Mapping[int, str]) -> TraceRow:
     return TraceRow(
         id=trace.id,
         namespace=names.get(trace.namespace_id, ""),
@@ -158,30 +146,7 @@ def list_traces(namespace: str | None = None, limit: int = 50, before_id: int | 
     rows = list(query.order_by(RetrievalTrace.id.desc()).limit(clamp(limit, 1, TRACES_MAX, 50)))
     names = dict(Namespace.select(Namespace.id, Namespace.name).where(
         Namespace.id.in_({r.namespace_id for r in rows})).tuples()) if rows else {}
-    return [_row(r, names) for r in rows]
+    return [trace_row(r, names) for r in rows]
 
 
-def get_trace(trace_id: int) -> TraceDetail:
-    """One trace with its candidates and, when it belongs to a batch, the batch itself."""
-    from core.services.gate import get_batch
-
-    trace = RetrievalTrace.get_or_none(RetrievalTrace.id == trace_id) if is_row_id(trace_id) else None
-    if trace is None:
-        raise NotFoundError(f"retrieval trace {trace_id} does not exist")
-    names = {trace.namespace_id: Namespace.get_by_id(trace.namespace_id).name}
-    batch = None
-    if trace.batch_id is not None:
-        try:
-            batch = get_batch(trace.batch_id)
-        except NotFoundError:
-            batch = None
-    return TraceDetail(
-        trace=_row(trace, names),
-        candidates=tuple(trace.candidates or ()),
-        selected=tuple(trace.selected or ()),
-        detail=trace.detail,
-        batch=batch,
-    )
-
-
-__all__ = ["TRACE_KINDS", "TraceDetail", "TraceRow", "get_trace", "list_traces", "record_trace"]
+__all__ = ["TRACE_KINDS", "TraceRow", "list_traces", "record_trace", "trace_row"]

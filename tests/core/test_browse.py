@@ -6,7 +6,7 @@ import pytest
 
 from core.db import db
 from core.errors import InvalidInputError
-from core.store import open_store
+from core.api import open_store
 from tests.stores import copy_of
 
 

@@ -10,7 +10,7 @@ from core.models import Block, IngestionReceipt, Job, Message
 from core.services.capture import append_messages, append_turn, thread_messages
 from core.services.spaces import configure_namespace, namespace_info
 from core.services.stats import stats
-from core.store import open_store
+from core.api import open_store
 
 
 def _turns(ns: str, thread: str, count: int, start: int = 1, **kw) -> list:

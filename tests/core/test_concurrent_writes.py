@@ -11,11 +11,11 @@ from core.db import db
 from core.models import IngestionReceipt, Job, Message, Thread
 from core.services.capture import append_turn
 from core.services.spaces import configure_namespace
-from core.store import open_store
+from core.api import open_store
 
 _APPEND = """
 import json, sys
-from core.store import open_store
+from core.api import open_store
 from core.services.capture import append_turn
 open_store(sys.argv[1])
 errors = []
@@ -72,7 +72,7 @@ def test_a_receipt_replayed_by_two_processes_at_once_is_stored_once(store, db_ur
 
 _CLAIM = """
 import json, sys
-from core.store import open_store
+from core.api import open_store
 from core.services import jobs
 open_store(sys.argv[1])
 claimed = []

@@ -17,7 +17,7 @@ from core.services.derive import run_pending
 from core.services.derive_workers import run_workers
 from core.services.export import comparable_memory
 from core.services.spaces import configure_namespace
-from core.store import open_store
+from core.api import open_store
 from tests.stores import close_template, copy_of
 
 # Two people over several weeks: moves, a pet, jobs and plans, so extraction reads earlier blocks'

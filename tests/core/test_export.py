@@ -10,7 +10,7 @@ import pytest
 
 from core.services import export
 from core.services.capture import append_messages
-from core.store import open_store
+from core.api import open_store
 from tests.stores import copy_of
 from workbench.cli import main
 

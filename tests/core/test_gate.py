@@ -16,7 +16,7 @@ from core.services.gate import (
 )
 from core.services.search import search_events, search_raw
 from core.services.spaces import configure_namespace, get_namespace
-from core.store import open_store
+from core.api import open_store
 from core.timeutil import now_iso
 
 

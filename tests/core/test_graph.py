@@ -973,9 +973,9 @@ def test_views_read_a_window_of_sources_yet_classify_like_reading_them_all(store
             Event.update(status=rng.choice(["forgotten", "active", "superseded"])).where(
                 Event.id == event_id).execute()
         monkeypatch.setattr(graphsvc, "SOURCE_WINDOW", 10**6)
-        every = graphsvc._compute_views(nodes)
+        every = graphsvc.compute_views(nodes)
         monkeypatch.setattr(graphsvc, "SOURCE_WINDOW", 2)
-        windowed = graphsvc._compute_views(nodes)
+        windowed = graphsvc.compute_views(nodes)
         assert shape(windowed) == shape(every)
         # a count read through a full window is shown as a floor ("3+"), never as exact
         assert not any(v.sources_more for v in every.values()) and any(v.sources_more for v in windowed.values())

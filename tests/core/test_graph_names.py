@@ -8,7 +8,7 @@ from core.db import write_transaction
 from core.models import GraphNode
 from core.services.graph_names import needle, node_names, padded
 from core.services.spaces import get_or_create_namespace
-from core.store import open_store
+from core.api import open_store
 
 
 def _node(ns_id: int, name: str, type_: str = "person", aliases=(), status="active", stamp="2026-01-01") -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.db import write_transaction
-from core.imports.decider import decide_offline, read_fact, subject_names
+from core.providers.offline_import import decide_offline, read_fact, subject_names
 from core.imports.formats import parse_v2_object
 from core.services.events import write_event
 from core.services.imports import _match_items

@@ -68,7 +68,7 @@ def _seed() -> dict[str, int]:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
     """A derived store with the four facts, built once and copied for each test."""
-    from core.store import open_store
+    from core.api import open_store
 
     url = fresh_url(tmp_path_factory.mktemp("import-template"), "seed.db")
     open_store(url)
@@ -86,7 +86,7 @@ def seeded_url(template, tmp_path):
 
 @pytest.fixture
 def seeded(template, seeded_url):
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(seeded_url)
     yield template[1]
@@ -518,7 +518,7 @@ def test_an_import_batch_with_nothing_to_add_still_keeps_its_text(seeded):
 
 KILLER = """
 import os, signal, sys
-from core.store import open_store
+from core.api import open_store
 import core.services.imports as imports
 
 open_store(sys.argv[1])
@@ -548,7 +548,7 @@ def test_a_process_killed_during_commit_leaves_all_or_nothing(seeded, seeded_url
     proc = subprocess.run([sys.executable, "-c", KILLER, db_url, str(preview.batch.id)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(db_url)
     assert export_namespace(NS) == before and memory_rows() == rows
@@ -560,7 +560,7 @@ def test_a_process_killed_during_commit_leaves_all_or_nothing(seeded, seeded_url
 def test_migration_from_schema_4_adds_the_import_tables(db_url, store):
     from core.migrations import SCHEMA_VERSION, database_version
     from core.models import ImportChange, SchemaVersion, V5_MODELS
-    from core.store import open_store
+    from core.api import open_store
 
     db.drop_tables(V5_MODELS)
     SchemaVersion.delete().where(SchemaVersion.version >= 5).execute()
@@ -631,7 +631,7 @@ def test_the_demo_move_ends_utrecht_with_the_import_as_its_reason_until_undone(d
     """Issue 31: "Maya moved to Amsterdam", confirmed as a supersede of the card saying she lives in
     Utrecht, makes Amsterdam where she lives once derived and Utrecht history ended by the import;
     the undo gives back the store byte for byte."""
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(copy_of(demo_template, tmp_path / "demo.db"))
     assert _homes("demo", "Maya")[0].keys() == {"Utrecht"}
@@ -693,7 +693,7 @@ def test_an_imported_add_about_the_user_gives_the_user_a_new_fact(demo_template,
     """An export's statement naming no one ("Adopted a cat named Miso") is about the user, whom the
     demo's conversations name Maya: her graph gains the pet, citing the import, and loses it on undo."""
     from core.services.graph import find_node, node_view
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(copy_of(demo_template, tmp_path / "demo.db"))
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from core.imports.model_decision import (
+from core.providers.import_decision import (
     SECTIONS, UnusableAnswer, render_decision_prompt, validate_answer, weakness,
 )
 from core.providers.openai_compat import OpenAICompatProvider
@@ -371,7 +371,7 @@ def test_migration_to_22_adds_the_accounting_columns_and_keeps_batches(maya, db_
     from core.db import db
     from core.migrations import SCHEMA_VERSION
     from core.models import ImportBatch, ImportItem, SchemaVersion
-    from core.store import open_store
+    from core.api import open_store
 
     batch = preview_import(NS, v2(MOVE)).batch.id
     migrator = SchemaMigrator.from_database(db)

@@ -26,7 +26,7 @@ from core.services.derive import run_pending
 from core.services.events import forget_event
 from core.services.export import export_data, relabel_ids
 from core.services.imports import commit_batch, decide, preview_import, undo_batch
-from core.store import open_store
+from core.api import open_store
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 NS = "ns"

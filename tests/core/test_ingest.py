@@ -23,7 +23,7 @@ from core.services.blocks import list_blocks
 from core.services.capture import append_turn, thread_messages
 from core.services.spaces import list_namespaces
 from core.services.stats import stats
-from core.store import open_store
+from core.api import open_store
 from tests.stores import fresh_url
 
 DATE_1 = "1:56 pm on 8 May, 2023"

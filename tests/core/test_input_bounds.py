@@ -24,7 +24,7 @@ def _lookups():
     from core.services.events import forget_event, get_event, restore_event
     from core.services.graph import node_view
     from core.services.jobs import get_job, retry
-    from core.services.traces import get_trace
+    from core.services.trace_view import get_trace
 
     return {
         "block": [get_block, render_block, lambda i: expand_block(i, "next")],

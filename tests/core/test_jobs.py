@@ -14,7 +14,7 @@ from core.services.blocks import get_block_context
 from core.services.capture import append_turn
 from core.services.derive import run_pending
 from core.services.spaces import configure_namespace
-from core.store import open_store
+from core.api import open_store
 
 
 class Clock:
@@ -168,7 +168,7 @@ def test_a_job_whose_last_attempt_failed_is_left_failed(store, clock):
 
 _CLAIM_IN_CHILD = """
 import sys
-from core.store import open_store
+from core.api import open_store
 from core.services import jobs
 open_store(sys.argv[1])
 job = jobs.claim_next()

@@ -26,7 +26,7 @@ from core.services.retrieval import (
     _FIRST_PERSON, _WHEN, DEFAULT_PARAMS, _has_time, _layout, event_support, raw_ranking,
 )
 from core.services.search import search_events, search_raw
-from core.store import open_store
+from core.api import open_store
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 SAVED = pytest.mark.sqlite_only(reason="search index copies are saved beside a SQLite file; a server database has none")

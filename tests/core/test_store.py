@@ -14,7 +14,7 @@ from core.errors import InvalidInputError, SchemaTooNewError
 from core.migrations import SCHEMA_VERSION, database_version
 from core.models import Message, SchemaVersion
 from core.services.stats import stats
-from core.store import open_store
+from core.api import open_store
 from tests.stores import fresh_url, on_postgres, query_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_url_resolution(monkeypatch, tmp_path):
 
 WRITER = """
 import sys
-from core.store import open_store
+from core.api import open_store
 from core.services.capture import append_turn
 open_store(sys.argv[1])
 for i in range(40):

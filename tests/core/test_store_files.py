@@ -10,7 +10,7 @@ import pytest
 
 from core.db import db
 from core.errors import StoreUnavailableError
-from core.store import open_store
+from core.api import open_store
 
 
 def mode(path: Path) -> int:

@@ -15,7 +15,8 @@ from core.services.events import forget_event, get_event, write_event
 from core.services.gate import assess, event_ref, open_batch, record_use, refs_for_events
 from core.services.search import search_events
 from core.services.spaces import configure_namespace, get_namespace
-from core.services.traces import get_trace, list_traces, record_trace
+from core.services.trace_view import get_trace
+from core.services.traces import list_traces, record_trace
 from core.timeutil import now_iso
 from core.tokens import estimate_tokens
 

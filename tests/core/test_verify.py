@@ -8,7 +8,7 @@ from core.db import db
 from core.models import Block, Event, EventSource, GraphFact, GraphSource, Message
 from core.services.spaces import get_namespace
 from core.services.verify import verify
-from core.store import open_store
+from core.api import open_store
 from tests.stores import copy_of
 
 

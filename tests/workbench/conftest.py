@@ -25,7 +25,7 @@ def seed_workbench_store(url: str, *, built: bool = False) -> None:
     from core.demo import build_demo
     from core.models import Block, Event, Job, Namespace, RetrievalBatch, RetrievalTrace, UsageReceipt
     from core.services.jobs import create_job
-    from core.store import open_store
+    from core.api import open_store
 
     if built:
         open_store(url)

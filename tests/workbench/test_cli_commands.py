@@ -233,7 +233,7 @@ def test_verify_passes_the_demo_and_fails_on_a_broken_citation(demo_db, capsys):
     assert report["ok"] is True and report["events"] > 0 and report["problems"] == []
     from core.db import db
     from core.models import EventSource
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(demo_db)
     event_id = EventSource.select(EventSource.event).order_by(EventSource.event).first().event_id
@@ -281,7 +281,7 @@ def test_derive_exits_1_when_a_job_is_left_failed(tmp_path, capsys, monkeypatch)
     assert json.loads(capsys.readouterr().out)["processed"] == 0
     # The outage is over: the next run after the backoff derives everything and exits 0.
     from core.models import Job
-    from core.store import open_store
+    from core.api import open_store
 
     monkeypatch.setattr(derive, "get_provider", lambda name: OfflineProvider())
     open_store(url)

@@ -37,7 +37,7 @@ def url(tmp_path):
     from core.db import db
     from core.services.capture import append_messages
     from core.services.derive import run_pending
-    from core.store import open_store
+    from core.api import open_store
 
     url = fresh_url(tmp_path, "cli.db")
     open_store(url)

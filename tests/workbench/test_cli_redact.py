@@ -90,7 +90,7 @@ def test_a_stored_job_error_is_printed_masked_even_where_the_table_cuts_it(secre
     from core.db import db
     from core.models import Job, Namespace
     from core.services.jobs import create_job
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(secret_db)
     job = create_job(Namespace.get(Namespace.name == "ops"), "graph", None)

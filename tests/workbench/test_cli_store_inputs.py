@@ -168,7 +168,7 @@ def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsy
 
 def test_a_read_command_makes_no_schema_in_a_new_database_of_the_engine_under_test(tmp_path, capsys):
     """On SQLite a path with no file, on PostgreSQL an empty database: refused, and still empty after."""
-    from core.store import open_store
+    from core.api import open_store
     from tests.stores import fresh_url
 
     url = fresh_url(tmp_path, empty=True)

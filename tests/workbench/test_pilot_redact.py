@@ -13,7 +13,7 @@ SIZE = (140, 40)
 def _add_secret_turn(url: str) -> None:
     from core.db import db
     from core.services.capture import append_turn
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(url, recover=False)
     append_turn("demo", "ops-chat", f"The quasarfeed deploy uses GITHUB_TOKEN={GITHUB} and password={PASSWORD}.",

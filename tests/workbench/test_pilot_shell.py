@@ -31,7 +31,7 @@ async def test_every_view_is_one_key_away(make_app):
 
 async def test_namespace_switcher_reloads_the_views(make_app, wb_url):
     from core.services.capture import append_turn
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(wb_url)
     append_turn("zeta", "chat", "hello there", "hi")

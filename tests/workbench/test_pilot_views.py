@@ -31,7 +31,7 @@ async def opened(make_app, key: str | None, screen_type, messages: list | None =
 
 
 def reopen(url):
-    from core.store import open_store
+    from core.api import open_store
 
     open_store(url, recover=False)
 

@@ -69,7 +69,7 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    from core.providers.schemas import NODE_TYPES
+    from core.vocab import NODE_TYPES
 
     p = sub.add_parser("graph", parents=[common], help="list knowledge-graph nodes with visible evidence",
                        description="List graph nodes that still cite visible events, best supported first.")

@@ -300,7 +300,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
     from core.imports.formats import FORMATS
-    from core.providers.schemas import IMPORT_ACTIONS
+    from core.vocab import IMPORT_ACTIONS
     from core.db import LIST_MAX
     from core.services.imports import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
 

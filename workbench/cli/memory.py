@@ -254,7 +254,7 @@ def _require_named_store(args: argparse.Namespace) -> None:
     --db or $STRATA_DB that does not exist is refused without --create: it is most likely mistyped."""
     import os
 
-    from core.store import require_existing
+    from core.api import require_existing
 
     named = getattr(args, "db", None) or os.environ.get("STRATA_DB")
     if named and not getattr(args, "create", False):

@@ -50,7 +50,7 @@ def open_from_args(args: Any, *, create: bool = False):
     Only commands that store something pass ``create`` (ingest, an import preview); the others
     refuse a database that does not exist unless ``--create`` is given, so a mistyped --db is an
     error rather than a new empty store that answers "nothing found"."""
-    from core.store import open_store
+    from core.api import open_store
 
     def upgrading(done: int, total: int, label: str) -> None:
         if done < total:

@@ -157,7 +157,7 @@ def cmd_traces(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from core.services.traces import get_trace
+    from core.services.trace_view import get_trace
 
     open_from_args(args)
     detail = get_trace(args.id)

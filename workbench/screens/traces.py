@@ -178,7 +178,7 @@ class TracesScreen(StrataScreen):
         self.requested_id = trace_id
 
         def detail():
-            from core.services.traces import get_trace
+            from core.services.trace_view import get_trace
 
             return get_trace(trace_id)
 

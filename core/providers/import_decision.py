@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from core.providers.base import ProviderOutputError
 from core.providers.jsonrecover import extract_json_object
-from core.providers.schemas import DECISION_FIELDS, IMPORT_ACTIONS
+from core.vocab import DECISION_FIELDS, IMPORT_ACTIONS
 from core.text import STOPWORDS
 
 TARGETED = ("merge", "supersede", "conflict")
