@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -11,23 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.cli.argtypes import integer, positive_int
-from workbench.cli.output import check_output, console, err_console, output_file, print_json, progress_bar, table
-
-
-def check_outputs(args: argparse.Namespace) -> None:
-    """Every file a benchmark writes is checked before it runs: a run takes minutes to hours, and a
-    report path that cannot be written would lose its results at the end."""
-    check_output(getattr(args, "json_out", None), "--json-out")
-    check_output(getattr(args, "svg", None), "--svg")
-
-
-def write_report(report: dict, args: argparse.Namespace) -> None:
-    if getattr(args, "json_out", None):
-        with output_file(args.json_out, "--json-out") as out:
-            out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        err_console.print(f"report written to {args.json_out}", markup=False)
-    if args.json:
-        print_json(report)
+from workbench.cli.output import (
+    check_outputs, console, err_console, output_file, progress_bar, table, write_report,
+)
 
 
 @contextmanager

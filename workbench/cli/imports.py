@@ -9,7 +9,8 @@ from pathlib import Path
 
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import (
-    check_output, console, err_console, open_from_args, output_file, print_json, progress_bar, table,
+    check_output, check_outputs, console, err_console, open_from_args, output_file, print_json, progress_bar, table,
+    write_report,
 )
 
 ACTION_STYLE = {"add": "green", "merge": "cyan", "supersede": "yellow", "conflict": "red", "ignore": "dim"}
@@ -400,7 +401,6 @@ def _print_model_usage(report: dict) -> None:
 def cmd_bench_labelled(args: argparse.Namespace) -> int:
     """`strata bench import --labels DIR`: the hand-labelled set against a store of the conversations it names."""
     from core.bench.import_labelled import run_labelled_import_bench
-    from workbench.cli.bench import check_outputs, write_report
 
     check_outputs(args)
     with progress_bar("labelled import", enabled=not args.json) as update:
@@ -432,7 +432,6 @@ GENERATED_DEFAULTS = {"seed": 7, "candidates": 200, "people": 14}
 def cmd_bench_import(args: argparse.Namespace) -> int:
     from core.bench.imports import run_import_bench
     from core.errors import InvalidInputError
-    from workbench.cli.bench import check_outputs, write_report
 
     generated = [f"--{k}" for k in GENERATED_DEFAULTS if getattr(args, k) is not None]
     if args.labels is not None:

@@ -78,6 +78,13 @@ def check_output(path: str | Path | None, option: str) -> None:
         raise InvalidInputError(f"{option} {path}: permission denied")
 
 
+def check_outputs(args: Any) -> None:
+    """Every file a benchmark writes is checked before it runs: a run takes minutes to hours, and a
+    report path that cannot be written would lose its results at the end."""
+    check_output(getattr(args, "json_out", None), "--json-out")
+    check_output(getattr(args, "svg", None), "--svg")
+
+
 @contextmanager
 def output_file(path: str | Path, option: str) -> Iterator[TextIO]:
     """A text stream that ends up in ``path``. A regular file (or the file a link names: the link
@@ -119,6 +126,17 @@ def to_plain(value: Any) -> Any:
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(redact_value(to_plain(value)), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+
+
+def write_report(report: dict, args: Any) -> None:
+    """A benchmark's report: to ``--json-out`` (written whole or not at all) and, with ``--json``,
+    to stdout."""
+    if getattr(args, "json_out", None):
+        with output_file(args.json_out, "--json-out") as out:
+            out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        err_console.print(f"report written to {args.json_out}", markup=False)
+    if args.json:
+        print_json(report)
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
