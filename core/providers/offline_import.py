@@ -507,7 +507,7 @@ def _bare_words(text: str) -> set[str]:
 class Relation:
     match: dict[str, Any]
     fact: Fact
-    flip: str  # '' when both agree in polarity on what they share, else 'weak' or 'strong' 
+    flip: str  # '' when both agree in polarity on what they share, else 'weak' or 'strong'
     same_subject: bool
     same_pred: bool
     shared: set[str]
@@ -778,7 +778,7 @@ def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
         repeat = _repeats(cand, context.get("earlier"), match_people, user)
         if repeat is not None:
             position, cover = repeat
-            result = _answer("ignore", [], f"restates item {position} of this import in other words", 
+            result = _answer("ignore", [], f"restates item {position} of this import in other words",
                              0.86 if cover >= 0.8 else 0.75)
     own = candidate.get("confidence")
     if isinstance(own, (int, float)) and own < 0.5 and result["action"] in ("add", "merge", "supersede", "conflict"):

@@ -521,6 +521,10 @@ def _minor_share(kind: str, namespace_id: int, stat: str, upto: int) -> bool:
     return row is not None and int(row[0] or 0) * 2 < upto
 
 
+
+def _concat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
 def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
     """(doc ids, tf, lengths, term ids, vocabulary, upto) of the posting rows with ids in (after, upto].
@@ -555,11 +559,11 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
             if term not in vocabulary:
                 vocabulary[term] = len(vocabulary)
         terms.append(np.array([vocabulary[x] for x in t], np.int32))
-    cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     names = [""] * len(vocabulary)
     for term, i in vocabulary.items():
         names[i] = term
-    return (cat(docs, np.int64), cat(tfs, np.int32), cat(lengths, np.int32), cat(terms, np.int32), names, upto)
+    return (_concat(docs, np.int64), _concat(tfs, np.int32), _concat(lengths, np.int32), _concat(terms, np.int32),
+            names, upto)
 
 
 @dataclass
@@ -599,12 +603,11 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
         users.append(np.fromiter((x == "user" for x in r), np.int8, len(r)))
         times.append(np.fromiter((-1 if x is None else bool(x) for x in h), np.int8, len(h)))
         externals.append(np.fromiter((bool(x) for x in e), np.int8, len(e)))
-    cat = (lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype))
     # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
-    return _Messages({"doc_ids": cat(ids, np.int64), "doc_thread": cat(threads, np.int32),
-                      "doc_pos": cat(positions, np.int32), "doc_speaker": cat(coded, np.int32),
-                      "doc_user": cat(users, np.int8), "doc_time": cat(times, np.int8),
-                      "doc_external": cat(externals, np.int8)}, [x for x in speakers if x])
+    return _Messages({"doc_ids": _concat(ids, np.int64), "doc_thread": _concat(threads, np.int32),
+                      "doc_pos": _concat(positions, np.int32), "doc_speaker": _concat(coded, np.int32),
+                      "doc_user": _concat(users, np.int8), "doc_time": _concat(times, np.int8),
+                      "doc_external": _concat(externals, np.int8)}, [x for x in speakers if x])
 
 
 def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:

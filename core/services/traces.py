@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from core.db import MAX_ROW_ID, clamp, is_row_id, write_transaction
-from core.errors import InvalidInputError, NotFoundError
+from core.db import MAX_ROW_ID, clamp, write_transaction
+from core.errors import InvalidInputError
 from core.models import Namespace, RetrievalTrace
 from core.redact import redact_text
 from core.services.spaces import get_namespace

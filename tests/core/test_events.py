@@ -107,7 +107,7 @@ def test_supersede_caps_the_old_event_and_links_it(ns):
 def test_conflicts_are_linked_both_ways(ns):
     a = _event(ns, "The launch is on March 3")
     b = _event(ns, "The launch is on March 17", relations={"conflicts": [a.id]})
-    assert {(l.event_id, l.target_id) for l in EventLink.select()} == {(b.id, a.id), (a.id, b.id)}
+    assert {(link.event_id, link.target_id) for link in EventLink.select()} == {(b.id, a.id), (a.id, b.id)}
     assert Event.get_by_id(a.id).status == "active"
 
 

@@ -176,8 +176,9 @@ def test_the_decider_is_told_who_the_user_is(store):
 
 
 def test_decision_normalisation_rules():
-    n = lambda raw, **kw: normalize_decision(raw, {"title": "t", "summary": "s"}, [1, 2], recovered=kw.get("rec", False),
-                                           threshold=kw.get("th", 0.85))
+    def n(raw, **kw):
+        return normalize_decision(raw, {"title": "t", "summary": "s"}, [1, 2], recovered=kw.get("rec", False),
+                                  threshold=kw.get("th", 0.85))
     assert n({"action": "MERGE", "existing_event_ids": [2, 7, "1", True], "confidence": 0.9})["target_ids"] == [2]
     weird = n({"action": "delete", "existing_event_ids": [1], "confidence": 0.99})
     assert weird["action"] == "ignore" and "unknown action" in weird["reason"]
