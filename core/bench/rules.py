@@ -261,7 +261,8 @@ def _relation(text: str) -> str:
 class Derived:
     """What the rules made of one case."""
 
-    cards: list[dict[str, Any]] = field(default_factory=list)  # {id, turn, type, status, start, precision, participants, supersedes}
+    # {id, turn, sources, type, status, start, precision, participants, supersedes, title}
+    cards: list[dict[str, Any]] = field(default_factory=list)
     persons: set[str] = field(default_factory=set)  # normalised names (and aliases) of person nodes
     # (subject, relation, value, status, order): every fact and edge of the projections, order = newest source id
     records: list[tuple[str, str, str, str, int]] = field(default_factory=list)
@@ -299,7 +300,8 @@ def derive(case: Case) -> Derived:
             block_ids.append(cid)
             temporal = card.get("temporal") or {}
             supersedes = list(temporal.get("supersedes_event_ids") or [])
-            supersedes += [block_ids[i] for i in temporal.get("supersedes_earlier") or [] if 0 <= i < len(block_ids) - 1]
+            supersedes += [block_ids[i] for i in temporal.get("supersedes_earlier") or []
+                           if 0 <= i < len(block_ids) - 1]
             sources = [s for s in card.get("source_message_ids") or [] if isinstance(s, int)]
             precision = temporal.get("precision") or "unknown"
             out.cards.append({

@@ -14,7 +14,7 @@ def _families(text: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip().replace("-", "_") for part in text.split(",") if part.strip()))
     unknown = [name for name in chosen if name not in FAMILIES]
     if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"--family: choose from {', '.join(FAMILIES)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(FAMILIES)}, got {text!r}")
     return chosen
 
 
