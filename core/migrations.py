@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -281,6 +281,19 @@ def _v22_import_model_accounting(database: Database) -> None:
         run(migrator.add_column(ImportBatch._meta.table_name, "usage", ImportBatch.usage))
 
 
+def _v23_governed_records(database: Database) -> None:
+    """Version 23: governed records (``memory_record``), their append-only audit trail
+    (``audit_entry``) and a namespace's governance policy (``namespace.policy``)."""
+    from playhouse.migrate import SchemaMigrator, migrate as run
+
+    from core.models import V23_MODELS, Namespace
+
+    database.create_tables(V23_MODELS, safe=True)
+    columns = {c.name for c in database.get_columns(Namespace._meta.table_name)}
+    if "policy" not in columns:
+        run(SchemaMigrator.from_database(database).add_column(Namespace._meta.table_name, "policy", Namespace.policy))
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -296,7 +309,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3:
                                                  18: _v18_event_type_day_lane_index,
                                                  19: _v19_postings_by_namespace, 20: _v20_ordered_jobs,
                                                  21: _v21_postgres_columns_as_on_sqlite,
-                                                 22: _v22_import_model_accounting}
+                                                 22: _v22_import_model_accounting, 23: _v23_governed_records}
 
 
 def database_version(database: Database) -> int:

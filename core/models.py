@@ -72,6 +72,8 @@ class Namespace(BaseModel):
     block_count = IntegerField(default=0)
     block_turn_size = IntegerField(default=12)
     block_decay_lambda = FloatField(default=0.30)
+    # What governs records written here (core.services.policy): which sources are trusted.
+    policy = JSONTextField(null=True)
     created_at = CharField()
     updated_at = CharField()
 
@@ -642,6 +644,56 @@ class ImportChange(BaseModel):
         indexes = ((("batch", "table", "record_id"), True),)
 
 
+class MemoryRecord(BaseModel):
+    """A governed record: something an agent, a tool, an import or a person asserts that the
+    conversation did not say. It enters quarantined, is verified with evidence, promoted by a named
+    actor (only then does it become an event card, ``event_id``, that readers can find) and may be
+    revoked, restored, superseded or left to decay at ``review_by``. ``text`` is never edited."""
+
+    namespace = ForeignKeyField(Namespace, backref="records", on_delete="CASCADE")
+    title = TextField()
+    text = TextField()
+    source = CharField(max_length=16)
+    actor = CharField(max_length=200, null=True)
+    scope = CharField(max_length=16, default="project")
+    privacy = CharField(max_length=16, default="normal")
+    expires_at = CharField(max_length=32, null=True)
+    review_by = CharField(max_length=32, null=True)
+    canonical_key = CharField(max_length=160, null=True)
+    status = CharField(max_length=16, default="quarantined", index=True)
+    evidence = JSONTextField(default=list)  # refs ("message:12", "event:7") the verifier attached
+    grade = CharField(max_length=16, null=True)
+    content_hash = CharField(max_length=64)
+    near_duplicate_of = IntegerField(null=True)
+    event_id = IntegerField(null=True)
+    superseded_by = IntegerField(null=True)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "content_hash"), False), (("namespace", "canonical_key"), False),
+                   (("namespace", "status"), False))
+
+
+class AuditEntry(BaseModel):
+    """One change of a governed record or of an event's standing (forget, restore, pin, unpin):
+    what, who, why, when. Append-only: nothing updates or deletes a row but the namespace's removal."""
+
+    namespace = ForeignKeyField(Namespace, backref="audit", on_delete="CASCADE")
+    subject = CharField(max_length=16)  # record | event
+    subject_id = IntegerField()
+    action = CharField(max_length=24)
+    from_status = CharField(max_length=16, null=True)
+    to_status = CharField(max_length=16, null=True)
+    actor = CharField(max_length=200)
+    reason = TextField(null=True)
+    detail = JSONTextField(null=True)
+    at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "subject", "subject_id"), False),)
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
@@ -676,6 +728,8 @@ ALL_MODELS: list[type[BaseModel]] = [
     ImportBatch,
     ImportItem,
     ImportChange,
+    MemoryRecord,
+    AuditEntry,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -686,3 +740,6 @@ V4_MODELS: list[type[BaseModel]] = [RetrievalBatch, BatchRef, UsageReceipt, Retr
 
 # Tables added by schema version 5 (external-memory import with exact undo).
 V5_MODELS: list[type[BaseModel]] = [ImportBatch, ImportItem, ImportChange]
+
+# Tables added by schema version 23 (governed records and their audit trail).
+V23_MODELS: list[type[BaseModel]] = [MemoryRecord, AuditEntry]

@@ -20,3 +20,15 @@ NODE_TYPES = ("person", "project", "organization", "tool", "place")
 RECORD_STATUSES = ("active", "superseded", "disputed", "archived")
 IMPORT_ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
 DECISION_FIELDS = ("action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value")
+
+# Governed records: what an agent, a tool or a person asserts that the conversation itself did not.
+RECORD_SOURCES = ("agent", "user", "tool", "import")
+PRIVACY_LEVELS = ("normal", "private", "secret")
+GOVERNED_STATUSES = ("quarantined", "verified", "promoted", "rejected", "revoked", "superseded", "decayed")
+EVIDENCE_GRADES = ("weak", "moderate", "strong")
+# Why a candidate was kept out of what a reader (search, default retrieval, the context builder, an
+# agent tool) was handed. One closed set, so traces and the ledger can be counted by reason.
+REASON_CODES = (
+    "not_promoted", "out_of_scope", "privacy_denied", "expired", "stale", "superseded", "revoked",
+    "key_conflict", "irrelevant", "over_budget", "limit",
+)
