@@ -12,14 +12,16 @@ import pytest
 
 from core.db import db
 from core.api import open_store
-from tests import stores
+from tests import stores, tiers
 
 
 def pytest_report_header(config):
     return f"strata test database: {stores.engine_name()}" + (f" ({stores.TEST_DB})" if stores.on_postgres() else "")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the marks it adds
 def pytest_collection_modifyitems(config, items):
+    tiers.mark(items)
     if not stores.on_postgres():
         return
     for item in items:

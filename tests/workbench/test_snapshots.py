@@ -10,6 +10,8 @@ from textual.widgets import Input
 
 from workbench.testing import settle
 
+pytestmark = pytest.mark.snapshot
+
 VIEWS = {
     "blocks": [],
     "timeline": ["2"],
