@@ -25,7 +25,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from core import __version__
-from core.agent_tools import MAX_ARGUMENT_DEPTH, MemoryTools, ToolError
+from core.agent_schemas import MAX_ARGUMENT_DEPTH, ToolError
+from core.agent_tools import MemoryTools
 from core.redact import RedactingFilter, redact_text, redact_value
 
 log = logging.getLogger("strata.mcp")

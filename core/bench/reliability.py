@@ -1000,7 +1000,7 @@ def plausible(rng: random.Random, spec: dict) -> Any:
 
 
 def fuzz_tool_call(rng: random.Random) -> tuple[Any, Any]:
-    from core.agent_tools import TOOL_SPECS
+    from core.agent_schemas import TOOL_SPECS
 
     names = list(TOOL_SPECS)
     name: Any = rng.choice(names)

@@ -8,7 +8,8 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from core.agent_tools import CONTENT_LIMIT, SUMMARY_LIMIT, TOOL_NAMES, MemoryTools, ToolError, check_arguments
+from core.agent_schemas import TOOL_NAMES, ToolError, check_arguments
+from core.agent_tools import CONTENT_LIMIT, SUMMARY_LIMIT, MemoryTools
 from core.models import Block, Event, Namespace, RetrievalBatch, Thread, UsageReceipt
 from core.services.blocks import get_block
 from core.services.capture import append_turn

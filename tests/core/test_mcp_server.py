@@ -13,7 +13,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from core.agent_tools import TOOL_NAMES
+from core.agent_schemas import TOOL_NAMES
 from core.models import Event, Namespace
 from core.services.capture import append_turn
 from core.services.derive import run_pending

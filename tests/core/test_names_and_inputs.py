@@ -8,7 +8,8 @@ import unicodedata
 
 import pytest
 
-from core.agent_tools import MAX_ARGUMENT_DEPTH, InvalidArgumentsError, MemoryTools, ToolError
+from core.agent_schemas import MAX_ARGUMENT_DEPTH, InvalidArgumentsError, ToolError
+from core.agent_tools import MemoryTools
 from core.errors import InvalidInputError, StrataError
 from core.ingest import ingest
 from core.models import Message, Namespace, RetrievalBatch, Thread
