@@ -665,7 +665,9 @@ class MemoryRecord(BaseModel):
     grade = CharField(max_length=16, null=True)
     content_hash = CharField(max_length=64)
     near_duplicate_of = IntegerField(null=True)
-    event_id = IntegerField(null=True)
+    # What promotion wrote for readers: the message holding the text and the event card citing it.
+    message_id = IntegerField(null=True, index=True)
+    event_id = IntegerField(null=True, index=True)
     superseded_by = IntegerField(null=True)
     created_at = CharField()
     updated_at = CharField()

@@ -32,3 +32,8 @@ REASON_CODES = (
     "not_promoted", "out_of_scope", "privacy_denied", "expired", "stale", "superseded", "revoked",
     "key_conflict", "irrelevant", "over_budget", "limit",
 )
+
+# An event card's standing. ``revoked``: the governed record it came from was withdrawn.
+EVENT_STATUSES = ("active", "superseded", "disputed", "forgotten", "archived", "revoked")
+# Hidden from readers, weight 0, not evidence an agent may cite.
+HIDDEN_EVENT_STATUSES = ("forgotten", "archived", "revoked")

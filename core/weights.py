@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from core.vocab import HIDDEN_EVENT_STATUSES
+
 CRITICALITY_FLOORS = {"routine": 0.0, "preference": 0.3, "identity": 0.9, "safety": 1.0}
 SUPERSEDED_CAP = 0.1
 
@@ -22,7 +24,7 @@ def memory_weight(
     forced_cap: float | None = None,
     pinned: bool = False,
 ) -> float:
-    if status in ("forgotten", "archived"):
+    if status in HIDDEN_EVENT_STATUSES:
         return 0.0
     distance = max(0, current_turn - last_adopted_turn)
     uses = max(1, mention_count)

@@ -19,6 +19,7 @@ from peewee import JOIN, Case, SqliteDatabase, fn
 from core.db import all_of, clamp
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
+    CURRENT,
     EVENT_CHRONOLOGY,
     Block,
     Event,
@@ -39,10 +40,11 @@ from core.services.events import (
     filter_events,
     text_words,
 )
-from core.services.graph import CURRENT, NodeRow, compute_views
+from core.services.graph import NodeRow, compute_views
 from core.services.jobs import JobRow, job_row
 from core.services.spaces import get_namespace
 from core.services.traces import TraceRow, trace_row
+from core.vocab import HIDDEN_EVENT_STATUSES
 
 LANES = ("all", "dated", "undated")
 DAY = 86400.0
@@ -289,7 +291,7 @@ def event_weight_info(event_id: int, max_uses: int = 50) -> WeightInfo:
     if event.superseded_by:
         steps.append(WeightStep(event.updated_at, f"superseded by event {event.superseded_by}: capped at "
                                                   f"{event.forced_cap if event.forced_cap is not None else '-'}"))
-    if event.status in ("forgotten", "archived"):
+    if event.status in HIDDEN_EVENT_STATUSES:
         steps.append(WeightStep(event.updated_at, f"{event.status}: weight 0"))
     if event.pinned:
         steps.append(WeightStep(event.updated_at, "pinned: weight 1"))

@@ -24,7 +24,8 @@ from core.redact import redact_text, redact_value
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.events import LIVE, event_weight
-from core.services.graph import NodeView, node_view, render_value
+from core.services.graph import NodeView, node_view
+from core.services.graph_vocab import render_value
 from core.services.search import search_events
 from core.services.spaces import get_namespace
 from core.services.traces import record_trace
@@ -175,7 +176,7 @@ def auto_context(
         row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(exclude_thread, "thread")))
         excluded_thread_id = row.id if row is not None else None
 
-    hits = search_events(namespace, query, limit=EVENT_HITS, track=True) if has_terms else []
+    hits = search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True) if has_terms else []
     hit_order = [h.event.id for h in hits]
     special = list(Event.select(Event.id).where(
         (Event.namespace == ns) & (Event.status.in_(LIVE)) & SPECIAL_EVENT

@@ -34,6 +34,7 @@ from core.redact import redact_text
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
+from core.vocab import HIDDEN_EVENT_STATUSES
 
 # ----------------------------------------------------------------------------- vocabulary
 
@@ -77,7 +78,7 @@ MAX_ACCEPTED_REFS = 8
 TEXT_LIMIT = 160
 DEFAULT_MISSING = "Direct evidence required to answer the question is still missing."
 OPEN_STATUSES = ("unresolved", "assessed")
-INELIGIBLE = ("forgotten", "archived")
+INELIGIBLE = HIDDEN_EVENT_STATUSES
 MAX_REF_CHARS = 255
 
 # ----------------------------------------------------------------------------- errors

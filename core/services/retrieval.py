@@ -29,6 +29,7 @@ from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.search.related import RELATED_WEIGHT
 from core.services.spaces import get_namespace, thread_names
+from core.services.governance import withheld
 from core.timeparse import has_dated_mention
 from core.timeutil import parse_timestamp
 
@@ -329,7 +330,7 @@ def _state_events(question: str, terms: list[str], named: tuple[set[int], set[st
     """Events behind what the question asks of the nodes it names (``_named_nodes``; see
     ``fact_ranking``)."""
     from core.models import CURRENT
-    from core.services.graph import FUNCTIONAL_RELATIONS
+    from core.services.graph_vocab import FUNCTIONAL_RELATIONS
 
     nodes, named_words = named
     if not nodes:
@@ -382,7 +383,7 @@ def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: in
     ``allergic_to: peanuts`` where the messages only say "allergic")."""
     from core.models import CURRENT
     from core.search.index import prepared
-    from core.services.graph import render_value
+    from core.services.graph_vocab import render_value
     from core.services.search import search_graph
 
     query = prepared("message", ns.id, terms)
@@ -543,8 +544,9 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
 
 
 def default_retrieval(namespace: str, question: str, *, question_time: str | None = None, limit: int = 50,
-                      params: RetrievalParams = DEFAULT_PARAMS) -> list[RetrievedMessage]:
-    """Source messages for a question, best first (at most ``limit``)."""
+                      params: RetrievalParams = DEFAULT_PARAMS, for_agent: bool = False) -> list[RetrievedMessage]:
+    """Source messages for a question, best first (at most ``limit``). Messages of governed
+    records that may not be shown (``core.services.governance.withheld``) are left out."""
     ns = get_namespace(namespace)
     layout = _layout(ns)
     raw = raw_ranking(ns, question, layout, params)
@@ -558,7 +560,8 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     order = _diversify(ranked, threads, raw, frozenset(event_set | fact_set))
     score = dict(fused)
     order, corrected = _with_corrections(order, score)
-    order = order[: max(1, limit)]
+    hidden = withheld(message_ids=order, for_agent=for_agent)
+    order = [mid for mid in order if ("message", mid) not in hidden][: max(1, limit)]
     threads.update(layout.threads_of([mid for mid in order if mid not in threads]))
     from core.search.segment import rows_by_ids
 

@@ -23,6 +23,7 @@ from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import raw_from_row
 from core.services.events import EVENTS_BY_ID, LIVE, EventRow, event_row, live_event_ids
+from core.services.governance import withheld
 from core.services.spaces import get_namespace, thread_names
 from core.timeutil import now_iso, range_bounds
 
@@ -77,16 +78,20 @@ def _nearby(message: RawMessage, thread_id: int) -> tuple[RawMessage, ...]:
     return tuple(raw_from_row(m, m.thread.name) for m in rows)
 
 
-def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None) -> list[RawHit]:
+def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None,
+               for_agent: bool = False) -> list[RawHit]:
     """Raw messages ranked by BM25 — sealed blocks and the open tail alike.
 
-    A query with no searchable token returns nothing (the zero-match rule)."""
+    A query with no searchable token returns nothing (the zero-match rule). Messages of governed
+    records that may not be shown (``core.services.governance.withheld``) are left out."""
     ns = get_namespace(namespace)
     limit = clamp(limit, 1, SEARCH_MAX["raw"], 6)
     terms = analyze(query)
     if not terms:
         return []
     best = bm25_top("message", ns.id, terms, limit, thread_id=_thread_id(ns, thread), ties="desc")
+    hidden = withheld(message_ids=[i for i, _ in best], for_agent=for_agent)
+    best = [(i, score) for i, score in best if ("message", i) not in hidden]
     if not best:
         return []
     scores = dict(best)
@@ -151,8 +156,10 @@ def search_events(
     happened_to: str | None = None,
     temporal_intent: str | None = None,
     track: bool = True,
+    for_agent: bool = False,
 ) -> list[EventHit]:
-    """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF."""
+    """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF.
+    Events of governed records that may not be shown (``governance.withheld``) are left out."""
     from core.eventtypes import filter_event_type
     from core.services.events import event_weight
 
@@ -169,7 +176,7 @@ def search_events(
         if not fused:
             return []
         candidates = {e.id: e for e in EVENTS_BY_ID.rows([i for i, _ in fused])}
-        return _event_hits(ns, fused, candidates, track)
+        return _event_hits(ns, fused, candidates, track, for_agent)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
         return []
@@ -223,7 +230,7 @@ def search_events(
         if terms:
             return []
         rankings = [structured(list(candidates))]
-    return _event_hits(ns, rrf(rankings)[:limit], candidates, track)
+    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent)
 
 
 def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[int]:
@@ -268,7 +275,9 @@ def mark_retrieved(event_ids: Sequence[int]) -> None:
 
 
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
-                track: bool) -> list[EventHit]:
+                track: bool, for_agent: bool) -> list[EventHit]:
+    hidden = withheld(event_ids=[i for i, _ in fused], for_agent=for_agent)
+    fused = [(i, score) for i, score in fused if ("event", i) not in hidden]
     ids = [i for i, _ in fused]
     sources = source_messages(ids)
     if track:
@@ -352,8 +361,8 @@ def _graph_fingerprint(namespace_id: int) -> tuple:
 def _node_corpus(namespace_id: int, fingerprint: tuple | None = None) -> tuple[dict, dict, dict]:
     """(term counts, lengths, name/alias tokens) of every current node, counted once per
     version of the namespace's graph (the fingerprint) rather than once per query."""
-    from core.models import GraphEdge, GraphFact, GraphNode
-    from core.services.graph import CURRENT, render_value
+    from core.models import CURRENT, GraphEdge, GraphFact, GraphNode
+    from core.services.graph_vocab import render_value
 
     key = (id(db.obj), namespace_id, fingerprint or _graph_fingerprint(namespace_id))
     cached = _NODE_CORPORA.get(key)

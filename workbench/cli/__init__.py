@@ -28,7 +28,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import agent, bench, events, graph, imports, memory, search
+    from workbench.cli import agent, bench, events, governance, graph, imports, memory, search
 
     parser = argparse.ArgumentParser(
         prog="strata", description="Strata: local-first long-term memory for AI agents."
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory.register(sub, common, _common(json_flag=False))
     events.register(sub, common)
     events.register_verify(sub, common)
+    governance.register(sub, common)
     graph.register(sub, common)
     search.register(sub, common)
     search.register_traces(sub, common)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
+from core.vocab import EVENT_STATUSES
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, cut, err_console, open_from_args, print_json, progress_bar, table
 
@@ -74,24 +75,6 @@ def cmd_event(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_forget(args: argparse.Namespace) -> int:
-    from core.services.events import forget_event
-
-    open_from_args(args)
-    row = forget_event(args.id)
-    print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
-    return 0
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    from core.services.events import restore_event
-
-    open_from_args(args)
-    row = restore_event(args.id)
-    print_json(row) if args.json else console.print(f"event {row.id} is now {row.status}")
-    return 0
-
-
 def cmd_jobs(args: argparse.Namespace) -> int:
     from core.services.jobs import list_jobs
 
@@ -121,7 +104,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--participant", help="participant name (substring, case-insensitive)")
     p.add_argument("--from", dest="date_from", help="happened on or after (2023, 2023-05, 2023-05-07)")
     p.add_argument("--to", dest="date_to", help="happened on or before")
-    p.add_argument("--status", choices=["active", "superseded", "forgotten", "archived"])
+    p.add_argument("--status", choices=list(EVENT_STATUSES))
     p.add_argument("--text", help="words that must appear in the title or summary")
     p.add_argument("--limit", type=integer(1, LIST_MAX), default=100,
                    help=f"at most this many (1-{LIST_MAX}, default 100)")
@@ -134,14 +117,6 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("event", parents=[common], help="one event card: time, relations, weight, sources")
     p.add_argument("id", type=ROW_ID)
     p.set_defaults(handler=cmd_event)
-
-    p = sub.add_parser("forget", parents=[common], help="hide an event (reversible)")
-    p.add_argument("id", type=ROW_ID)
-    p.set_defaults(handler=cmd_forget)
-
-    p = sub.add_parser("restore", parents=[common], help="bring back a forgotten event")
-    p.add_argument("id", type=ROW_ID)
-    p.set_defaults(handler=cmd_restore)
 
     p = sub.add_parser("jobs", parents=[common], help="derivation jobs and their errors")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)

@@ -1,0 +1,215 @@
+"""Governed records: capture into quarantine, evidence, promotion by a named actor, revoke and restore,
+what readers may see, the audit trail and the namespace policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.errors import InvalidInputError, NotFoundError
+from core.models import AuditEntry, Event, Job, MemoryRecord
+from core.services import governance as gov
+from core.services.capture import append_turn
+from core.services.derive import run_pending
+from core.services.policy import Policy, read_policy_text, set_policy
+from core.services.retrieval import default_retrieval
+from core.services.search import search_events, search_raw
+
+NS = "me"
+
+
+@pytest.fixture
+def said(store):
+    """A conversation turn the records can cite as evidence; returns its user message id."""
+    append_turn(NS, "chat", "I always book an aisle seat when I fly.", "Noted: aisle seats.")
+    return 1
+
+
+def _visible(query: str, *, for_agent: bool = False) -> dict[str, list[int]]:
+    return {
+        "events": [h.event.id for h in search_events(NS, query, for_agent=for_agent)],
+        "raw": [h.message.id for h in search_raw(NS, query, for_agent=for_agent)],
+        "ask": [m.message_id for m in default_retrieval(NS, query, for_agent=for_agent)],
+    }
+
+
+def _record_hits(record_id: int, query: str, *, for_agent: bool = False) -> bool:
+    r = MemoryRecord.get_by_id(record_id)
+    seen = _visible(query, for_agent=for_agent)
+    return (r.event_id in seen["events"]) or (r.message_id in seen["raw"]) or (r.message_id in seen["ask"])
+
+
+def test_a_record_waits_in_quarantine_and_nobody_reads_it(said):
+    before = _visible("window seat trains")
+    done = gov.remember(NS, "Maya prefers a window seat on trains.", source="agent", actor="planner")
+    assert done.record.status == "quarantined" and done.record.actor == "planner"
+    assert done.record.event_id is None and done.record.message_id is None
+    assert _visible("window seat trains") == before  # nothing was written that a reader could find
+    assert Event.select().count() == 0
+    (row,) = gov.audit_trail(NS)
+    assert (row.action, row.from_status, row.to_status, row.actor) == ("capture", None, "quarantined", "planner")
+
+
+def test_approval_needs_evidence_and_a_named_actor_then_readers_find_it(said):
+    rid = gov.remember(NS, "Maya prefers a window seat on trains.", source="agent").record.id
+    with pytest.raises(InvalidInputError, match="no evidence"):
+        gov.approve_record(rid, actor="alice")
+    with pytest.raises(InvalidInputError, match="actor"):
+        gov.approve_record(rid, actor="  ", evidence=[f"message:{said}"])
+    with pytest.raises(InvalidInputError, match="no message 999"):
+        gov.approve_record(rid, actor="alice", evidence=["message:999"])
+    record = gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"], reason="she said so")
+    assert record.status == "promoted" and record.evidence == (f"message:{said}",)
+    assert _record_hits(rid, "window seat trains")
+    event = Event.get_by_id(record.event_id)
+    assert event.origin == "governed" and event.status == "active"
+    cited = gov._evidence_messages([f"event:{record.event_id}"])
+    assert record.message_id in cited and said in cited  # the card cites its own text and the evidence
+    assert Job.select().where(Job.kind == "graph").count() == 1
+    actions = [(a.action, a.to_status, a.actor, a.reason) for a in gov.audit_trail(NS, subject="record", subject_id=rid)]
+    assert actions == [("capture", "quarantined", "agent", None), ("verify", "verified", "alice", "she said so"),
+                       ("promote", "promoted", "alice", "she said so")]
+
+
+def test_revoke_hides_it_everywhere_and_restore_brings_it_back(said):
+    rid = gov.remember(NS, "Maya prefers a window seat on trains.").record.id
+    gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    run_pending(NS)
+    with pytest.raises(InvalidInputError, match="reason"):
+        gov.revoke_record(rid, actor="alice", reason="")
+    revoked = gov.revoke_record(rid, actor="bob", reason="it was about Tomás")
+    assert revoked.status == "revoked" and Event.get_by_id(revoked.event_id).status == "revoked"
+    assert not _record_hits(rid, "window seat trains")
+    restored = gov.restore_record(rid, actor="bob")
+    assert restored.status == "promoted" and Event.get_by_id(restored.event_id).status == "active"
+    assert _record_hits(rid, "window seat trains")
+    trail = [(a.action, a.from_status, a.to_status, a.actor) for a in gov.audit_trail(NS, subject="record")]
+    assert trail[-2:] == [("revoke", "promoted", "revoked", "bob"), ("restore", "revoked", "promoted", "bob")]
+
+
+def test_transitions_only_from_the_states_they_name(said):
+    rid = gov.remember(NS, "Maya prefers a window seat on trains.").record.id
+    with pytest.raises(InvalidInputError, match="quarantined; revoke applies to promoted"):
+        gov.revoke_record(rid, actor="alice", reason="x")
+    with pytest.raises(InvalidInputError, match="reason"):
+        gov.reject_record(rid, actor="alice", reason=None)
+    assert gov.reject_record(rid, actor="alice", reason="not true").status == "rejected"
+    with pytest.raises(InvalidInputError, match="rejected; approve applies"):
+        gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    assert gov.restore_record(rid, actor="alice").status == "quarantined"
+    with pytest.raises(NotFoundError):
+        gov.get_record(4242)
+    with pytest.raises(InvalidInputError):
+        gov.get_record("record:x")
+
+
+def test_exact_duplicates_are_refused_and_near_ones_linked(said):
+    first = gov.remember(NS, "Maya prefers a window seat on trains.").record.id
+    with pytest.raises(gov.DuplicateRecordError, match=f"record {first}") as caught:
+        gov.remember(NS, "  maya PREFERS a window seat, on trains ")
+    assert caught.value.existing_id == first
+    near = gov.remember(NS, "Maya prefers a window seat on long trains.")
+    assert near.near_duplicate_of == first and near.record.near_duplicate_of == first
+    gov.reject_record(first, actor="alice", reason="wrong")
+    again = gov.remember(NS, "Maya prefers a window seat on trains.")  # a rejected record is no longer standing
+    assert again.record.id not in (first, near.record.id)
+
+
+def test_bad_input_is_refused_naming_the_field(store):
+    for kwargs, field in (({"source": "robot"}, "source"), ({"privacy": "public"}, "privacy"),
+                          ({"expires": "next week"}, "expires"), ({"review_by": "2026-13-01"}, "review-by"),
+                          ({"key": "k" * 161}, "key"), ({"evidence": ["blob:3"]}, "evidence")):
+        with pytest.raises(InvalidInputError, match=field):
+            gov.remember(NS, "A fact.", **kwargs)
+    for text, what in (("", "empty"), ("x" * 4001, "4001 characters"), ("a\x00b", "NUL"), (3, "must be text")):
+        with pytest.raises(InvalidInputError, match=what):
+            gov.remember(NS, text)
+    assert MemoryRecord.select().count() == 0
+
+
+def test_secret_records_never_reach_an_agent(said):
+    rid = gov.remember(NS, "Maya's passport number is X1234567.", source="user", privacy="secret").record.id
+    gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    assert _record_hits(rid, "passport number")  # the person sees it
+    assert not _record_hits(rid, "passport number", for_agent=True)
+    assert Job.select().where(Job.kind == "graph").count() == 0  # nor does the graph agents read
+    record = MemoryRecord.get_by_id(rid)
+    codes = gov.withheld(message_ids=[record.message_id], event_ids=[record.event_id], for_agent=True)
+    assert set(codes.values()) == {"privacy_denied"}
+
+
+def test_expired_stale_and_key_conflicts_are_withheld_with_their_reason(said):
+    def promoted(text: str, **kw) -> MemoryRecord:
+        rid = gov.remember(NS, text, **kw).record.id
+        gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+        return MemoryRecord.get_by_id(rid)
+
+    expired = promoted("The office wifi password rotates on Fridays.", expires="2026-01-01")
+    stale = promoted("Maya's manager is Priya.", review_by="2026-02-01")
+    home_a = promoted("Maya lives in Utrecht.", key="maya.home")
+    home_b = promoted("Maya lives in Amsterdam.", key="maya.home")
+    ok = promoted("Maya drinks oat flat whites.")
+    codes = gov.withheld(event_ids=[r.event_id for r in (expired, stale, home_a, home_b, ok)], today="2026-06-01")
+    codes = {k: v for k, v in codes.items() if k[0] == "event"}  # their messages are withheld alike
+    assert codes == {("event", expired.event_id): "expired", ("event", stale.event_id): "stale",
+                     ("event", home_a.event_id): "key_conflict", ("event", home_b.event_id): "key_conflict"}
+    assert set(gov.withheld(event_ids=[expired.event_id], today="2025-12-31")) == set()
+    queue = gov.review_queue(NS, today="2026-06-01")
+    kinds = {(i.kind, i.id) for i in queue}
+    assert ("key_conflict", "key:maya.home") in kinds and ("stale", f"record:{stale.id}") in kinds
+    gov.revoke_record(home_b.id, actor="alice", reason="moved back")
+    assert gov.withheld(event_ids=[home_a.event_id], today="2026-06-01") == {}
+
+
+def test_the_review_queue_lists_what_waits(said):
+    waiting = gov.remember(NS, "Maya is allergic to penicillin.", source="tool").record.id
+    promoted = gov.remember(NS, "Maya drinks oat flat whites.").record.id
+    gov.approve_record(promoted, actor="alice", evidence=[f"message:{said}"])
+    ids = [i.id for i in gov.review_queue(NS)]
+    assert ids == [f"record:{waiting}"]
+
+
+def test_a_trusted_source_skips_quarantine(said):
+    set_policy(NS, read_policy_text("trust: [user]\n", "policy.yaml"))
+    user = gov.remember(NS, "I take the 8:12 train on weekdays.", source="user")
+    agent = gov.remember(NS, "Maya commutes by train.", source="agent")
+    assert user.record.status == "promoted" and agent.record.status == "quarantined"
+    promote = [a for a in gov.audit_trail(NS, subject="record", subject_id=user.record.id) if a.action == "promote"]
+    assert promote[0].actor == "policy"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("trust: [robots]", "unknown source 'robots'"),
+    ("trust: user", "must be a list"),
+    ("trusts: [user]", "unknown key 'trusts'"),
+    ("trust: [user\n  - x", "not valid YAML at line"),
+    ("- user", "expected a mapping"),
+])
+def test_a_bad_policy_says_what_and_where(text, message):
+    with pytest.raises(InvalidInputError, match=message):
+        read_policy_text(text, "policy.yaml")
+    assert Policy().trusts("user") is False
+
+
+def test_forget_restore_pin_and_unpin_are_audited(said):
+    rid = gov.remember(NS, "Maya drinks oat flat whites.").record.id
+    event_id = gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"]).event_id
+    gov.set_pinned(event_id, True, actor="alice", reason="keep it")
+    assert Event.get_by_id(event_id).pinned
+    gov.set_pinned(event_id, True, actor="alice")  # already pinned: nothing to record
+    gov.forget(event_id, actor="bob", reason="private")
+    assert Event.get_by_id(event_id).status == "forgotten"
+    gov.restore(event_id, actor="bob")
+    gov.set_pinned(event_id, False, actor="alice")
+    trail = [(a.action, a.from_status, a.to_status, a.actor, a.reason)
+             for a in gov.audit_trail(NS, subject="event", subject_id=event_id)]
+    assert trail == [("pin", "active", "active", "alice", "keep it"), ("forget", "active", "forgotten", "bob", "private"),
+                     ("restore", "forgotten", "active", "bob", None), ("unpin", "active", "active", "alice", None)]
+
+
+def test_audit_rows_are_only_ever_added(said):
+    rid = gov.remember(NS, "Maya drinks oat flat whites.").record.id
+    gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    first = [(a.id, a.action, a.at) for a in AuditEntry.select().order_by(AuditEntry.id)]
+    gov.revoke_record(rid, actor="alice", reason="no")
+    after = [(a.id, a.action, a.at) for a in AuditEntry.select().order_by(AuditEntry.id)]
+    assert after[: len(first)] == first and len(after) == len(first) + 1

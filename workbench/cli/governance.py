@@ -1,0 +1,248 @@
+"""Governed memory from the command line: `strata remember`, `strata review …`, `strata audit`,
+`strata pin|unpin|forget|restore EVENT` and `strata policy show|set`."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+from pathlib import Path
+
+from workbench.cli.argtypes import ROW_ID, namespace_name
+from workbench.cli.output import console, cut, open_from_args, print_json, table
+
+ACTOR_ENV = "STRATA_ACTOR"
+
+
+def default_actor() -> str:
+    """Who a command acts as when ``--actor`` is not given: $STRATA_ACTOR, else the login name."""
+    named = os.environ.get(ACTOR_ENV, "").strip()
+    if named:
+        return named
+    try:
+        return getpass.getuser() or "person"
+    except (OSError, KeyError):
+        return "person"
+
+
+def _print_record(record, *, json_out: bool) -> None:
+    if json_out:
+        print_json(record)
+        return
+    console.print(f"record {record.id} · {record.status} · {record.source} by {record.actor} · "
+                  f"privacy {record.privacy}" + (f" · key {record.key}" if record.key else ""),
+                  markup=False, highlight=False)
+    console.print(f"  {cut(record.text, 500)}", markup=False, highlight=False)
+    if record.evidence:
+        console.print(f"  evidence: {', '.join(record.evidence)}", markup=False)
+    if record.event_id:
+        console.print(f"  event {record.event_id}", markup=False)
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    from core.services.governance import remember
+
+    open_from_args(args, create=True)
+    done = remember(args.namespace, args.text, source=args.source, actor=args.actor, title=args.title,
+                    scope=args.scope, privacy=args.privacy, expires=args.expires, review_by=args.review_by,
+                    key=args.key, evidence=args.evidence or ())
+    if args.json:
+        print_json(done)
+        return 0
+    _print_record(done.record, json_out=False)
+    if done.near_duplicate_of:
+        console.print(f"  close to record {done.near_duplicate_of}: linked, a reviewer sees both", markup=False)
+    return 0
+
+
+def cmd_review_list(args: argparse.Namespace) -> int:
+    from core.services.governance import review_queue
+
+    open_from_args(args)
+    items = review_queue(args.namespace)
+    if args.json:
+        print_json(items)
+        return 0
+    if not items:
+        console.print("nothing is waiting for a person", markup=False)
+        return 0
+    rows = [(i.id, i.kind, i.status, cut(i.title, 60), cut(i.detail, 70)) for i in items]
+    table(f"Waiting for a person in {args.namespace}", ["id", "kind", "status", "title", "detail"], rows)
+    return 0
+
+
+def cmd_review_show(args: argparse.Namespace) -> int:
+    from core.services.governance import audit_trail, get_record
+
+    open_from_args(args)
+    record = get_record(args.id)
+    trail = audit_trail(record.namespace, subject="record", subject_id=record.id)
+    if args.json:
+        print_json({"record": record, "audit": trail})
+        return 0
+    _print_record(record, json_out=False)
+    for row in trail:
+        console.print(f"  {row.at[:19]} {row.action}: {row.from_status or '-'} → {row.to_status or '-'} by "
+                      f"{row.actor}" + (f" ({cut(row.reason, 120)})" if row.reason else ""), markup=False)
+    return 0
+
+
+def _transition(args: argparse.Namespace) -> int:
+    from core.services import governance as gov
+
+    open_from_args(args)
+    actor = args.actor or default_actor()
+    step = args.step
+    if step == "approve":
+        record = gov.approve_record(args.id, actor=actor, evidence=args.evidence or (), reason=args.reason)
+    elif step == "verify":
+        record = gov.verify_record(args.id, actor=actor, evidence=args.evidence or (), grade=args.grade,
+                                   reason=args.reason)
+    elif step == "reject":
+        record = gov.reject_record(args.id, actor=actor, reason=args.reason)
+    elif step == "revoke":
+        record = gov.revoke_record(args.id, actor=actor, reason=args.reason)
+    else:
+        record = gov.restore_record(args.id, actor=actor, reason=args.reason)
+    if args.json:
+        print_json(record)
+    else:
+        console.print(f"record {record.id} is now {record.status}", markup=False)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from core.services.governance import audit_trail
+
+    open_from_args(args)
+    subject, subject_id = (None, None)
+    if args.record is not None:
+        subject, subject_id = "record", args.record
+    elif args.event is not None:
+        subject, subject_id = "event", args.event
+    rows = audit_trail(args.namespace, subject=subject, subject_id=subject_id)
+    if args.json:
+        print_json(rows)
+        return 0
+    table(f"Audit trail of {args.namespace}", ["at", "subject", "action", "from", "to", "actor", "reason"],
+          [(r.at[:19], f"{r.subject} {r.subject_id}", r.action, r.from_status or "-", r.to_status or "-",
+            cut(r.actor, 30), cut(r.reason or "", 60)) for r in rows])
+    return 0
+
+
+def cmd_event_standing(args: argparse.Namespace) -> int:
+    from core.services import governance as gov
+    from core.services.events import get_event
+
+    open_from_args(args)
+    actor = args.actor or default_actor()
+    if args.step == "forget":
+        gov.forget(args.id, actor=actor, reason=args.reason)
+    elif args.step == "restore":
+        gov.restore(args.id, actor=actor, reason=args.reason)
+    else:
+        gov.set_pinned(args.id, args.step == "pin", actor=actor, reason=args.reason)
+    row = get_event(args.id).event
+    if args.json:
+        print_json(row)
+    else:
+        pinned = " (pinned)" if row.pinned else ""
+        console.print(f"event {row.id} is now {row.status}{pinned}", markup=False)
+    return 0
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    from core.errors import InvalidInputError
+    from core.services.policy import get_policy, read_policy_text, set_policy
+
+    open_from_args(args, create=args.step == "set")
+    if args.step == "set":
+        path = Path(args.file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"{path}: cannot read the policy ({exc})") from exc
+        from core.services.spaces import get_or_create_namespace
+
+        get_or_create_namespace(args.namespace)
+        policy = set_policy(args.namespace, read_policy_text(text, str(path)))
+    else:
+        policy = get_policy(args.namespace)
+    if args.json:
+        print_json(policy.to_json())
+    else:
+        trusted = ", ".join(policy.trust) or "nobody (every record waits in quarantine)"
+        console.print(f"namespace {args.namespace}: trusts {trusted}", markup=False)
+    return 0
+
+
+def register(sub, common: argparse.ArgumentParser) -> None:
+    from core.vocab import EVIDENCE_GRADES, PRIVACY_LEVELS, RECORD_SOURCES, SCOPES
+
+    p = sub.add_parser("remember", parents=[common],
+                       help="write a governed record (quarantined unless the namespace policy trusts its source)")
+    p.add_argument("text")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    p.add_argument("--source", choices=RECORD_SOURCES, default="agent")
+    p.add_argument("--actor", help="who writes it (default: the source)")
+    p.add_argument("--title", help="a short title (default: the first line)")
+    p.add_argument("--scope", choices=SCOPES, default="project")
+    p.add_argument("--privacy", choices=PRIVACY_LEVELS, default="normal",
+                   help="secret: never handed to an agent")
+    p.add_argument("--expires", metavar="DATE", help="YYYY-MM-DD: withheld from that day on")
+    p.add_argument("--review-by", metavar="DATE", help="YYYY-MM-DD: listed for review after that day")
+    p.add_argument("--key", help="canonical key: two promoted records with one key are both withheld")
+    p.add_argument("--evidence", action="append", metavar="REF", help="message:ID or event:ID (repeatable)")
+    p.set_defaults(handler=cmd_remember)
+
+    review = sub.add_parser("review", help="what waits for a person, and the decisions on governed records")
+    steps = review.add_subparsers(dest="step", required=True)
+    p = steps.add_parser("list", parents=[common], help="everything waiting for a person in a namespace")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    p.set_defaults(handler=cmd_review_list)
+    p = steps.add_parser("show", parents=[common], help="one record with its audit trail")
+    p.add_argument("id", help="record id (12 or record:12)")
+    p.set_defaults(handler=cmd_review_show)
+    for step, helptext, reason_required in (
+        ("approve", "promote a record (needs evidence: --evidence or an earlier verify)", False),
+        ("verify", "attach evidence to a quarantined record", False),
+        ("reject", "reject a record waiting in quarantine", True),
+        ("revoke", "withdraw a promoted record (reversible with restore)", True),
+        ("restore", "undo a revoke (promoted again) or a reject (back to quarantine)", False),
+    ):
+        p = steps.add_parser(step, parents=[common], help=helptext)
+        p.add_argument("id", help="record id (12 or record:12)")
+        p.add_argument("--actor", help=f"who decides (default: ${ACTOR_ENV} or the login name)")
+        p.add_argument("--reason", required=reason_required)
+        if step in ("approve", "verify"):
+            p.add_argument("--evidence", action="append", metavar="REF", help="message:ID or event:ID (repeatable)")
+        if step == "verify":
+            p.add_argument("--grade", choices=EVIDENCE_GRADES)
+        p.set_defaults(handler=_transition)
+
+    p = sub.add_parser("audit", parents=[common], help="the audit trail: who changed what, when and why")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--record", type=ROW_ID)
+    who.add_argument("--event", type=ROW_ID)
+    p.set_defaults(handler=cmd_audit)
+
+    for step, helptext in (("forget", "hide an event (reversible; recorded in the audit trail)"),
+                           ("restore", "bring back a forgotten event"),
+                           ("pin", "pin an event: its weight no longer decays"),
+                           ("unpin", "unpin an event")):
+        p = sub.add_parser(step, parents=[common], help=helptext)
+        p.add_argument("id", type=ROW_ID)
+        p.add_argument("--actor", help=f"who does it (default: ${ACTOR_ENV} or the login name)")
+        p.add_argument("--reason")
+        p.set_defaults(handler=cmd_event_standing, step=step)
+
+    policy = sub.add_parser("policy", help="a namespace's governance policy (which sources are trusted)")
+    steps = policy.add_subparsers(dest="step", required=True)
+    p = steps.add_parser("show", parents=[common], help="print the policy")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    p.set_defaults(handler=cmd_policy)
+    p = steps.add_parser("set", parents=[common], help="replace the policy with a YAML file (trust: [user])")
+    p.add_argument("file")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    p.set_defaults(handler=cmd_policy)
