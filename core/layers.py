@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core import lexicon
 from core.redact import redact_text
 from core.text import FENCED_CODE
 from core.tokens import estimate_tokens
@@ -37,13 +38,7 @@ REPEATED_PASTE_MARKER = "[repeated paste omitted; original remains in L5]"
 # would leak the shape of the arguments into the summary.
 _REQUEST_KEYS = frozenset({"arguments", "params", "input", "request"})
 
-_FILLERS = frozenset(
-    {
-        "ok", "okay", "got it", "thanks", "thank you", "yes", "correct", "sure",
-        "好", "好的", "嗯", "嗯嗯", "明白", "收到", "谢谢", "感谢", "辛苦了", "是", "是的",
-        "对", "对的", "没错", "可以", "行", "同意", "就这样",
-    }
-)
+_FILLERS = lexicon.words("fillers_layers")
 _FILLER_TRAILING = "。！？，、,.!?～~"
 
 _WHOLE_FENCE = re.compile(

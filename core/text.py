@@ -6,6 +6,8 @@ import hashlib
 import re
 import unicodedata
 
+from core import lexicon
+
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # A line without end punctuation is a sentence too ("Things to do:\n- buy milk\n- call Ana").
 # A full stop, "!" or "?" ends a sentence only before a space, a line end or a closing quote:
@@ -18,20 +20,7 @@ ENDS_IN_TITLE = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.\s*
 TITLE_REACH = max(map(len, ABBREVIATIONS)) + 1  # how far back an ENDS_IN_TITLE match starts (search_at_end)
 
 # English function words: never distinctive, never a title word.
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
-    each few for from further get got had hadn't has hasn't have haven't having he he'd he'll he's her here here's
-    hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just let's
-    like me more most mustn't my myself no nor not now of off on once only or other ought our ours ourselves out
-    over own really same shan't she she'd she'll she's should shouldn't so some such than that that's the their
-    theirs them themselves then there there's these they they'd they'll they're they've this those through to too
-    under until up us very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
-    which while who who's whom why why's will with won't would wouldn't yeah yes you you'd you'll you're you've
-    your yours yourself yourselves oh ok okay hey hi hello thanks thank sure well much many one lot lots thing
-    things something anything going gonna want wanna know think yeah yep really great good nice cool awesome
-    definitely totally pretty quite maybe even still always never ever just been doing done make made way""".split()
-)
+STOPWORDS = lexicon.words("stopwords")
 
 
 def search_at_end(pattern: re.Pattern[str], text: str, end: int, reach: int) -> re.Match[str] | None:

@@ -6,12 +6,11 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
+from core import lexicon
 from core.providers.base import BlockSummary, Extraction
 from core.text import STOPWORDS, clip, normalize, prose, sentences, words
 
-_FILLER = frozenset(
-    "ok okay got it thanks thank you yes correct sure 好 好的 嗯 嗯嗯 明白 收到 谢谢 感谢 是 是的 对 可以 行".split()
-)
+_FILLER = lexicon.words("fillers_summary")
 _CUE_RE = re.compile(
     r"\b(decid\w*|plan\w*|will|prefer\w*|switch\w*|moved?|cancel\w*|finish\w*|complet\w*|start\w*|"
     r"meet\w*|deadline|launch\w*|bought|booked|signed|hired|promot\w*|adopt\w*|married|born)\b",

@@ -16,6 +16,7 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Any, Iterable, Sequence
 
+from core import lexicon
 from core.providers.base import UNNAMED_USER
 from core.vocab import EVENT_TYPES
 from core.text import (
@@ -45,10 +46,7 @@ _GREETING = re.compile(
     r"i'?ll (keep (that|it|this) in mind|remember (that|it|this))|will do)\b",
     re.IGNORECASE,
 )
-_FILLER = frozenset(
-    "ok okay got it thanks thank you yes yeah yep no nope correct sure sure thing will do 好 好的 嗯 嗯嗯 明白 收到 "
-    "谢谢 感谢 辛苦了 是 是的 对 对的 没错 可以 行 同意 就这样".split(" ")
-)
+_FILLER = lexicon.words("fillers_events")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE)
 # "He is allergic to peanuts", "She starts at Google in May": a statement about someone just named.
@@ -109,10 +107,8 @@ _IDENTITY = CaselessPattern(
     r"married|single|divorced)\b|我是|我叫")
 # What names a medicine: a dose, a common one, or a drug-class ending ("lisinopril", "atorvastatin").
 DOSE = r"\d+(?:[.,]\d+)?\s*(?:mg|mcg|µg)\b"
-MEDICINE = (r"(?:aspirin|ibuprofen|paracetamol|acetaminophen|naproxen|insulin|metformin|levothyroxine|warfarin|"
-            r"melatonin|sertraline|adderall|ritalin|xanax|zoloft|prozac|lexapro|wellbutrin|zyrtec|claritin|advil|tylenol|"
-            r"[a-z]{3,}(?:pril|olol|statin|prazole|oxetine|opram|azepam|azolam|sartan|cillin|mycin|cycline|tidine|"
-            r"triptan|lukast|dipine|gliptin|phenidate|triptyline|apine|idone|oxacin|parin|nisone|olone))")
+MEDICINE = (rf"(?:{'|'.join(lexicon.ordered('medicines'))}|"
+            rf"[a-z]{{3,}}(?:{'|'.join(lexicon.ordered('medicine_endings'))}))")
 _SAFETY = CaselessPattern(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|"
                           rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏", needles=(
     "allerg", "epipen", "medic", "prescri", "diabet", "asthma", "seizure", "emergency", "give", "mg", "mcg",
@@ -153,18 +149,14 @@ _CHANGE_CUE = CaselessPattern(
 # (Not a bare imperative: "Use Markdown instead of Notion", said to an assistant, changes a standing request.)
 _ADVICE = re.compile(r"^\W*(?:(?:and|but|so|also|maybe|perhaps)\W+)*(?:you\s+(?:can|could|should|might|may|"
                      r"need\s+to|have\s+to|must|['’]d\s+better)|try)\b", re.IGNORECASE)
-_GENERIC = frozenset("""time day week month year today people thing things lot kind stuff
-    important hard tough difficult easy great good bad nice awesome amazing fun exciting happy sad glad proud
-    rewarding special cool""".split())  # nor do words that judge: "so hard", "such an important part"
+_GENERIC = lexicon.words("generic_words")
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
 _WHEN_OR_CHANGE = frozenset([
     *WEEKDAY_WORDS, *(day + "s" for day in WEEKDAY_WORDS),
     # "may" stays a word of subject: as a verb it is too common to pass over.
     *(month for month in MONTH_WORDS if month != "may"),
-    *"""weekend weekends tomorrow yesterday tonight morning mornings afternoon afternoons evening evenings night
-    next last weeks months years days moved move moving moves changed change changes switched switch instead
-    cancelled canceled cancel postponed rescheduled update updated now anymore longer""".split()])
+    *lexicon.ordered("when_or_change")])
 _DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
 # What was moved: "we moved the Atlas launch to March 17", "the follow-up has been postponed". Its last word
 # names the thing (launch, follow-up); an earlier card of the same speaker dating one is the plan it moves.
@@ -188,29 +180,11 @@ WEB_SUFFIX = r"(?:\.(?:com|io|ai|org|net|co|app|dev))"
 _NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
                    rf"[{_UPPER}][{_LOWER}]+){{0,3}}{WEB_SUFFIX}?\b")
 # Words that open a reply ("Yeah, my dogs make me happy"): capitalised, never a name.
-INTERJECTIONS = frozenset(
-    "Hey Hi Hello Wow Yes No Yeah Oh Ok Okay Thanks Thank Sure Great Nice Cool Awesome Well Congrats Congratulations "
-    "Haha Lol Omg".split())
-_NOT_NAMES = INTERJECTIONS | frozenset(
-    "I The A An And But So Or If When Then This That These Those It Its My Your Our Their We You He She They Me "
-    "Just Also What Why How "
-    "Where Who Which Did Do Does Have Has Had Was Were Is Are Am Can Could Would Should Will Let Lets Sounds Good "
-    "Love Really Maybe Definitely Totally Absolutely Exactly Same Monday Tuesday "
-    "Wednesday Thursday Friday Saturday Sunday January February March April May June July August September October "
-    "November December Today Tomorrow Yesterday Last Next Christmas Easter Mom Dad Mum Mon Tue Tues Wed Thu Thur "
-    "Thurs Fri Sat Sun Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Nothing Everything Something Anything "
-    "Everyone Someone Anyone Nobody Everybody Somebody Anybody None Both Each Every All Most Many Some Few Several "
-    "Here There Now Mondays Tuesdays Wednesdays Thursdays Fridays Saturdays Sundays Valentine Valentines "
-    "Halloween Thanksgiving Hanukkah Diwali Ramadan Eid".split()
-)
+INTERJECTIONS = lexicon.words("interjections")
+_NOT_NAMES = INTERJECTIONS | lexicon.words("not_names_events")
 # "I live" reads "Maya lives": the present-tense verbs first-person sentences most often use.
-_PRESENT = frozenset("""live work love like need want think know feel use play hope plan prefer enjoy try teach
-    study run own speak eat drink make take see watch read write remember believe miss hate wish agree guess mean
-    get keep spend volunteer paint cook hike swim find look come go do say tell ask help call visit travel train
-    practice practise lead manage build learn stay sleep walk drive ride care worry wonder understand""".split())
-_ADVERBS = ("really", "also", "just", "still", "never", "always", "usually", "often", "sometimes", "actually",
-            "totally", "absolutely", "even", "only", "mostly", "rarely", "definitely", "truly", "now",
-            "currently", "no longer", "hardly", "seldom", "mainly")
+_PRESENT = lexicon.words("present_verbs")
+_ADVERBS = lexicon.ordered("adverbs")
 _ADVERB = "|".join(a.replace(" ", r"\s+") for a in _ADVERBS)
 _I_VERB = re.compile(rf"\bI((?:\s+(?:{_ADVERB}))*)\s+({'|'.join(sorted(_PRESENT))})\b")
 
@@ -285,19 +259,14 @@ SENTENCE_START_REACH = 3  # its longest match before the trailing space: "12)" (
 # "Maya lives in Lisbon.": a capitalised word opening a sentence is a name when what follows is
 # something people do and things rarely do. Copulas, light verbs and verbs that double as plural
 # nouns stay out: "Coffee is great", "Music has a way", "Work got busy", "Safe travels", "Studies show".
-_PERSON_VERBS = """lives lived works worked loves loved likes liked wants wanted thinks knows prefers enjoys enjoyed
-    teaches taught studied owns speaks says learns manages played visited travelled traveled moved started joined
-    left bought adopted met said told asked called graduated quit decided booked signed hired married divorced
-    read watched wrote drove cooked baked sang""".split()
+_PERSON_VERBS = list(lexicon.ordered("person_verbs"))
 # Sentence adverbs read like names there too ("Recently started", "Happily married"): those ending
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
 _OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
 # A copula does not say "someone" alone ("Coffee is great"), but before what people are doing it
 # does: "Tomás is using Figma", "Lena was studying in Porto".
-_PERSON_DOING = """using teaching studying learning planning visiting travelling traveling joining leaving
-    thinking hoping trying writing leading managing coaching mentoring hosting organizing organising
-    interviewing""".split()
+_PERSON_DOING = list(lexicon.ordered("person_doing"))
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
 _PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"

@@ -15,6 +15,7 @@ import unicodedata
 from functools import cached_property, lru_cache
 from typing import Any
 
+from core import lexicon
 from core.providers.offline_events import (
     DOSE, FEMININE_KIN, MASCULINE_KIN, INTERJECTIONS, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
 )
@@ -26,99 +27,26 @@ MAX_NODES = 24
 MAX_EDGES = 32
 
 # Participants that are not people we can name.
-_PRONOUNS = frozenset(
-    """i me my mine myself you your yours yourself he him his she her hers we us our ours they them their theirs
-    it its user assistant system someone somebody everyone everybody anyone nobody speaker narrator unknown
-    我 你 您 他 她 它 我们 你们 他们 她们 用户 助手 系统""".split()
-)
+_PRONOUNS = lexicon.words("unnamed_participants")
 
 # Peoples and regions as adjectives ("Irish music", "Canadian Rockies"): capitalised, never a person. (The
 # event reader keeps them: "German Shepherd" is one name there, a breed here.)
-_DEMONYMS = frozenset("""American British English Irish Scottish Welsh Canadian Mexican Brazilian Argentinian
-    Chilean Peruvian Colombian Cuban Caribbean Dutch Belgian French German Swiss Austrian Italian Spanish
-    Portuguese Greek Turkish Polish Czech Hungarian Swedish Norwegian Danish Finnish Icelandic Nordic
-    Scandinavian Russian Ukrainian Egyptian Moroccan Kenyan Nigerian African Ethiopian Israeli Persian Iranian
-    Arab Arabic Indian Pakistani Chinese Japanese Korean Thai Vietnamese Filipino Indonesian Asian Australian
-    European Mediterranean Latin Celtic Hawaiian Texan Midwestern""".split())
+_DEMONYMS = lexicon.words("demonyms")
 # Capitalised words that never start or end an entity name.
-_NOT_NAMES = frozenset(
-    """I I'm I've I'd I'll The A An This That These Those My Our Your His Her Their Its We You He She They It
-    Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July
-    August September October November December Today Tomorrow Yesterday Tonight Christmas Easter Halloween Valentine
-    Thanksgiving New Year Mr Mrs Ms Dr And Or But So Then When While If Also Just Mom Dad
-    English Chinese Spanish French German Japanese Korean Italian Portuguese Russian Arabic Hindi""".split()
-    + list(_DEMONYMS) + list(INTERJECTIONS)
-)
+_NOT_NAMES = frozenset(list(lexicon.ordered("not_names_graph")) + list(_DEMONYMS) + list(INTERJECTIONS))
 
-_KNOWN_PLACES = (
-    "New York City", "New York", "Los Angeles", "San Francisco", "San Diego", "Las Vegas", "Hong Kong",
-    "Buenos Aires", "Rio de Janeiro", "Mexico City", "Cape Town", "Tel Aviv", "Kuala Lumpur",
-    "United States", "United Kingdom", "South Korea", "South Africa", "New Zealand", "Costa Rica",
-    "London", "Paris", "Berlin", "Munich", "Hamburg", "Madrid", "Barcelona", "Lisbon", "Rome", "Milan",
-    "Amsterdam", "Brussels", "Vienna", "Prague", "Warsaw", "Stockholm", "Oslo", "Copenhagen", "Helsinki",
-    "Dublin", "Edinburgh", "Zurich", "Geneva", "Athens", "Istanbul", "Moscow", "Dubai", "Cairo", "Nairobi",
-    "Lagos", "Mumbai", "Delhi", "Bangalore", "Beijing", "Shanghai", "Shenzhen", "Guangzhou", "Taipei",
-    "Tokyo", "Osaka", "Kyoto", "Seoul", "Singapore", "Bangkok", "Jakarta", "Manila", "Hanoi", "Sydney",
-    "Melbourne", "Toronto", "Vancouver", "Montreal", "Chicago", "Boston", "Seattle", "Denver",
-    "Miami", "Portland", "Atlanta", "Dallas", "Houston", "Philadelphia",
-    "Sweden", "Norway", "Denmark", "Finland", "Germany", "France", "Spain", "Portugal", "Italy", "Greece",
-    "Ireland", "Scotland", "England", "Netherlands", "Belgium", "Switzerland", "Austria", "Poland",
-    "Canada", "Mexico", "Brazil", "Argentina", "Chile", "Peru", "Colombia", "China", "Japan", "Korea",
-    "India", "Thailand", "Vietnam", "Indonesia", "Australia", "Egypt", "Kenya", "Nigeria", "Morocco",
-    "Turkey", "Israel", "Russia", "Ukraine", "Iceland", "California", "Texas", "Florida", "Hawaii",
-    "Alaska", "Oregon", "Colorado", "Bali", "Europe", "Asia", "Africa",
-    # Cities that are nobody's first name ("Florence", "Sofia", "Austin", "Victoria" stay out).
-    "Porto", "Utrecht", "Rotterdam", "The Hague", "Eindhoven", "Antwerp", "Ghent", "Bruges", "Frankfurt",
-    "Cologne", "Stuttgart", "Düsseldorf", "Leipzig", "Dresden", "Basel", "Bern", "Salzburg", "Innsbruck",
-    "Budapest", "Bucharest", "Belgrade", "Zagreb", "Ljubljana", "Tallinn", "Riga", "Vilnius", "Krakow",
-    "Kraków", "Gdansk", "Reykjavik", "Valencia", "Seville", "Malaga", "Granada", "Bilbao", "Coimbra",
-    "Sintra", "Madeira", "Lyon", "Marseille", "Bordeaux", "Toulouse", "Venice", "Naples", "Turin",
-    "Bologna", "Manchester", "Liverpool", "Glasgow", "Bristol", "Oxford", "Cambridge", "Galway", "Marrakech",
-    "Casablanca", "Johannesburg", "Doha", "Abu Dhabi", "Chennai", "Hyderabad", "Kolkata", "Kathmandu",
-    "Busan", "Sapporo", "Hiroshima", "Auckland", "Wellington", "Brisbane", "Nashville", "Pittsburgh",
-    "Minneapolis", "Ottawa", "Calgary", "Bogotá", "Medellín", "Montevideo",
-)
+_KNOWN_PLACES = lexicon.ordered("places")
 
 # Software and services: matched when capitalised as here; the second list also in any case.
-_KNOWN_TOOLS = (
-    "PostgreSQL", "Postgres", "SQLite", "MySQL", "MongoDB", "Redis", "Elasticsearch", "Kafka", "Docker",
-    "Kubernetes", "Terraform", "Ansible", "Jenkins", "GitHub", "GitLab", "Bitbucket", "Git", "Jira",
-    "Confluence", "Slack", "Notion", "Obsidian", "Trello", "Asana", "Figma", "Photoshop",
-    "Illustrator", "Excel", "Zoom", "Discord", "ChatGPT", "Copilot", "VS Code", "VSCode", "Vim",
-    "Neovim", "Emacs", "PyCharm", "IntelliJ", "Xcode", "Python", "JavaScript", "TypeScript", "Rust",
-    "Kotlin", "Django", "Flask", "FastAPI", "React", "Vue", "Angular", "Svelte", "Node.js", "Airflow",
-    "Spark", "Snowflake", "BigQuery", "Tableau", "Grafana", "Prometheus", "Sentry", "Datadog", "AWS",
-    "Azure", "Heroku", "Vercel", "Supabase", "Firebase", "Stripe", "Salesforce", "HubSpot", "Shopify",
-    "WordPress", "Canva", "Lightroom", "Blender", "Duolingo", "Strava", "Dagster", "dbt", "Markdown", "Looker",
-    "Metabase", "Superset", "Jupyter", "Pandas", "NumPy", "Polars", "DuckDB", "ClickHouse",
-)
-_ANY_CASE_TOOLS = frozenset(
-    t.casefold() for t in (
-        "PostgreSQL", "Postgres", "SQLite", "MySQL", "MongoDB", "Elasticsearch", "Kubernetes", "Terraform",
-        "GitHub", "GitLab", "ChatGPT", "VSCode", "Neovim", "PyCharm", "IntelliJ", "JavaScript", "TypeScript",
-        "FastAPI", "BigQuery", "Duolingo", "Dagster", "DuckDB", "ClickHouse", "Jupyter",
-    )
-)
+_KNOWN_TOOLS = lexicon.ordered("tools")
+_ANY_CASE_TOOLS = frozenset(t.casefold() for t in lexicon.ordered("tools_any_case"))
 
-_ROLE_NOUNS = frozenset(
-    """engineer developer programmer designer architect scientist researcher analyst manager director
-    teacher professor lecturer tutor student nurse doctor physician surgeon dentist pharmacist therapist
-    counselor counsellor psychologist lawyer attorney accountant consultant writer author
-    journalist editor artist painter photographer musician singer chef cook baker farmer pilot driver
-    mechanic electrician plumber carpenter firefighter officer soldier veteran entrepreneur founder ceo cto
-    intern librarian volunteer coach trainer instructor administrator admin technician assistant lead
-    secretary clerk cashier waiter waitress bartender barista salesperson recruiter marketer strategist
-    producer actor actress dancer athlete economist statistician biologist chemist physicist
-    mathematician veterinarian vet paramedic caregiver translator interpreter""".split()
-)
+_ROLE_NOUNS = lexicon.words("roles")
 _ROLE_SKIP = frozenset("fan lot bit little huge big former ex retired aspiring wannabe".split())
 # Two-word roles whose head noun is too vague on its own.
 _ROLE_PHRASES = frozenset({"social worker", "care worker", "case worker", "youth worker", "health worker"})
 
-_DOG_BREEDS = ("beagle", "labrador", "poodle", "terrier", "retriever", "spaniel", "dachshund", "corgi", "husky",
-               "bulldog", "pug", "collie", "shepherd", "chihuahua", "lab", "jack russell", "border collie",
-               "greyhound", "whippet", "schnauzer", "rottweiler", "doberman", "boxer", "pomeranian", "shih tzu",
-               "maltese", "golden retriever", "german shepherd", "dalmatian", "samoyed", "akita", "shiba inu")
+_DOG_BREEDS = lexicon.ordered("dog_breeds")
 _PETS = {
     **{breed: "dog" for breed in _DOG_BREEDS},
     "dog": "dog", "dogs": "dog", "puppy": "dog", "cat": "cat", "cats": "cat", "kitten": "cat",
@@ -173,12 +101,7 @@ _FROM_RE = re.compile(
 _FROM_WEAK_RE = re.compile(rf"\b(?:is|are|comes?|came)\s+from\s+({_CAPS})")
 _CITY_STATE_RE = re.compile(rf"\b(?:in|near|from|to|at)\s+({_NAME}(?:\s+{_NAME})?),\s+({_NAME}(?:\s+{_NAME})?)")
 
-_PLACE_NOUNS = (
-    "Palace", "Park", "Street", "Station", "Airport", "Museum", "Beach", "Lake", "River", "Bridge", "Square",
-    "Market", "Castle", "Tower", "Cathedral", "Church", "Gardens", "Garden", "Island", "Islands", "Mountain",
-    "Mountains", "Valley", "Bay", "Avenue", "Road", "Harbour", "Harbor", "Canal", "Forest", "Hill", "Hills",
-    "County", "Falls", "Trail", "Canyon", "Crossing", "District",
-)
+_PLACE_NOUNS = lexicon.ordered("place_nouns")
 _PLACE_NOUN_RE = re.compile(rf"\b((?:{_NAME}\s+){{1,2}}(?:{'|'.join(_PLACE_NOUNS)}))\b")
 # "Quinta da Regaleira", "Chafariz do Dentro": one name with a lower-case particle inside.
 # The name particles, and those of dishes and places ("à Brás", "alla Norma").
@@ -213,9 +136,7 @@ _NOT_BEFORE_PERSON = re.compile(
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
 ARTICLE_BEFORE_REACH = 3
 # Words that end an organisation's name ("Northwind Freight", "Kestrel Logistics", "Acme Inc").
-_ORG_SUFFIXES = ("Inc|Ltd|LLC|Corp|Corporation|Co|University|College|Company|Bank|Logistics|Labs|Institute|"
-                 "Foundation|Freight|Group|Partners|Systems|Technologies|Solutions|Software|Consulting|Capital|"
-                 "Ventures|Media|Studios|Airlines|Motors|Insurance|Analytics|Robotics|Holdings|Industries")
+_ORG_SUFFIXES = "|".join(lexicon.ordered("org_suffixes"))
 _ORG_SUFFIX_RE = re.compile(rf"\b((?:{_NAME}\s+){{0,3}}{_NAME})\s+({_ORG_SUFFIXES})\b\.?")
 _ORG_SUFFIX_WORDS = frozenset(_ORG_SUFFIXES.split("|"))
 _UNIVERSITY_OF_RE = GatedPattern(re.compile(rf"\bUniversity\s+of\s+({_NAME}(?:\s+{_NAME}){{0,2}})"), ("university",))
@@ -261,9 +182,7 @@ _THING_OBJECT_RE = GatedPattern(re.compile(
     ("play", "watch", "bought", "buy", "order", "wear", "wore", "drink", "drank", "download", "install"))
 # A name a thing noun follows or introduces ("a big Valorant tournament", "this game Catan", "brands like
 # Nike", "a town called Woodhaven"), or one in quotes ("'Connected LGBTQ Activists'"), names no one.
-_THING_NOUNS = ("tournament|tournaments|game|games|match|league|series|show|shows|brand|brands|store|shop|café|cafe|"
-                "restaurant|bar|town|city|village|festival|concert|album|song|movie|film|book|novel|band|club|app|"
-                "console|podcast|channel|franchise")
+_THING_NOUNS = "|".join(lexicon.ordered("thing_nouns"))
 _THING_RE = GatedPattern(re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
                        rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
                        rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]"),
@@ -441,9 +360,7 @@ _SEVERITY = frozenset({"a", "an", "the", "some", "to", "severe", "mild", "seriou
 # "allergic to cats, sadly": a remark closing the list, no allergen.
 _REMARKS = frozenset("""sadly unfortunately luckily thankfully fortunately apparently obviously honestly actually
     though too also either lol haha""".split())
-_LANGUAGES = ("English", "Dutch", "German", "French", "Spanish", "Portuguese", "Italian", "Irish", "Polish",
-              "Russian", "Ukrainian", "Arabic", "Hindi", "Chinese", "Mandarin", "Cantonese", "Japanese", "Korean",
-              "Turkish", "Greek", "Swedish", "Norwegian", "Danish", "Finnish", "Hebrew", "Czech")
+_LANGUAGES = lexicon.ordered("languages")
 _LANGUAGE_LIST = rf"(?:{'|'.join(_LANGUAGES)})"
 _SPEAKS_RE = re.compile(
     rf"\b(?:speaks?|speaking|fluent\s+in|learning|learn|learns|learned|learnt)\s+(?:(?:some|a\s+little|fluent|"
@@ -491,12 +408,7 @@ _MOVER_PRONOUNS = frozenset({"i", "we", "he", "she", "they", "you", "user"})
 # "Uses Notion"), as another assistant's export writes them: capitalised, the verb would read as a name
 # (or, before a name, as part of it); lower-cased, the rules give the fact to the event's first person.
 # Modals that are also names ("Will", "May") are left alone.
-_OPENING_VERBS = frozenset(
-    """is was has had did does do said says told asked wants wanted loves loved likes liked thinks thought feels
-    felt plans planned went got gets made makes took takes decided lives lived works worked moved uses used started
-    joined left prefers preferred enjoys enjoyed owns owned adopted switched stopped quit relocated teaches taught
-    studies studied speaks learns learned manages managed booked bought began drinks drank eats ate plays played
-    reads read visited""".split())
+_OPENING_VERBS = lexicon.words("opening_verbs")
 _OPENING_WORD = re.compile(r"[A-Z][a-z]+\b(?=\s)")
 
 # Words that can be the subject of a clause: names, and the pronouns that mean the speaker or the
@@ -556,11 +468,7 @@ _OBJ_STOP = re.compile(
     r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",
     re.IGNORECASE,
 )
-_OBJ_SKIP = frozenset(
-    """it that this them you him her me us those these what how when something anything everything
-    on in at for from with of about up out by into onto
-    your yours ones themselves himself herself myself ourselves we they i he she""".split()
-)
+_OBJ_SKIP = lexicon.words("not_liked_things")
 # "love that they're a great escape", "loved ones are ...": a clause, not a thing liked.
 _OBJ_CLAUSE = re.compile(r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
                          r"|['’](?:re|ve|ll|m|d)\b", re.IGNORECASE)
@@ -572,9 +480,7 @@ _OBJ_REFERS = frozenset("it them him me us this that these those".split())
 _OBJ_NEXT_VERB = re.compile(r"(?!(?:her|his|their|my|our|your|its|the|a|an)\b)[a-z]+\s+"
                             r"(?:(?:her|his|their|my|our|your|its|the|a|an|it|them|him|me|us)\b|[A-Z][\w-]*['’]s\b)")
 # "I'd love to hear", "loves going with ...": a verb cut from what it was about.
-_OBJ_INCOMPLETE = frozenset("""go going be being get getting have having do doing make making take taking spend
-    spending hear hearing say saying see seeing know tell help chat talk play playing throw throwing watch share
-    try trying meet keep""".split())
+_OBJ_INCOMPLETE = lexicon.words("incomplete_verbs")
 
 _PET_RE = re.compile(
     r"\b(?:my|our|(?:has|have|got|adopted|bought|rescued|owns?)\s+(?:an?|another))\s+"
@@ -1443,15 +1349,7 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
 
 
 # Words that follow a person who starts a sentence ("Ann is", "Ann moved", "Ann's").
-_SUBJECT_NEXT = frozenset(
-    """is was has had will would can could should must may might did does do said says told asked also just
-    never always really recently still often usually finally then already now wants wanted loves loved likes
-    liked thinks thought feels felt plans planned went got gets made makes took takes decided lives lived works
-    worked moved uses used started joined left prefer like love want need have keep think feel live work use go
-    plan hope booked read wrote drove sang ran ate saw met came gave began brought bought built caught chose drew
-    drank found flew forgot grew heard held kept knew lost paid sent showed spoke spent swam taught threw wore
-    won""".split()
-)
+_SUBJECT_NEXT = lexicon.words("after_subject")
 _VERBISH = re.compile(r"^[a-z]+(?:ed|[^s]s)$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;)\]\d\"“”\n-]\s*)$")
 SENTENCE_START_REACH = 1
@@ -1508,9 +1406,7 @@ def _looks_like_person(name: str, text: str, not_people: set[str], first: bool =
 
 # A person named and then said to be someone's relation or what they do.
 _WHO_APPOSITIVE = re.compile(r",\s+(?:my|our|his|her|their|a|an|the)\s+(?:([a-z]+)\s+)?([a-z]+)\b")
-_KIN_OR_CIRCLE = frozenset("""friend colleague coworker neighbor neighbour sister brother cousin aunt uncle mother
-    father mom mum dad son daughter wife husband partner boyfriend girlfriend fiance fiancee boss classmate roommate
-    teammate mentor niece nephew grandmother grandfather grandma grandpa""".split())
+_KIN_OR_CIRCLE = lexicon.words("kin_or_circle")
 
 
 # Two names opening a sentence as its subject: "Tomás and Maya are …", "Ann and Ivo went …".
