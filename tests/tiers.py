@@ -32,18 +32,23 @@ BENCH: dict[str, str | set[str]] = {
 }
 
 # Tests of more than about 0.5 s (measured on a busy 2-core machine) that are neither snapshot nor bench
-# tests: the workbench driven through Textual's Pilot, subprocesses, real timeouts, property checks over much
-# random text, stores built at size and the wheel.
+# tests: the workbench driven through Textual's Pilot, tests that start Python processes, real timeouts,
+# property checks over much random text, stores built at size and the wheel.
 SLOW: dict[str, str | set[str]] = {
     "workbench/test_pilot_*.py": ALL,
     "workbench/test_no_db_on_loop.py": {"test_no_database_call_runs_on_the_event_loop_thread"},
     "workbench/test_cli_ingest.py": {"test_cli_ingest_real_locomo10"},
-    "workbench/test_cli_store_inputs.py": {"test_demo_never_deletes_a_demo_open_elsewhere"},
+    "workbench/test_cli_store_inputs.py": {
+        "test_demo_never_deletes_a_demo_open_elsewhere",
+        "test_bytes_that_are_not_utf8_are_a_usage_error_and_write_nothing",
+    },
     "workbench/test_cli_import.py": {"test_preview_decide_commit_show_list_undo_round_trip"},
     "workbench/test_cli_redact.py": {"test_blocks_block_events_and_traces_print_masked_text"},
     "workbench/test_cli_commands.py": {
         "test_events_come_a_page_at_a_time",
         "test_python_dash_m_workbench_runs",
+        "test_a_reader_that_stops_early_ends_the_command_quietly",
+        "test_cli_import_does_not_load_textual",
         "test_demo_outside_a_terminal_builds_without_opening_the_workbench",
         "test_demo_rebuilds_an_earlier_demo",
         "test_demo_never_builds_over_strata_db",
@@ -68,7 +73,12 @@ SLOW: dict[str, str | set[str]] = {
         "test_another_namespaces_removal_frees_ids_this_view_must_read",
         "test_fast_scoring_equals_the_reference",
     },
-    "core/test_jobs.py": {"test_run_pending_waits_out_short_backoffs"},
+    "core/test_jobs.py": {
+        "test_run_pending_waits_out_short_backoffs",
+        "test_running_jobs_of_a_killed_process_become_retryable_at_open",
+        "test_a_live_process_keeps_its_running_jobs_when_another_opens_the_store",
+    },
+    "core/test_import_flow.py": {"test_a_process_killed_during_commit_leaves_all_or_nothing"},
     "core/test_providers.py": {
         "test_key_never_leaks",
         "test_slow_answer_times_out_and_is_retried",
@@ -88,14 +98,18 @@ SLOW: dict[str, str | set[str]] = {
         "test_each_job_is_claimed_by_exactly_one_of_several_workers",
     },
     "core/test_gated_patterns.py": {"test_every_gated_pattern_finds_what_its_pattern_finds"},
-    "core/test_store.py": {"test_no_core_module_imports_the_ui_even_lazily", "test_two_writer_processes_lose_nothing"},
+    "core/test_store.py": {
+        "test_core_imports_without_textual_or_rich",
+        "test_no_core_module_imports_the_ui_even_lazily",
+        "test_two_writer_processes_lose_nothing",
+    },
     "core/test_timeparse.py": {
         "test_random_text_gives_well_formed_mentions",
         "test_start_guided_scan_equals_every_rule_scanning_the_text",
         "test_start_guided_scan_equals_full_scan_on_random_text",
     },
     "core/test_layers.py": {"test_token_order_l3_le_l4_le_l5"},
-    "test_packaging.py": {"test_wheel_contains_themes_and_demo_data"},
+    "test_packaging.py": ALL,  # builds the wheel
     "core/test_redact.py": {"test_a_provider_error_body_cut_at_the_boundary_holds_no_part_of_the_key"},
 }
 
