@@ -29,7 +29,7 @@ class ToolError(StrataError):
 
     ``code`` is a stable machine-readable reason (invalid_arguments, unknown_tool,
     not_found, not_ready, budget_exhausted, strategy_repeat, use_refused, batch_closed,
-    receipt_conflict); ``field`` names the offending argument when there is one.
+    receipt_conflict, duplicate, store_unavailable); ``field`` names the offending argument when there is one.
     """
 
     def __init__(self, message: str, *, code: str = "invalid_arguments", field: str | None = None,
@@ -210,6 +210,26 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
                            "description": "Idempotency key; omit it to derive one from the session and batch."},
         }, ["evidence_refs"]),
     },
+}
+
+TOOL_SPECS["remember"] = {
+    "description": (
+        "Write something worth remembering that the conversation itself did not state (a preference you inferred, "
+        "a standing instruction, a tool's result). It is stored as a governed record and waits in quarantine "
+        "until a person approves it: searches do not return it before then. An exact restatement of a record "
+        "that still stands is refused, naming it."
+    ),
+    "inputSchema": _obj({
+        "text": {"type": "string", "description": "The memory as one self-contained statement (at most 4000 characters)."},
+        "title": {"type": "string", "description": "A short title (default: the first line)."},
+        "scope": {"type": "string", "enum": ["user", "project", "session"]},
+        "privacy": {"type": "string", "enum": ["normal", "private", "secret"],
+                    "description": "secret: kept for the person, never returned to an agent."},
+        "expires": {"type": "string", "description": "YYYY-MM-DD after which it is no longer used."},
+        "review_by": {"type": "string", "description": "YYYY-MM-DD by which a person should look at it again."},
+        "key": {"type": "string", "description": "Canonical key (e.g. 'user.home_city'): one promoted record per key."},
+        "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs from searches (event:ID, raw:…) that support it."},
+    }, ["text"]),
 }
 
 TOOL_NAMES = tuple(TOOL_SPECS)

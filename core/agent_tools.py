@@ -41,6 +41,7 @@ from core.errors import (
     StrataError,
 )
 from core.models import LIVE
+from core.services.governance import THREAD as GOVERNED_THREAD, withheld
 from core.redact import redact_text, redact_value
 
 SCORE_MEANING = (
@@ -253,6 +254,7 @@ class MemoryTools:
             "expand_graph_node": self._expand_graph_node,
             "assess": self._assess,
             "record_use": self._record_use,
+            "remember": self._remember,
         }
 
     # -- public API
@@ -363,7 +365,7 @@ class MemoryTools:
             self.namespace, query, limit, participants=participants or None, event_type=args.get("event_type"),
             happened_from=args.get("happened_from"), happened_to=args.get("happened_to"),
             temporal_intent=args.get("temporal_intent"),
-            track=False,
+            track=False, for_agent=True,
         )
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
@@ -403,7 +405,8 @@ class MemoryTools:
             hits = []
             empty_reason = "This conversation has no stored messages yet; use scope 'namespace'."
         else:
-            hits = search_raw(self.namespace, query, limit, thread=self.thread if scope == "session" else None)
+            hits = search_raw(self.namespace, query, limit, thread=self.thread if scope == "session" else None,
+                              for_agent=True)
         specs = gate.refs_for_raw(hits)
         results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
@@ -421,6 +424,8 @@ class MemoryTools:
         thread = self.thread if scope == "session" else None
         before = args.get("before")
         views = get_block_context(self.namespace, thread, token_budget=BLOCK_LIST_TOKENS, before=before)
+        # Governed records are reached through search, where each is checked (governance.withheld).
+        views = [v for v in views if v.thread != GOVERNED_THREAD]
         counts = block_counts(self.namespace, thread)
         empty_reason = None
         if not views:
@@ -455,7 +460,7 @@ class MemoryTools:
         block_id = parse_id("expand_block", args["id"], "block", "block")
         target = args.get("target", "next")
         row = get_block(block_id)
-        if row.namespace != self.namespace:
+        if row.namespace != self.namespace or row.thread == GOVERNED_THREAD:
             raise NotFoundError(f"block {block_id} does not exist in namespace {self.namespace!r}")
         note = None
         try:
@@ -492,6 +497,9 @@ class MemoryTools:
         if event.namespace != self.namespace or event.status not in LIVE:
             raise NotFoundError(f"event {event_id} does not exist in namespace {self.namespace!r} "
                                 "(or it was forgotten)")
+        hidden = withheld(event_ids=[event_id], for_agent=True)
+        if hidden:
+            raise NotFoundError(f"event {event_id} is withheld from agents ({hidden[('event', event_id)]})")
         specs = gate.refs_for_events([card])
         hint = (f"expand_block id={event.block_id} target='raw' shows the source messages."
                 if event.block_id is not None else "This event has no source block.")
@@ -583,6 +591,29 @@ class MemoryTools:
         else:
             out["next_step"] = (f"Not sufficient yet: follow next_strategy ({out['next_strategy']}). Close this "
                                 "batch with record_use(batch_id, []) when you move on.")
+        return out
+
+    # -- writing
+
+    def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
+        from core.services.governance import DuplicateRecordError, remember
+
+        try:
+            done = remember(self.namespace, args["text"], source="agent", actor=self.session or "agent",
+                            title=args.get("title"), scope=args.get("scope", "project"),
+                            privacy=args.get("privacy", "normal"), expires=args.get("expires"),
+                            review_by=args.get("review_by"), key=args.get("key"),
+                            evidence=args.get("evidence_refs") or ())
+        except DuplicateRecordError as exc:
+            raise ToolError(f"remember: {exc}", code="duplicate", tool="remember") from exc
+        record = done.record
+        out: dict[str, Any] = {"tool": "remember", "record_id": f"record:{record.id}", "status": record.status,
+                               "title": record.title}
+        if record.status == "quarantined":
+            out["note"] = ("Stored in quarantine: a person reviews it (strata review list) before any search "
+                           "returns it.")
+        if done.near_duplicate_of:
+            out["near_duplicate_of"] = f"record:{done.near_duplicate_of}"
         return out
 
     def _latest_batch_id(self) -> int:

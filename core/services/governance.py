@@ -444,8 +444,9 @@ def _promote(record: MemoryRecord, ns: Namespace, actor: str, reason: str | None
     it and the evidence's messages; graph projection is queued for the event."""
     before = record.status
     if record.event_id is None:
-        message = _write_message(ns, record, now)
-        sources = [message.id] + _evidence_messages(record.evidence or [])
+        # A secret is kept out of the messages and blocks agents can list: its card cites the evidence only.
+        message = _write_message(ns, record, now) if record.privacy != "secret" else None
+        sources = ([message.id] if message else []) + _evidence_messages(record.evidence or [])
         draft = {
             "title": record.title[:MAX_TITLE],
             "summary": record.text[:1000],
@@ -456,11 +457,11 @@ def _promote(record: MemoryRecord, ns: Namespace, actor: str, reason: str | None
             "temporal": {},
             "source_message_ids": list(dict.fromkeys(sources)),
         }
-        event = write_event(ns, draft, block=Block.get_by_id(message.block_id), formed_turn=ns.current_turn,
-                            origin="governed", mentioned_fallback=now)
+        event = write_event(ns, draft, block=Block.get_by_id(message.block_id) if message else None,
+                            formed_turn=ns.current_turn, origin="governed", mentioned_fallback=now)
         if record.privacy != "secret":
             queue_graph_projection(ns.id, [event.id])  # a secret never reaches the graph agents read
-        record.event_id, record.message_id = event.id, message.id
+        record.event_id, record.message_id = event.id, (message.id if message else None)
     record.status, record.updated_at = "promoted", now
     record.save()
     bump_revision(ns.id, now)

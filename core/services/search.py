@@ -103,6 +103,8 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
     around: dict[int, list[tuple]] = {}
     for row in db.execute_sql(f"{_RAW_SELECT} WHERE {clauses} ORDER BY m.position", params).fetchall():
         around.setdefault(row[-1], []).append(row)
+    hidden_near = withheld(message_ids=[r[0] for rows in around.values() for r in rows], for_agent=for_agent)
+    around = {t: [r for r in rows if ("message", r[0]) not in hidden_near] for t, rows in around.items()}
     block_ids = sorted({found[i][9] for i in ids if found[i][9]})
     blocks = {b: (start, end) for b, start, end in rows_by_ids(
         "SELECT id, start_turn, end_turn FROM block WHERE id IN ({ids})", block_ids)}

@@ -70,7 +70,7 @@ def test_schemas_are_valid_json_schema_objects():
     schemas = MemoryTools.schemas()
     assert [s["name"] for s in schemas] == list(TOOL_NAMES)
     assert set(TOOL_NAMES) == {"search_events", "search_graph", "search_raw", "get_blocks", "expand_block",
-                               "expand_event", "expand_graph_node", "assess", "record_use"}
+                               "expand_event", "expand_graph_node", "assess", "record_use", "remember"}
     for spec in schemas:
         assert set(spec) == {"name", "description", "inputSchema"} and len(spec["description"]) > 40
         schema = spec["inputSchema"]
@@ -105,6 +105,7 @@ def test_example_calls_validate_against_their_schema():
         "assess": {"batch_id": "batch_1", "verdict": "partial", "evidence_refs": [], "fit": "", "missing": "x",
                    "next_strategy": "search_raw"},
         "record_use": {"evidence_refs": []},
+        "remember": {"text": "Prefers short answers.", "privacy": "normal", "evidence_refs": ["event:3"]},
     }
     for spec in MemoryTools.schemas():
         Draft202012Validator(spec["inputSchema"]).validate(examples[spec["name"]])

@@ -129,12 +129,14 @@ def test_bad_input_is_refused_naming_the_field(store):
 def test_secret_records_never_reach_an_agent(said):
     rid = gov.remember(NS, "Maya's passport number is X1234567.", source="user", privacy="secret").record.id
     gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
-    assert _record_hits(rid, "passport number")  # the person sees it
+    assert rid in [r.id for r in gov.list_records(NS, status="promoted")]  # kept for the person
     assert not _record_hits(rid, "passport number", for_agent=True)
     assert Job.select().where(Job.kind == "graph").count() == 0  # nor does the graph agents read
     record = MemoryRecord.get_by_id(rid)
     codes = gov.withheld(message_ids=[record.message_id], event_ids=[record.event_id], for_agent=True)
-    assert set(codes.values()) == {"privacy_denied"}
+    assert record.message_id is None and set(codes.values()) == {"privacy_denied"}
+    person = [h.event.id for h in search_events(NS, "passport number")]
+    assert record.event_id in person and record.event_id not in [h.event.id for h in search_events(NS, "passport number", for_agent=True)]
 
 
 def test_expired_stale_and_key_conflicts_are_withheld_with_their_reason(said):
@@ -213,3 +215,47 @@ def test_audit_rows_are_only_ever_added(said):
     gov.revoke_record(rid, actor="alice", reason="no")
     after = [(a.id, a.action, a.at) for a in AuditEntry.select().order_by(AuditEntry.id)]
     assert after[: len(first)] == first and len(after) == len(first) + 1
+
+
+def test_an_agent_writes_through_its_tool_and_reads_only_what_was_promoted(said):
+    import json
+
+    from core.agent_tools import MemoryTools
+
+    tools = MemoryTools(NS, session="agent-7", budget=None)
+    wrote = tools.call("remember", {"text": "Maya prefers a window seat on trains.", "key": "maya.seat"})
+    assert wrote["status"] == "quarantined" and "quarantine" in wrote["note"]
+    rid = int(wrote["record_id"].split(":")[1])
+    assert gov.get_record(rid).actor == "agent-7" and gov.get_record(rid).source == "agent"
+    assert tools.call_safe("remember", {"text": "maya prefers a window seat on trains"})["error"]["code"] == "duplicate"
+
+    readers = iter(range(100))
+
+    def seen() -> str:  # a fresh session each time: the gate's round rules are not under test here
+        reader = MemoryTools(NS, session=f"reader-{next(readers)}", budget=None)
+        return json.dumps([reader.call("search_events", {"query": "window seat trains"}),
+                           reader.call("search_raw", {"query": "window seat trains"}),
+                           reader.call("get_blocks", {"scope": "namespace"})])
+
+    assert "window seat on trains" not in seen()
+    gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    assert "window seat on trains" in seen()
+    gov.revoke_record(rid, actor="alice", reason="about Tomás")
+    assert "window seat on trains" not in seen()
+
+
+def test_a_secret_never_appears_in_any_agent_tool_output(said):
+    import json
+
+    from core.agent_tools import MemoryTools
+
+    rid = gov.remember(NS, "Maya's passport number is X1234567.", source="user", privacy="secret").record.id
+    event_id = gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"]).event_id
+    run_pending(NS)
+    tools = MemoryTools(NS, session="agent-8", budget=None)
+    outputs = [tools.call_safe(name, args) for name, args in (
+        ("search_events", {"query": "passport number"}), ("search_raw", {"query": "passport number X1234567"}),
+        ("search_graph", {"query": "passport"}), ("get_blocks", {"scope": "namespace"}),
+        ("expand_event", {"id": event_id}))]
+    assert "X1234567" not in json.dumps(outputs)
+    assert outputs[-1]["error"]["code"] == "not_found"
