@@ -142,12 +142,12 @@ def cmd_event_standing(args: argparse.Namespace) -> int:
         gov.restore(args.id, actor=actor, reason=args.reason)
     else:
         gov.set_pinned(args.id, args.step == "pin", actor=actor, reason=args.reason)
-    row = get_event(args.id).event
+    card = get_event(args.id)
     if args.json:
-        print_json(row)
+        print_json({"id": card.event.id, "status": card.event.status, "pinned": card.pinned})
     else:
-        pinned = " (pinned)" if row.pinned else ""
-        console.print(f"event {row.id} is now {row.status}{pinned}", markup=False)
+        pinned = " (pinned)" if card.pinned else ""
+        console.print(f"event {card.event.id} is now {card.event.status}{pinned}", markup=False)
     return 0
 
 
