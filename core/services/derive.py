@@ -30,7 +30,7 @@ from core.services.events import (
     validate_extracted,
     write_event,
 )
-from core.services.graph import run_graph_job
+from core.services.graph_job import run_graph_job
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, wall
 

@@ -1164,7 +1164,7 @@ def _commit(batch_id: int, has_time: bool) -> ImportPreview:
 
 
 def _node_keys(proposal: dict[str, Any]) -> set[str]:
-    from core.services.graph import entity_key
+    from core.services.graph_names import entity_key
 
     keys: set[str] = set()
     for node in proposal.get("nodes") or []:
@@ -1181,7 +1181,7 @@ def _graph_snapshot(namespace_id: int, proposal: dict[str, Any]) -> tuple[dict[s
     table (rows above it afterwards were created by the projection)."""
     from peewee import fn
 
-    from core.services.graph import entity_key
+    from core.services.graph_names import entity_key
 
     keys = _node_keys(proposal)
     node_ids: set[int] = set()
@@ -1232,7 +1232,8 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
     undo of the batch can restore the graph exactly. The model call runs outside any
     transaction; the projection and its pre-images commit together."""
     from core.services import jobs as jobsvc
-    from core.services.graph import apply_projection, propose_projection
+    from core.services.graph_apply import apply_projection
+    from core.services.graph_job import propose_projection
 
     payload = dict(job.payload or {})
     metered = _usage_of(provider)

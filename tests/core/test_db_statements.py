@@ -8,7 +8,7 @@ from peewee import Value
 from core.db import Prepared, save_one, update_by_id, write_transaction
 from core.models import Event, GraphNode, Job, Namespace
 from core.services.capture import append_turn
-from core.services.graph import apply_projection
+from core.services.graph_apply import apply_projection
 from core.services.spaces import get_namespace
 
 

@@ -13,17 +13,10 @@ from core.providers.offline_graph import project_graph_offline
 from core.services import derive
 from core.services import jobs as jobsvc
 from core.services.events import forget_event, queue_graph_projection, write_event
-from core.services.graph import (
-    FUNCTIONAL_RELATIONS,
-    GRAPH_PROVENANCE_LIMIT,
-    apply_projection,
-    find_node,
-    is_functional,
-    list_nodes,
-    node_view,
-    projection_context,
-    run_graph_job,
-)
+from core.services.graph import GRAPH_PROVENANCE_LIMIT, find_node, list_nodes, node_view
+from core.services.graph_apply import apply_projection
+from core.services.graph_job import projection_context, run_graph_job
+from core.services.graph_vocab import FUNCTIONAL_RELATIONS, is_functional
 from core.services.spaces import get_or_create_namespace
 
 # ----------------------------------------------------------------------------- helpers
@@ -1024,6 +1017,7 @@ def test_context_visibility_reads_equal_reading_every_citation(store):
     import random
 
     from core.services import graph as graphsvc
+    from core.services import graph_job
 
     ids = [_event(f"e{i}", f"Ann and Bo, note {i}", participants=["Ann", "Bo"]) for i in range(12)]
     rng = random.Random(7)
@@ -1046,13 +1040,13 @@ def test_context_visibility_reads_equal_reading_every_citation(store):
             Event.update(status=rng.choice(["forgotten", "active", "superseded", "archived"])).where(
                 Event.id == event_id).execute()
         for kind, model in (("fact", GraphFact), ("edge", GraphEdge)):
-            assert graphsvc._cited_by_active(kind, [r.id for r in model.select()]) == every_citation(kind, model)
+            assert graph_job._cited_by_active(kind, [r.id for r in model.select()]) == every_citation(kind, model)
         statuses = {e.id: e.status for e in Event.select()}
-        few = graphsvc._metadata_statuses(stored)
+        few = graph_job._metadata_statuses(stored)
         for node in stored:
             for kind in ("aliases", "tags"):
-                assert (graphsvc._visible_metadata(node, kind, [], few)
-                        == graphsvc._visible_metadata(node, kind, [], statuses))
+                assert (graphsvc.visible_metadata(node, kind, [], few)
+                        == graphsvc.visible_metadata(node, kind, [], statuses))
 
 
 @pytest.mark.parametrize(("text", "participants", "edges"), [

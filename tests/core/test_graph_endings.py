@@ -6,7 +6,9 @@ from __future__ import annotations
 from core.models import Event, GraphEdge, GraphEnding, GraphFact, GraphNode
 from core.providers.offline_graph import project_graph_offline
 from core.services.events import forget_event, restore_event
-from core.services.graph import apply_projection, node_view, projection_context
+from core.services.graph import node_view
+from core.services.graph_apply import apply_projection
+from core.services.graph_job import projection_context
 from core.services.graph_endings import describe
 from core.services.search import search_graph
 from core.services.spaces import get_namespace

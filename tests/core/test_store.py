@@ -267,7 +267,8 @@ def test_migration_to_12_lets_a_claim_skip_other_namespaces_backlog(db_url, stor
 def test_migration_to_13_adds_the_index_citation_windows_read_statuses_from(db_url, store):
     from core.models import EVENT_STATUS_INDEX, GraphNode
     from core.services.events import write_event
-    from core.services.graph import apply_projection, node_view
+    from core.services.graph import node_view
+    from core.services.graph_apply import apply_projection
     from core.services.spaces import get_or_create_namespace
 
     with write_transaction():

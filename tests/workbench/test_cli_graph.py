@@ -9,7 +9,7 @@ import pytest
 
 from core.db import write_transaction
 from core.services.events import write_event
-from core.services.graph import apply_projection
+from core.services.graph_apply import apply_projection
 from core.services.spaces import get_or_create_namespace
 from workbench.cli import _common
 from workbench.cli import graph as graph_cli

@@ -27,7 +27,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _value(value) -> str:
-    from core.services.graph import render_value
+    from core.services.graph_vocab import render_value
 
     return render_value(value)
 
