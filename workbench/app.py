@@ -24,39 +24,21 @@ from workbench.backend import Backend
 from workbench.config import Config, load_config, save_config
 from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
-from workbench.widgets.header import VIEWS, AppHeader
+from workbench.views import DIALOGS, PREBUILD_ORDER, VIEWS, View, import_path, view_for_item
+from workbench.widgets.header import AppHeader
 
 HERE = Path(__file__).parent
 log = logging.getLogger("strata.workbench")
 
-# Views built in the background after the first one is up (most visited first), and the
-# pause between two of them (keys and loaded data are handled in between).
-PREBUILD_ORDER = ("timeline", "graph", "traces", "jobs", "search", "imports", "blocks")
+# The pause between two views built in the background (keys and loaded data are handled in
+# between); the order is views.PREBUILD_ORDER.
 PREBUILD_PAUSE = 0.05
 
-# Which view shows which kind of item.
-ITEM_VIEWS = {"event": "timeline", "block": "blocks", "message": "blocks", "node": "graph", "trace": "traces",
-              "job": "jobs", "import": "imports"}
 
-
-def _modes() -> dict[str, str]:
-    return {
-        "blocks": "workbench.screens.blocks:BlocksScreen",
-        "timeline": "workbench.screens.timeline:TimelineScreen",
-        "graph": "workbench.screens.graph:GraphScreen",
-        "traces": "workbench.screens.traces:TracesScreen",
-        "imports": "workbench.screens.imports:ImportsScreen",
-        "jobs": "workbench.screens.jobs:JobsScreen",
-        "search": "workbench.screens.search:SearchScreen",
-    }
-
-
-def _screen_factory(path: str):
+def _screen_factory(view: View):
+    # A view's module is imported when its screen is first built, not at start-up.
     def make() -> Screen:
-        import importlib
-
-        module, name = path.split(":")
-        return getattr(importlib.import_module(module), name)()
+        return view.screen_class()()
 
     return make
 
@@ -69,8 +51,8 @@ class Workbench(App):
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS = [
-        *[Binding(key, f"view('{mode}')", label, show=False, id=f"app.view-{mode}",
-                  tooltip=f"Show the {label} view") for mode, label, key in VIEWS],
+        *[Binding(view.key, f"view('{view.id}')", view.title, show=False, id=view.binding_id,
+                  tooltip=f"Show the {view.title} view") for view in VIEWS],
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key of this view, with its id"),
         Binding("n", "pick_namespace", "Namespace", show=False, id="app.namespace",
                 tooltip="Switch to another namespace"),
@@ -92,7 +74,7 @@ class Workbench(App):
                  config: Config | None = None, prebuild: bool = True) -> None:
         self.config = config if config is not None else load_config()
         self.DEFAULT_MODE = self.config.start_screen
-        self.MODES = {mode: _screen_factory(path) for mode, path in _modes().items()}
+        self.MODES = {view.id: _screen_factory(view) for view in VIEWS}
         super().__init__()
         from workbench.commands import StrataCommands
 
@@ -336,10 +318,10 @@ class Workbench(App):
 
     @on(OpenItem)
     async def _open_item(self, event: OpenItem) -> None:
-        mode = ITEM_VIEWS.get(event.kind)
-        if mode is None:
+        view = view_for_item(event.kind)
+        if view is None:
             return
-        await self.switch_mode(mode)
+        await self.switch_mode(view.id)
         screen = await self.ready_screen()
         screen.focus_item(event.kind, event.item_id, event.level)  # type: ignore[attr-defined]
 
@@ -388,23 +370,16 @@ class Workbench(App):
 
 def binding_ids() -> set[str]:
     """Every binding id a keymap may remap (the app's, the views' and the widgets')."""
-    import importlib
-
     from workbench.widgets.table import PagedTable
 
     classes: list[type] = [Workbench, PagedTable]
-    for path in _modes().values():
-        module, name = path.split(":")
+    for view in VIEWS:
         try:
-            screen = getattr(importlib.import_module(module), name)
+            screen = view.screen_class()
         except (ImportError, AttributeError):
             continue
         classes += [screen, *getattr(screen, "KEYMAP_WIDGETS", ())]
-    from workbench.screens import help as help_screen
-    from workbench.screens import confirm
-    from workbench.widgets.header import NamespacePicker
-
-    classes += [help_screen.HelpScreen, confirm.ConfirmScreen, NamespacePicker]
+    classes += [import_path(path) for path in DIALOGS]
     ids: set[str] = set()
     for cls in classes:
         for binding in getattr(cls, "BINDINGS", []):

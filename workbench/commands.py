@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from workbench.widgets.header import VIEWS
+from workbench.views import VIEWS
 
 
 class StrataCommands(Provider):
@@ -22,8 +22,9 @@ class StrataCommands(Provider):
         app = self.app
         screen = self.screen
         commands: list[tuple[str, str, Callable[[], Any]]] = []
-        for mode, label, key in VIEWS:
-            commands.append((f"view: {label}", f"Show the {label} view (key {key})", partial(app.switch_mode, mode)))
+        for view in VIEWS:
+            commands.append((f"view: {view.title}", f"Show the {view.title} view (key {view.key})",
+                             partial(app.switch_mode, view.id)))
         current = getattr(app, "namespace", None)
         for name in getattr(app, "namespaces", ()):
             if name != current:

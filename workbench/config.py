@@ -20,9 +20,10 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from workbench.views import VIEW_IDS
+
 CONFIG_ENV = "STRATA_CONFIG_DIR"
 CONFIG_FILE = "config.yaml"
-SCREENS = ("blocks", "timeline", "graph", "traces", "imports", "jobs", "search")
 
 
 def config_dir() -> Path:
@@ -85,8 +86,8 @@ def load_config(path: Path | None = None) -> Config:
             problems.append(f"{path}: {key} must be a non-empty string")
             continue
         values[key] = value.strip()
-    if values.get("start_screen") and values["start_screen"] not in SCREENS:
-        problems.append(f"{path}: start_screen must be one of {', '.join(SCREENS)}")
+    if values.get("start_screen") and values["start_screen"] not in VIEW_IDS:
+        problems.append(f"{path}: start_screen must be one of {', '.join(VIEW_IDS)}")
         values.pop("start_screen")
     keymap = data.get("keymap") or {}
     if not isinstance(keymap, dict):

@@ -54,12 +54,30 @@ def screen_text(app) -> str:
 DEMO_PASTE = ("- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
               "- Maya prefers window seats on flights.\n")
 
-# The keys that bring each view of the demo into a telling state for the docs (the graph shot
-# selects Maya Brennan, whose facts have a history); "!preview" pastes a list of facts to import
-# (and the imports shot goes to the item waiting for a decision).
-SCREENSHOT_STEPS = {"blocks": [], "timeline": ["2"], "graph": ["3", *["j"] * 16], "traces": ["4", "j", "j", "j"],
-                    "imports": ["5", "!preview", "right_square_bracket"], "jobs": ["6"], "search": ["slash", *"passport", "enter"],
-                    "help": ["1", "question_mark"]}
+# The keys that bring a view of the demo into a telling state for the docs, after the key that
+# shows it (the graph shot selects Maya Brennan, whose facts have a history); "!preview" pastes a
+# list of facts to import (and the imports shot goes to the item waiting for a decision).
+SCREENSHOT_KEYS = {"graph": ["j"] * 16, "traces": ["j", "j", "j"], "imports": ["!preview", "right_square_bracket"],
+                   "search": [*"passport", "enter"]}
+
+
+def keys_to_show(view_id: str) -> list[str]:
+    """The keys that show a view from the start screen (none for the start screen itself)."""
+    from workbench.config import Config
+    from workbench.views import view
+
+    return [] if view_id == Config().start_screen else [view(view_id).key]
+
+
+def _screenshot_steps() -> dict[str, list[str]]:
+    from workbench.views import VIEWS
+
+    steps = {v.id: [*keys_to_show(v.id), *SCREENSHOT_KEYS.get(v.id, ())] for v in VIEWS}
+    steps["help"] = [VIEWS[0].key, "question_mark"]
+    return steps
+
+
+SCREENSHOT_STEPS = _screenshot_steps()
 
 
 async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", size: tuple[int, int] = (120, 36)) -> list:

@@ -29,7 +29,7 @@ EXPORT = {
 
 async def confirmed(pilot, key: str) -> None:
     """Press ``key``, check that it asks first, and say yes."""
-    from workbench.screens.confirm import ConfirmScreen
+    from workbench.widgets.confirm import ConfirmScreen
 
     await pilot.press(key)
     await settle(pilot)
@@ -282,7 +282,7 @@ async def test_next_and_previous_item_to_decide_and_the_filter(make_app, tmp_pat
 async def test_several_targets_any_event_id_and_reset(make_app, tmp_path, decider):
     from core.models import Event
     from workbench.screens.imports import TargetScreen
-    from workbench.screens.confirm import ConfirmScreen
+    from workbench.widgets.confirm import ConfirmScreen
 
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:

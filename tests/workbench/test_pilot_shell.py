@@ -8,7 +8,8 @@ from workbench.messages import NamespacesLoaded, OpenItem
 from workbench.screens.base import EmptyState
 from tests.stores import fresh_url
 from workbench.testing import settle
-from workbench.widgets.header import VIEWS, AppHeader, NamespacePicker
+from workbench.views import VIEWS
+from workbench.widgets.header import AppHeader, NamespacePicker
 
 SIZE = (120, 36)
 
@@ -20,11 +21,11 @@ async def test_every_view_is_one_key_away(make_app):
         await settle(pilot)
         assert app.namespace == "demo"
         assert app.current_mode == "blocks"
-        for mode, _label, key in VIEWS:
-            await pilot.press(key)
+        for view in VIEWS:
+            await pilot.press(view.key)
             await settle(pilot)
-            assert app.current_mode == mode
-            assert app.screen.MODE == mode
+            assert app.current_mode == view.id
+            assert app.screen.MODE == view.id
             assert not app.screen.has_class("-empty")
     assert any(isinstance(m, NamespacesLoaded) and m.names == ("demo",) for m in messages)
 
@@ -155,7 +156,7 @@ async def test_open_item_switches_view(make_app):
 
 
 async def test_views_are_built_ahead_and_load_when_first_shown(make_app):
-    from workbench.app import PREBUILD_ORDER
+    from workbench.views import PREBUILD_ORDER
 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -240,7 +240,7 @@ async def test_jobs_retry_one_and_all(make_app, wb_url):
 
 
 async def test_retry_all_asks_first(make_app):
-    from workbench.screens.confirm import ConfirmScreen
+    from workbench.widgets.confirm import ConfirmScreen
 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -320,7 +320,7 @@ async def test_a_filter_applies_once_typing_pauses(make_app):
 
 
 async def test_timeline_forgets_and_restores_the_selected_event(make_app, wb_url):
-    from workbench.screens.confirm import ConfirmScreen
+    from workbench.widgets.confirm import ConfirmScreen
 
     async with opened(make_app, "2", TimelineScreen) as (app, pilot, screen):
         table = screen.query_one("#events")

@@ -7,7 +7,7 @@ Every load goes through ``StrataScreen.fetch``, which masks the secrets in what 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
 
 from textual import events, on
 from textual.message import Message
@@ -19,7 +19,8 @@ from workbench.messages import LoadFailed
 from workbench.widgets.header import AppHeader
 
 if TYPE_CHECKING:
-    from workbench.app import Workbench
+    from workbench.backend import Backend
+    from workbench.config import Config
 
 log = logging.getLogger("strata.workbench")
 R = TypeVar("R")
@@ -46,6 +47,26 @@ OWN_THREAD = frozenset({"expand", "retry", "preview-run", "decide", "commit", "u
 READ_PRIORITY = {"page": 0, "rail": 0, "nodes": 0, "threads": 0, "batches": 0, "histogram": 2}
 
 
+class Shell(Protocol):
+    """What the views use of the app (``workbench.app.Workbench``), stated here so that the views
+    do not import the app module, which sits above them."""
+
+    backend: Backend
+    config: Config
+    namespace: str | None
+    namespaces: tuple[str, ...]
+    store_ready: bool
+    data_version: int
+
+    def mark(self, name: str) -> None: ...
+
+    def open_item(self, kind: str, item_id: int, level: int | None = None) -> None: ...
+
+    def data_changed(self) -> None: ...
+
+    def show_namespace(self, namespace: str) -> None: ...
+
+
 class EmptyState(Static):
     """A friendly message shown in place of a view's content."""
 
@@ -59,7 +80,7 @@ class StrataScreen(Screen):
     _loaded_once = False
 
     @property
-    def workbench(self) -> "Workbench":
+    def workbench(self) -> Shell:
         return self.app  # type: ignore[return-value]
 
     @property

@@ -31,7 +31,6 @@ class HelpScreen(ModalScreen[None]):
 
     @classmethod
     def for_screen(cls, screen: Screen) -> "HelpScreen":
-        from workbench.app import Workbench
         from workbench.widgets.table import PagedTable
 
         app = screen.app
@@ -39,7 +38,7 @@ class HelpScreen(ModalScreen[None]):
         view = type(screen).__name__.replace("Screen", "") or "view"
         sources: list[tuple[str, type]] = [(view, type(screen)),
                                            *((view, widget) for widget in getattr(type(screen), "KEYMAP_WIDGETS", ())),
-                                           ("lists", PagedTable), ("app", Workbench)]
+                                           ("lists", PagedTable), ("app", type(app))]
         rows: list[tuple[str, str, str, str]] = []
         seen: set[str] = set()
         for where, source in sources:

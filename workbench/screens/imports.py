@@ -35,7 +35,7 @@ from textual.widgets import Button, Input, Label, ProgressBar, Select, Selection
 
 from workbench.import_facts import facts_text
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.screens.confirm import ConfirmScreen
+from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 FORMATS = (("v2 JSON", "v2"), ("Mem0 JSON", "mem0"), ("text list", "text"))

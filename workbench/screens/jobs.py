@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Label, Select, Static
 
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.screens.confirm import ConfirmScreen
+from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 PAGE = 50

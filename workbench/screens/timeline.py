@@ -22,7 +22,7 @@ from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.screens.confirm import ConfirmScreen
+from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 PAGE = 50

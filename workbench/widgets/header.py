@@ -19,17 +19,8 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from workbench.messages import NamespaceChanged
+from workbench.views import VIEWS
 
-# (mode, label, default key); the app binds the keys with ids ``app.view-<mode>``.
-VIEWS: tuple[tuple[str, str, str], ...] = (
-    ("blocks", "Blocks", "1"),
-    ("timeline", "Timeline", "2"),
-    ("graph", "Graph", "3"),
-    ("traces", "Traces", "4"),
-    ("imports", "Imports", "5"),
-    ("jobs", "Jobs", "6"),
-    ("search", "Search", "/"),
-)
 NAMESPACE_WIDTH = 24  # cells for the namespace name and its ▼
 
 
@@ -78,9 +69,9 @@ class AppHeader(Widget):
             at += content.cell_length
 
         add(" ◆ Strata ", "app-header--brand")
-        for mode, label, key in VIEWS:
-            add(f" {key} {label} ", "app-header--active" if mode == self.mode else "app-header--tab",
-                f"app.view('{mode}')")
+        for view in VIEWS:
+            add(f" {view.key} {view.title} ", "app-header--active" if view.id == self.mode else "app-header--tab",
+                f"app.view('{view.id}')")
         name = getattr(self.app, "namespace", None) or "(none)"
         if len(name) > NAMESPACE_WIDTH - 3:
             name = name[: NAMESPACE_WIDTH - 4] + "…"
