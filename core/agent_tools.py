@@ -21,7 +21,7 @@ dict instead.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from core.agent_schemas import (
     BLOCK_LIST_TOKENS,
@@ -311,12 +311,13 @@ class MemoryTools:
         self._ready = True
 
     def _open(self, tool: str, channel: str, query: str, specs: list[Any], params: dict[str, Any],
-              results: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        """Open the batch for a retrieval and wrap its results with the batch id and refs."""
+              results: list[dict[str, Any]], excluded: Sequence[dict[str, str]] = (), **extra: Any) -> dict[str, Any]:
+        """Open the batch for a retrieval and wrap its results with the batch id and refs; what the
+        search withheld (``excluded``) goes to the trace, never to the agent."""
         from core.services import gate
 
         batch = gate.open_batch(self.namespace, channel, query, specs, session=self.session,
-                                params=params, budget=self.budget)
+                                params=params, budget=self.budget, excluded=excluded)
         out: dict[str, Any] = {
             "tool": tool,
             "batch_id": batch.label,
@@ -361,11 +362,12 @@ class MemoryTools:
                             "(participants, event_type, happened_from/happened_to)", field="query",
                             tool="search_events")
         limit = args.get("limit", 6)
+        excluded: list[dict[str, str]] = []
         hits = search_events(
             self.namespace, query, limit, participants=participants or None, event_type=args.get("event_type"),
             happened_from=args.get("happened_from"), happened_to=args.get("happened_to"),
             temporal_intent=args.get("temporal_intent"),
-            track=False, for_agent=True,
+            track=False, for_agent=True, excluded=excluded,
         )
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
@@ -374,7 +376,7 @@ class MemoryTools:
         if not results:
             extra["empty_reason"] = ("No event matched. Try other words, fewer filters, search_raw for the exact "
                                      "wording, or search_graph for current state.")
-        out = self._open("search_events", "events", query, specs, params, results, **extra)
+        out = self._open("search_events", "events", query, specs, params, results, excluded, **extra)
         # Stamped only once the gate has opened the batch: a refused search changes nothing.
         mark_retrieved([hit.event.id for hit in hits])
         return out
@@ -401,12 +403,13 @@ class MemoryTools:
         scope = self._session_scope("search_raw", args.get("scope"), "namespace")
         limit = args.get("limit", 6)
         empty_reason = None
+        excluded: list[dict[str, str]] = []
         if scope == "session" and not self._thread_exists():
             hits = []
             empty_reason = "This conversation has no stored messages yet; use scope 'namespace'."
         else:
             hits = search_raw(self.namespace, query, limit, thread=self.thread if scope == "session" else None,
-                              for_agent=True)
+                              for_agent=True, excluded=excluded)
         specs = gate.refs_for_raw(hits)
         results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
@@ -414,7 +417,8 @@ class MemoryTools:
             extra["thread"] = self.thread
         if not results:
             extra["empty_reason"] = empty_reason or "No stored message contains these words; try other words."
-        return self._open("search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, **extra)
+        return self._open("search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, excluded,
+                          **extra)
 
     def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate

@@ -593,13 +593,15 @@ def open_batch(
     params: Mapping[str, Any] | None = None,
     budget: int | None = DEFAULT_BUDGET,
     elapsed_ms: float = 0.0,
+    excluded: Sequence[Mapping[str, str]] = (),
 ) -> BatchInfo:
     """Persist one retrieval as a batch (and its refs) and write a ``search`` trace.
 
     Refused before any write when the round budget is used up (BudgetExhaustedError) or
     the channel's previous batch in this round added no new ref (StrategyRepeatError).
     ``channel`` is a channel name or the strategy that uses it. ``budget=None`` disables
-    the round cap (tests, batch tools that are not agent loops).
+    the round cap (tests, batch tools that are not agent loops). ``excluded`` lists what the search
+    withheld, each ``{"ref", "reason"}`` with a reason code; the trace keeps it.
     """
     channel = normalize_channel(channel)
     session = _session(session)
@@ -634,7 +636,8 @@ def open_batch(
             candidates=[{"ref": s.ref, "score": s.score, "components": dict(s.components or {})} for s in specs],
             selected=[s.ref for s in specs],
             detail={"session": session, "sequence": sequence, "new_refs": new_refs, "params": params,
-                    "round_position": len(round_batches) + 1, "budget": budget},
+                    "round_position": len(round_batches) + 1, "budget": budget,
+                    **({"excluded": [dict(e) for e in excluded]} if excluded else {})},
             elapsed_ms=elapsed_ms,
         )
     return get_batch(batch.id)

@@ -79,11 +79,12 @@ def _nearby(message: RawMessage, thread_id: int) -> tuple[RawMessage, ...]:
 
 
 def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None,
-               for_agent: bool = False) -> list[RawHit]:
+               for_agent: bool = False, excluded: list[dict[str, str]] | None = None) -> list[RawHit]:
     """Raw messages ranked by BM25 — sealed blocks and the open tail alike.
 
     A query with no searchable token returns nothing (the zero-match rule). Messages of governed
-    records that may not be shown (``core.services.governance.withheld``) are left out."""
+    records that may not be shown (``core.services.governance.withheld``) are left out, each added
+    to ``excluded`` (when given) as ``{"ref": "message:ID", "reason": code}``."""
     ns = get_namespace(namespace)
     limit = clamp(limit, 1, SEARCH_MAX["raw"], 6)
     terms = analyze(query)
@@ -92,6 +93,7 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
     best = bm25_top("message", ns.id, terms, limit, thread_id=_thread_id(ns, thread), ties="desc")
     hidden = withheld(message_ids=[i for i, _ in best], for_agent=for_agent)
     best = [(i, score) for i, score in best if ("message", i) not in hidden]
+    _note_excluded(excluded, hidden)
     if not best:
         return []
     scores = dict(best)
@@ -159,6 +161,7 @@ def search_events(
     temporal_intent: str | None = None,
     track: bool = True,
     for_agent: bool = False,
+    excluded: list[dict[str, str]] | None = None,
 ) -> list[EventHit]:
     """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF.
     Events of governed records that may not be shown (``governance.withheld``) are left out."""
@@ -178,7 +181,7 @@ def search_events(
         if not fused:
             return []
         candidates = {e.id: e for e in EVENTS_BY_ID.rows([i for i, _ in fused])}
-        return _event_hits(ns, fused, candidates, track, for_agent)
+        return _event_hits(ns, fused, candidates, track, for_agent, excluded)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
         return []
@@ -232,7 +235,12 @@ def search_events(
         if terms:
             return []
         rankings = [structured(list(candidates))]
-    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent)
+    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent, excluded)
+
+
+def _note_excluded(excluded: list[dict[str, str]] | None, hidden: dict[tuple[str, int], str]) -> None:
+    if excluded is not None:
+        excluded.extend({"ref": f"{kind}:{i}", "reason": code} for (kind, i), code in sorted(hidden.items()))
 
 
 def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[int]:
@@ -277,9 +285,10 @@ def mark_retrieved(event_ids: Sequence[int]) -> None:
 
 
 def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
-                track: bool, for_agent: bool) -> list[EventHit]:
+                track: bool, for_agent: bool, excluded: list[dict[str, str]] | None = None) -> list[EventHit]:
     hidden = withheld(event_ids=[i for i, _ in fused], for_agent=for_agent)
     fused = [(i, score) for i, score in fused if ("event", i) not in hidden]
+    _note_excluded(excluded, {k: v for k, v in hidden.items() if k[0] == "event"})
     ids = [i for i, _ in fused]
     sources = source_messages(ids)
     if track:

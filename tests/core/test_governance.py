@@ -259,3 +259,15 @@ def test_a_secret_never_appears_in_any_agent_tool_output(said):
         ("expand_event", {"id": event_id}))]
     assert "X1234567" not in json.dumps(outputs)
     assert outputs[-1]["error"]["code"] == "not_found"
+
+
+def test_traces_keep_what_a_search_withheld_and_why(said):
+    from core.agent_tools import MemoryTools
+    from core.services.trace_view import get_trace
+    from core.services.traces import list_traces
+
+    rid = gov.remember(NS, "Maya's passport number is X1234567.", privacy="secret").record.id
+    event_id = gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"]).event_id
+    MemoryTools(NS, session="agent-9", budget=None).call("search_events", {"query": "passport number"})
+    (trace,) = [t for t in list_traces(NS) if t.kind == "search"]
+    assert get_trace(trace.id).detail["excluded"] == [{"ref": f"event:{event_id}", "reason": "privacy_denied"}]
