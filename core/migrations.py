@@ -283,7 +283,8 @@ def _v22_import_model_accounting(database: Database) -> None:
 
 def _v23_governed_records(database: Database) -> None:
     """Version 23: governed records (``memory_record``), their append-only audit trail
-    (``audit_entry``) and a namespace's governance policy (``namespace.policy``)."""
+    (``audit_entry``), the context ledger (``ledger_entry``) and a namespace's governance policy
+    (``namespace.policy``)."""
     from playhouse.migrate import SchemaMigrator, migrate as run
 
     from core.models import V23_MODELS, Namespace

@@ -696,6 +696,26 @@ class AuditEntry(BaseModel):
         indexes = ((("namespace", "subject", "subject_id"), False),)
 
 
+class LedgerEntry(BaseModel):
+    """What one context assembly handed a model, and what it left out and why; or what a cost
+    preflight decided before a model request. Estimates, never billing."""
+
+    namespace = ForeignKeyField(Namespace, backref="ledger", on_delete="CASCADE")
+    kind = CharField(max_length=16)  # context | preflight
+    trace_id = IntegerField(null=True)
+    query = TextField(default="")
+    selected = JSONTextField(default=list)  # refs handed over
+    excluded = JSONTextField(default=list)  # [{ref, reason}] with a reason code each
+    tokens = IntegerField(default=0)  # estimated tokens of what was handed over (or asked for)
+    budget = IntegerField(null=True)
+    decision = CharField(max_length=16, null=True)  # preflight: allow | mitigate | block
+    reason = TextField(null=True)
+    created_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "kind", "id"), False),)
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
@@ -732,6 +752,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     ImportChange,
     MemoryRecord,
     AuditEntry,
+    LedgerEntry,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -743,5 +764,5 @@ V4_MODELS: list[type[BaseModel]] = [RetrievalBatch, BatchRef, UsageReceipt, Retr
 # Tables added by schema version 5 (external-memory import with exact undo).
 V5_MODELS: list[type[BaseModel]] = [ImportBatch, ImportItem, ImportChange]
 
-# Tables added by schema version 23 (governed records and their audit trail).
-V23_MODELS: list[type[BaseModel]] = [MemoryRecord, AuditEntry]
+# Tables added by schema version 23 (governed records, their audit trail, the context ledger).
+V23_MODELS: list[type[BaseModel]] = [MemoryRecord, AuditEntry, LedgerEntry]

@@ -17,14 +17,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from core.db import chunks, write_transaction
+from core.db import chunks, insert_one, write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import SPECIAL_EVENT, Event, GraphEdge, GraphFact, GraphSource, Thread
+from core.models import SPECIAL_EVENT, Event, GraphEdge, GraphFact, GraphSource, LedgerEntry, Thread
 from core.redact import redact_text, redact_value
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
 from core.services.events import LIVE, event_weight
 from core.services.graph import NodeView, node_view
+from core.services.governance import withheld
 from core.services.graph_vocab import render_value
 from core.services.search import search_events
 from core.services.spaces import get_namespace
@@ -54,6 +55,7 @@ class AutoContext:
     node_ids: tuple[int, ...]
     tokens: int  # estimate_tokens(text)
     trace_id: int | None = None
+    ledger_id: int | None = None
 
 
 def _clip(text: str, limit: int) -> str:
@@ -185,7 +187,11 @@ def auto_context(
     rows = {e.id: e for e in Event.select().where(Event.id.in_(candidate_ids))} if candidate_ids else {}
     excluded_events = {i for i, e in rows.items()
                        if excluded_thread_id is not None and e.thread_id == excluded_thread_id}
-    live = [i for i in candidate_ids if i in rows and rows[i].status in LIVE and i not in excluded_events]
+    # Pinned and safety events join without a search: what governance withholds is checked here too.
+    hidden = {i: code for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True).items()
+              if kind == "event"}
+    live = [i for i in candidate_ids if i in rows and rows[i].status in LIVE and i not in excluded_events
+            and i not in hidden]
     weights = {i: event_weight(rows[i], ns.current_turn) for i in live}
     relevance = [i for i in hit_order if i in weights]
     by_weight = sorted(sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True),
@@ -214,9 +220,12 @@ def auto_context(
     event_ids: list[int] = []
     node_ids: list[int] = []
     text = ""
+    left_out: dict[str, str] = {}  # ref -> reason code
     for kind, item in queue:
         if kind == "event":
+            ref = f"event:{item}"
             if len(event_ids) >= max_events:
+                left_out[ref] = "limit"
                 continue
             payload = _event_json(rows[item])
             trial = render_context(chosen_events + [payload], chosen_nodes)
@@ -224,19 +233,26 @@ def auto_context(
                 chosen_events.append(payload)
                 event_ids.append(item)
                 text = trial
+            else:
+                left_out[ref] = "over_budget"
         else:
-            if len(node_ids) >= max_nodes:
-                continue
             view, _ = item
+            ref = f"graph-node:{view.id}"
+            if len(node_ids) >= max_nodes:
+                left_out[ref] = "limit"
+                continue
             payload = _node_json(view)
             trial = render_context(chosen_events, chosen_nodes + [payload])
             if estimate_tokens(trial) <= token_budget:
                 chosen_nodes.append(payload)
                 node_ids.append(view.id)
                 text = trial
-        if len(event_ids) >= max_events and len(node_ids) >= max_nodes:
-            break
+            else:
+                left_out[ref] = "over_budget"
     tokens = estimate_tokens(text)
+    left_out.update({f"event:{i}": code for i, code in hidden.items()})
+    left_out.update({f"event:{i}": "out_of_scope" for i in excluded_events})
+    left_out.update({f"graph-node:{i}": "out_of_scope" for i in excluded_nodes})
 
     with write_transaction():
         untracked = [i for i in event_ids if i not in set(hit_order)]
@@ -256,8 +272,13 @@ def auto_context(
                     "pinned_or_safety": [i for (i,) in special]},
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+        ledger_id = insert_one(LedgerEntry, dict(
+            namespace=ns.id, kind="context", trace_id=trace_id, query=query[:4000],
+            selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
+            excluded=[{"ref": ref, "reason": code} for ref, code in sorted(left_out.items())],
+            tokens=tokens, budget=token_budget, created_at=now_iso())).id
     return AutoContext(text=text, event_ids=tuple(event_ids), node_ids=tuple(node_ids), tokens=tokens,
-                       trace_id=trace_id)
+                       trace_id=trace_id, ledger_id=ledger_id)
 
 
 __all__ = ["AutoContext", "HEADER", "auto_context", "rank_nodes", "render_context"]

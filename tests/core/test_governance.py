@@ -271,3 +271,22 @@ def test_traces_keep_what_a_search_withheld_and_why(said):
     MemoryTools(NS, session="agent-9", budget=None).call("search_events", {"query": "passport number"})
     (trace,) = [t for t in list_traces(NS) if t.kind == "search"]
     assert get_trace(trace.id).detail["excluded"] == [{"ref": f"event:{event_id}", "reason": "privacy_denied"}]
+
+
+def test_each_context_build_writes_a_ledger_row_with_reasons(said):
+    from core.services.context import auto_context
+    from core.services.ledger import list_ledger
+
+    secret = gov.remember(NS, "Maya's seat preference code is AISLE-7.", privacy="secret").record.id
+    secret_event = gov.approve_record(secret, actor="alice", evidence=[f"message:{said}"]).event_id
+    shown = gov.remember(NS, "Maya wants an aisle seat on every flight.").record.id
+    shown_event = gov.approve_record(shown, actor="alice", evidence=[f"message:{said}"]).event_id
+    gov.set_pinned(secret_event, True, actor="alice")  # pinned events join without a search: still withheld
+    ctx = auto_context(NS, "which seat does Maya want on a flight", token_budget=900)
+    assert shown_event in ctx.event_ids and secret_event not in ctx.event_ids
+    (row,) = list_ledger(NS, kind="context")
+    assert row.id == ctx.ledger_id and row.tokens == ctx.tokens and row.budget == 900
+    assert f"event:{shown_event}" in row.selected
+    assert {"ref": f"event:{secret_event}", "reason": "privacy_denied"} in row.excluded
+    tight = auto_context(NS, "which seat does Maya want on a flight", token_budget=10)
+    assert tight.event_ids == () and {e["reason"] for e in list_ledger(NS)[0].excluded} >= {"over_budget"}

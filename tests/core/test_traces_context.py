@@ -172,7 +172,8 @@ def test_pinned_and_safety_events_bypass_the_lexical_gate(ns):
 def test_auto_context_is_empty_without_matches(ns):
     _event(ns, "Something else entirely")
     ctx = auto_context("ns", "")
-    assert ctx == type(ctx)(text="", event_ids=(), node_ids=(), tokens=0, trace_id=ctx.trace_id)
+    assert ctx == type(ctx)(text="", event_ids=(), node_ids=(), tokens=0, trace_id=ctx.trace_id,
+                            ledger_id=ctx.ledger_id)
     assert auto_context("ns", "zebra").text == ""
 
 

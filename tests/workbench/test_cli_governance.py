@@ -90,3 +90,12 @@ def test_a_policy_from_yaml_trusts_a_source(db, capsys, tmp_path):
     policy.write_text("trust: [robots]\n", encoding="utf-8")
     err = run(capsys, db, "policy", "set", str(policy), "--namespace", "me", code=2)
     assert "policy.yaml" in err and "robots" in err
+
+
+def test_the_ledger_lists_context_builds(db, capsys):
+    from core.services.context import auto_context
+
+    assert run(capsys, db, "ledger", "--namespace", "me") == []
+    auto_context("me", "aisle seat")
+    (row,) = run(capsys, db, "ledger", "--namespace", "me", "--kind", "context")
+    assert row["kind"] == "context" and row["budget"] == 900 and row["query"] == "aisle seat"

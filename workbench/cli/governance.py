@@ -8,7 +8,7 @@ import getpass
 import os
 from pathlib import Path
 
-from workbench.cli.argtypes import ROW_ID, namespace_name
+from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, cut, open_from_args, print_json, table
 
 ACTOR_ENV = "STRATA_ACTOR"
@@ -151,6 +151,23 @@ def cmd_event_standing(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from core.services.ledger import list_ledger
+
+    open_from_args(args)
+    rows = list_ledger(args.namespace, kind=args.kind, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return 0
+    table(f"Context ledger of {args.namespace} (estimated tokens, not billing)",
+          ["id", "at", "kind", "tokens/budget", "decision", "selected", "excluded (reason)"],
+          [(r.id, r.created_at[:19], r.kind, f"{r.tokens}/{r.budget if r.budget is not None else '-'}",
+            r.decision or "-", len(r.selected),
+            cut(", ".join(f"{e['ref']} ({e['reason']})" for e in r.excluded[:4])
+                + (f" … +{len(r.excluded) - 4}" if len(r.excluded) > 4 else ""), 80)) for r in rows])
+    return 0
+
+
 def cmd_policy(args: argparse.Namespace) -> int:
     from core.errors import InvalidInputError
     from core.services.policy import get_policy, read_policy_text, set_policy
@@ -236,6 +253,13 @@ def register(sub, common: argparse.ArgumentParser) -> None:
         p.add_argument("--actor", help=f"who does it (default: ${ACTOR_ENV} or the login name)")
         p.add_argument("--reason")
         p.set_defaults(handler=cmd_event_standing, step=step)
+
+    p = sub.add_parser("ledger", parents=[common],
+                       help="the context ledger: what each context build handed over, left out and why")
+    p.add_argument("--namespace", required=True, type=namespace_name)
+    p.add_argument("--kind", choices=("context", "preflight"))
+    p.add_argument("--limit", type=integer(1, 10_000), default=100)
+    p.set_defaults(handler=cmd_ledger)
 
     policy = sub.add_parser("policy", help="a namespace's governance policy (which sources are trusted)")
     steps = policy.add_subparsers(dest="step", required=True)
