@@ -317,7 +317,7 @@ def default_workers() -> int:
 
 def register(sub, common: argparse.ArgumentParser) -> None:
     bench = sub.add_parser("bench", help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, workers, "
-                                         "reliability, ui, rules)")
+                                         "reliability, ui, rules, governance)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
     p.add_argument("--data", required=True, type=Path, help="path to locomo10.json")
@@ -340,6 +340,10 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     from workbench.cli.bench_rules import register_rules
 
     register_rules(kinds, common)
+
+    from workbench.cli.bench_governance import register_governance
+
+    register_governance(kinds, common)
 
     p = kinds.add_parser("longmemeval", parents=[common],
                          help="LongMemEval_S session retrieval against a BM25 baseline")
