@@ -23,6 +23,10 @@ from textual.worker import get_current_worker
 from workbench.backend import Backend
 from workbench.config import Config, load_config, save_config
 from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
+from workbench.textual_internals import (
+    ShutdownHook, apply_theme_before_css, built_modes, lay_out, mark_styled, mark_unstyled, mode_is_built,
+    mode_is_known, mount_mode_screen, style_generation,
+)
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
 from workbench.views import DIALOGS, PREBUILD_ORDER, VIEWS, View, import_path, view_for_item
 from workbench.widgets.header import AppHeader
@@ -43,7 +47,7 @@ def _screen_factory(view: View):
     return make
 
 
-class Workbench(App):
+class Workbench(ShutdownHook, App):
     """Review, search and correct what an agent remembers."""
 
     CSS_PATH = [HERE / "app.tcss", *sorted((HERE / "styles").glob("*.tcss"))]
@@ -107,14 +111,7 @@ class Workbench(App):
         if wanted not in self.available_themes:
             self._problems.append(f"theme {wanted!r} is not installed; using {FALLBACK_THEME}")
             wanted = FALLBACK_THEME
-        self.set_reactive(Workbench.theme, wanted)
-        # What App._watch_theme does, minus refreshing the CSS: nothing is parsed or styled yet.
-        dark = self.current_theme.dark
-        classes = {name: False for name in self.classes if name.startswith("-theme-")}
-        classes.update({f"-theme-{wanted}": True, "-dark-mode": dark, "-light-mode": not dark})
-        self.update_classes(classes, update=False)
-        self._refresh_truecolor_filter(self.ansi_theme)
-        self.stylesheet.set_variables(self.get_css_variables())
+        apply_theme_before_css(self, wanted)
 
     def on_mount(self) -> None:
         import threading
@@ -138,10 +135,10 @@ class Workbench(App):
     def _theme_changed(self, theme) -> None:
         # Views not on screen restyle when next shown (one may have been built ahead while
         # the new theme's CSS was still being parsed).
-        for mode, stack in self._screen_stacks.items():
+        for mode, stack in built_modes(self).items():
             if mode != self.current_mode:
                 for screen in stack:
-                    screen._css_update_count = -1
+                    mark_unstyled(screen)
         if theme.name != self.config.theme:
             self.config = self.config.with_theme(theme.name)
             self.save_settings()
@@ -214,35 +211,31 @@ class Workbench(App):
 
         started = time.perf_counter()
         first = self.screen
-        if first.is_mounted and first._css_update_count != self._css_update_count:
+        if first.is_mounted:
             # The start screen mounted after the start-up CSS refresh: its styles are current.
-            first._css_update_count = self._css_update_count
+            mark_styled(first, style_generation(self))
         for mode in PREBUILD_ORDER:
             await asyncio.sleep(PREBUILD_PAUSE)  # let input and loaded data through between views
             if not self.is_running:
                 return  # shutting down: the screen stacks are being closed
-            if mode in self._screen_stacks or mode not in self._modes:
+            if mode_is_built(self, mode) or not mode_is_known(self, mode):
                 continue
-            screen = self._modes[mode]()
-            css_generation = self._css_update_count
-            # What App._init_mode does, minus making the mode current (Textual 8.2).
-            self._screen_stacks[mode] = [screen]
-            screen, mounted = self._get_screen(screen)
-            self._load_screen_css(screen)
+            css_generation = style_generation(self)
+            screen, mounted = mount_mode_screen(self, mode)
             self._building = mounted
             await mounted
             self._building = None
-            if mode not in self._screen_stacks or screen.is_current:
+            if not mode_is_built(self, mode) or screen.is_current:
                 continue
             # Lay it out at the terminal's size too, so showing it is a restyle and a paint.
             await asyncio.sleep(0)
             if self.is_running and screen.is_attached and not screen.is_current:
-                screen._refresh_layout(self.size)
+                lay_out(screen, self.size)
                 # Its widgets were styled by the current stylesheet as they mounted: no need
                 # for the whole-app CSS refresh Textual runs when a screen is shown the first
                 # time. (A theme change bumps the generation; see also _theme_changed.)
-                if css_generation == self._css_update_count:
-                    screen._css_update_count = css_generation
+                if css_generation == style_generation(self):
+                    mark_styled(screen, css_generation)
         self.marks.append(("app:views-built", time.perf_counter()))
         log.debug("views built ahead in %.0f ms", (time.perf_counter() - started) * 1000)
         self._freeze_objects()
@@ -257,7 +250,7 @@ class Workbench(App):
             self._frozen = True
             gc.freeze()
 
-    async def _shutdown(self) -> None:
+    async def before_shutdown(self) -> None:
         # A view being built ahead finishes mounting before the screens are closed (closing
         # one half-mounted fails inside its widgets), and no other one is started.
         import asyncio
@@ -270,7 +263,6 @@ class Workbench(App):
                 log.debug("a view built ahead did not finish mounting before exit", exc_info=True)
         if self._prebuild:
             self._prebuild.cancel()
-        await super()._shutdown()
 
     def on_unmount(self) -> None:
         self.backend.close()

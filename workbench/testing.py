@@ -14,6 +14,8 @@ async def settle(pilot, rounds: int = 20) -> None:
     """
     from textual.widgets import DataTable
 
+    from workbench.textual_internals import table_layout_pending
+
     app = pilot.app
 
     def busy() -> bool:
@@ -25,7 +27,7 @@ async def settle(pilot, rounds: int = 20) -> None:
                for widget in app.screen.query(".loadable")):
             return True
         # A DataTable sizes its columns for new rows when it is next idle.
-        return any(table._require_update_dimensions or table._updated_cells for table in app.screen.query(DataTable))
+        return any(table_layout_pending(table) for table in app.screen.query(DataTable))
 
     for _ in range(rounds):
         running = [w for w in app.workers if not w.is_finished]
@@ -42,10 +44,12 @@ def screen_text(app) -> str:
     """The current screen as plain text (for quick looks and assertions on layout)."""
     from rich.console import Console
 
+    from workbench.textual_internals import render_current_screen
+
     width, height = app.size
     console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
                       legacy_windows=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console.print(render_current_screen(app))
     return console.export_text()
 
 

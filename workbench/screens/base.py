@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, get_current_worker
 
 from workbench.messages import LoadFailed
+from workbench.textual_internals import style_generation
 from workbench.widgets.header import AppHeader
 
 if TYPE_CHECKING:
@@ -208,15 +209,18 @@ class StrataScreen(Screen):
         """What this screen's styles depend on beyond its own widgets: the stylesheet (and
         theme) generation and the app's classes and pseudo-classes."""
         app = self.app
-        return app._css_update_count, frozenset(app.classes), app.pseudo_classes
+        return style_generation(app), frozenset(app.classes), app.pseudo_classes
 
-    def _on_screen_suspend(self) -> None:
+    # Textual calls the screen-resume and screen-suspend handlers of every class that defines
+    # one (a view's own run as well), subclass first: these run before Screen's.
+
+    def on_screen_suspend(self) -> None:
         self._styled_for = self._style_inputs()
 
-    def _on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Runs before Screen's own handler. Textual restyles every widget of a screen it
-        # shows again (a third of a switch); the styles are still right when nothing they
-        # depend on changed while the screen was away (its own widgets restyle as they change).
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles every widget of a screen it shows again (a third of a switch); the
+        # styles are still right when nothing they depend on changed while the screen was away
+        # (its own widgets restyle as they change).
         if event.refresh_styles and getattr(self, "_styled_for", None) == self._style_inputs():
             event.refresh_styles = False
         self.workbench.mark(f"{self.MODE}:paint")

@@ -35,6 +35,7 @@ from textual.widgets import Button, Input, Label, ProgressBar, Select, Selection
 
 from workbench.import_facts import facts_text
 from workbench.screens.base import EmptyState, StrataScreen
+from workbench.textual_internals import input_suggestion
 from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
@@ -84,8 +85,9 @@ class PathInput(Input):
     ]
 
     def action_complete(self) -> None:
-        if self._suggestion and self.cursor_at_end and len(self._suggestion) > len(self.value):
-            self.value = self._suggestion
+        suggestion = input_suggestion(self)
+        if suggestion and self.cursor_at_end and len(suggestion) > len(self.value):
+            self.value = suggestion
             self.cursor_position = len(self.value)
         else:
             self.screen.focus_next()

@@ -11,6 +11,8 @@ from __future__ import annotations
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from workbench.textual_internals import footer_keys_composed
+
 
 class StrataFooter(Footer):
     """A Footer that skips rebuilding itself into the keys it already shows."""
@@ -27,7 +29,7 @@ class StrataFooter(Footer):
     def bindings_changed(self, screen: Screen) -> None:
         if self.is_attached and screen is self.screen and screen.app.app_focus:
             signature = self._signature(screen)
-            if self._bindings_ready and signature == self._shown:
+            if footer_keys_composed(self) and signature == self._shown:
                 return
             self._shown = signature  # Footer.bindings_changed recomposes (after the next refresh)
         super().bindings_changed(screen)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Sequence, TypeVar
 
-from rich.cells import set_cell_size
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable
+
+from workbench.textual_internals import PlainTextCells
 
 T = TypeVar("T")
 
@@ -50,7 +49,7 @@ def stop_busy(widget: Widget) -> None:
     widget.loading = False
 
 
-class PagedTable(DataTable, Generic[T]):
+class PagedTable(PlainTextCells, DataTable, Generic[T]):
     """Rows are appended a page at a time; ``items`` keeps the DTO behind each row.
 
     When the cursor comes within ``PREFETCH`` rows of the end and ``has_more`` is set,
@@ -124,34 +123,6 @@ class PagedTable(DataTable, Generic[T]):
             self.items.append(item)
         self.has_more = has_more
         self._asked = False
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False):
-        """A one-line cell of unstyled text drawn directly: what DataTable's Rich pipeline
-        (padding, styling, line rendering) makes of it, at a fraction of the cost (a
-        table's cells are most of a filter's frame)."""
-        if row_index < 0 or column_index < 0 or row_index < self.fixed_rows or column_index < self.fixed_columns:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        row = self.rows.get(row_key)
-        cell = self._get_row_renderables(row_index)[1][column_index] if row is not None else None
-        if row is None or row.height != 1 or not isinstance(cell, Text) or cell.spans or cell.style \
-                or "\n" in cell.plain:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (row_key, self._column_locations.get_key(column_index), base_style, cursor, hover,
-               self._show_hover_cursor, self._update_count, self._pseudo_class_state)
-        lines = self._cell_render_cache.get(key)
-        if lines is None:
-            component_style, post_style = self._get_styles_to_render_cell(
-                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-            style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-            pad = self.cell_padding
-            inner = max(0, width - 2 * pad)
-            text = " " * pad + set_cell_size(cell.plain, inner) + " " * pad
-            lines = [[Segment(set_cell_size(text, width), style + post_style)]]
-            self._cell_render_cache[key] = lines
-        return lines
 
     @property
     def current(self) -> T | None:
