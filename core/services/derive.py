@@ -16,7 +16,7 @@ from peewee import fn
 from core.db import Prepared, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, StrataError
 from core.layers import derivation_view
-from core.models import Block, Job, Message, Thread
+from core.models import Block, Job, Message, Namespace, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.search.index import index_events, prepare_search
@@ -31,6 +31,7 @@ from core.services.events import (
     write_event,
 )
 from core.services.graph_job import run_graph_job
+from core.services.preflight import preflight
 from core.services.spaces import bump_revision, get_namespace
 from core.timeutil import now_iso, wall
 
@@ -57,6 +58,10 @@ class DeriveReport:
     # Jobs out of attempts on a passing failure at the end: the jobs of their namespace behind them
     # wait, and the next run tries them again.
     stuck: list[int] = field(default_factory=list)
+    # A cost preflight blocked the next model request: the job went back to pending, the run stopped.
+    blocked: str | None = None
+    # Estimated tokens the preflights of this run let through (a model-backed provider only).
+    tokens_allowed: int = 0
 
 
 _THREAD = Prepared(lambda thread_id: Thread.select().where(Thread.id == thread_id))
@@ -200,7 +205,7 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
 
 
 def _run_import_graph(job: Job, provider: Provider, report: DeriveReport) -> None:
-    from core.services.imports import run_import_graph_job
+    from core.services.import_commit import run_import_graph_job
 
     run_import_graph_job(job, provider, report)
 
@@ -217,6 +222,19 @@ def is_transient(exc: BaseException) -> bool:
     """A failure that passes by itself (network, timeout, rate limit, 5xx): the next run tries the
     job again. A provider's wrong output or a validation error fails the same way every time."""
     return bool(getattr(exc, "retryable", False)) or isinstance(exc, (TimeoutError, ConnectionError))
+
+
+REQUEST_OVERHEAD = 900  # instructions, schema and context around a block's text, estimated
+GRAPH_REQUEST = 3000  # a graph projection's events and current state, estimated
+
+
+def estimate_job_tokens(job: Job) -> int:
+    """What a model request for ``job`` is estimated to cost in tokens (input, before it is made)."""
+    if job.block_id is not None:
+        block = Block.get_or_none(Block.id == job.block_id)
+        if block is not None:
+            return (block.tokens_l5 or 0) + REQUEST_OVERHEAD
+    return GRAPH_REQUEST
 
 
 def run_pending(
@@ -268,6 +286,14 @@ def run_pending(
             report.stuck = [row.id for row in state.stuck]
             break
         handler = HANDLERS[job.kind]
+        if getattr(prov, "model_backed", False):
+            check = preflight(Namespace.get_by_id(job.namespace_id).name, estimate_job_tokens(job),
+                              purpose=f"{job.kind} job {job.id}", session_spent=report.tokens_allowed)
+            if check.decision == "block":
+                jobsvc.release(job)
+                report.blocked = f"job {job.id} ({job.kind}) not sent to the model: {check.reason}"
+                break
+            report.tokens_allowed += check.allowed
         if job.kind == "summary":
             summarized.add(job.namespace_id)
         try:

@@ -42,6 +42,8 @@ def merge(reports: list[DeriveReport]) -> DeriveReport:
             value = getattr(report, f.name)
             if f.name == "seconds":
                 merged.seconds = max(merged.seconds, value)
+            elif f.name == "blocked":
+                merged.blocked = merged.blocked or value
             elif isinstance(value, list):
                 getattr(merged, f.name).extend(value)
             else:

@@ -316,6 +316,17 @@ def fail(job: Job, error: str, *, transient: bool = False) -> None:
             Block.update(status="failed").where((Block.id == job.block_id) & (Block.status == "pending")).execute()
 
 
+def release(job: Job) -> bool:
+    """Give a claimed job back untried (a cost preflight blocked it): pending again, the attempt it
+    was charged returned. False when somebody recovered, retried or finished it meanwhile."""
+    with write_transaction():
+        if not still_claimed(job):
+            return False
+        update_by_id(Job, job.id, dict(status="pending", attempts=max(0, job.attempts - 1), claimed_by=None,
+                                       claimed_at=None, updated_at=now_iso()))
+    return True
+
+
 def next_due_at(namespace_id: int | None = None, kinds: tuple[str, ...] | None = None) -> float | None:
     """When the earliest scheduled retry becomes due (None when nothing is waiting)."""
     query = Job.select(fn.MIN(Job.next_retry_at)).where(

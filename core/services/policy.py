@@ -6,6 +6,9 @@ quarantine for a person. The default trusts nobody.
 
 ```yaml
 trust: [user]          # sources whose records skip quarantine: agent, user, tool, import
+budgets:               # estimated tokens Strata's own model requests may use (core.services.preflight)
+  session_tokens: 20000
+  daily_tokens: 200000
 ```
 """
 
@@ -23,18 +26,31 @@ from core.timeutil import now_iso
 from core.vocab import RECORD_SOURCES
 
 MAX_POLICY_BYTES = 64 * 1024
-_KEYS = ("trust",)
+_KEYS = ("trust", "budgets")
+_BUDGET_KEYS = ("session_tokens", "daily_tokens")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    session_tokens: int | None = None
+    daily_tokens: int | None = None
 
 
 @dataclass(frozen=True)
 class Policy:
     trust: tuple[str, ...] = ()
+    budgets: Budgets = Budgets()
 
     def trusts(self, source: str) -> bool:
         return source in self.trust
 
     def to_json(self) -> dict[str, Any]:
-        return {"trust": list(self.trust)}
+        out: dict[str, Any] = {"trust": list(self.trust)}
+        budgets = {k: v for k, v in (("session_tokens", self.budgets.session_tokens),
+                                     ("daily_tokens", self.budgets.daily_tokens)) if v is not None}
+        if budgets:
+            out["budgets"] = budgets
+        return out
 
 
 def parse_policy(data: Any, where: str = "policy") -> Policy:
@@ -53,7 +69,24 @@ def parse_policy(data: Any, where: str = "policy") -> Policy:
     if wrong:
         raise InvalidInputError(f"{where}: 'trust' names an unknown source {wrong[0]!r} "
                                 f"(known: {', '.join(RECORD_SOURCES)})")
-    return Policy(trust=tuple(dict.fromkeys(trust)))
+    return Policy(trust=tuple(dict.fromkeys(trust)), budgets=_budgets(data.get("budgets"), where))
+
+
+def _budgets(data: Any, where: str) -> Budgets:
+    if data is None:
+        return Budgets()
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{where}: 'budgets' must be a mapping of {' and '.join(_BUDGET_KEYS)}")
+    unknown = sorted(str(k) for k in data if k not in _BUDGET_KEYS)
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown budget {unknown[0]!r} (known: {', '.join(_BUDGET_KEYS)})")
+    values = {}
+    for key in _BUDGET_KEYS:
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InvalidInputError(f"{where}: budgets.{key} must be a whole number of tokens >= 0, got {value!r}")
+        values[key] = value
+    return Budgets(**values)
 
 
 def read_policy_text(text: str, where: str) -> Policy:
@@ -82,4 +115,4 @@ def set_policy(namespace: str, policy: Policy) -> Policy:
     return policy
 
 
-__all__ = ["MAX_POLICY_BYTES", "Policy", "get_policy", "parse_policy", "read_policy_text", "set_policy"]
+__all__ = ["MAX_POLICY_BYTES", "Budgets", "Policy", "get_policy", "parse_policy", "read_policy_text", "set_policy"]

@@ -290,3 +290,47 @@ def test_each_context_build_writes_a_ledger_row_with_reasons(said):
     assert {"ref": f"event:{secret_event}", "reason": "privacy_denied"} in row.excluded
     tight = auto_context(NS, "which seat does Maya want on a flight", token_budget=10)
     assert tight.event_ids == () and {e["reason"] for e in list_ledger(NS)[0].excluded} >= {"over_budget"}
+
+
+def test_a_cost_preflight_allows_mitigates_or_blocks_and_ledgers_each(store):
+    from core.services.ledger import list_ledger
+    from core.services.preflight import preflight, spent_today
+
+    append_turn(NS, "chat", "hello", "hi")
+    assert preflight(NS, 5000, purpose="summary").decision == "allow"  # no budget set
+    set_policy(NS, read_policy_text("budgets: {session_tokens: 3000, daily_tokens: 8000}", "p.yaml"))
+    first = preflight(NS, 2500, purpose="summary job 1")
+    assert (first.decision, first.allowed, first.remaining_session) == ("allow", 2500, 3000)
+    shrunk = preflight(NS, 2500, purpose="import decision", session_spent=2500, can_shrink_to=400)
+    assert (shrunk.decision, shrunk.allowed) == ("mitigate", 500)
+    blocked = preflight(NS, 2500, purpose="graph job 3", session_spent=3000)
+    assert blocked.decision == "block" and "session budget" in blocked.reason and blocked.allowed == 0
+    assert spent_today(get_ns_id()) == 2500 + 5000 + 500
+    rows = list_ledger(NS, kind="preflight")
+    assert [r.decision for r in rows] == ["block", "mitigate", "allow", "allow"] and all(r.reason for r in rows)
+
+
+def get_ns_id() -> int:
+    from core.services.spaces import get_namespace
+
+    return get_namespace(NS).id
+
+
+def test_derivation_with_a_model_stops_at_the_budget_and_leaves_the_job_pending(store):
+    from core.providers.offline import OfflineProvider
+    from core.services.spaces import configure_namespace
+
+    class Metered(OfflineProvider):
+        model_backed = True  # as a model-backed provider: every request goes through the preflight
+
+    configure_namespace(NS, block_turn_size=1)
+    for i in range(3):
+        append_turn(NS, "chat", f"We moved the launch to March {i + 3}.", "Noted.")
+    set_policy(NS, read_policy_text("budgets: {session_tokens: 2500}", "p.yaml"))
+    report = run_pending(NS, provider=Metered())
+    assert report.blocked and "session budget" in report.blocked
+    assert 0 < report.tokens_allowed <= 2500
+    assert Job.select().where(Job.status == "pending").count() >= 1
+    assert Job.select().where(Job.status == "running").count() == 0  # the blocked job was given back
+    set_policy(NS, read_policy_text("trust: []", "p.yaml"))
+    assert run_pending(NS, provider=Metered()).blocked is None

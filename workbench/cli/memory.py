@@ -149,6 +149,9 @@ def cmd_derive(args: argparse.Namespace) -> int:
         )
         for error in report.errors[:20]:
             err_console.print(f"  {error}", markup=False)
+        if report.blocked:
+            err_console.print(f"stopped by the cost preflight: {report.blocked} (see `strata ledger --kind "
+                              "preflight`; budgets are in the namespace policy)", markup=False)
     still = _still_failed(args.namespace)
     if still and not args.json:
         for line in still[:20]:
@@ -156,7 +159,7 @@ def cmd_derive(args: argparse.Namespace) -> int:
         if len(still) > 20:
             err_console.print(f"… and {len(still) - 20} more: `strata jobs --status failed`", markup=False)
     # A script running derive must see a job it could not finish (a retry that later succeeded is no failure).
-    return 1 if still or report.left_failed else 0
+    return 1 if still or report.left_failed or report.blocked else 0
 
 
 def _still_failed(namespace: str | None) -> list[str]:
