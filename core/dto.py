@@ -6,6 +6,7 @@ caller's thread (the workbench renders on its event loop).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,3 +57,15 @@ class RawMessage:
     external_id: str | None = None
     block_id: int | None = None
     tool_calls: tuple[ToolTrace, ...] = ()
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses (and containers of them) as JSON-ready values: what the services return, as the
+    CLI prints it and the workbench copies it."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value

@@ -8,7 +8,6 @@ stored text as it is (unless ``--redact``): it is the user's backup.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core.dto import to_plain
 from core.redact import redact_text, redact_value
 
 
@@ -111,17 +111,6 @@ def output_file(path: str | Path, option: str) -> Iterator[TextIO]:
             partial.unlink(missing_ok=True)
     except OSError as exc:
         raise InvalidInputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from exc
-
-
-def to_plain(value: Any) -> Any:
-    """Dataclasses (and containers of them) as JSON-ready values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v) for v in value]
-    return value
 
 
 def print_json(value: Any) -> None:

@@ -248,7 +248,7 @@ class TracesScreen(StrataScreen):
             return None
         import json
 
-        from workbench.cli.output import to_plain
+        from core.dto import to_plain
 
         return json.dumps(to_plain(self.detail), ensure_ascii=False, indent=2, sort_keys=True)
 
