@@ -89,7 +89,7 @@ def _summary(result: dict[str, Any], *drop: str) -> dict[str, Any]:
 def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev", *, data: str | Path | None = None,
                               threshold: float = 0.85, top_k: int = 5, provider: str | None = None,
                               db_url: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
-    from core.services.imports import preview_file
+    from core.services.import_preview import preview_file
     from core.api import open_store
 
     if split not in SPLITS:

@@ -567,7 +567,9 @@ def run_import_bench(*, seed: int = 7, candidates: int = 200, people: int = 14, 
     """Seed a store, preview the generated import, score it, then commit, derive and undo."""
     from core.services.derive import run_pending
     from core.services.export import export_namespace
-    from core.services.imports import commit_batch, preview_import, undo_batch
+    from core.services.import_commit import commit_batch
+    from core.services.import_preview import preview_import
+    from core.services.import_undo import undo_batch
     from core.api import open_store
 
     from core.errors import InvalidInputError

@@ -1312,7 +1312,7 @@ def run_fuzz(engine: Engine, template: str, total: int, seed: int, workdir: Path
     from core.errors import StrataError
     from core.imports.formats import FORMATS as IMPORT_FORMATS
     from core.ingest import FORMATS as INGEST_FORMATS, ingest
-    from core.services.imports import start_import
+    from core.services.import_preview import start_import
     from core.services.retrieval import default_retrieval
     from core.services.search import search_events, search_graph, search_raw
 
@@ -1421,7 +1421,10 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
     from core.services.derive import run_pending
     from core.services.events import forget_event
     from core.services.export import export_namespace
-    from core.services.imports import commit_batch, decide, preview_import, undo_batch
+    from core.services.import_choices import decide
+    from core.services.import_commit import commit_batch
+    from core.services.import_preview import preview_import
+    from core.services.import_undo import undo_batch
 
     section = Section()
     section.zero("exports differing after undo", "other namespace changed by undo",

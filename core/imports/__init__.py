@@ -1,6 +1,7 @@
 """External-memory import: the file formats and the export prompt.
 
-The flow itself (preview, decide, commit, undo) lives in ``core.services.imports``.
+The flow itself lives in ``core.services.import_*``: batches (the rows every step returns), preview,
+choices, commit and undo.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from core.db import write_transaction
 from core.providers.offline_import import decide_offline, read_fact, subject_names
 from core.imports.formats import parse_v2_object
 from core.services.events import write_event
-from core.services.imports import _match_items
+from core.services.import_preview import _match_items
 from core.services.spaces import get_or_create_namespace
 
 
@@ -165,7 +165,7 @@ def test_the_users_own_name_is_the_user():
 
 def test_user_names_are_the_speakers_of_user_messages(store):
     from core.services.capture import append_turn
-    from core.services.imports import user_names
+    from core.services.import_preview import user_names
 
     def said(speaker, text):
         return {"role": "user", "content": text, "speaker": speaker}
@@ -313,7 +313,7 @@ def test_events_about_people_equal_filtering_every_scored_event(store):
     from core.search.analyze import analyze
     from core.search.index import bm25_reference
     from core.services.events import forget_event
-    from core.services.imports import _about_people
+    from core.services.import_preview import _about_people
 
     rng = random.Random(4)
     people = ["Maya", "Ben", "Priya Raman", "Ola"]

@@ -24,10 +24,11 @@ from core.services.derive import run_pending
 from core.services.events import forget_event
 from core.text import fingerprint
 from core.services.export import export_namespace
-from core.services.imports import (
-    StalePreviewError, commit_batch, decide, get_batch, list_batches, normalize_decision, preview_batch,
-    preview_import, reset_choice, start_import, undo_batch,
-)
+from core.services.import_batches import get_batch, list_batches
+from core.services.import_choices import decide, reset_choice
+from core.services.import_commit import StalePreviewError, commit_batch
+from core.services.import_preview import normalize_decision, preview_batch, preview_import, start_import
+from core.services.import_undo import undo_batch
 from core.services.verify import verify
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
@@ -137,13 +138,14 @@ def test_exact_duplicates_are_skipped_without_a_model_call(seeded):
 def test_exact_duplicates_are_looked_up_not_hashed_one_by_one(seeded, monkeypatch):
     """At a million messages hashing every stored event took 19 s per preview: the stored fingerprint
     is looked up, so a preview hashes only its own candidates, and a forgotten event is no duplicate."""
-    import core.services.imports as imports
+    import core.services.import_preview as import_preview
 
     stored = Event.get_by_id(seeded["Ben has a dog named Rex."])
     assert stored.fingerprint == fingerprint(stored.title, stored.summary)
     hashed = []
-    real = imports.fingerprint
-    monkeypatch.setattr(imports, "fingerprint", lambda title, summary: hashed.append(title) or real(title, summary))
+    real = import_preview.fingerprint
+    monkeypatch.setattr(import_preview, "fingerprint",
+                        lambda title, summary: hashed.append(title) or real(title, summary))
     provider = ScriptedProvider({"decide_external_memory": [answer("add")]})
     preview = preview_import(NS, v2(c(stored.summary, title=stored.title), c("Ravi speaks Hindi.")), provider=provider)
     assert preview.items[0].duplicate_of_event == stored.id
@@ -520,10 +522,10 @@ def test_an_import_batch_with_nothing_to_add_still_keeps_its_text(seeded):
 KILLER = """
 import os, signal, sys
 from core.api import open_store
-import core.services.imports as imports
+import core.services.import_commit as import_commit
 
 open_store(sys.argv[1])
-real = imports.write_event
+real = import_commit.write_event
 calls = []
 
 def dying(*args, **kwargs):
@@ -533,8 +535,8 @@ def dying(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)  # killed mid-transaction, after two events were written
     return event
 
-imports.write_event = dying
-imports.commit_batch(int(sys.argv[2]))
+import_commit.write_event = dying
+import_commit.commit_batch(int(sys.argv[2]))
 """
 
 
@@ -727,7 +729,7 @@ def test_an_imported_add_about_the_user_gives_the_user_a_new_fact(demo_template,
     ("Mel adopted a cat", "Mel adopted a cat named Miso.", [], [], ["Melanie"], ["Melanie", "Miso"]),
 ])
 def test_an_imported_item_names_who_it_is_about(title, summary, listed, targets, users, expected):
-    from core.services.imports import _participants
+    from core.services.import_commit import _participants
 
     candidate = {"title": title, "summary": summary, "temporal": {"participants": listed}}
     assert _participants(candidate, targets, users) == expected

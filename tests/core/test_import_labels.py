@@ -150,7 +150,7 @@ def test_the_scorer_end_to_end_on_a_tiny_store(store, tmp_path):
     from core.providers.scripted import ScriptedProvider
     from core.services.capture import append_messages
     from core.services.derive import run_pending
-    from core.services.imports import preview_import
+    from core.services.import_preview import preview_import
 
     append_messages("tiny", "chat", [
         {"role": "user", "content": "Maya lives in Lisbon.", "created_at": "2024-03-01T10:00:00+00:00",

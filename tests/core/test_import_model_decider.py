@@ -17,7 +17,8 @@ from core.providers.schemas import DECIDE_INSTRUCTIONS, DECIDE_SCHEMA, DECISION_
 from core.providers.scripted import ScriptedProvider
 from core.services.capture import append_messages
 from core.services.derive import run_pending
-from core.services.imports import get_batch, preview_import
+from core.services.import_batches import get_batch
+from core.services.import_preview import preview_import
 from tests.fake_llm import llm, tool_call, usage  # noqa: F401 (llm is a fixture)
 
 KEY = "sk-test-9f8e7d6c5b4a-secret"
@@ -421,7 +422,7 @@ def test_a_reply_in_prose_around_the_json_is_recovered_through_the_fake_server(m
 
 
 def test_the_graph_projection_of_an_imported_batch_is_charged_to_it(maya, llm):
-    from core.services.imports import commit_batch
+    from core.services.import_commit import commit_batch
 
     preview = preview_import(NS, v2({"title": "Cello", "summary": "Priya plays the cello."}),
                              provider=_model(good(action="add", subject="Priya", slot="instrument", value="cello")))

@@ -25,7 +25,10 @@ from core.services.capture import append_messages
 from core.services.derive import run_pending
 from core.services.events import forget_event
 from core.services.export import export_data, relabel_ids
-from core.services.imports import commit_batch, decide, preview_import, undo_batch
+from core.services.import_choices import decide
+from core.services.import_commit import commit_batch
+from core.services.import_preview import preview_import
+from core.services.import_undo import undo_batch
 from core.api import open_store
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 

@@ -19,7 +19,7 @@ def test_row_ids_are_the_positive_64_bit_integers():
 
 
 def _lookups():
-    from core.services import gate, imports
+    from core.services import gate, import_batches, import_choices, import_commit, import_undo
     from core.services.blocks import expand_block, get_block, render_block
     from core.services.events import forget_event, get_event, restore_event
     from core.services.graph import node_view
@@ -32,8 +32,8 @@ def _lookups():
         "graph node": [node_view],
         "job": [get_job, retry],
         "trace": [get_trace],
-        "import batch": [imports.get_batch, imports.undo_batch, imports.commit_batch,
-                         lambda i: imports.decide(i, 1, "add")],
+        "import batch": [import_batches.get_batch, import_undo.undo_batch, import_commit.commit_batch,
+                         lambda i: import_choices.decide(i, 1, "add")],
         "retrieval batch": [gate.get_batch],
     }
 
@@ -47,7 +47,9 @@ def test_an_id_out_of_range_does_not_exist(demo, value):
 
 
 def test_import_item_positions_past_64_bits_do_not_exist(demo):
-    from core.services.imports import decide, get_batch, preview_import
+    from core.services.import_batches import get_batch
+    from core.services.import_choices import decide
+    from core.services.import_preview import preview_import
 
     batch = preview_import("demo", "Maya likes green tea.", format="text").batch
     assert get_batch(batch.id).batch.id == batch.id
@@ -77,7 +79,8 @@ def test_limits_are_held_in_range_the_same_way_everywhere(demo):
     from core.services.blocks import list_blocks
     from core.services.events import list_events
     from core.services.graph import list_nodes
-    from core.services.imports import list_batches, preview_import
+    from core.services.import_batches import list_batches
+    from core.services.import_preview import preview_import
     from core.services.jobs import list_jobs
     from core.services.traces import list_traces
 

@@ -145,7 +145,7 @@ def test_a_nul_character_is_refused_at_every_door_and_nothing_is_written(store, 
     from core.ingest import ingest
     from core.models import Message
     from core.services.capture import append_turn
-    from core.services.imports import start_import
+    from core.services.import_preview import start_import
 
     append_turn("ns", "t", "tea at four", "ok")
     before = Message.select().count()

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input, Static
 from tests.stores import fresh_url
 from workbench.testing import settle
 
-pytest.importorskip("core.services.imports")
+pytest.importorskip("core.services.import_preview")
 
 EXPORT = {
     "schemaVersion": "stratagate.external-memory.v2",
@@ -162,7 +162,7 @@ class Decider:
 
 @pytest.fixture
 def decider(monkeypatch):
-    import core.services.imports as service
+    import core.services.import_preview as service
 
     provider = Decider()
     monkeypatch.setattr(service, "get_provider", lambda name=None: provider)

@@ -29,7 +29,7 @@ def test_view_snapshot(view, theme, snap_compare, wb_url):
     from workbench.config import Config
 
     if view == "imports":
-        pytest.importorskip("core.services.imports")
+        pytest.importorskip("core.services.import_preview")
     app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
     app.animation_level = "none"  # a tab underline caught mid-slide would depend on the machine's speed
 
@@ -58,8 +58,8 @@ def test_the_docs_screenshots_cover_every_view():
 def test_import_item_detail_snapshot(theme, snap_compare, wb_url, monkeypatch):
     """The imports view on an item waiting for a decision: its proposed action and targets by
     title in the list, and the detail pane (decision, reason, matches) focused."""
-    pytest.importorskip("core.services.imports")
-    import core.services.imports as service
+    pytest.importorskip("core.services.import_preview")
+    import core.services.import_preview as service
     from tests.workbench.test_pilot_imports import FACTS, Decider
     from workbench.app import Workbench
     from workbench.config import Config

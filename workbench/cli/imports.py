@@ -127,7 +127,7 @@ def _show(preview, args: argparse.Namespace, title: str | None = None) -> None:
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from core.imports.formats import read_import_file
-    from core.services.imports import parse_or_recover, preview_batch, start_import
+    from core.services.import_preview import parse_or_recover, preview_batch, start_import
 
     from core.imports.formats import format_for_path
 
@@ -169,7 +169,8 @@ def _note_new_namespace(namespace: str, *, quiet: bool) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from core.services.imports import get_batch, preview_batch
+    from core.services.import_batches import get_batch
+    from core.services.import_preview import preview_batch
 
     open_from_args(args)
     total = get_batch(args.batch).batch.total
@@ -180,7 +181,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from core.services.imports import decide
+    from core.services.import_choices import decide
 
     open_from_args(args)
     row = decide(args.batch, args.item, args.action, args.target or None)
@@ -194,7 +195,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 
 def cmd_commit(args: argparse.Namespace) -> int:
-    from core.services.imports import StalePreviewError, commit_batch
+    from core.services.import_commit import StalePreviewError, commit_batch
 
     open_from_args(args)
     try:
@@ -214,7 +215,7 @@ def cmd_commit(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from core.services.imports import list_batches
+    from core.services.import_batches import list_batches
     from core.services.spaces import get_namespace
 
     open_from_args(args)
@@ -235,7 +236,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from core.services.imports import get_batch
+    from core.services.import_batches import get_batch
 
     open_from_args(args)
     preview = get_batch(args.batch)
@@ -246,7 +247,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    from core.services.imports import reset_choice
+    from core.services.import_choices import reset_choice
 
     open_from_args(args)
     preview = reset_choice(args.batch, args.item)
@@ -260,7 +261,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    from core.services.imports import undo_batch
+    from core.services.import_undo import undo_batch
 
     open_from_args(args)
     result = undo_batch(args.batch)
@@ -303,7 +304,7 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     from core.imports.formats import FORMATS
     from core.vocab import IMPORT_ACTIONS
     from core.db import LIST_MAX
-    from core.services.imports import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
+    from core.services.import_batches import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
 
     imp = sub.add_parser("import", help="import memory exported by another assistant (preview, decide, commit, undo)",
                          description="Import memory exported by another assistant: preview every item against what "

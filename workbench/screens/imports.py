@@ -444,7 +444,7 @@ class ImportsScreen(StrataScreen):
         ns = self.target
 
         def batches():
-            from core.services.imports import list_batches
+            from core.services.import_batches import list_batches
 
             return list_batches(ns, limit=200)
 
@@ -478,7 +478,7 @@ class ImportsScreen(StrataScreen):
 
     def load_preview(self, batch_id: int) -> None:
         def preview():
-            from core.services.imports import get_batch
+            from core.services.import_batches import get_batch
 
             return get_batch(batch_id)
 
@@ -661,7 +661,7 @@ class ImportsScreen(StrataScreen):
             screen.post_message(screen.PreviewProgress(done, total, label))
 
         def preview():
-            from core.services.imports import preview_file, preview_import
+            from core.services.import_preview import preview_file, preview_import
 
             if path is not None:
                 return preview_file(ns, path, format=fmt, progress=progress)
@@ -734,7 +734,8 @@ class ImportsScreen(StrataScreen):
             targets = None
 
         def decide():
-            from core.services.imports import decide as decide_item, get_batch
+            from core.services.import_batches import get_batch
+            from core.services.import_choices import decide as decide_item
 
             decide_item(batch_id, item.position, action, targets)
             return get_batch(batch_id)
@@ -774,7 +775,7 @@ class ImportsScreen(StrataScreen):
         batch_id, position = self.preview.batch.id, item.position
 
         def reset():
-            from core.services.imports import reset_choice
+            from core.services.import_choices import reset_choice
 
             return reset_choice(batch_id, position)
 
@@ -791,7 +792,7 @@ class ImportsScreen(StrataScreen):
                 return
 
             def reset():
-                from core.services.imports import reset_choice
+                from core.services.import_choices import reset_choice
 
                 return reset_choice(batch.id)
 
@@ -818,7 +819,7 @@ class ImportsScreen(StrataScreen):
 
     def _commit(self, batch_id: int) -> None:
         def commit():
-            from core.services.imports import commit_batch
+            from core.services.import_commit import commit_batch
 
             return commit_batch(batch_id)
 
@@ -850,7 +851,7 @@ class ImportsScreen(StrataScreen):
 
     def _undo(self, batch_id: int) -> None:
         def undo():
-            from core.services.imports import undo_batch
+            from core.services.import_undo import undo_batch
 
             return undo_batch(batch_id)
 
