@@ -40,18 +40,20 @@ VIEWS: tuple[View, ...] = (
     View("traces", "Traces", "4", "workbench.screens.traces:TracesScreen", opens=("trace",)),
     View("imports", "Imports", "5", "workbench.screens.imports:ImportsScreen", opens=("import",)),
     View("jobs", "Jobs", "6", "workbench.screens.jobs:JobsScreen", opens=("job",)),
+    View("review", "Review", "7", "workbench.screens.review:ReviewScreen", opens=("record",)),
     View("search", "Search", "/", "workbench.screens.search:SearchScreen"),
 )
 
 VIEW_IDS: tuple[str, ...] = tuple(view.id for view in VIEWS)
 
 # Views are built in the background after the first one is up, most visited first.
-PREBUILD_ORDER: tuple[str, ...] = ("timeline", "graph", "traces", "jobs", "search", "imports", "blocks")
+PREBUILD_ORDER: tuple[str, ...] = ("timeline", "graph", "traces", "jobs", "search", "imports", "review", "blocks")
 
 # Screens that are not views but have bindings a keymap may remap (their ids are listed by `?`).
 DIALOGS: tuple[str, ...] = (
     "workbench.screens.help:HelpScreen",
     "workbench.widgets.confirm:ConfirmScreen",
+    "workbench.widgets.prompt:PromptScreen",
     "workbench.widgets.header:NamespacePicker",
 )
 

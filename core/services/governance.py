@@ -114,6 +114,7 @@ class ReviewItem:
     detail: str
     status: str
     created_at: str
+    source: str = ""  # agent | user | tool | import ("" for a key conflict)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -624,7 +625,8 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
               .order_by(MemoryRecord.id.desc())):
         dup = f"; near record {r.near_duplicate_of}" if r.near_duplicate_of else ""
         items.append(ReviewItem("record", f"record:{r.id}", r.title,
-                                f"{r.source} record by {r.actor}, privacy {r.privacy}{dup}", r.status, r.created_at))
+                                f"{r.source} record by {r.actor}, privacy {r.privacy}{dup}", r.status, r.created_at,
+                                r.source))
     promoted = list(MemoryRecord.select().where((MemoryRecord.namespace == ns) & (MemoryRecord.status == "promoted"))
                     .order_by(MemoryRecord.id.desc()))
     by_key: dict[str, list[MemoryRecord]] = {}
@@ -639,9 +641,10 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
     for r in promoted:
         if r.review_by and r.review_by < day:
             items.append(ReviewItem("stale", f"record:{r.id}", r.title, f"review was due {r.review_by}",
-                                    "promoted", r.updated_at))
+                                    "promoted", r.updated_at, r.source))
     waiting = (ImportItem.select(ImportItem, ImportBatch).join(ImportBatch)
-               .where((ImportBatch.namespace_name == ns.name) & ImportBatch.status.in_(("awaiting_confirmation", "ready"))
+               .where((ImportBatch.namespace_name == ns.name)
+                      & ImportBatch.status.in_(("awaiting_confirmation", "ready"))
                       & (ImportItem.requires_confirmation == True)  # noqa: E712
                       & ImportItem.choice_action.is_null())
                .order_by(ImportItem.batch.desc(), ImportItem.position))
@@ -649,12 +652,48 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
         title = str((item.candidate or {}).get("title") or "")[:120]
         items.append(ReviewItem("import_item", f"import:{item.batch_id}:{item.position}", title,
                                 f"proposed {item.action} at confidence {item.confidence or 0:.2f}", "pending",
-                                item.updated_at))
+                                item.updated_at, "import"))
     return items
+
+
+SHOWS = ("waiting", "promoted", "closed", "all")
+_SHOWN = {"promoted": ("promoted",), "closed": ("rejected", "revoked", "superseded", "decayed")}
+
+
+def review_items(namespace: str, *, show: str = "waiting", today: str | None = None,
+                 limit: int = 500) -> list[ReviewItem]:
+    """The review queue (``show="waiting"``), or the namespace's records in other states, newest first:
+    ``promoted`` (to revoke or pin), ``closed`` (rejected, revoked …, to restore) or ``all``."""
+    if show not in SHOWS:
+        raise InvalidInputError(f"show must be one of {', '.join(SHOWS)}, got {show!r}")
+    if show == "waiting":
+        return review_queue(namespace, today=today)
+    ns = get_namespace(namespace)
+    query = MemoryRecord.select().where(MemoryRecord.namespace == ns)
+    if show in _SHOWN:
+        query = query.where(MemoryRecord.status.in_(_SHOWN[show]))
+    rows = query.order_by(MemoryRecord.id.desc()).limit(max(1, min(limit, 10_000)))
+    return [ReviewItem("record", f"record:{r.id}", r.title, f"{r.source} record by {r.actor}, privacy {r.privacy}",
+                       r.status, r.updated_at, r.source) for r in rows]
+
+
+def default_actor() -> str:
+    """Who a person acting from this machine is, when nobody says: $STRATA_ACTOR, else the login name."""
+    import getpass
+    import os
+
+    named = os.environ.get("STRATA_ACTOR", "").strip()
+    if named:
+        return named[:MAX_ACTOR]
+    try:
+        return (getpass.getuser() or "person")[:MAX_ACTOR]
+    except (OSError, KeyError):
+        return "person"
 
 
 __all__ = [
     "AuditRow", "DuplicateRecordError", "RecordView", "Remembered", "ReviewItem", "approve_record", "audit_trail",
     "content_hash", "forget", "get_record", "list_records", "parse_evidence", "reject_record", "remember",
-    "restore", "restore_record", "review_queue", "revoke_record", "set_pinned", "verify_record", "withheld",
+    "restore", "restore_record", "review_items", "review_queue", "revoke_record", "set_pinned", "verify_record",
+    "withheld", "default_actor", "SHOWS",
 ]

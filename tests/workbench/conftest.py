@@ -47,7 +47,16 @@ def seed_workbench_store(url: str, *, built: bool = False) -> None:
     Job.update(attempts=3, last_error="provider timeout after 30 s (offline provider stubbed to fail)",
                next_retry_at=None).where(Job.id == failed.id).execute()
     create_job(ns, "graph", None, payload={"event_ids": [1, 2]})
-    for model in (RetrievalTrace, RetrievalBatch, UsageReceipt, Job, Event):
+    # Governed records waiting for a person (quarantined: no other view shows them).
+    from core.models import AuditEntry, MemoryRecord
+    from core.services import governance
+
+    governance.remember("demo", "Maya prefers meetings before 11 in the morning.", source="agent", actor="planner-bot")
+    governance.remember("demo", "The Atlas launch checklist lives in the team wiki.", source="tool", actor="wiki-sync",
+                        key="atlas.checklist")
+    governance.remember("demo", "Maya's office badge PIN is 0000.", source="user", privacy="secret")
+    AuditEntry.update(at=FIXED).execute()
+    for model in (RetrievalTrace, RetrievalBatch, UsageReceipt, Job, Event, MemoryRecord):
         fields = {"created_at": FIXED}
         if hasattr(model, "updated_at"):
             fields["updated_at"] = FIXED

@@ -4,25 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
 from pathlib import Path
 
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, cut, open_from_args, print_json, table
 
-ACTOR_ENV = "STRATA_ACTOR"
-
-
-def default_actor() -> str:
-    """Who a command acts as when ``--actor`` is not given: $STRATA_ACTOR, else the login name."""
-    named = os.environ.get(ACTOR_ENV, "").strip()
-    if named:
-        return named
-    try:
-        return getpass.getuser() or "person"
-    except (OSError, KeyError):
-        return "person"
+ACTOR_ENV = "STRATA_ACTOR"  # read by core.services.governance.default_actor
 
 
 def _print_record(record, *, json_out: bool) -> None:
@@ -91,7 +78,7 @@ def _transition(args: argparse.Namespace) -> int:
     from core.services import governance as gov
 
     open_from_args(args)
-    actor = args.actor or default_actor()
+    actor = args.actor or gov.default_actor()
     step = args.step
     if step == "approve":
         record = gov.approve_record(args.id, actor=actor, evidence=args.evidence or (), reason=args.reason)
@@ -135,7 +122,7 @@ def cmd_event_standing(args: argparse.Namespace) -> int:
     from core.services.events import get_event
 
     open_from_args(args)
-    actor = args.actor or default_actor()
+    actor = args.actor or gov.default_actor()
     if args.step == "forget":
         gov.forget(args.id, actor=actor, reason=args.reason)
     elif args.step == "restore":
