@@ -19,8 +19,14 @@ BLOCK_LIST_TOKENS = 6000
 
 # What an assessment may name as next: answer, or the tool to call next.
 TOOL_STRATEGIES = (
-    "answer", "search_events", "expand_event", "search_graph", "expand_graph_node",
-    "search_raw", "expand_block", "get_blocks",
+    "answer",
+    "search_events",
+    "expand_event",
+    "search_graph",
+    "expand_graph_node",
+    "search_raw",
+    "expand_block",
+    "get_blocks",
 )
 
 
@@ -32,8 +38,15 @@ class ToolError(StrataError):
     receipt_conflict, duplicate, store_unavailable); ``field`` names the offending argument when there is one.
     """
 
-    def __init__(self, message: str, *, code: str = "invalid_arguments", field: str | None = None,
-                 details: Mapping[str, Any] | None = None, tool: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "invalid_arguments",
+        field: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        tool: str | None = None,
+    ):
         super().__init__(message)
         self.code = code
         self.field = field
@@ -75,7 +88,8 @@ _BATCH_ID = {
     "description": "The batch to act on, e.g. 'batch_12' or 12. Omit it to use this session's latest batch.",
 }
 _EVIDENCE_REFS = {
-    "type": "array", "items": {"type": "string"},
+    "type": "array",
+    "items": {"type": "string"},
     "description": "Evidence refs exactly as the batch listed them in evidence_refs (e.g. 'event:12').",
 }
 
@@ -86,22 +100,42 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "participants and time). Start here for history. Opens a retrieval batch: assess it, then close it "
             "with record_use. Give filters to narrow the search; temporal_intent orders by time."
         ),
-        "inputSchema": _obj({
-            "query": _QUERY,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 6,
-                      "description": "How many events to return (1-20, default 6)."},
-            "temporal_intent": {"type": "string", "enum": ["first", "latest"],
-                                "description": "Prefer the earliest ('first') or most recent ('latest') events."},
-            "event_type": {"type": "string",
-                           "description": "Event type: decision, release, task_completed, plan, change, cancellation, "
-                                          "incident, meeting, collaboration, migration or other."},
-            "participants": {"type": "array", "items": {"type": "string"},
-                             "description": "People or agents that must take part in the event."},
-            "happened_from": {"type": "string", "description": "Only events that happened on or after this date "
-                                                               "(YYYY, YYYY-MM or YYYY-MM-DD)."},
-            "happened_to": {"type": "string", "description": "Only events that happened on or before this date "
-                                                             "(YYYY, YYYY-MM or YYYY-MM-DD)."},
-        }, ["query"]),
+        "inputSchema": _obj(
+            {
+                "query": _QUERY,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 6,
+                    "description": "How many events to return (1-20, default 6).",
+                },
+                "temporal_intent": {
+                    "type": "string",
+                    "enum": ["first", "latest"],
+                    "description": "Prefer the earliest ('first') or most recent ('latest') events.",
+                },
+                "event_type": {
+                    "type": "string",
+                    "description": "Event type: decision, release, task_completed, plan, change, cancellation, "
+                    "incident, meeting, collaboration, migration or other.",
+                },
+                "participants": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "People or agents that must take part in the event.",
+                },
+                "happened_from": {
+                    "type": "string",
+                    "description": "Only events that happened on or after this date (YYYY, YYYY-MM or YYYY-MM-DD).",
+                },
+                "happened_to": {
+                    "type": "string",
+                    "description": "Only events that happened on or before this date (YYYY, YYYY-MM or YYYY-MM-DD).",
+                },
+            },
+            ["query"],
+        ),
     },
     "search_graph": {
         "description": (
@@ -109,11 +143,19 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "current state (facts and relations), with historical values marked. Use it for 'what is X now' "
             "questions. Opens a retrieval batch: assess it, then close it with record_use."
         ),
-        "inputSchema": _obj({
-            "query": _QUERY,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 8,
-                      "description": "How many nodes to return (1-20, default 8)."},
-        }, ["query"]),
+        "inputSchema": _obj(
+            {
+                "query": _QUERY,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 8,
+                    "description": "How many nodes to return (1-20, default 8).",
+                },
+            },
+            ["query"],
+        ),
     },
     "search_raw": {
         "description": (
@@ -122,13 +164,24 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "conversation, 'namespace' all of memory. Opens a retrieval batch: assess it, then close it with "
             "record_use."
         ),
-        "inputSchema": _obj({
-            "query": _QUERY,
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 6,
-                      "description": "How many messages to return (1-20, default 6)."},
-            "scope": {"type": "string", "enum": ["namespace", "session"],
-                      "description": "'namespace' (default) searches all conversations; 'session' only this one."},
-        }, ["query"]),
+        "inputSchema": _obj(
+            {
+                "query": _QUERY,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 6,
+                    "description": "How many messages to return (1-20, default 6).",
+                },
+                "scope": {
+                    "type": "string",
+                    "enum": ["namespace", "session"],
+                    "description": "'namespace' (default) searches all conversations; 'session' only this one.",
+                },
+            },
+            ["query"],
+        ),
     },
     "get_blocks": {
         "description": (
@@ -136,15 +189,24 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "less. Use expand_block to read one in more detail. Opens a retrieval batch: assess it, then close "
             "it with record_use."
         ),
-        "inputSchema": _obj({
-            "scope": {"type": "string", "enum": ["session", "namespace"],
-                      "description": "'session' (default when this agent has a conversation) lists this "
-                                     "conversation's blocks; 'namespace' lists every conversation's blocks."},
-            "before": {"type": "integer", "minimum": 1,
-                       "description": "Page back: list the blocks before this position (the 'older.before' of "
-                                      "the previous result). Each call lists the newest blocks that fit "
-                                      f"in about {BLOCK_LIST_TOKENS} tokens."},
-        }, []),
+        "inputSchema": _obj(
+            {
+                "scope": {
+                    "type": "string",
+                    "enum": ["session", "namespace"],
+                    "description": "'session' (default when this agent has a conversation) lists this "
+                    "conversation's blocks; 'namespace' lists every conversation's blocks.",
+                },
+                "before": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Page back: list the blocks before this position (the 'older.before' of "
+                    "the previous result). Each call lists the newest blocks that fit "
+                    f"in about {BLOCK_LIST_TOKENS} tokens.",
+                },
+            },
+            [],
+        ),
     },
     "expand_block": {
         "description": (
@@ -153,11 +215,17 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "'L0'-'L5' or a level number 0-5, never shallower than the block's current level. Opens a retrieval "
             "batch: assess it, then close it with record_use."
         ),
-        "inputSchema": _obj({
-            "id": {"type": ["integer", "string"], "description": f"The block: {_ID_DOC} (e.g. 'block:4:level:2')."},
-            "target": {"type": ["string", "integer"], "default": "next",
-                       "description": "Level to show: 'next', 'raw', 'L0'..'L5' or 0..5."},
-        }, ["id"]),
+        "inputSchema": _obj(
+            {
+                "id": {"type": ["integer", "string"], "description": f"The block: {_ID_DOC} (e.g. 'block:4:level:2')."},
+                "target": {
+                    "type": ["string", "integer"],
+                    "default": "next",
+                    "description": "Level to show: 'next', 'raw', 'L0'..'L5' or 0..5.",
+                },
+            },
+            ["id"],
+        ),
     },
     "expand_event": {
         "description": (
@@ -165,18 +233,24 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "source message ids and memory weight. To read the source text, expand its source block to 'raw'. "
             "Opens a retrieval batch: assess it, then close it with record_use."
         ),
-        "inputSchema": _obj({
-            "id": {"type": ["integer", "string"], "description": f"The event: {_ID_DOC} (e.g. 'event:12')."},
-        }, ["id"]),
+        "inputSchema": _obj(
+            {
+                "id": {"type": ["integer", "string"], "description": f"The event: {_ID_DOC} (e.g. 'event:12')."},
+            },
+            ["id"],
+        ),
     },
     "expand_graph_node": {
         "description": (
             "Show one graph node in full: current and historical facts, relations to other nodes and the events "
             "that support them. Opens a retrieval batch: assess it, then close it with record_use."
         ),
-        "inputSchema": _obj({
-            "id": {"type": ["integer", "string"], "description": f"The node: {_ID_DOC} (e.g. 'graph-node:3')."},
-        }, ["id"]),
+        "inputSchema": _obj(
+            {
+                "id": {"type": ["integer", "string"], "description": f"The node: {_ID_DOC} (e.g. 'graph-node:3')."},
+            },
+            ["id"],
+        ),
     },
     "assess": {
         "description": (
@@ -185,17 +259,29 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "next. Refs not in the batch are rejected (see rejected_evidence_refs). fit and missing are cut to "
             "160 characters."
         ),
-        "inputSchema": _obj({
-            "batch_id": _BATCH_ID,
-            "verdict": {"type": "string", "enum": ["sufficient", "partial", "wrong"],
-                        "description": "sufficient: the refs answer the question; partial: related but "
-                                       "incomplete; wrong: off topic."},
-            "evidence_refs": {**_EVIDENCE_REFS, "description": "Up to 8 refs of this batch that support the answer."},
-            "fit": {"type": "string", "description": "One line: how the evidence fits the question."},
-            "missing": {"type": "string", "description": "One line: what is still missing (empty if nothing)."},
-            "next_strategy": {"type": "string", "enum": list(TOOL_STRATEGIES),
-                              "description": "'answer' when sufficient, else the tool to use next."},
-        }, ["verdict", "evidence_refs", "fit", "missing", "next_strategy"]),
+        "inputSchema": _obj(
+            {
+                "batch_id": _BATCH_ID,
+                "verdict": {
+                    "type": "string",
+                    "enum": ["sufficient", "partial", "wrong"],
+                    "description": "sufficient: the refs answer the question; partial: related but "
+                    "incomplete; wrong: off topic.",
+                },
+                "evidence_refs": {
+                    **_EVIDENCE_REFS,
+                    "description": "Up to 8 refs of this batch that support the answer.",
+                },
+                "fit": {"type": "string", "description": "One line: how the evidence fits the question."},
+                "missing": {"type": "string", "description": "One line: what is still missing (empty if nothing)."},
+                "next_strategy": {
+                    "type": "string",
+                    "enum": list(TOOL_STRATEGIES),
+                    "description": "'answer' when sufficient, else the tool to use next.",
+                },
+            },
+            ["verdict", "evidence_refs", "fit", "missing", "next_strategy"],
+        ),
     },
     "record_use": {
         "description": (
@@ -203,12 +289,17 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "adopted by a sufficient assessment of that batch may be used; they strengthen those memories. Pass "
             "[] to close a batch you did not use. Every batch must be closed before the turn ends."
         ),
-        "inputSchema": _obj({
-            "batch_id": _BATCH_ID,
-            "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs the answer used (adopted ones), or []."},
-            "receipt_id": {"type": "string",
-                           "description": "Idempotency key; omit it to derive one from the session and batch."},
-        }, ["evidence_refs"]),
+        "inputSchema": _obj(
+            {
+                "batch_id": _BATCH_ID,
+                "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs the answer used (adopted ones), or []."},
+                "receipt_id": {
+                    "type": "string",
+                    "description": "Idempotency key; omit it to derive one from the session and batch.",
+                },
+            },
+            ["evidence_refs"],
+        ),
     },
 }
 
@@ -219,25 +310,41 @@ TOOL_SPECS["remember"] = {
         "until a person approves it: searches do not return it before then. An exact restatement of a record "
         "that still stands is refused, naming it."
     ),
-    "inputSchema": _obj({
-        "text": {"type": "string", "description": "The memory as one self-contained statement (at most 4000 characters)."},
-        "title": {"type": "string", "description": "A short title (default: the first line)."},
-        "scope": {"type": "string", "enum": ["user", "project", "session"]},
-        "privacy": {"type": "string", "enum": ["normal", "private", "secret"],
-                    "description": "secret: kept for the person, never returned to an agent."},
-        "expires": {"type": "string", "description": "YYYY-MM-DD after which it is no longer used."},
-        "review_by": {"type": "string", "description": "YYYY-MM-DD by which a person should look at it again."},
-        "key": {"type": "string", "description": "Canonical key (e.g. 'user.home_city'): one promoted record per key."},
-        "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs from searches (event:ID, raw:…) that support it."},
-    }, ["text"]),
+    "inputSchema": _obj(
+        {
+            "text": {
+                "type": "string",
+                "description": "The memory as one self-contained statement (at most 4000 characters).",
+            },
+            "title": {"type": "string", "description": "A short title (default: the first line)."},
+            "scope": {"type": "string", "enum": ["user", "project", "session"]},
+            "privacy": {
+                "type": "string",
+                "enum": ["normal", "private", "secret"],
+                "description": "secret: kept for the person, never returned to an agent.",
+            },
+            "expires": {"type": "string", "description": "YYYY-MM-DD after which it is no longer used."},
+            "review_by": {"type": "string", "description": "YYYY-MM-DD by which a person should look at it again."},
+            "key": {
+                "type": "string",
+                "description": "Canonical key (e.g. 'user.home_city'): one promoted record per key.",
+            },
+            "evidence_refs": {**_EVIDENCE_REFS, "description": "Refs from searches (event:ID, raw:…) that support it."},
+        },
+        ["text"],
+    ),
 }
 
 TOOL_NAMES = tuple(TOOL_SPECS)
 
 # Arguments that the gate itself normalizes (§8.1): any string goes through, enum or not,
 # and array items are checked there (a bad item is a rejected ref, not a failed call).
-_LENIENT = {("assess", "verdict"), ("assess", "next_strategy"), ("assess", "evidence_refs"),
-            ("record_use", "evidence_refs")}
+_LENIENT = {
+    ("assess", "verdict"),
+    ("assess", "next_strategy"),
+    ("assess", "evidence_refs"),
+    ("record_use", "evidence_refs"),
+}
 
 
 # ----------------------------------------------------------------------------- argument checking
@@ -268,8 +375,11 @@ def _coerce(tool: str, name: str, spec: Mapping[str, Any], value: Any) -> Any:
         if not lenient:
             for index, item in enumerate(items):
                 if not isinstance(item, str) or not item.strip():
-                    raise ToolError(f"{tool}: '{name}[{index}]' must be a non-empty string, got {item!r}",
-                                    field=f"{name}[{index}]", tool=tool)
+                    raise ToolError(
+                        f"{tool}: '{name}[{index}]' must be a non-empty string, got {item!r}",
+                        field=f"{name}[{index}]",
+                        tool=tool,
+                    )
             items = [item.strip() for item in items]
         return items
     if kinds == ("integer",):
@@ -294,8 +404,9 @@ def _coerce(tool: str, name: str, spec: Mapping[str, Any], value: Any) -> Any:
     if enum and not lenient:
         text = value.strip().lower()
         if text not in enum:
-            raise ToolError(f"{tool}: argument '{name}' must be one of {', '.join(enum)}, got {value!r}",
-                            field=name, tool=tool)
+            raise ToolError(
+                f"{tool}: argument '{name}' must be one of {', '.join(enum)}, got {value!r}", field=name, tool=tool
+            )
         return text
     return value
 
@@ -314,8 +425,10 @@ def check_input(tool: Any, arguments: Any) -> None:
     never recursively: the input may be nested far deeper than Python's recursion limit."""
     shown = tool if isinstance(tool, str) and _lone_surrogate(tool) is None else "tool"
     if isinstance(tool, str) and _lone_surrogate(tool) is not None:
-        raise InvalidArgumentsError(f"the tool name {tool.encode('utf-8', 'backslashreplace').decode()!r} is not "
-                                    "valid UTF-8 text", code="unknown_tool")
+        raise InvalidArgumentsError(
+            f"the tool name {tool.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8 text",
+            code="unknown_tool",
+        )
     stack: list[tuple[str, Any, int]] = [("", arguments, 0)]
     while stack:
         where, value, depth = stack.pop()
@@ -326,26 +439,35 @@ def check_input(tool: Any, arguments: Any) -> None:
                 raise InvalidArgumentsError(
                     f"{shown}: {what} not valid UTF-8 text (lone surrogate "
                     f"\\u{ord(value[at]):04x} at character {at}); send text as UTF-8",
-                    field=where.split("[", 1)[0] or None, tool=shown)
+                    field=where.split("[", 1)[0] or None,
+                    tool=shown,
+                )
             nul = value.find("\x00")
             if nul >= 0:
                 what = f"argument '{where}' holds" if where else "the arguments hold"
-                raise InvalidArgumentsError(f"{shown}: {what} a NUL character at character {nul}; text sent to "
-                                            "memory may not hold one", field=where.split("[", 1)[0] or None,
-                                            tool=shown)
+                raise InvalidArgumentsError(
+                    f"{shown}: {what} a NUL character at character {nul}; text sent to memory may not hold one",
+                    field=where.split("[", 1)[0] or None,
+                    tool=shown,
+                )
             continue
         if isinstance(value, (Mapping, list, tuple)):
             if depth >= MAX_ARGUMENT_DEPTH:
                 top = where.split("[", 1)[0].split(".", 1)[0]
                 raise InvalidArgumentsError(
                     f"{shown}: argument '{top}' is nested deeper than {MAX_ARGUMENT_DEPTH} levels of "
-                    "arrays and objects", field=top or None, tool=shown)
+                    "arrays and objects",
+                    field=top or None,
+                    tool=shown,
+                )
             items = value.items() if isinstance(value, Mapping) else enumerate(value)
             for key, child in items:
                 if isinstance(key, str) and _lone_surrogate(key) is not None:
                     raise InvalidArgumentsError(
                         f"{shown}: an argument name is not valid UTF-8 text "
-                        f"({key.encode('utf-8', 'backslashreplace').decode()!r})", tool=shown)
+                        f"({key.encode('utf-8', 'backslashreplace').decode()!r})",
+                        tool=shown,
+                    )
                 if isinstance(value, Mapping):
                     path = f"{where}.{key}" if where else str(key)
                 else:
@@ -357,8 +479,9 @@ def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
     """Validate ``arguments`` against the tool's schema; return them cleaned (absent = omitted)."""
     check_input(tool, arguments)
     if tool not in TOOL_SPECS:
-        raise ToolError(f"unknown tool {tool!r}; the memory tools are: {', '.join(TOOL_NAMES)}",
-                        code="unknown_tool", tool=tool)
+        raise ToolError(
+            f"unknown tool {tool!r}; the memory tools are: {', '.join(TOOL_NAMES)}", code="unknown_tool", tool=tool
+        )
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -367,13 +490,17 @@ def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
     properties = schema["properties"]
     unknown = [key for key in arguments if key not in properties]
     if unknown:
-        raise ToolError(f"{tool}: unknown argument '{unknown[0]}'; allowed: {', '.join(properties)}",
-                        field=str(unknown[0]), tool=tool)
+        raise ToolError(
+            f"{tool}: unknown argument '{unknown[0]}'; allowed: {', '.join(properties)}",
+            field=str(unknown[0]),
+            tool=tool,
+        )
     for name in schema["required"]:
         if arguments.get(name) is None:
             raise ToolError(f"{tool}: argument '{name}' is required", field=name, tool=tool)
-    return {name: _coerce(tool, name, properties[name], value)
-            for name, value in arguments.items() if value is not None}
+    return {
+        name: _coerce(tool, name, properties[name], value) for name, value in arguments.items() if value is not None
+    }
 
 
 def parse_id(tool: str, value: Any, prefix: str, what: str) -> int:
@@ -385,8 +512,9 @@ def parse_id(tool: str, value: Any, prefix: str, what: str) -> int:
         match = re.fullmatch(rf"\s*(?:{re.escape(prefix)}:)?(\d+)(?::[\w:-]*)?\s*", value)
         if match:
             return int(match.group(1))
-    raise ToolError(f"{tool}: argument 'id' must be a {what} id like 12 or '{prefix}:12', got {value!r}",
-                    field="id", tool=tool)
+    raise ToolError(
+        f"{tool}: argument 'id' must be a {what} id like 12 or '{prefix}:12', got {value!r}", field="id", tool=tool
+    )
 
 
 def parse_batch_id(tool: str, value: Any) -> int:
@@ -397,9 +525,23 @@ def parse_batch_id(tool: str, value: Any) -> int:
         match = re.fullmatch(r"\s*(?:batch_)?(\d+)\s*", value)
         if match:
             return int(match.group(1))
-    raise ToolError(f"{tool}: argument 'batch_id' must be a batch id like 'batch_12' or 12, got {value!r}",
-                    field="batch_id", tool=tool)
+    raise ToolError(
+        f"{tool}: argument 'batch_id' must be a batch id like 'batch_12' or 12, got {value!r}",
+        field="batch_id",
+        tool=tool,
+    )
 
 
-__all__ = ["BLOCK_LIST_TOKENS", "InvalidArgumentsError", "MAX_ARGUMENT_DEPTH", "TOOL_NAMES", "TOOL_SPECS",
-           "TOOL_STRATEGIES", "ToolError", "check_arguments", "check_input", "parse_batch_id", "parse_id"]
+__all__ = [
+    "BLOCK_LIST_TOKENS",
+    "InvalidArgumentsError",
+    "MAX_ARGUMENT_DEPTH",
+    "TOOL_NAMES",
+    "TOOL_SPECS",
+    "TOOL_STRATEGIES",
+    "ToolError",
+    "check_arguments",
+    "check_input",
+    "parse_batch_id",
+    "parse_id",
+]

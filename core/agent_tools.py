@@ -59,8 +59,10 @@ _DEFAULT_BUDGET = object()  # "use the gate's default round budget"
 _STRATEGY_TO_GATE = {"search_raw": "search_raw_memory"}
 _STRATEGY_FROM_GATE = {v: k for k, v in _STRATEGY_TO_GATE.items()}
 
-_NEXT_STEP = ("Assess this batch with assess(batch_id, verdict, evidence_refs, fit, missing, next_strategy), "
-              "then close it with record_use(batch_id, evidence_refs) — use [] when nothing was used.")
+_NEXT_STEP = (
+    "Assess this batch with assess(batch_id, verdict, evidence_refs, fit, missing, next_strategy), "
+    "then close it with record_use(batch_id, evidence_refs) — use [] when nothing was used."
+)
 
 
 # ----------------------------------------------------------------------------- compact rendering
@@ -117,9 +119,14 @@ def _event_brief(hit: Any, ref: str) -> dict[str, Any]:
 
 
 _FIELD_WORDS = {
-    "name": "name", "aliases": "an alias", "tags": "a tag", "type": "the node type",
-    "currentFacts": "a current fact", "historicalFacts": "a historical fact",
-    "currentEdgeEndpoints": "a current relation", "historicalEdgeEndpoints": "a historical relation",
+    "name": "name",
+    "aliases": "an alias",
+    "tags": "a tag",
+    "type": "the node type",
+    "currentFacts": "a current fact",
+    "historicalFacts": "a historical fact",
+    "currentEdgeEndpoints": "a current relation",
+    "historicalEdgeEndpoints": "a historical relation",
     "relations": "a relation label",
 }
 
@@ -154,8 +161,10 @@ def _node_brief(hit: Any, ref: str) -> dict[str, Any]:
 def _raw_brief(hit: Any, ref: str) -> dict[str, Any]:
     message = hit.message
     if hit.block_id is not None:
-        hint = (f"Part of block {hit.block_id} (turns {hit.turn_range[0]}-{hit.turn_range[1]}); "
-                f"expand_block id={hit.block_id} target='raw' reads the whole exchange.")
+        hint = (
+            f"Part of block {hit.block_id} (turns {hit.turn_range[0]}-{hit.turn_range[1]}); "
+            f"expand_block id={hit.block_id} target='raw' reads the whole exchange."
+        )
     else:
         hint = "Still in the open (unsealed) part of its conversation; the content shown is the stored message."
     return {
@@ -192,26 +201,43 @@ def _block_entry(view: Any, ref: str) -> dict[str, Any]:
 
 
 def _links(links: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    return {kind: [{"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status} for e in events]
-            for kind, events in links.items()}
+    return {
+        kind: [{"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status} for e in events]
+        for kind, events in links.items()
+    }
 
 
 def _ended_by(record: Any) -> dict[str, Any]:
     """Why a historical record ended, when known: [{"cause": "event"|"fact"|"edge", "id", "text"}]."""
-    return {"ended_by": [{"cause": r.cause, "id": r.id, "text": clip(r.text, TITLE_LIMIT)}
-                         for r in record.ended_by]} if record.ended_by else {}
+    return (
+        {"ended_by": [{"cause": r.cause, "id": r.id, "text": clip(r.text, TITLE_LIMIT)} for r in record.ended_by]}
+        if record.ended_by
+        else {}
+    )
 
 
 def _fact(fact: Any) -> dict[str, Any]:
-    return {"key": fact.key, "value": fact.value, "status": fact.status, "valid_from": fact.valid_from,
-            "valid_to": fact.valid_to, "source_event_ids": list(fact.source_event_ids), **_ended_by(fact)}
+    return {
+        "key": fact.key,
+        "value": fact.value,
+        "status": fact.status,
+        "valid_from": fact.valid_from,
+        "valid_to": fact.valid_to,
+        "source_event_ids": list(fact.source_event_ids),
+        **_ended_by(fact),
+    }
 
 
 def _edge(edge: Any, direction: str) -> dict[str, Any]:
     return {
-        "direction": direction, "relation": edge.relation, "current": edge.current, "status": edge.status,
+        "direction": direction,
+        "relation": edge.relation,
+        "current": edge.current,
+        "status": edge.status,
         "other": {"id": edge.other_id, "name": edge.other_name, "type": edge.other_type},
-        "valid_from": edge.valid_from, "valid_to": edge.valid_to, "source_event_ids": list(edge.source_event_ids),
+        "valid_from": edge.valid_from,
+        "valid_to": edge.valid_to,
+        "source_event_ids": list(edge.source_event_ids),
         **_ended_by(edge),
     }
 
@@ -233,8 +259,14 @@ class MemoryTools:
     ``None`` disables the cap).
     """
 
-    def __init__(self, namespace: str, *, session: str | None = None, thread: str | None = None,
-                 budget: int | None | object = _DEFAULT_BUDGET):
+    def __init__(
+        self,
+        namespace: str,
+        *,
+        session: str | None = None,
+        thread: str | None = None,
+        budget: int | None | object = _DEFAULT_BUDGET,
+    ):
         from core.services import gate
         from core.services.spaces import validate_name
 
@@ -264,8 +296,10 @@ class MemoryTools:
         """Every tool as ``{name, description, inputSchema}`` (a JSON Schema object)."""
         import copy
 
-        return [{"name": name, "description": spec["description"], "inputSchema": copy.deepcopy(spec["inputSchema"])}
-                for name, spec in TOOL_SPECS.items()]
+        return [
+            {"name": name, "description": spec["description"], "inputSchema": copy.deepcopy(spec["inputSchema"])}
+            for name, spec in TOOL_SPECS.items()
+        ]
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Run one tool; return its JSON-ready result or raise ``ToolError``."""
@@ -303,21 +337,44 @@ class MemoryTools:
 
         if Namespace.get_or_none(Namespace.name == self.namespace) is None:
             names = [n for (n,) in Namespace.select(Namespace.name).order_by(Namespace.name).limit(11).tuples()]
-            known = (f"the namespaces are {', '.join(names[:10])}{', …' if len(names) > 10 else ''}" if names
-                     else "the store has no namespace yet")
-            raise ToolError(f"namespace {self.namespace!r} does not exist yet: nothing was captured into it "
-                            f"({known}). If the name is right, memory starts with the first captured turn; "
-                            "continue without memory until then.", code="not_found")
+            known = (
+                f"the namespaces are {', '.join(names[:10])}{', …' if len(names) > 10 else ''}"
+                if names
+                else "the store has no namespace yet"
+            )
+            raise ToolError(
+                f"namespace {self.namespace!r} does not exist yet: nothing was captured into it "
+                f"({known}). If the name is right, memory starts with the first captured turn; "
+                "continue without memory until then.",
+                code="not_found",
+            )
         self._ready = True
 
-    def _open(self, tool: str, channel: str, query: str, specs: list[Any], params: dict[str, Any],
-              results: list[dict[str, Any]], excluded: Sequence[dict[str, str]] = (), **extra: Any) -> dict[str, Any]:
+    def _open(
+        self,
+        tool: str,
+        channel: str,
+        query: str,
+        specs: list[Any],
+        params: dict[str, Any],
+        results: list[dict[str, Any]],
+        excluded: Sequence[dict[str, str]] = (),
+        **extra: Any,
+    ) -> dict[str, Any]:
         """Open the batch for a retrieval and wrap its results with the batch id and refs; what the
         search withheld (``excluded``) goes to the trace, never to the agent."""
         from core.services import gate
 
-        batch = gate.open_batch(self.namespace, channel, query, specs, session=self.session,
-                                params=params, budget=self.budget, excluded=excluded)
+        batch = gate.open_batch(
+            self.namespace,
+            channel,
+            query,
+            specs,
+            session=self.session,
+            params=params,
+            budget=self.budget,
+            excluded=excluded,
+        )
         out: dict[str, Any] = {
             "tool": tool,
             "batch_id": batch.label,
@@ -332,14 +389,22 @@ class MemoryTools:
     def _thread_exists(self) -> bool:
         from core.models import Namespace, Thread
 
-        return Thread.select().join(Namespace).where(
-            (Namespace.name == self.namespace) & (Thread.name == self.thread)).exists()
+        return (
+            Thread.select()
+            .join(Namespace)
+            .where((Namespace.name == self.namespace) & (Thread.name == self.thread))
+            .exists()
+        )
 
     def _session_scope(self, tool: str, scope: str | None, default: str) -> str:
         scope = scope or default
         if scope == "session" and self.thread is None:
-            raise ToolError(f"{tool}: scope 'session' needs a conversation, but this memory tool set was started "
-                            "without a session; use scope 'namespace'", field="scope", tool=tool)
+            raise ToolError(
+                f"{tool}: scope 'session' needs a conversation, but this memory tool set was started "
+                "without a session; use scope 'namespace'",
+                field="scope",
+                tool=tool,
+            )
         return scope
 
     # -- retrieval
@@ -354,28 +419,44 @@ class MemoryTools:
         participants = args.get("participants") or []
         for name in ("happened_from", "happened_to"):
             if name in args and period_bounds(args[name], timezone.utc) is None:
-                raise ToolError(f"search_events: argument '{name}' must be a date like 2023, 2023-05 or 2023-05-07, "
-                                f"got {args[name]!r}", field=name, tool="search_events")
+                raise ToolError(
+                    f"search_events: argument '{name}' must be a date like 2023, 2023-05 or 2023-05-07, "
+                    f"got {args[name]!r}",
+                    field=name,
+                    tool="search_events",
+                )
         filters = bool(participants or args.get("event_type") or args.get("happened_from") or args.get("happened_to"))
         if not query and not filters:
-            raise ToolError("search_events: argument 'query' is empty; give words to search for, or a filter "
-                            "(participants, event_type, happened_from/happened_to)", field="query",
-                            tool="search_events")
+            raise ToolError(
+                "search_events: argument 'query' is empty; give words to search for, or a filter "
+                "(participants, event_type, happened_from/happened_to)",
+                field="query",
+                tool="search_events",
+            )
         limit = args.get("limit", 6)
         excluded: list[dict[str, str]] = []
         hits = search_events(
-            self.namespace, query, limit, participants=participants or None, event_type=args.get("event_type"),
-            happened_from=args.get("happened_from"), happened_to=args.get("happened_to"),
+            self.namespace,
+            query,
+            limit,
+            participants=participants or None,
+            event_type=args.get("event_type"),
+            happened_from=args.get("happened_from"),
+            happened_to=args.get("happened_to"),
             temporal_intent=args.get("temporal_intent"),
-            track=False, for_agent=True, excluded=excluded,
+            track=False,
+            for_agent=True,
+            excluded=excluded,
         )
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         params = {k: v for k, v in args.items() if k != "query"}
         extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
         if not results:
-            extra["empty_reason"] = ("No event matched. Try other words, fewer filters, search_raw for the exact "
-                                     "wording, or search_graph for current state.")
+            extra["empty_reason"] = (
+                "No event matched. Try other words, fewer filters, search_raw for the exact "
+                "wording, or search_graph for current state."
+            )
         out = self._open("search_events", "events", query, specs, params, results, excluded, **extra)
         # Stamped only once the gate has opened the batch: a refused search changes nothing.
         mark_retrieved([hit.event.id for hit in hits])
@@ -391,8 +472,10 @@ class MemoryTools:
         results = [_node_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
         if not results:
-            extra["empty_reason"] = ("No graph node matched (a relation word alone never matches). Try an entity "
-                                     "name, search_events, or search_raw.")
+            extra["empty_reason"] = (
+                "No graph node matched (a relation word alone never matches). Try an entity "
+                "name, search_events, or search_raw."
+            )
         return self._open("search_graph", "graph", query, specs, {"limit": args.get("limit", 8)}, results, **extra)
 
     def _search_raw(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -408,8 +491,14 @@ class MemoryTools:
             hits = []
             empty_reason = "This conversation has no stored messages yet; use scope 'namespace'."
         else:
-            hits = search_raw(self.namespace, query, limit, thread=self.thread if scope == "session" else None,
-                              for_agent=True, excluded=excluded)
+            hits = search_raw(
+                self.namespace,
+                query,
+                limit,
+                thread=self.thread if scope == "session" else None,
+                for_agent=True,
+                excluded=excluded,
+            )
         specs = gate.refs_for_raw(hits)
         results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
@@ -417,8 +506,9 @@ class MemoryTools:
             extra["thread"] = self.thread
         if not results:
             extra["empty_reason"] = empty_reason or "No stored message contains these words; try other words."
-        return self._open("search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, excluded,
-                          **extra)
+        return self._open(
+            "search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, excluded, **extra
+        )
 
     def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate
@@ -440,8 +530,10 @@ class MemoryTools:
             elif not counts["blocks"]:
                 empty_reason = "No block is sealed yet: too few turns so far (recent turns stay in the open tail)."
             else:
-                empty_reason = (f"{counts['blocks']} block(s) exist but none is ready: their summaries are still "
-                                "being derived. search_raw finds their messages meanwhile.")
+                empty_reason = (
+                    f"{counts['blocks']} block(s) exist but none is ready: their summaries are still "
+                    "being derived. search_raw finds their messages meanwhile."
+                )
         specs = gate.refs_for_blocks(views)
         results = [_block_entry(view, spec.ref) for view, spec in zip(views, specs)]
         extra: dict[str, Any] = {"scope": scope, "namespace": self.namespace, "thread": thread, "counts": counts}
@@ -469,8 +561,11 @@ class MemoryTools:
         note = None
         try:
             # A pending block is shown raw whatever the target, but a target no block has is still a mistake.
-            level = (expansion_level(block_id, target, row.current_level) if row.status == "ready"
-                     else normalize_target(target, 5))
+            level = (
+                expansion_level(block_id, target, row.current_level)
+                if row.status == "ready"
+                else normalize_target(target, 5)
+            )
         except InvalidInputError as exc:
             raise ToolError(f"expand_block: {exc}", field="target", tool="expand_block") from exc
         if row.status == "ready":
@@ -481,15 +576,18 @@ class MemoryTools:
         else:
             # A pending block has no summary levels and does not decay: show its transcript as it is.
             view = render_block(block_id, 5)
-            note = (f"Block {block_id} is {row.status} (not summarized yet), so it is shown raw and its decay "
-                    "anchor is unchanged.")
+            note = (
+                f"Block {block_id} is {row.status} (not summarized yet), so it is shown raw and its decay "
+                "anchor is unchanged."
+            )
         specs = gate.refs_for_blocks([view])
         entry = _block_entry(view, specs[0].ref)
         entry["previous_level"] = row.current_level
         if note:
             entry["note"] = note
-        return self._open("expand_block", "block_detail", str(block_id), specs,
-                          {"id": block_id, "target": target}, [entry])
+        return self._open(
+            "expand_block", "block_detail", str(block_id), specs, {"id": block_id, "target": target}, [entry]
+        )
 
     def _expand_event(self, args: dict[str, Any]) -> dict[str, Any]:
         from core.services import gate
@@ -499,14 +597,18 @@ class MemoryTools:
         card = get_event(event_id)
         event = card.event
         if event.namespace != self.namespace or event.status not in LIVE:
-            raise NotFoundError(f"event {event_id} does not exist in namespace {self.namespace!r} "
-                                "(or it was forgotten)")
+            raise NotFoundError(
+                f"event {event_id} does not exist in namespace {self.namespace!r} (or it was forgotten)"
+            )
         hidden = withheld(event_ids=[event_id], for_agent=True)
         if hidden:
             raise NotFoundError(f"event {event_id} is withheld from agents ({hidden[('event', event_id)]})")
         specs = gate.refs_for_events([card])
-        hint = (f"expand_block id={event.block_id} target='raw' shows the source messages."
-                if event.block_id is not None else "This event has no source block.")
+        hint = (
+            f"expand_block id={event.block_id} target='raw' shows the source messages."
+            if event.block_id is not None
+            else "This event has no source block."
+        )
         result = {
             "ref": specs[0].ref,
             "id": event.id,
@@ -548,15 +650,24 @@ class MemoryTools:
         result = {
             "ref": specs[0].ref,
             "node": {
-                "id": view.id, "name": view.name, "type": view.type, "aliases": list(view.aliases),
-                "tags": list(view.tags), "status": view.status, "current_state": view.current_state,
+                "id": view.id,
+                "name": view.name,
+                "type": view.type,
+                "aliases": list(view.aliases),
+                "tags": list(view.tags),
+                "status": view.status,
+                "current_state": view.current_state,
             },
             "current_facts": [_fact(f) for f in view.current_facts],
             "historical_facts": [_fact(f) for f in view.historical_facts],
             "edges": [_edge(e, "out") for e in view.edges_out] + [_edge(e, "in") for e in view.edges_in],
             "supporting_events": [
-                {"id": e.id, "title": clip(e.title, TITLE_LIMIT), "status": e.status,
-                 "happened_start": e.happened_start}
+                {
+                    "id": e.id,
+                    "title": clip(e.title, TITLE_LIMIT),
+                    "status": e.status,
+                    "happened_start": e.happened_start,
+                }
                 for e in view.events
             ],
             "detail_hint": "expand_event reads a supporting event in full.",
@@ -574,8 +685,16 @@ class MemoryTools:
             strategy = _STRATEGY_TO_GATE.get(strategy, strategy)
         verdict = args["verdict"].strip().lower()
         batch_id = parse_batch_id("assess", args["batch_id"]) if "batch_id" in args else None
-        result = gate.assess(self.namespace, batch_id, verdict, args["evidence_refs"],
-                             args["fit"], args["missing"], strategy, session=self.session)
+        result = gate.assess(
+            self.namespace,
+            batch_id,
+            verdict,
+            args["evidence_refs"],
+            args["fit"],
+            args["missing"],
+            strategy,
+            session=self.session,
+        )
         assessment = result.to_json()
         assessment.pop("assessed_at")  # the tool result never carried the timestamp
         out = {
@@ -590,11 +709,14 @@ class MemoryTools:
             "unresolved_batch_ids": [gate.batch_label(i) for i in result.unresolved_batch_ids],
         }
         if result.verdict == "sufficient":
-            out["next_step"] = ("Answer now, then close this batch with record_use naming the refs you used "
-                                "(any of evidence_refs).")
+            out["next_step"] = (
+                "Answer now, then close this batch with record_use naming the refs you used (any of evidence_refs)."
+            )
         else:
-            out["next_step"] = (f"Not sufficient yet: follow next_strategy ({out['next_strategy']}). Close this "
-                                "batch with record_use(batch_id, []) when you move on.")
+            out["next_step"] = (
+                f"Not sufficient yet: follow next_strategy ({out['next_strategy']}). Close this "
+                "batch with record_use(batch_id, []) when you move on."
+            )
         return out
 
     # -- writing
@@ -603,19 +725,30 @@ class MemoryTools:
         from core.services.governance import DuplicateRecordError, remember
 
         try:
-            done = remember(self.namespace, args["text"], source="agent", actor=self.session or "agent",
-                            title=args.get("title"), scope=args.get("scope", "project"),
-                            privacy=args.get("privacy", "normal"), expires=args.get("expires"),
-                            review_by=args.get("review_by"), key=args.get("key"),
-                            evidence=args.get("evidence_refs") or ())
+            done = remember(
+                self.namespace,
+                args["text"],
+                source="agent",
+                actor=self.session or "agent",
+                title=args.get("title"),
+                scope=args.get("scope", "project"),
+                privacy=args.get("privacy", "normal"),
+                expires=args.get("expires"),
+                review_by=args.get("review_by"),
+                key=args.get("key"),
+                evidence=args.get("evidence_refs") or (),
+            )
         except DuplicateRecordError as exc:
             raise ToolError(f"remember: {exc}", code="duplicate", tool="remember") from exc
         record = done.record
-        out: dict[str, Any] = {"tool": "remember", "record_id": f"record:{record.id}", "status": record.status,
-                               "title": record.title}
+        out: dict[str, Any] = {
+            "tool": "remember",
+            "record_id": f"record:{record.id}",
+            "status": record.status,
+            "title": record.title,
+        }
         if record.status == "quarantined":
-            out["note"] = ("Stored in quarantine: a person reviews it (strata review list) before any search "
-                           "returns it.")
+            out["note"] = "Stored in quarantine: a person reviews it (strata review list) before any search returns it."
         if done.near_duplicate_of:
             out["near_duplicate_of"] = f"record:{done.near_duplicate_of}"
         return out
@@ -623,14 +756,21 @@ class MemoryTools:
     def _latest_batch_id(self) -> int:
         from core.models import Namespace, RetrievalBatch
 
-        scope = (RetrievalBatch.session.is_null() if self.session is None
-                 else RetrievalBatch.session == self.session)
-        batch_id = (RetrievalBatch.select(RetrievalBatch.id).join(Namespace)
-                    .where((Namespace.name == self.namespace) & scope)
-                    .order_by(RetrievalBatch.sequence.desc()).scalar())
+        scope = RetrievalBatch.session.is_null() if self.session is None else RetrievalBatch.session == self.session
+        batch_id = (
+            RetrievalBatch.select(RetrievalBatch.id)
+            .join(Namespace)
+            .where((Namespace.name == self.namespace) & scope)
+            .order_by(RetrievalBatch.sequence.desc())
+            .scalar()
+        )
         if batch_id is None:
-            raise ToolError("record_use: there is no batch to close yet; search first", code="not_found",
-                            field="batch_id", tool="record_use")
+            raise ToolError(
+                "record_use: there is no batch to close yet; search first",
+                code="not_found",
+                field="batch_id",
+                tool="record_use",
+            )
         return batch_id
 
     def default_receipt_id(self, batch_id: int) -> str:
@@ -647,15 +787,20 @@ class MemoryTools:
             batch_id = parse_batch_id("record_use", raw_id)
         receipt_id = args.get("receipt_id") or self.default_receipt_id(batch_id)
         try:
-            result = gate.record_use(self.namespace, batch_id, args["evidence_refs"], receipt_id=receipt_id,
-                                     session=self.session)
+            result = gate.record_use(
+                self.namespace, batch_id, args["evidence_refs"], receipt_id=receipt_id, session=self.session
+            )
         except ReceiptConflictError as exc:
             if "receipt_id" in args:
                 raise
             # The derived receipt is per batch: a conflict means this batch was closed with other refs.
-            raise ToolError(f"{gate.batch_label(batch_id)} was already closed by record_use with other refs; a batch "
-                            "is closed once. Search again for a new batch if you need more evidence.",
-                            code="batch_closed", field="batch_id", tool="record_use") from exc
+            raise ToolError(
+                f"{gate.batch_label(batch_id)} was already closed by record_use with other refs; a batch "
+                "is closed once. Search again for a new batch if you need more evidence.",
+                code="batch_closed",
+                field="batch_id",
+                tool="record_use",
+            ) from exc
         return {
             "tool": "record_use",
             "batch_id": gate.batch_label(result.batch_id),
@@ -686,22 +831,38 @@ def _translate(tool: str, exc: StrataError) -> ToolError:
 
     message = _tool_words(str(exc))
     if isinstance(exc, gate.BudgetExhaustedError):
-        return ToolError(message, code="budget_exhausted", tool=tool, details={
-            "budget": exc.budget, "open_batch_ids": [gate.batch_label(i) for i in exc.open_batch_ids]})
+        return ToolError(
+            message,
+            code="budget_exhausted",
+            tool=tool,
+            details={"budget": exc.budget, "open_batch_ids": [gate.batch_label(i) for i in exc.open_batch_ids]},
+        )
     if isinstance(exc, gate.StrategyRepeatError):
         alternatives = [_strategy_for_tools(s) for s in exc.alternatives]
-        return ToolError(message, code="strategy_repeat", tool=tool, details={
-            "previous_batch_id": gate.batch_label(exc.batch_id), "alternatives": alternatives})
+        return ToolError(
+            message,
+            code="strategy_repeat",
+            tool=tool,
+            details={"previous_batch_id": gate.batch_label(exc.batch_id), "alternatives": alternatives},
+        )
     if isinstance(exc, gate.UseRefusedError):
-        return ToolError(message, code="use_refused", tool=tool, field="evidence_refs", details={
-            "batch_id": gate.batch_label(exc.batch_id),
-            "batch_status": exc.batch_status,
-            "issues": [{"input_index": i.input_index, "ref": i.ref, "reason": i.reason, "detail": i.detail}
-                       for i in exc.issues],
-            "duplicate_evidence_refs": list(exc.duplicate_refs),
-            "available_refs": list(exc.available_refs),
-            "adopted_refs": list(exc.adopted_refs),
-        })
+        return ToolError(
+            message,
+            code="use_refused",
+            tool=tool,
+            field="evidence_refs",
+            details={
+                "batch_id": gate.batch_label(exc.batch_id),
+                "batch_status": exc.batch_status,
+                "issues": [
+                    {"input_index": i.input_index, "ref": i.ref, "reason": i.reason, "detail": i.detail}
+                    for i in exc.issues
+                ],
+                "duplicate_evidence_refs": list(exc.duplicate_refs),
+                "available_refs": list(exc.available_refs),
+                "adopted_refs": list(exc.adopted_refs),
+            },
+        )
     if isinstance(exc, gate.BatchClosedError):
         return ToolError(message, code="batch_closed", tool=tool, field="batch_id")
     if isinstance(exc, ReceiptConflictError):

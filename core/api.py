@@ -28,8 +28,13 @@ __all__ = [
 ]
 
 
-def open_store(url: str | None = None, *, recover: bool = True,
-               progress: Callable[[int, int, str], None] | None = None, create: bool = True) -> Store:
+def open_store(
+    url: str | None = None,
+    *,
+    recover: bool = True,
+    progress: Callable[[int, int, str], None] | None = None,
+    create: bool = True,
+) -> Store:
     """Open the database named by ``url``/``$STRATA_DB``/default, ready for work: created or
     migrated (``progress`` follows the migrations), and, unless ``recover`` is False, with the jobs a
     killed process left ``running`` made failed-and-retryable. ``create`` False refuses a database

@@ -77,10 +77,11 @@ def display_url(url: str | None) -> str:
 def sqlite_path(url: str) -> Path | None:
     """The file path behind a SQLite URL or bare path; None for other engines."""
     if url.startswith("sqlite:///"):
-        return Path(url[len("sqlite:///"):])
+        return Path(url[len("sqlite:///") :])
     if url.startswith("sqlite://"):
-        raise InvalidInputError(f"database URL {display_url(url)!r}: use sqlite:///relative/path or "
-                                "sqlite:////absolute/path")
+        raise InvalidInputError(
+            f"database URL {display_url(url)!r}: use sqlite:///relative/path or sqlite:////absolute/path"
+        )
     if "://" in url:
         return None
     return Path(url)
@@ -104,8 +105,9 @@ def make_database(url: str) -> Database:
 
         parts = urlparse(url)
         if not parts.path.lstrip("/"):
-            raise InvalidInputError(f"database URL {display_url(url)!r} names no database "
-                                    "(postgresql://user@host/dbname)")
+            raise InvalidInputError(
+                f"database URL {display_url(url)!r} names no database (postgresql://user@host/dbname)"
+            )
         return PostgresqlDatabase(
             unquote(parts.path.lstrip("/")),
             user=unquote(parts.username) if parts.username else None,
@@ -114,8 +116,7 @@ def make_database(url: str) -> Database:
             port=parts.port or 5432,
             field_types=POSTGRES_FIELD_TYPES,
         )
-    raise InvalidInputError(f"database URL {display_url(url)!r}: unsupported scheme (use sqlite:/// or "
-                            "postgresql://)")
+    raise InvalidInputError(f"database URL {display_url(url)!r}: unsupported scheme (use sqlite:/// or postgresql://)")
 
 
 def is_sqlite() -> bool:
@@ -159,16 +160,19 @@ def write_transaction() -> Iterator[None]:
     except peewee.IntegrityError as exc:
         raise StorageConflictError(
             f"another writer stored the same record at the same time ({_first_line(exc)}); nothing of this "
-            "step was written, try again") from exc
+            "step was written, try again"
+        ) from exc
     except peewee.OperationalError as exc:
         text = str(exc).lower()
         if "locked" in text or "lock timeout" in text or "canceling statement" in text:
             raise StoreUnavailableError(
                 "the database is locked by another writer (waited "
                 f"{'5 s' if is_sqlite() else PG_LOCK_TIMEOUT}); nothing of this step was written, "
-                "try again when it is done") from exc
-        raise StoreUnavailableError(f"the database refused a write ({_first_line(exc)}); nothing of this "
-                                    "step was written") from exc
+                "try again when it is done"
+            ) from exc
+        raise StoreUnavailableError(
+            f"the database refused a write ({_first_line(exc)}); nothing of this step was written"
+        ) from exc
 
 
 @contextmanager
@@ -278,7 +282,7 @@ def any_of(clauses: Sequence[Any]):
 def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
     """``items`` in consecutive slices of at most ``size`` (for IN lists)."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 _STATEMENTS: dict[tuple, str] = {}
@@ -295,9 +299,11 @@ def distinct_values(field) -> list:
     ANALYZE statistics): 144 ms for 133 participant names over 1.7M rows. Past
     ``DISTINCT_SEEKS`` values the plain scan is cheaper and is used instead."""
     table, column = field.model._meta.table_name, field.column_name
-    seek = (f'WITH RECURSIVE v(x) AS (SELECT MIN("{column}") FROM "{table}" UNION ALL '
-            f'SELECT (SELECT MIN("{column}") FROM "{table}" WHERE "{column}" > v.x) FROM v WHERE v.x IS NOT NULL) '
-            f"SELECT x FROM v WHERE x IS NOT NULL LIMIT {DISTINCT_SEEKS + 1}")
+    seek = (
+        f'WITH RECURSIVE v(x) AS (SELECT MIN("{column}") FROM "{table}" UNION ALL '
+        f'SELECT (SELECT MIN("{column}") FROM "{table}" WHERE "{column}" > v.x) FROM v WHERE v.x IS NOT NULL) '
+        f"SELECT x FROM v WHERE x IS NOT NULL LIMIT {DISTINCT_SEEKS + 1}"
+    )
     values = [row[0] for row in db.execute_sql(seek).fetchall()]
     if len(values) <= DISTINCT_SEEKS:
         return values
@@ -327,10 +333,16 @@ def insert_one(model, values: dict):
     instance = model(**values)
     data = {name: value for name, value in instance.__data__.items() if not (name == pk.name and value is None)}
     fields = [meta.fields[name] for name in data]
-    sql = _statement("insert", meta, fields, lambda database, quoted: (
-        f"INSERT INTO {quoted(meta.table_name)} ({', '.join(quoted(f.column_name) for f in fields)}) "
-        f"VALUES ({', '.join([database.param] * len(fields))})"
-        + ("" if is_sqlite() else f" RETURNING {quoted(pk.column_name)}")))
+    sql = _statement(
+        "insert",
+        meta,
+        fields,
+        lambda database, quoted: (
+            f"INSERT INTO {quoted(meta.table_name)} ({', '.join(quoted(f.column_name) for f in fields)}) "
+            f"VALUES ({', '.join([database.param] * len(fields))})"
+            + ("" if is_sqlite() else f" RETURNING {quoted(pk.column_name)}")
+        ),
+    )
     cursor = db.obj.execute_sql(sql, [f.db_value(v) for f, v in zip(fields, data.values())])
     setattr(instance, pk.name, cursor.lastrowid if is_sqlite() else cursor.fetchone()[0])
     instance._dirty.clear()
@@ -344,10 +356,16 @@ def update_by_id(model, record_id, values: dict) -> int:
     meta = model._meta
     pk = meta.primary_key
     fields = [meta.fields[name] for name in values]
-    sql = _statement("update", meta, fields, lambda database, quoted: (
-        f"UPDATE {quoted(meta.table_name)} SET "
-        f"{', '.join(f'{quoted(f.column_name)} = {database.param}' for f in fields)} "
-        f"WHERE {quoted(pk.column_name)} = {database.param}"))
+    sql = _statement(
+        "update",
+        meta,
+        fields,
+        lambda database, quoted: (
+            f"UPDATE {quoted(meta.table_name)} SET "
+            f"{', '.join(f'{quoted(f.column_name)} = {database.param}' for f in fields)} "
+            f"WHERE {quoted(pk.column_name)} = {database.param}"
+        ),
+    )
     params = [f.db_value(v) for f, v in zip(fields, values.values())]
     return db.obj.execute_sql(sql, [*params, pk.db_value(record_id)]).rowcount
 
@@ -411,8 +429,10 @@ class Prepared:
                 if size > len(arg):
                     values.extend([arg[-1]] * (size - len(arg)))
             else:
-                raise TypeError(f"Prepared query arguments must be int, float, str, None, bool or lists of them, "
-                                f"got {type(arg).__name__}")
+                raise TypeError(
+                    f"Prepared query arguments must be int, float, str, None, bool or lists of them, "
+                    f"got {type(arg).__name__}"
+                )
         return tuple(shape), values
 
     def _compile(self, shape: tuple) -> tuple:
@@ -420,20 +440,32 @@ class Prepared:
 
         def stand_in(kind):
             index = len(slots)
-            value = self._INT - index if kind is int else self._FLOAT - index if kind is float else f"\x00slot{index}\x00"
+            value = (
+                self._INT - index if kind is int else self._FLOAT - index if kind is float else f"\x00slot{index}\x00"
+            )
             slots[value] = index
             return value
 
-        args = [[stand_in(item[1]) for _ in range(item[2])] if isinstance(item, tuple)
-                else stand_in(item) if item in self._SCALARS else item for item in shape]
+        args = [
+            [stand_in(item[1]) for _ in range(item[2])]
+            if isinstance(item, tuple)
+            else stand_in(item)
+            if item in self._SCALARS
+            else item
+            for item in shape
+        ]
         query = self.build(*args)
         sql, params = query.sql()
         # Each parameter is an argument's slot or a constant of the query itself.
-        plan = [(True, slots[p]) if isinstance(p, self._SCALARS) and not isinstance(p, bool) and p in slots
-                else (False, p) for p in params]
+        plan = [
+            (True, slots[p]) if isinstance(p, self._SCALARS) and not isinstance(p, bool) and p in slots else (False, p)
+            for p in params
+        ]
         if {i for is_slot, i in plan if is_slot} != set(slots.values()):
-            raise TypeError("Prepared: an argument does not reach the statement as given (unused, or converted "
-                            "by a JSON or date field); pass such values already converted, in a peewee Value")
+            raise TypeError(
+                "Prepared: an argument does not reach the statement as given (unused, or converted "
+                "by a JSON or date field); pass such values already converted, in a peewee Value"
+            )
         return query, sql, plan
 
     def _cursor(self, args: tuple):
@@ -504,10 +536,17 @@ class _Reader:
         if kind is peewee.ModelTupleCursorWrapper:
             return cls("tuple", list(wrapper.converters), [], [])
         if kind is peewee.ModelDictCursorWrapper:
-            return cls("dict", list(wrapper.converters),
-                       list(wrapper.no_convert) + list(wrapper.convert), list(wrapper.unique_columns))
-        if (kind is not peewee.ModelObjectCursorWrapper or wrapper.constructor is not query.model
-                or query.model.__init__ is not peewee.Model.__init__):  # the instance is built here, not by __init__
+            return cls(
+                "dict",
+                list(wrapper.converters),
+                list(wrapper.no_convert) + list(wrapper.convert),
+                list(wrapper.unique_columns),
+            )
+        if (
+            kind is not peewee.ModelObjectCursorWrapper
+            or wrapper.constructor is not query.model
+            or query.model.__init__ is not peewee.Model.__init__
+        ):  # the instance is built here, not by __init__
             return None
         names = []
         for key in wrapper.unique_columns:
@@ -515,8 +554,9 @@ class _Reader:
             if name is _NOT_MAPPED:
                 return None
             names.append(name)
-        return cls("model", list(wrapper.converters),
-                   list(wrapper.no_convert) + list(wrapper.convert), names, query.model)
+        return cls(
+            "model", list(wrapper.converters), list(wrapper.no_convert) + list(wrapper.convert), names, query.model
+        )
 
     def read(self, rows: list) -> list:
         converters, order, names = self.converters, self.order, self.names
@@ -524,12 +564,12 @@ class _Reader:
             if not any(converters):
                 return rows
             steps = list(enumerate(converters))
-            return [tuple([convert(row[i]) if convert is not None else row[i] for i, convert in steps])
-                    for row in rows]
+            return [tuple([convert(row[i]) if convert is not None else row[i] for i, convert in steps]) for row in rows]
         steps = [(i, names[i], converters[i]) for i in order]
         if self.kind == "dict":
-            return [{name: convert(row[i]) if convert is not None else row[i] for i, name, convert in steps}
-                    for row in rows]
+            return [
+                {name: convert(row[i]) if convert is not None else row[i] for i, name, convert in steps} for row in rows
+            ]
         model, new = self.model, object.__new__
         out = []
         for row in rows:

@@ -65,8 +65,9 @@ def check_replaceable(path: Path) -> None:
         raise InvalidInputError(f"{path} exists and is not a Strata database; {hint}")
     others = sorted(name for name in names if name != DEMO_NAMESPACE)
     if others:
-        raise InvalidInputError(f"{path} holds namespace(s) other than {DEMO_NAMESPACE!r} "
-                                f"({', '.join(map(repr, others))}); {hint}")
+        raise InvalidInputError(
+            f"{path} holds namespace(s) other than {DEMO_NAMESPACE!r} ({', '.join(map(repr, others))}); {hint}"
+        )
 
 
 def check_server_replaceable(url: str) -> None:
@@ -91,8 +92,10 @@ def check_server_replaceable(url: str) -> None:
         database.close()
     others = sorted(name for name in names if name != DEMO_NAMESPACE)
     if others:
-        raise InvalidInputError(f"{display_url(url)} holds namespace(s) other than {DEMO_NAMESPACE!r} "
-                                f"({', '.join(map(repr, others))}); give the demo a database of its own")
+        raise InvalidInputError(
+            f"{display_url(url)} holds namespace(s) other than {DEMO_NAMESPACE!r} "
+            f"({', '.join(map(repr, others))}); give the demo a database of its own"
+        )
 
 
 def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None) -> DemoResult:

@@ -48,8 +48,10 @@ def filter_event_type(value: Any) -> str:
         kind = normalize_event_type(value)
         if kind != "other" or _key(value) == "other":
             return kind
-    raise InvalidInputError(f"unknown event type {value!r}; the types are {', '.join(EVENT_TYPES)} "
-                            "(or a spelling of one: decided, done, launched, 决定, …)")
+    raise InvalidInputError(
+        f"unknown event type {value!r}; the types are {', '.join(EVENT_TYPES)} "
+        "(or a spelling of one: decided, done, launched, 决定, …)"
+    )
 
 
 def normalize_scope(value: Any) -> str:
@@ -60,10 +62,24 @@ def normalize_criticality(value: Any) -> str:
     return value if value in CRITICALITIES else "routine"
 
 
-_STRING_FIELDS = ("mentioned_at", "happened_start", "happened_end", "original_text", "precision", "basis",
-                  "status", "event_type")
-_ID_LIST_FIELDS = ("supersedes_event_ids", "conflicts_with_event_ids", "before_event_ids", "after_event_ids",
-                   "related_event_ids", "supersedes_earlier")
+_STRING_FIELDS = (
+    "mentioned_at",
+    "happened_start",
+    "happened_end",
+    "original_text",
+    "precision",
+    "basis",
+    "status",
+    "event_type",
+)
+_ID_LIST_FIELDS = (
+    "supersedes_event_ids",
+    "conflicts_with_event_ids",
+    "before_event_ids",
+    "after_event_ids",
+    "related_event_ids",
+    "supersedes_earlier",
+)
 
 
 def normalize_temporal(raw: Any) -> dict[str, Any]:

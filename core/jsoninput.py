@@ -68,8 +68,14 @@ def surrogate_message(found: tuple[list[str | int], str]) -> str:
     return f"{found[1]} is a lone surrogate, not a Unicode character: the text cannot be stored"
 
 
-def check_surrogates(value: Any, source: str | bytes | None, where: str, *, items: bool = False,
-                     error: type[InvalidInputError] = InvalidInputError) -> None:
+def check_surrogates(
+    value: Any,
+    source: str | bytes | None,
+    where: str,
+    *,
+    items: bool = False,
+    error: type[InvalidInputError] = InvalidInputError,
+) -> None:
     """Raise ``error`` naming ``where`` and the field when ``value``, parsed from the JSON text
     ``source``, holds a lone surrogate (only looked for when ``source`` escapes one; always when
     ``source`` is None: a value a model provider answered). With ``items`` a top-level list index

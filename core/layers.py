@@ -41,18 +41,14 @@ _REQUEST_KEYS = frozenset({"arguments", "params", "input", "request"})
 _FILLERS = lexicon.words("fillers_layers")
 _FILLER_TRAILING = "。！？，、,.!?～~"
 
-_WHOLE_FENCE = re.compile(
-    r"^```[ \t]*(?:json)?[ \t]*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE
-)
+_WHOLE_FENCE = re.compile(r"^```[ \t]*(?:json)?[ \t]*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
 _TOOLISH = re.compile(r'tool_calls|tool_call|"function"|"arguments"')
 _QUOTED_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _BLANK_LINES = re.compile(r"(?:[ \t]*\n){2,}")
 # English "." is deliberately not a boundary: it would split decimals, paths and
 # abbreviations, and the filler list only needs whole short utterances.
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]*|[。！？!?]+")
-_CODE_KEYWORD = re.compile(
-    r"\b(?:const|let|var|function|class|import|export|def|SELECT|INSERT|UPDATE)\b"
-)
+_CODE_KEYWORD = re.compile(r"\b(?:const|let|var|function|class|import|export|def|SELECT|INSERT|UPDATE)\b")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -165,9 +161,7 @@ def _summarize_dict(value: dict[str, Any]) -> str:
         if isinstance(text, str) and text.strip():
             return _collapse(redact_text(text))[:SUMMARY_LIMIT]
     counts = [
-        f"{key}: {len(item)}"
-        for key, item in value.items()
-        if isinstance(item, list) and key not in _REQUEST_KEYS
+        f"{key}: {len(item)}" for key, item in value.items() if isinstance(item, list) and key not in _REQUEST_KEYS
     ]
     if counts:
         return ", ".join(counts)[:SUMMARY_LIMIT]
@@ -275,8 +269,11 @@ def render_l5(messages: Iterable[Any]) -> str:
         chunks.append(f"{label}: {message.content}")
         for trace in _tool_calls(message):
             raw = json.dumps(
-                _trace_json(trace), sort_keys=True, separators=(",", ":"),
-                ensure_ascii=False, default=str,
+                _trace_json(trace),
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+                default=str,
             )
             chunks.append(f"Tool call (raw): {raw}")
     return "\n\n".join(chunks)
@@ -359,7 +356,7 @@ def _split_segments(content: str) -> list[tuple[bool, str]]:
     segments: list[tuple[bool, str]] = []
     cursor = 0
     for match in FENCED_CODE.finditer(content):
-        segments.append((False, content[cursor:match.start()]))
+        segments.append((False, content[cursor : match.start()]))
         segments.append((True, match.group(0)))
         cursor = match.end()
     segments.append((False, content[cursor:]))

@@ -81,10 +81,17 @@ def build_server(tools: MemoryTools) -> Server:
             return _result(exc.to_dict(), error=True)
         except Exception as exc:  # a bug must not take the agent's memory server down
             log.exception("tool %s failed", name)
-            return _result({"error": {"code": "internal_error", "tool": name,
-                                      "message": f"{name} failed unexpectedly: {type(exc).__name__}: {exc}. "
-                                                 "Retry once; if it fails again, continue without memory."}},
-                           error=True)
+            return _result(
+                {
+                    "error": {
+                        "code": "internal_error",
+                        "tool": name,
+                        "message": f"{name} failed unexpectedly: {type(exc).__name__}: {exc}. "
+                        "Retry once; if it fails again, continue without memory.",
+                    }
+                },
+                error=True,
+            )
         return _result(payload)
 
     return Server(
@@ -112,8 +119,8 @@ def _request_id(errors: list[dict[str, Any]]) -> str | int | None:
 class _AnsweringReader:
     """The transport's read stream, minus the lines that are no JSON-RPC message: each of those
     gets a JSON-RPC error (-32700 for text that is no JSON, -32600 for JSON that is no valid
-    message; id null unless the request's id can be read) and a line on stderr. The SDK only logs them at debug level, so a client that sent
-    one waited for an answer forever."""
+    message; id null unless the request's id can be read) and a line on stderr. The SDK only logs
+    them at debug level, so a client that sent one waited for an answer forever."""
 
     def __init__(self, inner: Any, write_stream: Any) -> None:
         self._inner, self._write = inner, write_stream
@@ -133,13 +140,20 @@ class _AnsweringReader:
 
         errors = getattr(exc, "errors", None)
         kinds = {e.get("type") for e in errors()} if callable(errors) else set()
-        code, text = (types.PARSE_ERROR, "Parse error") if "json_invalid" in kinds else (
-            types.INVALID_REQUEST, "Invalid Request")
+        code, text = (
+            (types.PARSE_ERROR, "Parse error")
+            if "json_invalid" in kinds
+            else (types.INVALID_REQUEST, "Invalid Request")
+        )
         # Masked before the cut: the line may quote a token, and its prefix the log filter cannot know.
-        log.warning("answered a malformed message with %s %s: %s", code, text,
-                    redact_text(str(exc).splitlines()[0])[:200])
-        error = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors() if callable(errors) else []),
-                                   error=types.ErrorData(code=code, message=text))
+        log.warning(
+            "answered a malformed message with %s %s: %s", code, text, redact_text(str(exc).splitlines()[0])[:200]
+        )
+        error = types.JSONRPCError(
+            jsonrpc="2.0",
+            id=_request_id(errors() if callable(errors) else []),
+            error=types.ErrorData(code=code, message=text),
+        )
         await self._write.send(SessionMessage(error))
 
     async def aclose(self) -> None:
@@ -205,8 +219,11 @@ class _CheckedLines:
             log.warning("answered a malformed message (id %r) with %s: %s", request_id, code, message)
             from mcp.shared.message import SessionMessage
 
-            await self._write.send(SessionMessage(types.JSONRPCError(
-                jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))))
+            await self._write.send(
+                SessionMessage(
+                    types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+                )
+            )
 
     def _read_line(self) -> tuple[bytes, bool]:
         """One line (b"" at the end); for a line over the bound, its start and True (the rest is
@@ -226,19 +243,28 @@ def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str,
     from core.jsoninput import field_path, lone_surrogate, nesting_position
 
     if oversize:
-        return "", (types.INVALID_REQUEST, f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES:,} "
-                                           "bytes", scan_id(raw.decode("utf-8", "replace")))
+        return "", (
+            types.INVALID_REQUEST,
+            f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES:,} bytes",
+            scan_id(raw.decode("utf-8", "replace")),
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return "", (types.PARSE_ERROR, f"Parse error: the message is not UTF-8 text (byte {exc.start})",
-                    scan_id(raw.decode("utf-8", "replace")))
+        return "", (
+            types.PARSE_ERROR,
+            f"Parse error: the message is not UTF-8 text (byte {exc.start})",
+            scan_id(raw.decode("utf-8", "replace")),
+        )
     if not text.strip():
         return text, None
     deep = nesting_position(text, MAX_MESSAGE_DEPTH)
     if deep is not None:
-        return "", (types.INVALID_PARAMS, f"Invalid params: nested deeper than {MAX_MESSAGE_DEPTH} levels of "
-                                          f"arrays and objects (column {deep[1]})", scan_id(text))
+        return "", (
+            types.INVALID_PARAMS,
+            f"Invalid params: nested deeper than {MAX_MESSAGE_DEPTH} levels of arrays and objects (column {deep[1]})",
+            scan_id(text),
+        )
     try:
         message = json.loads(text)
     except ValueError as exc:
@@ -247,16 +273,25 @@ def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str,
     if isinstance(message, dict) and isinstance(message.get("id"), str) and request_id is None:
         # An id escaping a lone surrogate cannot be written back: answering under it would stop the
         # server (the reply cannot be encoded), so the answer goes to id null.
-        return "", (types.INVALID_REQUEST, "Invalid Request: the id holds a lone surrogate, not a Unicode "
-                                           "character", None)
+        return "", (
+            types.INVALID_REQUEST,
+            "Invalid Request: the id holds a lone surrogate, not a Unicode character",
+            None,
+        )
     if isinstance(message, dict) and "id" in message and request_id is None:
         # The SDK would take it for a notification and never answer: the client would wait.
-        return "", (types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer, got "
-                                           f"{json.dumps(message['id'])[:40]}", None)
+        return "", (
+            types.INVALID_REQUEST,
+            f"Invalid Request: id must be a string or an integer, got {json.dumps(message['id'])[:40]}",
+            None,
+        )
     found = lone_surrogate(message)
     if found is not None:
-        return "", (types.INVALID_PARAMS, f"Invalid params: {field_path(found[0])} holds {found[1]}, a lone "
-                                          "surrogate: not a Unicode character", request_id)
+        return "", (
+            types.INVALID_PARAMS,
+            f"Invalid params: {field_path(found[0])} holds {found[1]}, a lone surrogate: not a Unicode character",
+            request_id,
+        )
     try:
         types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:  # pydantic's ValidationError, or anything else the SDK would refuse
@@ -321,8 +356,9 @@ async def serve_stdio(tools: MemoryTools) -> None:
 
 def _configure_logging() -> None:
     root = logging.getLogger()
-    if not any(isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr
-               for h in root.handlers):
+    if not any(
+        isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.stderr for h in root.handlers
+    ):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
@@ -346,8 +382,10 @@ def run_stdio(db_url: str | None = None, namespace: str = "default", session: st
 
     if Namespace.get_or_none(Namespace.name == tools.namespace) is None:
         # Said once at start, where whoever set the server up looks: its tools refuse until then.
-        log.warning("namespace %r does not exist yet: the tools answer not_found until a turn is captured into it",
-                    tools.namespace)
+        log.warning(
+            "namespace %r does not exist yet: the tools answer not_found until a turn is captured into it",
+            tools.namespace,
+        )
     try:
         anyio.run(serve_stdio, tools)
     except KeyboardInterrupt:
@@ -358,8 +396,9 @@ def run_stdio(db_url: str | None = None, namespace: str = "default", session: st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.mcp_server",
-                                     description="Serve Strata's memory tools over MCP (stdio).")
+    parser = argparse.ArgumentParser(
+        prog="python -m core.mcp_server", description="Serve Strata's memory tools over MCP (stdio)."
+    )
     parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
     parser.add_argument("--namespace", default="default", help="memory namespace (default 'default')")
     parser.add_argument("--session", default=None, help="the agent's session / conversation id")

@@ -68,12 +68,16 @@ def _v7_message_time_flag(database: Database) -> None:
     from core.timeutil import parse_timestamp
 
     if "has_time" not in {c.name for c in database.get_columns(Message._meta.table_name)}:
-        run(SchemaMigrator.from_database(database).add_column(Message._meta.table_name, "has_time",
-                                                              Message.has_time))
+        run(SchemaMigrator.from_database(database).add_column(Message._meta.table_name, "has_time", Message.has_time))
     last = 0
     while True:  # in pages by id: a million messages never sit in memory at once
-        rows = list(Message.select(Message.id, Message.content, Message.created_at)
-                    .where(Message.id > last).order_by(Message.id).limit(900).tuples())
+        rows = list(
+            Message.select(Message.id, Message.content, Message.created_at)
+            .where(Message.id > last)
+            .order_by(Message.id)
+            .limit(900)
+            .tuples()
+        )
         if not rows:
             break
         flagged = {True: [], False: []}
@@ -168,14 +172,18 @@ def _v16_event_fingerprints(database: Database) -> None:
     # EVENT_FINGERPRINT_INDEX); with the column added it would be corrupt.
     database.execute_sql('DROP INDEX IF EXISTS "event_namespace_id_fingerprint"')
     if "fingerprint" not in {c.name for c in database.get_columns(Event._meta.table_name)}:
-        run(SchemaMigrator.from_database(database).add_column(Event._meta.table_name, "fingerprint",
-                                                              Event.fingerprint))
+        run(SchemaMigrator.from_database(database).add_column(Event._meta.table_name, "fingerprint", Event.fingerprint))
     marker = database.param
     update = f'UPDATE "{Event._meta.table_name}" SET "fingerprint" = {marker} WHERE "id" = {marker}'
     last = 0
     while True:  # in pages by id, like the time flags of version 7
-        rows = list(Event.select(Event.id, Event.title, Event.summary)
-                    .where((Event.id > last) & Event.fingerprint.is_null()).order_by(Event.id).limit(2000).tuples())
+        rows = list(
+            Event.select(Event.id, Event.title, Event.summary)
+            .where((Event.id > last) & Event.fingerprint.is_null())
+            .order_by(Event.id)
+            .limit(2000)
+            .tuples()
+        )
         if not rows:
             break
         database.cursor().executemany(update, [(fingerprint(title, summary), eid) for eid, title, summary in rows])
@@ -229,8 +237,12 @@ def _v20_ordered_jobs(database: Database) -> None:
     if "transient" not in {c.name for c in database.get_columns(Job._meta.table_name)}:
         run(SchemaMigrator.from_database(database).add_column(Job._meta.table_name, "transient", Job.transient))
     Job._schema.create_indexes(safe=True)
-    dead = Job.select(Job.block).where((Job.status == "failed") & (Job.attempts >= 3) & Job.block.is_null(False)
-                                       & Job.kind.in_(("summary", "extraction")))
+    dead = Job.select(Job.block).where(
+        (Job.status == "failed")
+        & (Job.attempts >= 3)
+        & Job.block.is_null(False)
+        & Job.kind.in_(("summary", "extraction"))
+    )
     Block.update(status="failed").where((Block.status == "pending") & Block.id.in_(dead)).execute()
 
 
@@ -249,16 +261,22 @@ def _v21_postgres_columns_as_on_sqlite(database: Database) -> None:
         table = model._meta.table_name
         rows = database.execute_sql(
             "SELECT column_name, data_type, character_maximum_length FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()
+            "WHERE table_schema = current_schema() AND table_name = %s",
+            (table,),
+        ).fetchall()
         changes = [f'ALTER COLUMN "{name}" TYPE {narrow[kind]}' for name, kind, _ in rows if kind in narrow]
-        changes += [f'ALTER COLUMN "{name}" TYPE VARCHAR' for name, kind, length in rows
-                    if kind == "character varying" and length is not None]  # no rewrite: only widened
+        changes += [
+            f'ALTER COLUMN "{name}" TYPE VARCHAR'
+            for name, kind, length in rows
+            if kind == "character varying" and length is not None
+        ]  # no rewrite: only widened
         if changes:
             database.execute_sql(f'ALTER TABLE "{table}" {", ".join(changes)}')
         for name, kind, _ in rows:  # a SERIAL's sequence is INTEGER too, and stops at 2**31 - 1
             if kind == "integer":
-                sequence = database.execute_sql("SELECT pg_get_serial_sequence(%s, %s)",
-                                                (f'"{table}"', name)).fetchone()[0]
+                sequence = database.execute_sql(
+                    "SELECT pg_get_serial_sequence(%s, %s)", (f'"{table}"', name)
+                ).fetchone()[0]
                 if sequence:
                     database.execute_sql(f"ALTER SEQUENCE {sequence} AS BIGINT")
 
@@ -298,19 +316,30 @@ def _v23_governed_records(database: Database) -> None:
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
-MIGRATIONS: dict[int, Callable[[Database], None]] = {2: _v2_events_and_graph, 3: _v3_search_index, 4: _v4_gate,
-                                                 5: _v5_imports, 6: _v6_scale_indexes,
-                                                 7: _v7_message_time_flag, 8: _v8_open_tail_and_ready_block_indexes,
-                                                 9: _v9_search_removals, 10: _v10_event_change_index,
-                                                 11: _v11_event_day_lane_index,
-                                                 12: _v12_job_claim_by_namespace_index,
-                                                 13: _v13_event_status_by_id_index,
-                                                 14: _v14_graph_endings, 15: _v15_special_event_index,
-                                                 16: _v16_event_fingerprints, 17: _v17_job_claims,
-                                                 18: _v18_event_type_day_lane_index,
-                                                 19: _v19_postings_by_namespace, 20: _v20_ordered_jobs,
-                                                 21: _v21_postgres_columns_as_on_sqlite,
-                                                 22: _v22_import_model_accounting, 23: _v23_governed_records}
+MIGRATIONS: dict[int, Callable[[Database], None]] = {
+    2: _v2_events_and_graph,
+    3: _v3_search_index,
+    4: _v4_gate,
+    5: _v5_imports,
+    6: _v6_scale_indexes,
+    7: _v7_message_time_flag,
+    8: _v8_open_tail_and_ready_block_indexes,
+    9: _v9_search_removals,
+    10: _v10_event_change_index,
+    11: _v11_event_day_lane_index,
+    12: _v12_job_claim_by_namespace_index,
+    13: _v13_event_status_by_id_index,
+    14: _v14_graph_endings,
+    15: _v15_special_event_index,
+    16: _v16_event_fingerprints,
+    17: _v17_job_claims,
+    18: _v18_event_type_day_lane_index,
+    19: _v19_postings_by_namespace,
+    20: _v20_ordered_jobs,
+    21: _v21_postgres_columns_as_on_sqlite,
+    22: _v22_import_model_accounting,
+    23: _v23_governed_records,
+}
 
 
 def database_version(database: Database) -> int:

@@ -163,8 +163,9 @@ class Message(BaseModel):
 
 # A thread's open tail (schema v8): its unsealed messages in order, without walking the
 # thread's whole history (a long thread has thousands of sealed messages before the tail).
-Message.add_index(Message.index(Message.thread, Message.position, name="message_open_tail",
-                                where=Message.block.is_null()))
+Message.add_index(
+    Message.index(Message.thread, Message.position, name="message_open_tail", where=Message.block.is_null())
+)
 
 
 class IngestionReceipt(BaseModel):
@@ -209,7 +210,6 @@ class Job(BaseModel):
         )
 
 
-
 # The claim order (schema v6): pending or failed jobs by priority, then age.
 Job.add_index(Job.status, Job.priority.desc(), Job.id)
 # The same order within one namespace (schema v12): a claim for one namespace walked past every
@@ -219,6 +219,7 @@ Job.add_index(Job.namespace, Job.status, Job.priority.desc(), Job.id)
 # ahead of everything else, graph jobs one namespace at a time in this order.
 Job.add_index(Job.kind, Job.status, Job.priority.desc(), Job.id)
 Job.add_index(Job.namespace, Job.kind, Job.status, Job.priority.desc(), Job.id)
+
 
 class Event(BaseModel):
     """An event card: one atomic fact, decision, plan, outcome or change, citing its sources.
@@ -279,13 +280,22 @@ EVENT_CHRONOLOGY = fn.COALESCE(Event.happened_start_ts, Event.mentioned_ts, SQL(
 Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.id, name="event_chronology"))
 # The timeline histogram counts a namespace's events by day and lane: with both times beside the
 # chronology in one index it never reads the (wide) event rows (1.4 s -> 0.24 s cold at 252k events).
-Event.add_index(Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.happened_start_ts, Event.mentioned_ts,
-                            name="event_day_lane"))
+Event.add_index(
+    Event.index(Event.namespace, EVENT_CHRONOLOGY, Event.happened_start_ts, Event.mentioned_ts, name="event_day_lane")
+)
 # The same counts for one type (the timeline's type filter): a common type's rows were read one by
 # one through the type index (1.2 s warm, 11 s cold for 209k plans at 866k events; 70 ms from this
 # index alone, schema 18).
-Event.add_index(Event.index(Event.namespace, Event.event_type, EVENT_CHRONOLOGY, Event.happened_start_ts,
-                            Event.mentioned_ts, name="event_type_day_lane"))
+Event.add_index(
+    Event.index(
+        Event.namespace,
+        Event.event_type,
+        EVENT_CHRONOLOGY,
+        Event.happened_start_ts,
+        Event.mentioned_ts,
+        name="event_type_day_lane",
+    )
+)
 # An event's status by id from an index page of hundreds of events, not from the event's own row
 # (a page holds a few): a cold view of a hub reads the status of thousands of citations. SQLite's
 # planner prefers the rowid lookup, so the citation windows name this index (schema 13).
@@ -673,8 +683,11 @@ class MemoryRecord(BaseModel):
     updated_at = CharField()
 
     class Meta:
-        indexes = ((("namespace", "content_hash"), False), (("namespace", "canonical_key"), False),
-                   (("namespace", "status"), False))
+        indexes = (
+            (("namespace", "content_hash"), False),
+            (("namespace", "canonical_key"), False),
+            (("namespace", "status"), False),
+        )
 
 
 class AuditEntry(BaseModel):
@@ -718,7 +731,14 @@ class LedgerEntry(BaseModel):
 
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
-    Event, EventSource, EventParticipant, EventLink, GraphNode, GraphFact, GraphEdge, GraphSource,
+    Event,
+    EventSource,
+    EventParticipant,
+    EventLink,
+    GraphNode,
+    GraphFact,
+    GraphEdge,
+    GraphSource,
 ]
 
 

@@ -45,19 +45,63 @@ def marker(kind: str) -> str:
 # number): text holding none is returned untouched without running a pattern. Substring tests on
 # the lower-cased text cost a fraction of one regular expression searched for all of them; the
 # needles with "_" or "-" are only looked for in text that has one.
-_WORD_NEEDLES = ("akia", "asia", "eyj", "private key", "bearer", "passw", "passphrase", "pwd", "secret", "token",
-                 "apikey", "://")
-_UNDERSCORE_NEEDLES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk_", "api_key", "access_key",
-                       "private_key")
+_WORD_NEEDLES = (
+    "akia",
+    "asia",
+    "eyj",
+    "private key",
+    "bearer",
+    "passw",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "apikey",
+    "://",
+)
+_UNDERSCORE_NEEDLES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "sk_",
+    "api_key",
+    "access_key",
+    "private_key",
+)
 _DASH_NEEDLES = ("sk-", "api-key", "access-key", "private-key")
-_KEY_NEEDLES = ("passw", "passphrase", "pwd", "secret", "token", "api_key", "apikey", "api-key", "access_key",
-                "access-key", "private_key", "private-key")
+_KEY_NEEDLES = (
+    "passw",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "access-key",
+    "private_key",
+    "private-key",
+)
 _DIGITS = re.compile(r"\d\d\d\d[ -]?\d\d\d\d")
 
 
 def _has_digit(text: str) -> bool:
-    return ("0" in text or "1" in text or "2" in text or "3" in text or "4" in text or "5" in text or "6" in text
-            or "7" in text or "8" in text or "9" in text)
+    return (
+        "0" in text
+        or "1" in text
+        or "2" in text
+        or "3" in text
+        or "4" in text
+        or "5" in text
+        or "6" in text
+        or "7" in text
+        or "8" in text
+        or "9" in text
+    )
 
 
 def _may_hold_secret(text: str, lowered: str) -> bool:
@@ -91,8 +135,10 @@ _JWT = re.compile(rf"(?<![{_TOKEN_CHARS}])eyJ[{_TOKEN_CHARS}]{{5,}}\.eyJ[{_TOKEN
 _GITHUB = re.compile(r"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{20,})")
 # sk-…: OpenAI (sk-, sk-proj-), DeepSeek (sk- and 32 hex), Anthropic (sk-ant-api03-…); sk_live_ / sk_test_
 # (Stripe). At least 20 characters with a digit: "sk-learn" or a hyphenated word is no key.
-_SK = re.compile(rf"s(?<![{_TOKEN_CHARS}]s)k(?:-(?=[{_TOKEN_CHARS}]{{20}})(?=[A-Za-z_-]*\d)[{_TOKEN_CHARS}]+"
-                 r"|_(?:live|test)_[A-Za-z0-9]{16,})")
+_SK = re.compile(
+    rf"s(?<![{_TOKEN_CHARS}]s)k(?:-(?=[{_TOKEN_CHARS}]{{20}})(?=[A-Za-z_-]*\d)[{_TOKEN_CHARS}]+"
+    r"|_(?:live|test)_[A-Za-z0-9]{16,})"
+)
 _AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
 # "Bearer" then a token with a digit: "the bearer of bad news" is prose.
 _BEARER = re.compile(r"(?i)(\bbearer\s+)(?=[A-Za-z._~+/-]*\d)([A-Za-z0-9._~+/-]{12,}=*)")
@@ -101,8 +147,10 @@ _BEARER = re.compile(r"(?i)(\bbearer\s+)(?=[A-Za-z._~+/-]*\d)([A-Za-z0-9._~+/-]{
 # DB_PASSWORD, x-api-key, refresh_token); words around it ("tokens", "passwordless") are other words.
 # The pattern matches the word only (the rest of the key's name is read back in _key_name): matching
 # the whole name took time quadratic in a long run of "a_a_a_…".
-_KEY_WORDS = (r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
-              r"|private[_-]?key|client[_-]?secret")
+_KEY_WORDS = (
+    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|client[_-]?secret"
+)
 _KEY_VALUE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?P<key>{_KEY_WORDS})(?![A-Za-z0-9])"
     r"(?P<sep>[\"']?\s*(?P<op>=>|[:=])\s*)"
@@ -112,8 +160,10 @@ _KEY_VALUE = re.compile(
 # like a credential — a digit or a symbol in it, or one long run.
 _CREDENTIAL_LIKE = re.compile(r"[0-9!#$%^*+/=?@~|\\]|^\S{12,}$")
 # Values that name a placeholder or code, not a secret: os.environ["TOKEN"], ${TOKEN}, None, ***.
-_NOT_A_VALUE = re.compile(r"(?i)^(?:none|null|nil|true|false|undefined|empty|required|optional|string|str|\*+|x+|"
-                          r"\.\.\.|…|\$.*|%.*|<.*|os\.\w.*|env\b.*|getenv.*|process\.env.*|self\.\w+.*)$")
+_NOT_A_VALUE = re.compile(
+    r"(?i)^(?:none|null|nil|true|false|undefined|empty|required|optional|string|str|\*+|x+|"
+    r"\.\.\.|…|\$.*|%.*|<.*|os\.\w.*|env\b.*|getenv.*|process\.env.*|self\.\w+.*)$"
+)
 # A path after pwd (PWD=/home/ana: the working directory) or a private key (private_key: ~/.ssh/id_ed25519)
 # names a place, not a secret.
 _PATH = re.compile(r"(?i)^(?:~?\.{0,2}/|[a-z]:\\)")
@@ -129,11 +179,22 @@ _CARD = re.compile(
 _CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|3(?:0[0-5]|[68])|35|6(?:011|5|4[4-9]|2))")
 
 # The marker names what the key ends in: refresh_token is a token, aws_secret_access_key an AWS secret.
-_KIND_OF_KEY = (("secret_access_key", "aws-secret-key"), ("password", "password"), ("passwd", "password"),
-                ("passphrase", "password"), ("pwd", "password"), ("private_key", "private-key"),
-                ("privatekey", "private-key"), ("api_key", "api-key"), ("apikey", "api-key"),
-                ("access_key", "access-key"), ("accesskey", "access-key"), ("token", "token"),
-                ("client_secret", "secret"), ("secret", "secret"))
+_KIND_OF_KEY = (
+    ("secret_access_key", "aws-secret-key"),
+    ("password", "password"),
+    ("passwd", "password"),
+    ("passphrase", "password"),
+    ("pwd", "password"),
+    ("private_key", "private-key"),
+    ("privatekey", "private-key"),
+    ("api_key", "api-key"),
+    ("apikey", "api-key"),
+    ("access_key", "access-key"),
+    ("accesskey", "access-key"),
+    ("token", "token"),
+    ("client_secret", "secret"),
+    ("secret", "secret"),
+)
 
 
 def _luhn(digits: str) -> bool:
@@ -173,7 +234,7 @@ def _key_name(match: re.Match[str]) -> tuple[str, int]:
     low = max(0, at - 64)
     while at > low and string[at - 1] in _KEY_NAME_CHARS:
         at -= 1
-    return string[at:match.end("key")], at
+    return string[at : match.end("key")], at
 
 
 def _key_value(match: re.Match[str]) -> str:
@@ -192,7 +253,7 @@ def _key_value(match: re.Match[str]) -> str:
     if not match.group("quote") and "&" in value and key_start and match.string[key_start - 1] in "?&":
         end = start + value.index("&")  # a URL's query: the next parameter is not part of the value
     text = match.group(0)
-    return text[: start - base] + marker(_key_kind(key)) + text[end - base:]
+    return text[: start - base] + marker(_key_kind(key)) + text[end - base :]
 
 
 def _url_password(match: re.Match[str]) -> str:

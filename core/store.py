@@ -33,8 +33,9 @@ class Store:
             db.close()
 
 
-def open_store(url: str | None = None, *, progress: Callable[[int, int, str], None] | None = None,
-               create: bool = True) -> Store:
+def open_store(
+    url: str | None = None, *, progress: Callable[[int, int, str], None] | None = None, create: bool = True
+) -> Store:
     """Open (and create or migrate) the database named by ``url``/``$STRATA_DB``/default.
 
     ``progress``
@@ -121,7 +122,8 @@ def _refuse_other_encoding(url: str) -> None:
     if str(encoding).upper().replace("-", "") != "UTF8":
         raise StoreUnavailableError(
             f"database {display_url(url)} stores text as {encoding}; Strata needs UTF8 "
-            "(CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)")
+            "(CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)"
+        )
 
 
 def _refuse_foreign(url: str) -> None:
@@ -139,7 +141,8 @@ def _refuse_foreign(url: str) -> None:
         shown = ", ".join(clash[:5]) + (", …" if len(clash) > 5 else "")
         raise StoreUnavailableError(
             f"database {display_url(url)} holds tables that are not a Strata store's ({shown}); "
-            "give Strata a database of its own")
+            "give Strata a database of its own"
+        )
 
 
 def unavailable_reason(url: str, exc: BaseException) -> str:
@@ -161,8 +164,10 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
     if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):
         return f"cannot write {where}: it or its directory is read-only ({text})"
     if isinstance(exc, peewee.ImproperlyConfigured) and "psycopg" in lowered:
-        return (f"PostgreSQL needs the psycopg2 driver to open {where}: pip install 'strata-memory[postgres]' "
-                "(from a checkout: pip install -e '.[postgres]')")
+        return (
+            f"PostgreSQL needs the psycopg2 driver to open {where}: pip install 'strata-memory[postgres]' "
+            "(from a checkout: pip install -e '.[postgres]')"
+        )
     if isinstance(exc, OSError):
         return f"cannot open {where}: {text}"
     return f"cannot open database {where}: {text}"
@@ -178,4 +183,5 @@ def _require_tables(url: str) -> None:
     if missing:
         raise StoreUnavailableError(
             f"database {display_url(url)} is damaged: table{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-            "missing; restore it from a backup")
+            "missing; restore it from a backup"
+        )

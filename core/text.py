@@ -13,7 +13,8 @@ WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # A full stop, "!" or "?" ends a sentence only before a space, a line end or a closing quote:
 # "moved to v1.1", "3.50 euros" and "example.com" stay whole. CJK marks end one wherever they stand.
 _SENTENCE_RE = re.compile(
-    r"(?:[^.!?。！？\n]++|[.!?]+(?=[^\s.!?。！？\"”’)\]]))+(?:[.!?。！？]+[\"”’)\]]*|(?=\n)|$)", re.UNICODE)
+    r"(?:[^.!?。！？\n]++|[.!?]+(?=[^\s.!?。！？\"”’)\]]))+(?:[.!?。！？]+[\"”’)\]]*|(?=\n)|$)", re.UNICODE
+)
 # Titles and abbreviations whose full stop ends no sentence: "an appointment with Dr. Visser".
 ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "vs")
 ENDS_IN_TITLE = re.compile(rf"(?<![^\s(\"“])(?:{'|'.join(ABBREVIATIONS)})\.\s*$")
@@ -130,13 +131,19 @@ def sentences(text: str) -> list[str]:
 
 
 # Numbers people write as words ("six-year-old", "turns seven"), by value.
-NUMBER_WORDS = {w: n for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
 NUMBER_WORDS.update({w: 10 * n for n, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
 
-_TIME_ZONE = re.compile(r"\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
-                        r"/[A-Z][A-Za-z_-]+(?:/[A-Z][A-Za-z_-]+)?")
+_TIME_ZONE = re.compile(
+    r"\b(?:Africa|America|Antarctica|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc)"
+    r"/[A-Z][A-Za-z_-]+(?:/[A-Z][A-Za-z_-]+)?"
+)
 
 
 def without_time_zones(text: str) -> str:
@@ -158,6 +165,7 @@ _NON_WORD = re.compile(r"[^\w]+")
 def fingerprint(title: str, summary: str) -> str:
     """Identity of a fact's wording: normalised title and summary (case, width, punctuation
     and spacing folded), hashed. Equal fingerprints are exact duplicates."""
+
     def norm(text: str) -> str:
         folded = unicodedata.normalize("NFKC", text or "").casefold()
         return " ".join(_NON_WORD.sub(" ", folded).split())

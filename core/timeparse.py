@@ -241,8 +241,10 @@ def _nearest_day(month: int, day: int, anchor: datetime) -> date | None:
         distance = abs((candidate - today).days)
         if distance > 183:
             continue
-        if best is None or distance < abs((best - today).days) or (
-            distance == abs((best - today).days) and candidate > best
+        if (
+            best is None
+            or distance < abs((best - today).days)
+            or (distance == abs((best - today).days) and candidate > best)
         ):
             best = candidate
     return best
@@ -258,8 +260,10 @@ def _nearest_day_of_month(day: int, anchor: datetime) -> date | None:
             candidate = date(year, month, day)
         except ValueError:
             continue
-        if best is None or abs((candidate - today).days) < abs((best - today).days) or (
-            abs((candidate - today).days) == abs((best - today).days) and candidate > best
+        if (
+            best is None
+            or abs((candidate - today).days) < abs((best - today).days)
+            or (abs((candidate - today).days) == abs((best - today).days) and candidate > best)
         ):
             best = candidate
     return best
@@ -319,9 +323,26 @@ def _norm(text: str) -> str:
 # ---- shared English vocabulary -------------------------------------------------------------------------------
 
 _NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
 }
 _NUM = (
     r"(?P<n>\d{1,3}|a\s+couple\s+of|a\s+couple|couple\s+of|"
@@ -342,10 +363,30 @@ def _number(text: str) -> int:
 
 
 _MONTH_NAMES = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
-    "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
-    "nov": 11, "dec": 12,
+    "january": 1,
+    "february": 2,
+    "march": 3,
+    "april": 4,
+    "may": 5,
+    "june": 6,
+    "july": 7,
+    "august": 8,
+    "september": 9,
+    "october": 10,
+    "november": 11,
+    "december": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "sept": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
 }
 _MONTH = r"(?P<mon>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")"
 _DAY = r"(?P<d>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
@@ -393,8 +434,9 @@ def _iso_datetime(m: re.Match[str], anchor: datetime) -> _Res | None:
             offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
             zone = timezone(-offset if m["tz"][0] == "-" else offset)
     try:
-        moment = datetime(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"] or 0),
-                          tzinfo=zone)
+        moment = datetime(
+            int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"] or 0), tzinfo=zone
+        )
     except ValueError:
         return None
     return _instant(moment, "unknown", "explicit")
@@ -444,10 +486,20 @@ _RANGE_TO = r"\s*(?:[-–]|to|until|through|till)\s*"
 _LAST_DAY = r"(?P<d2>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?(?![-–:/.]?\d)"
 
 
-@_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _WEEKDAY_LEAD.replace("on\\s+", "")
-       + r"(?P<mon2>" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?\s+" + _LAST_DAY)
+@_rule(
+    _WEEKDAY_LEAD
+    + _MONTH
+    + r"\.?\s+"
+    + _DAY
+    + _RANGE_TO
+    + _WEEKDAY_LEAD.replace("on\\s+", "")
+    + r"(?P<mon2>"
+    + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True))
+    + r")\.?\s+"
+    + _LAST_DAY
+)
 def _month_day_to_month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
-    """"March 19 to March 24", "March 30 - April 2": days across months (the end after the start)."""
+    """ "March 19 to March 24", "March 30 - April 2": days across months (the end after the start)."""
     if _may_is_verb(m) or (m["mon2"].lower() == "may" and not m["mon2"][0].isupper()):
         return None
     month2, last = _MONTH_NAMES[m["mon2"].lower()], int(m["d2"])
@@ -463,7 +515,7 @@ def _month_day_to_month_day(m: re.Match[str], anchor: datetime) -> _Res | None:
 
 @_rule(_WEEKDAY_LEAD + _MONTH + r"\.?\s+" + _DAY + _RANGE_TO + _LAST_DAY)
 def _month_day_range(m: re.Match[str], anchor: datetime) -> _Res | None:
-    """"March 19-24", "March 19 to 24": days of one month (with a year only when it is near)."""
+    """ "March 19-24", "March 19 to 24": days of one month (with a year only when it is near)."""
     last = int(m["d2"])
     if _may_is_verb(m) or last <= int(m["d"]):
         return None
@@ -535,11 +587,7 @@ _YEAR_AFTER = re.compile(
 @_rule(r"(?:(?P<pre>in|during)\s+)?(?<![$€£#.:/\d])(?P<y>(?:19|20)\d\d|2100)(?![%\d]|[/.:]\d)")
 def _year(m: re.Match[str], anchor: datetime) -> _Res | None:
     text, start = m.string, m.start("y")
-    context = (
-        m["pre"]
-        or _YEAR_BEFORE.search(text, max(0, start - 40), start)
-        or _YEAR_AFTER.match(text, m.end())
-    )
+    context = m["pre"] or _YEAR_BEFORE.search(text, max(0, start - 40), start) or _YEAR_AFTER.match(text, m.end())
     return _one_year(int(m["y"]), "unknown", "explicit") if context else None
 
 
@@ -620,7 +668,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?\n])[\s\"'“‘(]*$")
 @_rule(r"(?:right\s+)?now")
 def _now(m: re.Match[str], anchor: datetime) -> _Res | None:
     text = m.string
-    after = text[m.end():m.end() + 20].lower()
+    after = text[m.end() : m.end() + 20].lower()
     if re.match(r"\s+(?:that|on|and\s+(?:then|again))\b", after):
         return None  # "now that ...", "from now on", "every now and then"
     if after.startswith(",") and _SENTENCE_START.search(text, max(0, m.start() - 5), m.start()):
@@ -712,8 +760,10 @@ def _in_few_units(m: re.Match[str], anchor: datetime) -> _Res | None:
 _RELATIVE_STEP = {"last": -1, "past": -1, "this past": -1, "this": 0, "next": 1, "coming": 1, "this coming": 1}
 
 
-@_rule(r"(?:(?P<mod>earlier|later)\s+)?(?P<w>this\s+coming|last|this|next|coming)\s+(?P<u>week|month|year)"
-       r"(?!\s+of\b)")
+@_rule(
+    r"(?:(?P<mod>earlier|later)\s+)?(?P<w>this\s+coming|last|this|next|coming)\s+(?P<u>week|month|year)"
+    r"(?!\s+of\b)"
+)
 def _relative_period(m: re.Match[str], anchor: datetime) -> _Res | None:
     step = _RELATIVE_STEP[_norm(m["w"])]
     tense = "past" if step < 0 else "future" if step > 0 else "unknown"
@@ -828,11 +878,27 @@ def _duration_past(m: re.Match[str], anchor: datetime) -> _Res | None:
 # ---- vague expressions: kept, never resolved ----------------------------------------------------------------------
 
 _VAGUE_TENSE = {
-    "recently": "past", "lately": "present", "soon": "future", "a while ago": "past", "a while back": "past",
-    "some time ago": "past", "sometime ago": "past", "a long time ago": "past", "long ago": "past",
-    "ages ago": "past", "the other day": "past", "just now": "past", "one day": "unknown", "someday": "future",
-    "some day": "future", "these days": "present", "nowadays": "present", "currently": "present",
-    "at the moment": "present", "in the future": "future", "in the past": "past",
+    "recently": "past",
+    "lately": "present",
+    "soon": "future",
+    "a while ago": "past",
+    "a while back": "past",
+    "some time ago": "past",
+    "sometime ago": "past",
+    "a long time ago": "past",
+    "long ago": "past",
+    "ages ago": "past",
+    "the other day": "past",
+    "just now": "past",
+    "one day": "unknown",
+    "someday": "future",
+    "some day": "future",
+    "these days": "present",
+    "nowadays": "present",
+    "currently": "present",
+    "at the moment": "present",
+    "in the future": "future",
+    "in the past": "past",
 }
 
 
@@ -841,16 +907,18 @@ def _vague(m: re.Match[str], anchor: datetime) -> _Res | None:
     phrase = _norm(m[0])
     text = m.string
     if phrase == "soon":
-        if re.search(r"\bas\s+$", text[max(0, m.start() - 4):m.start()], re.IGNORECASE) or re.match(
-            r"\s+after\b", text[m.end():], re.IGNORECASE
+        if re.search(r"\bas\s+$", text[max(0, m.start() - 4) : m.start()], re.IGNORECASE) or re.match(
+            r"\s+after\b", text[m.end() :], re.IGNORECASE
         ):
             return None  # "as soon as", "soon after" (relative to the story, not the message)
     if phrase == "one day":
-        before = text[max(0, m.start() - 12):m.start()]
-        if re.search(r"\b(?:for|in|per|each|every|a|the|that|within|only|just|than|about|over|after|by|took|take"
-                     r"|takes|spent|spend|lasted|last|lasts)\s+$",
-                     before, re.IGNORECASE) or re.match(r"\s+(?:ago|later|before|after|off|trip)\b", text[m.end():],
-                                                        re.IGNORECASE):
+        before = text[max(0, m.start() - 12) : m.start()]
+        if re.search(
+            r"\b(?:for|in|per|each|every|a|the|that|within|only|just|than|about|over|after|by|took|take"
+            r"|takes|spent|spend|lasted|last|lasts)\s+$",
+            before,
+            re.IGNORECASE,
+        ) or re.match(r"\s+(?:ago|later|before|after|off|trip)\b", text[m.end() :], re.IGNORECASE):
             return None
     return _unresolved(_VAGUE_TENSE[phrase])
 
@@ -867,7 +935,20 @@ def _vague_duration_now(m: re.Match[str], anchor: datetime) -> _Res | None:
 
 # ---- Chinese ---------------------------------------------------------------------------------------------------
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _CN_NUM = r"(?:[一二两三四五六七八九]?十[一二三四五六七八九]?|[一二两三四五六七八九])"  # 1..99
 _CN_MONTH = r"(?P<mo>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
 _CN_DAY = r"(?P<d>3[01]|[12]\d|0?[1-9]|三十一?|二十[一二三四五六七八九]?|十[一二三四五六七八九]?|[一二三四五六七八九])"
@@ -920,21 +1001,38 @@ def _cn_month(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _one_month(*_nearest_month(_cn_int(m["mo"]), anchor), "unknown")
 
 
-@_rule(r"(?<![\d" + _CN_NUMERALS + r"月第])" + _CN_DAY + r"\s*号(?![楼线房门位床桌机口车厅馆院店柜窗屋室码球选字台])",
-       chinese=True)
+@_rule(
+    r"(?<![\d" + _CN_NUMERALS + r"月第])" + _CN_DAY + r"\s*号(?![楼线房门位床桌机口车厅馆院店柜窗屋室码球选字台])",
+    chinese=True,
+)
 def _cn_day_of_month(m: re.Match[str], anchor: datetime) -> _Res | None:
     day = _nearest_day_of_month(_cn_int(m["d"]), anchor)
     return _one_day(day, "unknown") if day else None
 
 
 _CN_DAY_WORDS = {
-    "大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "昨晚": -1, "今天": 0, "今日": 0, "今晚": 0, "今早": 0,
-    "明天": 1, "明日": 1, "明晚": 1, "后天": 2, "大后天": 3,
+    "大前天": -3,
+    "前天": -2,
+    "昨天": -1,
+    "昨日": -1,
+    "昨晚": -1,
+    "今天": 0,
+    "今日": 0,
+    "今晚": 0,
+    "今早": 0,
+    "明天": 1,
+    "明日": 1,
+    "明晚": 1,
+    "后天": 2,
+    "大后天": 3,
 }
 
 
-@_rule(r"大前天|大后天|(?<![之然以最随过背先提眼目面跟])(?:前天|后天)(?!性)|"
-       + "|".join(w for w in _CN_DAY_WORDS if len(w) == 2 and w not in ("前天", "后天")), chinese=True)
+@_rule(
+    r"大前天|大后天|(?<![之然以最随过背先提眼目面跟])(?:前天|后天)(?!性)|"
+    + "|".join(w for w in _CN_DAY_WORDS if len(w) == 2 and w not in ("前天", "后天")),
+    chinese=True,
+)
 def _cn_relative_day(m: re.Match[str], anchor: datetime) -> _Res | None:
     step = _CN_DAY_WORDS[m[0]]
     tense = "past" if step < 0 else "future" if step > 0 else "unknown"
@@ -965,11 +1063,21 @@ def _cn_relative_week(m: re.Match[str], anchor: datetime) -> _Res | None:
 
 # 周一 must not be the start of 一起/一直/一点/一下 ("这周一起吃饭" is "this week, together"), and no weekday may
 # be a count ("这周三个人", "下周三天").
-@_rule(r"(?<![\d" + _CN_NUMERALS + r"每个])(?:" + _CN_PREFIX + r")?" + _CN_WEEK
-       + r"(?P<wd>[二三四五六日天]|一(?![起直样切共定般边点]|下(?!午)|会))(?![个天次年遍趟位名种件些])", chinese=True)
+@_rule(
+    r"(?<![\d"
+    + _CN_NUMERALS
+    + r"每个])(?:"
+    + _CN_PREFIX
+    + r")?"
+    + _CN_WEEK
+    + r"(?P<wd>[二三四五六日天]|一(?![起直样切共定般边点]|下(?!午)|会))(?![个天次年遍趟位名种件些])",
+    chinese=True,
+)
 def _cn_weekday(m: re.Match[str], anchor: datetime) -> _Res | None:
-    if not m["p"] and (_CN_WEEKDAY_RANGE_AFTER.match(m.string, m.end())
-                       or _CN_WEEKDAY_RANGE_BEFORE.search(m.string, max(0, m.start() - 6), m.start())):
+    if not m["p"] and (
+        _CN_WEEKDAY_RANGE_AFTER.match(m.string, m.end())
+        or _CN_WEEKDAY_RANGE_BEFORE.search(m.string, max(0, m.start() - 6), m.start())
+    ):
         return None  # "周一到周五上班": a weekly schedule, not particular days
     today = anchor.date()
     step = _CN_PREFIX_STEP[m["p"]] if m["p"] else 0
@@ -1002,8 +1110,11 @@ def _cn_relative_year(m: re.Match[str], anchor: datetime) -> _Res | None:
 _CN_UNITS = {"天": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
 
 
-@_rule(r"(?<![\d" + _CN_NUMERALS + r"])(?P<n>\d{1,2}|" + _CN_NUM + r")\s*个?\s*(?P<u>天|周|星期|礼拜|(?<=个)月|年)"
-       r"\s*(?:以前|之前|前)", chinese=True)
+@_rule(
+    r"(?<![\d" + _CN_NUMERALS + r"])(?P<n>\d{1,2}|" + _CN_NUM + r")\s*个?\s*(?P<u>天|周|星期|礼拜|(?<=个)月|年)"
+    r"\s*(?:以前|之前|前)",
+    chinese=True,
+)
 def _cn_units_ago(m: re.Match[str], anchor: datetime) -> _Res | None:
     count = _cn_int(m["n"])
     if not count or (m["u"] == "天" and "个" in m[0]):
@@ -1011,8 +1122,10 @@ def _cn_units_ago(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _shifted(_CN_UNITS[m["u"]], -count, anchor, "past")
 
 
-@_rule(r"(?<![\d" + _CN_NUMERALS + r"])几\s*个?\s*(?P<u>天|周|星期|礼拜|(?<=个)月|年)\s*(?:以前|之前|前)|前几(?P<u2>天)",
-       chinese=True)
+@_rule(
+    r"(?<![\d" + _CN_NUMERALS + r"])几\s*个?\s*(?P<u>天|周|星期|礼拜|(?<=个)月|年)\s*(?:以前|之前|前)|前几(?P<u2>天)",
+    chinese=True,
+)
 def _cn_few_ago(m: re.Match[str], anchor: datetime) -> _Res | None:
     return _shifted_span(_CN_UNITS[m["u"] or m["u2"]], -2, -5, anchor, "past")
 
@@ -1023,9 +1136,20 @@ def _cn_now(m: re.Match[str], anchor: datetime) -> _Res | None:
 
 
 _CN_VAGUE_TENSE = {
-    "最近": "past", "近来": "present", "这些天": "present", "这几天": "present", "目前": "present", "如今": "present",
-    "刚才": "past", "刚刚": "past", "不久前": "past", "很久以前": "past", "很久之前": "past", "将来": "future",
-    "有一天": "unknown", "某天": "unknown",
+    "最近": "past",
+    "近来": "present",
+    "这些天": "present",
+    "这几天": "present",
+    "目前": "present",
+    "如今": "present",
+    "刚才": "past",
+    "刚刚": "past",
+    "不久前": "past",
+    "很久以前": "past",
+    "很久之前": "past",
+    "将来": "future",
+    "有一天": "unknown",
+    "某天": "unknown",
 }
 
 
@@ -1154,8 +1278,11 @@ def _first_chars(items) -> tuple[frozenset[str] | None, bool]:
     larger than needed, never smaller."""
     import re._constants as c
 
-    categories = {c.CATEGORY_DIGIT: "0123456789", c.CATEGORY_SPACE: " \t\n\r\f\v",
-                  c.CATEGORY_WORD: "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+    categories = {
+        c.CATEGORY_DIGIT: "0123456789",
+        c.CATEGORY_SPACE: " \t\n\r\f\v",
+        c.CATEGORY_WORD: "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    }
     chars: set[str] = set()
     for op, arg in items:
         if op in (c.ASSERT, c.ASSERT_NOT, c.AT):
@@ -1207,7 +1334,7 @@ def _english_bodies() -> Iterator[str]:
             continue
         body = rule.pattern.pattern
         assert body.startswith(_WORD_START), rule.name  # every English rule is built by _english
-        body = re.sub(r"\(\?P<(\w+)>", lambda m: f"(?P<r{order}_{m.group(1)}>", body[len(_WORD_START):])
+        body = re.sub(r"\(\?P<(\w+)>", lambda m: f"(?P<r{order}_{m.group(1)}>", body[len(_WORD_START) :])
         yield re.sub(r"\(\?P=(\w+)\)", lambda m: f"(?P=r{order}_{m.group(1)})", body)
 
 
@@ -1325,15 +1452,17 @@ def _mentions(text: str, anchor: datetime, *, whole_only: bool, offset: int = 0)
         limit = chosen[index + 1].start if index + 1 < len(chosen) else len(text)
         hit = _with_clock_time(text, hit, limit, anchor)
         res = hit.res
-        result.append(TimeMention(
-            original_text=text[hit.start:hit.end],
-            start=res.start,
-            end=res.end,
-            precision=res.precision,
-            basis=res.basis,
-            tense=res.tense,
-            span=(hit.start + offset, hit.end + offset),
-        ))
+        result.append(
+            TimeMention(
+                original_text=text[hit.start : hit.end],
+                start=res.start,
+                end=res.end,
+                precision=res.precision,
+                basis=res.basis,
+                tense=res.tense,
+                span=(hit.start + offset, hit.end + offset),
+            )
+        )
     return result
 
 
@@ -1344,7 +1473,8 @@ _MAYBE_TIME = CaselessPattern(
     r"year\w*|day\w*|since|now|nowadays|recent\w*|late\w*|soon|while|time|moment|current\w*|earlier|"
     r"morning|afternoon|evening|night|noon|midnight|summer|winter|spring|fall|autumn|season|q[1-4]|quarter|"
     r"half|decade|century|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|"
-    r"mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|weekend\w*|fortnight|someday|once)\b")
+    r"mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|weekend\w*|fortnight|someday|once)\b"
+)
 
 
 def might_contain_time(text: str) -> bool:

@@ -26,8 +26,9 @@ def parse_tz(text: str | None) -> tzinfo:
         sign, hours, minutes = match.groups()
         # timezone() raises a bare ValueError past ±24 h; real offsets stay within -12:00..+14:00.
         if int(hours) > 23 or int(minutes) > 59:
-            raise InvalidInputError(f"timezone offset {text!r} is out of range: hours 0-23 and minutes 0-59, "
-                                    "like +02:00 or -05:30")
+            raise InvalidInputError(
+                f"timezone offset {text!r} is out of range: hours 0-23 and minutes 0-59, like +02:00 or -05:30"
+            )
         delta = timedelta(hours=int(hours), minutes=int(minutes))
         return timezone(delta if sign == "+" else -delta)
     try:
@@ -113,7 +114,9 @@ def period_bounds(value: str | None, tz: tzinfo) -> tuple[float, float] | None:
     return start.timestamp(), end.timestamp() - 1e-3
 
 
-def range_bounds(date_from: str | None, date_to: str | None, names: str = "from/to") -> tuple[float | None, float | None]:
+def range_bounds(
+    date_from: str | None, date_to: str | None, names: str = "from/to"
+) -> tuple[float | None, float | None]:
     """(earliest, latest) epoch of a "from … to …" filter in UTC, each end at its own precision
     (None where not given); a date that does not parse is refused under ``names``."""
     start, end = (date_from or "").strip(), (date_to or "").strip()

@@ -8,8 +8,17 @@ file formats and the CLI choices all read these, so one spelling lives in one pl
 from __future__ import annotations
 
 EVENT_TYPES = (
-    "decision", "release", "task_completed", "plan", "change", "cancellation",
-    "incident", "meeting", "collaboration", "migration", "other",
+    "decision",
+    "release",
+    "task_completed",
+    "plan",
+    "change",
+    "cancellation",
+    "incident",
+    "meeting",
+    "collaboration",
+    "migration",
+    "other",
 )
 PRECISIONS = ("instant", "day", "month", "year", "range", "unknown")
 BASES = ("explicit", "relative", "inferred", "unknown")
@@ -29,8 +38,17 @@ EVIDENCE_GRADES = ("weak", "moderate", "strong")
 # Why a candidate was kept out of what a reader (search, default retrieval, the context builder, an
 # agent tool) was handed. One closed set, so traces and the ledger can be counted by reason.
 REASON_CODES = (
-    "not_promoted", "out_of_scope", "privacy_denied", "expired", "stale", "superseded", "revoked",
-    "key_conflict", "irrelevant", "over_budget", "limit",
+    "not_promoted",
+    "out_of_scope",
+    "privacy_denied",
+    "expired",
+    "stale",
+    "superseded",
+    "revoked",
+    "key_conflict",
+    "irrelevant",
+    "over_budget",
+    "limit",
 )
 
 # An event card's standing. ``revoked``: the governed record it came from was withdrawn.

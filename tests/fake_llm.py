@@ -19,8 +19,9 @@ import pytest
 # -- canned chat-completions bodies ---------------------------------------------------
 
 
-def tool_call(args: Any, name: str = "strata_summarize_block", finish: str = "tool_calls",
-              usage: dict | None = None) -> dict:
+def tool_call(
+    args: Any, name: str = "strata_summarize_block", finish: str = "tool_calls", usage: dict | None = None
+) -> dict:
     arguments = args if isinstance(args, str) else json.dumps(args)
     body = {
         "id": "chatcmpl-1",

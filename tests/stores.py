@@ -74,8 +74,10 @@ def _create(template: str = "template0") -> str:
     if template != "template0":
         # CREATE DATABASE … TEMPLATE needs the template to have no other sessions, and a
         # workbench worker thread may have left one open.
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = %s AND pid <> pg_backend_pid()", (template,))
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (template,),
+        )
     _clone(cursor, name, template)
     _created.append(name)
     return _url_of(name)
@@ -84,8 +86,9 @@ def _create(template: str = "template0") -> str:
 def database_encoded_as(encoding: str) -> str:
     """A new, empty PostgreSQL database storing text as ``encoding`` (dropped with the test)."""
     name = _new_name()
-    _admin_cursor().execute(f"CREATE DATABASE \"{name}\" ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' "
-                            "TEMPLATE template0")
+    _admin_cursor().execute(
+        f"CREATE DATABASE \"{name}\" ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+    )
     _created.append(name)
     return _url_of(name)
 
@@ -235,13 +238,14 @@ def copy_of(template: Path | str, target: Path) -> str:
     cloned into a new database (``target`` then only names nothing)."""
     if isinstance(template, str) and template.startswith(("postgresql://", "postgres://")):
         return _create(_name_of(template))
-    source = Path(template[len("sqlite:///"):]) if isinstance(template, str) else template
+    source = Path(template[len("sqlite:///") :]) if isinstance(template, str) else template
     shutil.copy(source, target)
     return f"sqlite:///{target}"
 
 
-def say_and_derive(namespace: str, said: list[tuple[str, str]], *, first_day: str = "2026-01-10",
-                   close_turn: bool = False) -> None:
+def say_and_derive(
+    namespace: str, said: list[tuple[str, str]], *, first_day: str = "2026-01-10", close_turn: bool = False
+) -> None:
     """Store ``said`` ((role, text) pairs: Maya the user, the Assistant) in thread "t", one day apart
     from ``first_day``, close the thread and derive it offline (with no failed job)."""
     from datetime import date, timedelta
@@ -250,10 +254,20 @@ def say_and_derive(namespace: str, said: list[tuple[str, str]], *, first_day: st
     from core.services.derive import run_pending
 
     start = date.fromisoformat(first_day)
-    append_messages(namespace, "t", [
-        {"role": role, "content": text, "speaker": "Maya" if role == "user" else "Assistant",
-         "created_at": f"{start + timedelta(days=i)}T10:00:00+00:00"} for i, (role, text) in enumerate(said)],
-        close_turn=close_turn)
+    append_messages(
+        namespace,
+        "t",
+        [
+            {
+                "role": role,
+                "content": text,
+                "speaker": "Maya" if role == "user" else "Assistant",
+                "created_at": f"{start + timedelta(days=i)}T10:00:00+00:00",
+            }
+            for i, (role, text) in enumerate(said)
+        ],
+        close_turn=close_turn,
+    )
     close_thread(namespace, "t")
     assert run_pending(namespace, provider="offline").failed == 0
 

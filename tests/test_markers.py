@@ -14,8 +14,11 @@ def _test_files():
 
 
 def test_every_file_using_snap_compare_is_marked_snapshot():
-    unmarked = [p.relative_to(tiers.TESTS).as_posix() for p in _test_files()
-                if "snap_compare" in (text := p.read_text(encoding="utf-8")) and "pytest.mark.snapshot" not in text]
+    unmarked = [
+        p.relative_to(tiers.TESTS).as_posix()
+        for p in _test_files()
+        if "snap_compare" in (text := p.read_text(encoding="utf-8")) and "pytest.mark.snapshot" not in text
+    ]
     assert not unmarked, f"add `pytestmark = pytest.mark.snapshot` to {unmarked}"
 
 
@@ -29,8 +32,12 @@ def test_every_file_and_test_the_tiers_name_exists():
                 missing.append(pattern)
             if names == tiers.ALL:
                 continue
-            defined = {node.name for f in matched for node in ast.walk(ast.parse(files[f].read_text(encoding="utf-8")))
-                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            defined = {
+                node.name
+                for f in matched
+                for node in ast.walk(ast.parse(files[f].read_text(encoding="utf-8")))
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
             missing += [f"{pattern}::{name}" for name in sorted(names - defined)]
     assert not missing, f"tests/tiers.py names what is not there (renamed or moved?): {missing}"
 

@@ -24,8 +24,16 @@ from workbench.backend import Backend
 from workbench.config import Config, load_config, save_config
 from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
 from workbench.textual_internals import (
-    ShutdownHook, apply_theme_before_css, built_modes, lay_out, mark_styled, mark_unstyled, mode_is_built,
-    mode_is_known, mount_mode_screen, style_generation,
+    ShutdownHook,
+    apply_theme_before_css,
+    built_modes,
+    lay_out,
+    mark_styled,
+    mark_unstyled,
+    mode_is_built,
+    mode_is_known,
+    mount_mode_screen,
+    style_generation,
 )
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
 from workbench.views import DIALOGS, PREBUILD_ORDER, VIEWS, View, import_path, view_for_item
@@ -55,11 +63,21 @@ class Workbench(ShutdownHook, App):
     ENABLE_COMMAND_PALETTE = True
 
     BINDINGS = [
-        *[Binding(view.key, f"view('{view.id}')", view.title, show=False, id=view.binding_id,
-                  tooltip=f"Show the {view.title} view") for view in VIEWS],
+        *[
+            Binding(
+                view.key,
+                f"view('{view.id}')",
+                view.title,
+                show=False,
+                id=view.binding_id,
+                tooltip=f"Show the {view.title} view",
+            )
+            for view in VIEWS
+        ],
         Binding("question_mark,f1", "help", "Help", id="app.help", tooltip="Every key of this view, with its id"),
-        Binding("n", "pick_namespace", "Namespace", show=False, id="app.namespace",
-                tooltip="Switch to another namespace"),
+        Binding(
+            "n", "pick_namespace", "Namespace", show=False, id="app.namespace", tooltip="Switch to another namespace"
+        ),
         Binding("y,c", "copy", "Copy", id="app.copy", tooltip="Copy the selected item to the clipboard"),
         Binding("ctrl+r,f5", "reload", "Reload", show=False, id="app.reload", tooltip="Reload from the database"),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Leave the workbench"),
@@ -74,8 +92,15 @@ class Workbench(ShutdownHook, App):
     data_version: reactive[int] = reactive(0, init=False)
     """Bumped after a write that changes what other views show (import commit or undo)."""
 
-    def __init__(self, db_url: str | None = None, namespace: str | None = None, *, theme: str | None = None,
-                 config: Config | None = None, prebuild: bool = True) -> None:
+    def __init__(
+        self,
+        db_url: str | None = None,
+        namespace: str | None = None,
+        *,
+        theme: str | None = None,
+        config: Config | None = None,
+        prebuild: bool = True,
+    ) -> None:
         self.config = config if config is not None else load_config()
         self.DEFAULT_MODE = self.config.start_screen
         self.MODES = {view.id: _screen_factory(view) for view in VIEWS}
@@ -170,8 +195,9 @@ class Workbench(ShutdownHook, App):
         elif current not in event.names:
             wanted = [self.requested_namespace, self.config.namespace, "demo", "default"]
             if self.requested_namespace and self.requested_namespace not in event.names and event.names:
-                self.notify(f"namespace {self.requested_namespace!r} does not exist here",
-                            severity="warning", timeout=6)
+                self.notify(
+                    f"namespace {self.requested_namespace!r} does not exist here", severity="warning", timeout=6
+                )
             current = next((n for n in wanted if n in event.names), event.names[0] if event.names else None)
         if current != self.namespace:
             self.namespace = current
@@ -203,8 +229,13 @@ class Workbench(ShutdownHook, App):
         """Build the views not shown yet in the background, one at a time, so that the first
         visit of each is a switch rather than a compose (called once the first view is up)."""
         if self._prebuild is None:
-            self._prebuild = self.run_worker(self._prebuild_views(), group="app:prebuild", exclusive=True,
-                                             exit_on_error=False, description="build views ahead")
+            self._prebuild = self.run_worker(
+                self._prebuild_views(),
+                group="app:prebuild",
+                exclusive=True,
+                exit_on_error=False,
+                description="build views ahead",
+            )
 
     async def _prebuild_views(self) -> None:
         import asyncio

@@ -19,8 +19,12 @@ def workbench_timings(path: Path) -> dict:
     report_progress(0, 1, "workbench")
     timings = measure(f"sqlite:///{path}", namespace=NAMESPACE)
     report_progress(1, 1, "workbench")
-    return {"ui_first_paint_ms": timings["first_paint_ms"], "ui_switch_ms": timings["worst_switch_ms"],
-            "ui_filter_ms": timings["worst_filter_ms"], "ui_switch_detail_ms": timings["switch"]}
+    return {
+        "ui_first_paint_ms": timings["first_paint_ms"],
+        "ui_switch_ms": timings["worst_switch_ms"],
+        "ui_filter_ms": timings["worst_filter_ms"],
+        "ui_switch_detail_ms": timings["switch"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

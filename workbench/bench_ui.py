@@ -27,12 +27,25 @@ TARGET_SWITCH_MS = 200
 NAMESPACE = "bench"
 FIXED = "2026-03-01T12:00:00+00:00"
 
-_WORDS = ("alpha budget launch atlas pipeline review invoice design airflow dagster schema migration passport "
-          "lisbon utrecht kestrel dashboard freeze hotfix retro onboarding vendor contract deadline sprint "
-          "roadmap backlog incident latency cache index replica snapshot quarterly planning offsite").split()
+_WORDS = (
+    "alpha budget launch atlas pipeline review invoice design airflow dagster schema migration passport "
+    "lisbon utrecht kestrel dashboard freeze hotfix retro onboarding vendor contract deadline sprint "
+    "roadmap backlog incident latency cache index replica snapshot quarterly planning offsite"
+).split()
 _PEOPLE = ("Maya", "Priya", "Jonas", "Lena", "Sam", "Ivy", "Tomás", "Anouk", "Ruth", "Finn", "Omar", "Chen")
-_TYPES = ("decision", "release", "task_completed", "plan", "change", "cancellation", "incident", "meeting",
-          "collaboration", "migration", "other")
+_TYPES = (
+    "decision",
+    "release",
+    "task_completed",
+    "plan",
+    "change",
+    "cancellation",
+    "incident",
+    "meeting",
+    "collaboration",
+    "migration",
+    "other",
+)
 _NODE_TYPES = ("person", "project", "organization", "tool", "place")
 
 
@@ -40,13 +53,25 @@ def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(n))
 
 
-def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
-                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, int]:
+def generate_store(
+    url: str, events: int = 100_000, *, seed: int = 7, progress: Callable[[int, int, str], None] | None = None
+) -> dict[str, int]:
     """Create a fresh store at ``url`` holding ``events`` events (and what they hang off)."""
     from core.db import bulk_insert, db, sqlite_path, write_transaction
     from core.models import (
-        Block, Event, EventParticipant, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message,
-        Namespace, RetrievalTrace, Thread,
+        Block,
+        Event,
+        EventParticipant,
+        EventSource,
+        GraphEdge,
+        GraphFact,
+        GraphNode,
+        GraphSource,
+        Job,
+        Message,
+        Namespace,
+        RetrievalTrace,
+        Thread,
     )
     from core.api import open_store
 
@@ -66,14 +91,52 @@ def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
     start = 1_704_067_200.0  # 2024-01-01
     span = 2.5 * 365 * 86400
     with write_transaction():
-        bulk_insert(Namespace, ["id", "name", "revision", "current_turn", "block_count", "block_turn_size",
-                                "block_decay_lambda", "created_at", "updated_at"],
-                    [(1, NAMESPACE, 1, messages // 2, blocks, 10, 0.3, FIXED, FIXED)])
+        bulk_insert(
+            Namespace,
+            [
+                "id",
+                "name",
+                "revision",
+                "current_turn",
+                "block_count",
+                "block_turn_size",
+                "block_decay_lambda",
+                "created_at",
+                "updated_at",
+            ],
+            [(1, NAMESPACE, 1, messages // 2, blocks, 10, 0.3, FIXED, FIXED)],
+        )
         per_thread = blocks // threads
-        bulk_insert(Thread, ["id", "namespace_id", "name", "message_count", "turn_count", "sealed_turns",
-                             "block_count", "ready_count", "created_at", "updated_at"],
-                    [(t + 1, 1, f"thread-{t:02d}", per_thread * per_block, per_thread * 10, per_thread * 10,
-                      per_thread, per_thread, FIXED, FIXED) for t in range(threads)])
+        bulk_insert(
+            Thread,
+            [
+                "id",
+                "namespace_id",
+                "name",
+                "message_count",
+                "turn_count",
+                "sealed_turns",
+                "block_count",
+                "ready_count",
+                "created_at",
+                "updated_at",
+            ],
+            [
+                (
+                    t + 1,
+                    1,
+                    f"thread-{t:02d}",
+                    per_thread * per_block,
+                    per_thread * 10,
+                    per_thread * 10,
+                    per_thread,
+                    per_thread,
+                    FIXED,
+                    FIXED,
+                )
+                for t in range(threads)
+            ],
+        )
         report(0, 6, "blocks")
         rows = []
         for b in range(blocks):
@@ -81,14 +144,62 @@ def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
             local = b // threads
             title = _sentence(rng, 4).capitalize()
             text = _sentence(rng, 60)
-            rows.append((b + 1, 1, thread + 1, b + 1, local * 10 + 1, local * 10 + 10, per_block, FIXED, "ready",
-                         title, json.dumps([rng.choice(_WORDS)]), _sentence(rng, 25), json.dumps([_sentence(rng, 8)]),
-                         1, text, text, 80, 80, 120, local + 1, 3, 3, local + 1))
-        bulk_insert(Block, ["id", "namespace_id", "thread_id", "sequence", "start_turn", "end_turn", "message_count",
-                            "created_at", "status", "l0_title", "l0_tags", "l1_summary", "l2_keypoints",
-                            "should_extract", "l3_text", "l4_text", "tokens_l3", "tokens_l4", "tokens_l5",
-                            "ready_position", "pointer_current_level", "pointer_anchor_level",
-                            "pointer_anchor_position"], rows)
+            rows.append(
+                (
+                    b + 1,
+                    1,
+                    thread + 1,
+                    b + 1,
+                    local * 10 + 1,
+                    local * 10 + 10,
+                    per_block,
+                    FIXED,
+                    "ready",
+                    title,
+                    json.dumps([rng.choice(_WORDS)]),
+                    _sentence(rng, 25),
+                    json.dumps([_sentence(rng, 8)]),
+                    1,
+                    text,
+                    text,
+                    80,
+                    80,
+                    120,
+                    local + 1,
+                    3,
+                    3,
+                    local + 1,
+                )
+            )
+        bulk_insert(
+            Block,
+            [
+                "id",
+                "namespace_id",
+                "thread_id",
+                "sequence",
+                "start_turn",
+                "end_turn",
+                "message_count",
+                "created_at",
+                "status",
+                "l0_title",
+                "l0_tags",
+                "l1_summary",
+                "l2_keypoints",
+                "should_extract",
+                "l3_text",
+                "l4_text",
+                "tokens_l3",
+                "tokens_l4",
+                "tokens_l5",
+                "ready_position",
+                "pointer_current_level",
+                "pointer_anchor_level",
+                "pointer_anchor_position",
+            ],
+            rows,
+        )
         report(1, 6, "messages")
         rows = []
         for m in range(messages):
@@ -97,11 +208,40 @@ def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
             position = (b // threads) * per_block + m % per_block
             ts = start + span * m / messages
             role = "user" if m % 2 == 0 else "assistant"
-            rows.append((m + 1, 1, thread + 1, b + 1, position, position // 2 + 1, m // 2 + 1, role,
-                         rng.choice(_PEOPLE) if role == "user" else "Assistant", _sentence(rng, 25),
-                         time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(ts)), ts))
-        bulk_insert(Message, ["id", "namespace_id", "thread_id", "block_id", "position", "turn", "ns_turn", "role",
-                              "speaker", "content", "created_at", "created_ts"], rows)
+            rows.append(
+                (
+                    m + 1,
+                    1,
+                    thread + 1,
+                    b + 1,
+                    position,
+                    position // 2 + 1,
+                    m // 2 + 1,
+                    role,
+                    rng.choice(_PEOPLE) if role == "user" else "Assistant",
+                    _sentence(rng, 25),
+                    time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(ts)),
+                    ts,
+                )
+            )
+        bulk_insert(
+            Message,
+            [
+                "id",
+                "namespace_id",
+                "thread_id",
+                "block_id",
+                "position",
+                "turn",
+                "ns_turn",
+                "role",
+                "speaker",
+                "content",
+                "created_at",
+                "created_ts",
+            ],
+            rows,
+        )
         report(2, 6, "events")
         rows, sources, participants = [], [], []
         for e in range(events):
@@ -114,58 +254,238 @@ def generate_store(url: str, events: int = 100_000, *, seed: int = 7,
             happened_ts = time.mktime(time.strptime(day, "%Y-%m-%d")) - time.timezone if dated else None
             who = rng.sample(_PEOPLE, 2)
             status = "superseded" if e % 17 == 0 else "active"
-            rows.append((e + 1, 1, b + 1, b % threads + 1, _sentence(rng, 7).capitalize(), _sentence(rng, 18),
-                         "[]", "[]", json.dumps(who), "[]", rng.choice(_TYPES), "project", "routine", status,
-                         mentioned, ts, day if dated else None, day if dated else None, happened_ts,
-                         happened_ts + 86399 if dated else None, "day" if dated else "unknown",
-                         "explicit" if dated else "unknown", "occurred" if dated else "unknown", m // 2 + 1, 1,
-                         m // 2 + 1, 0, 0.0, 0.1 if status == "superseded" else None, "extraction", FIXED, FIXED))
+            rows.append(
+                (
+                    e + 1,
+                    1,
+                    b + 1,
+                    b % threads + 1,
+                    _sentence(rng, 7).capitalize(),
+                    _sentence(rng, 18),
+                    "[]",
+                    "[]",
+                    json.dumps(who),
+                    "[]",
+                    rng.choice(_TYPES),
+                    "project",
+                    "routine",
+                    status,
+                    mentioned,
+                    ts,
+                    day if dated else None,
+                    day if dated else None,
+                    happened_ts,
+                    happened_ts + 86399 if dated else None,
+                    "day" if dated else "unknown",
+                    "explicit" if dated else "unknown",
+                    "occurred" if dated else "unknown",
+                    m // 2 + 1,
+                    1,
+                    m // 2 + 1,
+                    0,
+                    0.0,
+                    0.1 if status == "superseded" else None,
+                    "extraction",
+                    FIXED,
+                    FIXED,
+                )
+            )
             sources.append((e + 1, m + 1, 0))
             participants.extend((e + 1, name, name.lower()) for name in who)
-        bulk_insert(Event, ["id", "namespace_id", "block_id", "thread_id", "title", "summary", "tags", "quotes",
-                            "participants", "participant_node_ids", "event_type", "scope", "criticality", "status",
-                            "mentioned_at", "mentioned_ts", "happened_start", "happened_end", "happened_start_ts",
-                            "happened_end_ts", "precision", "basis", "time_status", "formed_turn", "mention_count",
-                            "last_adopted_turn", "pinned", "floor_weight", "forced_cap", "origin", "created_at",
-                            "updated_at"], rows)
+        bulk_insert(
+            Event,
+            [
+                "id",
+                "namespace_id",
+                "block_id",
+                "thread_id",
+                "title",
+                "summary",
+                "tags",
+                "quotes",
+                "participants",
+                "participant_node_ids",
+                "event_type",
+                "scope",
+                "criticality",
+                "status",
+                "mentioned_at",
+                "mentioned_ts",
+                "happened_start",
+                "happened_end",
+                "happened_start_ts",
+                "happened_end_ts",
+                "precision",
+                "basis",
+                "time_status",
+                "formed_turn",
+                "mention_count",
+                "last_adopted_turn",
+                "pinned",
+                "floor_weight",
+                "forced_cap",
+                "origin",
+                "created_at",
+                "updated_at",
+            ],
+            rows,
+        )
         bulk_insert(EventSource, ["event_id", "message_id", "position"], sources)
         bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], participants)
         report(3, 6, "graph")
         nodes = max(50, events // 50)
-        bulk_insert(GraphNode, ["id", "namespace_id", "name", "name_norm", "type", "aliases", "tags", "provenance",
-                                "status", "confidence", "created_at", "updated_at"],
-                    [(n + 1, 1, f"{rng.choice(_WORDS).capitalize()} {n}", f"{rng.choice(_WORDS)} {n}",
-                      _NODE_TYPES[n % len(_NODE_TYPES)], "[]", "[]", "{}", "active", 0.8, FIXED, FIXED)
-                     for n in range(nodes)])
-        facts = [(f + 1, f % nodes + 1, f"attr_{f % 7}", json.dumps(_sentence(rng, 3)),
-                  "active" if f % 5 else "superseded", 0.8, FIXED, FIXED) for f in range(nodes * 2)]
-        bulk_insert(GraphFact, ["id", "node_id", "key", "value", "status", "confidence", "created_at", "updated_at"],
-                    facts)
-        edges = [(g + 1, 1, g % nodes + 1, (g * 7 + 3) % nodes + 1, rng.choice(("knows", "works_on", "uses")),
-                  "active", 0.8, FIXED, FIXED) for g in range(int(nodes * 1.5))]
-        bulk_insert(GraphEdge, ["id", "namespace_id", "from_node_id", "to_node_id", "relation", "status",
-                                "confidence", "created_at", "updated_at"], edges)
+        bulk_insert(
+            GraphNode,
+            [
+                "id",
+                "namespace_id",
+                "name",
+                "name_norm",
+                "type",
+                "aliases",
+                "tags",
+                "provenance",
+                "status",
+                "confidence",
+                "created_at",
+                "updated_at",
+            ],
+            [
+                (
+                    n + 1,
+                    1,
+                    f"{rng.choice(_WORDS).capitalize()} {n}",
+                    f"{rng.choice(_WORDS)} {n}",
+                    _NODE_TYPES[n % len(_NODE_TYPES)],
+                    "[]",
+                    "[]",
+                    "{}",
+                    "active",
+                    0.8,
+                    FIXED,
+                    FIXED,
+                )
+                for n in range(nodes)
+            ],
+        )
+        facts = [
+            (
+                f + 1,
+                f % nodes + 1,
+                f"attr_{f % 7}",
+                json.dumps(_sentence(rng, 3)),
+                "active" if f % 5 else "superseded",
+                0.8,
+                FIXED,
+                FIXED,
+            )
+            for f in range(nodes * 2)
+        ]
+        bulk_insert(
+            GraphFact, ["id", "node_id", "key", "value", "status", "confidence", "created_at", "updated_at"], facts
+        )
+        edges = [
+            (
+                g + 1,
+                1,
+                g % nodes + 1,
+                (g * 7 + 3) % nodes + 1,
+                rng.choice(("knows", "works_on", "uses")),
+                "active",
+                0.8,
+                FIXED,
+                FIXED,
+            )
+            for g in range(int(nodes * 1.5))
+        ]
+        bulk_insert(
+            GraphEdge,
+            [
+                "id",
+                "namespace_id",
+                "from_node_id",
+                "to_node_id",
+                "relation",
+                "status",
+                "confidence",
+                "created_at",
+                "updated_at",
+            ],
+            edges,
+        )
         cites = [("node", n + 1, (n * 37) % events + 1) for n in range(nodes)]
         cites += [("fact", f[0], (f[0] * 53) % events + 1) for f in facts]
         cites += [("edge", g[0], (g[0] * 71) % events + 1) for g in edges]
         bulk_insert(GraphSource, ["kind", "record_id", "event_id"], cites, ignore_conflicts=True)
         report(4, 6, "traces and jobs")
         traces = max(10, events // 50)
-        bulk_insert(RetrievalTrace, ["namespace_id", "kind", "channel", "query", "candidates", "selected",
-                                     "elapsed_ms", "created_at"],
-                    [(1, "search", rng.choice(("events", "graph", "raw")), _sentence(rng, 4),
-                      json.dumps([{"components": {"bm25": 1.0}, "ref": f"event:{(t * 13 + k) % events + 1}",
-                                   "score": 1.0 - k / 10} for k in range(8)], separators=(",", ":"), sort_keys=True),
-                      "[]", 3.0, FIXED) for t in range(traces)])
-        bulk_insert(Job, ["namespace_id", "kind", "block_id", "status", "attempts", "priority", "last_error",
-                          "created_at", "updated_at"],
-                    [(1, "extraction", j % blocks + 1, "failed" if j % 4 == 0 else "succeeded", 3 if j % 4 == 0 else 1,
-                      0, "provider timeout" if j % 4 == 0 else None, FIXED, FIXED) for j in range(400)])
+        bulk_insert(
+            RetrievalTrace,
+            ["namespace_id", "kind", "channel", "query", "candidates", "selected", "elapsed_ms", "created_at"],
+            [
+                (
+                    1,
+                    "search",
+                    rng.choice(("events", "graph", "raw")),
+                    _sentence(rng, 4),
+                    json.dumps(
+                        [
+                            {
+                                "components": {"bm25": 1.0},
+                                "ref": f"event:{(t * 13 + k) % events + 1}",
+                                "score": 1.0 - k / 10,
+                            }
+                            for k in range(8)
+                        ],
+                        separators=(",", ":"),
+                        sort_keys=True,
+                    ),
+                    "[]",
+                    3.0,
+                    FIXED,
+                )
+                for t in range(traces)
+            ],
+        )
+        bulk_insert(
+            Job,
+            [
+                "namespace_id",
+                "kind",
+                "block_id",
+                "status",
+                "attempts",
+                "priority",
+                "last_error",
+                "created_at",
+                "updated_at",
+            ],
+            [
+                (
+                    1,
+                    "extraction",
+                    j % blocks + 1,
+                    "failed" if j % 4 == 0 else "succeeded",
+                    3 if j % 4 == 0 else 1,
+                    0,
+                    "provider timeout" if j % 4 == 0 else None,
+                    FIXED,
+                    FIXED,
+                )
+                for j in range(400)
+            ],
+        )
     db.execute_sql("ANALYZE")
     db.close()
     report(6, 6, "done")
-    return {"events": events, "messages": messages, "blocks": blocks, "threads": threads, "nodes": nodes,
-            "traces": traces}
+    return {
+        "events": events,
+        "messages": messages,
+        "blocks": blocks,
+        "threads": threads,
+        "nodes": nodes,
+        "traces": traces,
+    }
 
 
 async def _wait_mark(app, name: str, since: float, timeout: float = 60.0) -> float:
@@ -230,6 +550,7 @@ async def _measure(url: str, namespace: str, size: tuple[int, int], prebuild: bo
                 field = app.screen.query_one(selector, Input)
                 field.value = value
                 field.post_message(Input.Submitted(field, value))
+
             return change
 
         def choose(selector: str, value: Any) -> Callable[[], None]:
@@ -243,8 +564,7 @@ async def _measure(url: str, namespace: str, size: tuple[int, int], prebuild: bo
         # A lane reuses the day counts of the filter (one grouped query per filter, cached)...
         await timed("timeline histogram (lane)", "timeline", "timeline:histogram", choose("#f-lane", "dated"))
         # ... a filter seen for the first time runs it after its list.
-        await timed("timeline histogram (new filter)", "timeline", "timeline:histogram",
-                    choose("#f-status", "active"))
+        await timed("timeline histogram (new filter)", "timeline", "timeline:histogram", choose("#f-status", "active"))
         await timed("timeline clear", "timeline", "timeline:list", lambda: app.screen.action_clear_filters())
         await timed("graph search", "graph", "graph:list", submit("#g-search", "atlas"))
         await timed("graph type", "graph", "graph:list", choose("#g-type", "tool"))
@@ -256,8 +576,9 @@ async def _measure(url: str, namespace: str, size: tuple[int, int], prebuild: bo
     return out
 
 
-def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 36), *,
-            prebuild: bool = True) -> dict[str, Any]:
+def measure(
+    url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 36), *, prebuild: bool = True
+) -> dict[str, Any]:
     """Drive the workbench headlessly on ``url`` and return the timings (ms)."""
     timings = asyncio.run(_measure(url, namespace, size, prebuild))
     worst_switch = max(v for entry in timings["switch"].values() for k, v in entry.items())
@@ -265,9 +586,11 @@ def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 
     timings["worst_switch_ms"] = worst_switch
     timings["worst_filter_ms"] = worst_filter
     timings["targets"] = {
-        "first_paint_ms": TARGET_FIRST_PAINT_MS, "switch_and_filter_ms": TARGET_SWITCH_MS,
+        "first_paint_ms": TARGET_FIRST_PAINT_MS,
+        "switch_and_filter_ms": TARGET_SWITCH_MS,
         "first_paint_met": timings["first_paint_ms"] < TARGET_FIRST_PAINT_MS,
-        "switch_met": worst_switch < TARGET_SWITCH_MS, "filter_met": worst_filter < TARGET_SWITCH_MS,
+        "switch_met": worst_switch < TARGET_SWITCH_MS,
+        "filter_met": worst_filter < TARGET_SWITCH_MS,
     }
     try:
         load = os.getloadavg()
@@ -277,8 +600,15 @@ def measure(url: str, namespace: str = NAMESPACE, size: tuple[int, int] = (120, 
     return timings
 
 
-def run(url: str | None, events: int, *, reuse: bool = False, seed: int = 7, prebuild: bool = True,
-        progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+def run(
+    url: str | None,
+    events: int,
+    *,
+    reuse: bool = False,
+    seed: int = 7,
+    prebuild: bool = True,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, Any]:
     """Generate (or reuse) the store, then measure. Returns the JSON report."""
     import tempfile
 
@@ -296,8 +626,10 @@ def run(url: str | None, events: int, *, reuse: bool = False, seed: int = 7, pre
         elif holder is None and path is not None and path.exists():
             from core.errors import InvalidInputError
 
-            raise InvalidInputError(f"{path} exists: pass --reuse to measure it as it is, or remove it first "
-                                    "(the benchmark writes a fresh store)")
+            raise InvalidInputError(
+                f"{path} exists: pass --reuse to measure it as it is, or remove it first "
+                "(the benchmark writes a fresh store)"
+            )
         else:
             counts = generate_store(url, events, seed=seed, progress=progress)
         generate_s = round(time.perf_counter() - t, 2)

@@ -23,13 +23,19 @@ class StrataCommands(Provider):
         screen = self.screen
         commands: list[tuple[str, str, Callable[[], Any]]] = []
         for view in VIEWS:
-            commands.append((f"view: {view.title}", f"Show the {view.title} view (key {view.key})",
-                             partial(app.switch_mode, view.id)))
+            commands.append(
+                (
+                    f"view: {view.title}",
+                    f"Show the {view.title} view (key {view.key})",
+                    partial(app.switch_mode, view.id),
+                )
+            )
         current = getattr(app, "namespace", None)
         for name in getattr(app, "namespaces", ()):
             if name != current:
-                commands.append((f"namespace: {name}", f"Show the memory of namespace {name}",
-                                 partial(app.set_namespace, name)))
+                commands.append(
+                    (f"namespace: {name}", f"Show the memory of namespace {name}", partial(app.set_namespace, name))
+                )
         commands.append(("app: Reload", "Read everything again from the database", app.action_reload))
         commands.append(("copy: Selected item", "Copy the selected item to the clipboard", app.action_copy))
         palette = getattr(screen, "palette_commands", None)

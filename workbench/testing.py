@@ -23,8 +23,10 @@ async def settle(pilot, rounds: int = 20) -> None:
             return True
         # A finished worker's message may still be queued (a loaded machine): a view
         # shows a loading indicator until its handler has run.
-        if any(widget.loading or getattr(widget, "pending", False) or widget.has_class("-busy")
-               for widget in app.screen.query(".loadable")):
+        if any(
+            widget.loading or getattr(widget, "pending", False) or widget.has_class("-busy")
+            for widget in app.screen.query(".loadable")
+        ):
             return True
         # A DataTable sizes its columns for new rows when it is next idle.
         return any(table_layout_pending(table) for table in app.screen.query(DataTable))
@@ -47,22 +49,29 @@ def screen_text(app) -> str:
     from workbench.textual_internals import render_current_screen
 
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
-                      legacy_windows=False)
+    console = Console(
+        width=width, height=height, file=io.StringIO(), force_terminal=True, record=True, legacy_windows=False
+    )
     console.print(render_current_screen(app))
     return console.export_text()
 
 
 # Facts pasted into the imports view of the demo: one new, one already known, one a person must
 # decide (Maya prefers the aisle seat).
-DEMO_PASTE = ("- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
-              "- Maya prefers window seats on flights.\n")
+DEMO_PASTE = (
+    "- Maya adopted a grey cat named Miso in March 2026.\n- The Atlas launch moved to Tuesday, March 17.\n"
+    "- Maya prefers window seats on flights.\n"
+)
 
 # The keys that bring a view of the demo into a telling state for the docs, after the key that
 # shows it (the graph shot selects Maya Brennan, whose facts have a history); "!preview" pastes a
 # list of facts to import (and the imports shot goes to the item waiting for a decision).
-SCREENSHOT_KEYS = {"graph": ["j"] * 16, "traces": ["j", "j", "j"], "imports": ["!preview", "right_square_bracket"],
-                   "search": [*"passport", "enter"]}
+SCREENSHOT_KEYS = {
+    "graph": ["j"] * 16,
+    "traces": ["j", "j", "j"],
+    "imports": ["!preview", "right_square_bracket"],
+    "search": [*"passport", "enter"],
+}
 
 
 def keys_to_show(view_id: str) -> list[str]:

@@ -45,14 +45,32 @@ TEXTUAL_VERSION = "8.2.8"
 """The Textual version every function here was read against."""
 
 RELIED_ON: dict[str, tuple[str, ...]] = {
-    "textual.app:App": ("_screen_stacks", "_modes", "_get_screen", "_load_screen_css", "_css_update_count",
-                        "_refresh_truecolor_filter", "_background_screens", "_shutdown", "_init_mode",
-                        "_watch_theme"),
+    "textual.app:App": (
+        "_screen_stacks",
+        "_modes",
+        "_get_screen",
+        "_load_screen_css",
+        "_css_update_count",
+        "_refresh_truecolor_filter",
+        "_background_screens",
+        "_shutdown",
+        "_init_mode",
+        "_watch_theme",
+    ),
     "textual.screen:Screen": ("_css_update_count", "_refresh_layout", "_compositor", "_on_screen_resume"),
-    "textual.widgets:DataTable": ("_render_cell", "_row_locations", "_column_locations", "_get_row_renderables",
-                                  "_cell_render_cache", "_get_styles_to_render_cell", "_show_hover_cursor",
-                                  "_update_count", "_pseudo_class_state", "_require_update_dimensions",
-                                  "_updated_cells"),
+    "textual.widgets:DataTable": (
+        "_render_cell",
+        "_row_locations",
+        "_column_locations",
+        "_get_row_renderables",
+        "_cell_render_cache",
+        "_get_styles_to_render_cell",
+        "_show_hover_cursor",
+        "_update_count",
+        "_pseudo_class_state",
+        "_require_update_dimensions",
+        "_updated_cells",
+    ),
     "textual.widgets:Footer": ("_bindings_ready",),
     "textual.widgets:Input": ("_suggestion",),
 }
@@ -157,23 +175,52 @@ class PlainTextCells:
     styling, line rendering) makes of it, at a fraction of the cost (a table's cells are
     most of a filter's frame). Any other cell goes through DataTable."""
 
-    def _render_cell(self: Any, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False):
+    def _render_cell(
+        self: Any,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ):
         if row_index < 0 or column_index < 0 or row_index < self.fixed_rows or column_index < self.fixed_columns:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         row = self.rows.get(row_key)
         cell = self._get_row_renderables(row_index)[1][column_index] if row is not None else None
-        if row is None or row.height != 1 or not isinstance(cell, Text) or cell.spans or cell.style \
-                or "\n" in cell.plain:
+        if (
+            row is None
+            or row.height != 1
+            or not isinstance(cell, Text)
+            or cell.spans
+            or cell.style
+            or "\n" in cell.plain
+        ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (row_key, self._column_locations.get_key(column_index), base_style, cursor, hover,
-               self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        key = (
+            row_key,
+            self._column_locations.get_key(column_index),
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
         lines = self._cell_render_cache.get(key)
         if lines is None:
             component_style, post_style = self._get_styles_to_render_cell(
-                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+                False,
+                False,
+                False,
+                hover,
+                cursor,
+                self.show_cursor,
+                self._show_hover_cursor,
+                self.cursor_foreground_priority == "css",
+                self.cursor_background_priority == "css",
+            )
             style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
             pad = self.cell_padding
             inner = max(0, width - 2 * pad)

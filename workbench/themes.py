@@ -16,8 +16,19 @@ from pathlib import Path
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-BASE_COLOURS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel", "boost",
-                "success", "warning", "error")
+BASE_COLOURS = (
+    "primary",
+    "secondary",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+    "success",
+    "warning",
+    "error",
+)
 FALLBACK_THEME = "strata-dark"
 
 # Tokens the workbench TCSS uses beyond Textual's own. A theme may set them under

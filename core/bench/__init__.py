@@ -10,7 +10,10 @@ def git_commit() -> str | None:
     """The commit of the working tree the benchmark runs from, when it is a git checkout."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
             cwd=Path(__file__).resolve().parents[2],
         )
     except (OSError, subprocess.TimeoutExpired):

@@ -34,8 +34,14 @@ def _cited(namespace_id: int) -> tuple[set[str], set[str]]:
     return cited, resolved
 
 
-def run_coverage(data: str | Path, split: str = "dev", *, db_url: str | None = None, provider: str = "offline",
-                 progress: ProgressFn | None = None) -> dict:
+def run_coverage(
+    data: str | Path,
+    split: str = "dev",
+    *,
+    db_url: str | None = None,
+    provider: str = "offline",
+    progress: ProgressFn | None = None,
+) -> dict:
     from core.ingest import IngestReport, parse, write_units
     from core.services.derive import run_pending
     from core.api import open_store

@@ -109,8 +109,7 @@ def run_floor(n: int, workdir: Path, *, seed: int = 7, progress: ProgressFn = re
             recorder = RecordingProvider(tape)
             ruled = build(n, paths[0], seed=seed, provider=recorder, progress=step("with rules"))
         with tape_path.open("rb") as tape:
-            replayed = build(n, paths[1], seed=seed, provider=ReplayingProvider(tape),
-                             progress=step("rules replayed"))
+            replayed = build(n, paths[1], seed=seed, provider=ReplayingProvider(tape), progress=step("rules replayed"))
     finally:
         tape_path.unlink(missing_ok=True)
     differing = [k for k in _COUNTS if ruled[k] != replayed[k]]

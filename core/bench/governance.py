@@ -47,12 +47,27 @@ WRITES = [
     ("tool-error", "The NS API says Maya's train pass expired in 2019.", {"source": "tool"}, "reject", False),
     ("revoked", "Maya's partner Tomás is allergic to peanuts.", {"source": "agent"}, "revoke", False),
     ("secret", "Maya's loyalty account PIN is 4471.", {"source": "user", "privacy": "secret"}, "approve", False),
-    ("expired", "The spring train discount code is TULIP25.", {"source": "tool", "expires": EXPIRED_ON},
-     "approve", False),
-    ("conflict-a", "Maya's home station is Utrecht Centraal.", {"source": "agent", "key": "maya.home_station"},
-     "approve", False),
-    ("conflict-b", "Maya's home station is Amsterdam Zuid.", {"source": "agent", "key": "maya.home_station"},
-     "approve", False),
+    (
+        "expired",
+        "The spring train discount code is TULIP25.",
+        {"source": "tool", "expires": EXPIRED_ON},
+        "approve",
+        False,
+    ),
+    (
+        "conflict-a",
+        "Maya's home station is Utrecht Centraal.",
+        {"source": "agent", "key": "maya.home_station"},
+        "approve",
+        False,
+    ),
+    (
+        "conflict-b",
+        "Maya's home station is Amsterdam Zuid.",
+        {"source": "agent", "key": "maya.home_station"},
+        "approve",
+        False,
+    ),
     ("unreviewed", "Maya probably likes window seats on trains.", {"source": "agent"}, "none", False),
 ]
 
@@ -99,9 +114,15 @@ class GovernanceReport:
         return not self.failures
 
     def as_dict(self) -> dict[str, Any]:
-        return {"benchmark": "governance", "expired_on": EXPIRED_ON, "tight_budget": TIGHT_BUDGET,
-                "conditions": {k: v.as_dict() for k, v in self.conditions.items()},
-                "c1_matches_c0": self.c1_matches_c0, "failures": self.failures, "passed": self.passed}
+        return {
+            "benchmark": "governance",
+            "expired_on": EXPIRED_ON,
+            "tight_budget": TIGHT_BUDGET,
+            "conditions": {k: v.as_dict() for k, v in self.conditions.items()},
+            "c1_matches_c0": self.c1_matches_c0,
+            "failures": self.failures,
+            "passed": self.passed,
+        }
 
 
 def _build(condition: str, path: Path) -> tuple[dict[str, int], int]:
@@ -115,8 +136,14 @@ def _build(condition: str, path: Path) -> tuple[dict[str, int], int]:
     open_store(f"sqlite:///{path}")
     configure_namespace(NAMESPACE, block_turn_size=2)  # the conversation is sealed and derived
     for i, (user, assistant) in enumerate(CONVERSATION):
-        append_turn(NAMESPACE, "planning", user, assistant, receipt_id=f"turn-{i}",
-                    created_at=f"2026-03-0{i + 1}T09:00:00+00:00")
+        append_turn(
+            NAMESPACE,
+            "planning",
+            user,
+            assistant,
+            receipt_id=f"turn-{i}",
+            created_at=f"2026-03-0{i + 1}T09:00:00+00:00",
+        )
     ids: dict[str, int] = {}
     approvals = 0
     if condition != "C0":
@@ -143,8 +170,10 @@ def _ask(question: str, condition: str, session: int) -> tuple[list[str], str, i
     from core.services.context import auto_context
 
     tools = MemoryTools(NAMESPACE, session=f"bench-{session}", budget=None)
-    outputs = [tools.call_safe("search_events", {"query": question}),
-               tools.call_safe("search_raw", {"query": question})]
+    outputs = [
+        tools.call_safe("search_events", {"query": question}),
+        tools.call_safe("search_raw", {"query": question}),
+    ]
     ctx = auto_context(NAMESPACE, question, token_budget=TIGHT_BUDGET if condition == "C3" else 900)
     refs = [r for out in outputs for r in out.get("evidence_refs", [])] + [f"event:{i}" for i in ctx.event_ids]
     return refs, json.dumps(outputs, ensure_ascii=False) + "\n" + ctx.text, ctx.tokens
@@ -160,8 +189,9 @@ def _record_of(refs: list[str]) -> set[int]:
     if events:
         found |= {i for (i,) in MemoryRecord.select(MemoryRecord.id).where(MemoryRecord.event_id.in_(events)).tuples()}
     if messages:
-        found |= {i for (i,) in MemoryRecord.select(MemoryRecord.id)
-                  .where(MemoryRecord.message_id.in_(messages)).tuples()}
+        found |= {
+            i for (i,) in MemoryRecord.select(MemoryRecord.id).where(MemoryRecord.message_id.in_(messages)).tuples()
+        }
     return found
 
 
@@ -192,8 +222,9 @@ def run_condition(condition: str, workdir: Path) -> ConditionResult:
     return result
 
 
-def run_governance_bench(progress: Callable[[int, int, str], None] | None = None,
-                         workdir: str | Path | None = None) -> GovernanceReport:
+def run_governance_bench(
+    progress: Callable[[int, int, str], None] | None = None, workdir: str | Path | None = None
+) -> GovernanceReport:
     from core.db import db
 
     own = tempfile.TemporaryDirectory(prefix="strata-governance-") if workdir is None else None
@@ -212,8 +243,10 @@ def run_governance_bench(progress: Callable[[int, int, str], None] | None = None
         if own:
             own.cleanup()
     # Refs carry store ids, equal in C0 and C1 only if quarantine wrote nothing a reader can reach.
-    same = results["C0"].retrieved == results["C1"].retrieved and \
-        results["C0"].tokens_injected == results["C1"].tokens_injected
+    same = (
+        results["C0"].retrieved == results["C1"].retrieved
+        and results["C0"].tokens_injected == results["C1"].tokens_injected
+    )
     failures = []
     if not same:
         failures.append("C1 retrieves differently from C0: capture into quarantine changed what an agent reads")
@@ -228,5 +261,12 @@ def run_governance_bench(progress: Callable[[int, int, str], None] | None = None
     return GovernanceReport(conditions=results, c1_matches_c0=same, failures=failures)
 
 
-__all__ = ["CONDITIONS", "ConditionResult", "GovernanceReport", "TASKS", "WRITES", "run_condition",
-           "run_governance_bench"]
+__all__ = [
+    "CONDITIONS",
+    "ConditionResult",
+    "GovernanceReport",
+    "TASKS",
+    "WRITES",
+    "run_condition",
+    "run_governance_bench",
+]

@@ -18,8 +18,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.bench import git_commit
-from core.bench.import_labels import (DEMO, LABEL_DIR, SPLITS, Decision, Item, conversations, export_document,
-                                      load, score)
+from core.bench.import_labels import (
+    DEMO,
+    LABEL_DIR,
+    SPLITS,
+    Decision,
+    Item,
+    conversations,
+    export_document,
+    load,
+    score,
+)
 from core.errors import InvalidInputError
 
 ProgressFn = Callable[[int, int, str], None]
@@ -29,8 +38,9 @@ def _check_data(data: str | Path | None, locomo: list[str]) -> None:
     if not locomo:
         return
     if data is None:
-        raise InvalidInputError(f"--data: the labels name LoCoMo conversations ({', '.join(locomo)}); "
-                                "give the path to locomo10.json")
+        raise InvalidInputError(
+            f"--data: the labels name LoCoMo conversations ({', '.join(locomo)}); give the path to locomo10.json"
+        )
     if not Path(data).is_file():
         raise InvalidInputError(f"--data {data}: no such file")
 
@@ -70,11 +80,13 @@ def event_citations(namespace: str) -> dict[int, set[str]]:
     from core.models import Event, EventSource, Message
     from core.services.spaces import get_namespace
 
-    rows = (EventSource.select(EventSource.event, Message.external_id)
-            .join(Message, on=(EventSource.message == Message.id))
-            .join(Event, on=(EventSource.event == Event.id))
-            .where(Event.namespace == get_namespace(namespace))
-            .tuples())
+    rows = (
+        EventSource.select(EventSource.event, Message.external_id)
+        .join(Message, on=(EventSource.message == Message.id))
+        .join(Event, on=(EventSource.event == Event.id))
+        .where(Event.namespace == get_namespace(namespace))
+        .tuples()
+    )
     out: dict[int, set[str]] = {}
     for event_id, external_id in rows:
         if external_id:
@@ -86,9 +98,17 @@ def _summary(result: dict[str, Any], *drop: str) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "per_item" and k not in drop}
 
 
-def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev", *, data: str | Path | None = None,
-                              threshold: float = 0.85, top_k: int = 5, provider: str | None = None,
-                              db_url: str | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+def run_labelled_import_bench(
+    labels: str | Path = LABEL_DIR,
+    split: str = "dev",
+    *,
+    data: str | Path | None = None,
+    threshold: float = 0.85,
+    top_k: int = 5,
+    provider: str | None = None,
+    db_url: str | None = None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     from core.services.import_preview import preview_file
     from core.api import open_store
 
@@ -118,10 +138,12 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
         keep = set(wanted)
         for conversation, items in files.items():
             path = work / f"{conversation}.export.json"
-            path.write_text(json.dumps(export_document(items, conversation), ensure_ascii=False, indent=1),
-                            encoding="utf-8")
-            preview = preview_file(conversation, path, provider=prov, top_k=top_k, threshold=threshold,
-                                   progress=progress)
+            path.write_text(
+                json.dumps(export_document(items, conversation), ensure_ascii=False, indent=1), encoding="utf-8"
+            )
+            preview = preview_file(
+                conversation, path, provider=prov, top_k=top_k, threshold=threshold, progress=progress
+            )
             batches.append(preview.batch)
             cited = event_citations(conversation)
             citations.update(cited)
@@ -143,18 +165,31 @@ def run_labelled_import_bench(labels: str | Path = LABEL_DIR, split: str = "dev"
     for conversation in files:
         picked = [(i, d) for i, d in zip(scored_items, decisions) if i.conversation == conversation]
         if picked:
-            part = score([i for i, _ in picked], [d for _, d in picked],
-                         lambda event_id: citations.get(event_id, set()), threshold)
+            part = score(
+                [i for i, _ in picked],
+                [d for _, d in picked],
+                lambda event_id: citations.get(event_id, set()),
+                threshold,
+            )
             per_conversation[conversation] = _summary(part, "per_conversation")
     return {
-        "benchmark": "import-labelled", "provider": described["provider"], "model": described["model"],
-        "usage": model_usage(described, batches), "commit": git_commit(),
-        "labels": str(labels), "split": split, "threshold": threshold, "top_k": top_k,
+        "benchmark": "import-labelled",
+        "provider": described["provider"],
+        "model": described["model"],
+        "usage": model_usage(described, batches),
+        "commit": git_commit(),
+        "labels": str(labels),
+        "split": split,
+        "threshold": threshold,
+        "top_k": top_k,
         "store": built,
         **_summary(result),
         "per_conversation": per_conversation,
         "unreachable": unreachable,
         "per_item": result["per_item"],
-        "timing": {"store_s": round(stored - started, 2), "preview_s": round(previewed - stored, 2),
-                   "total_s": round(previewed - started, 2)},
+        "timing": {
+            "store_s": round(stored - started, 2),
+            "preview_s": round(previewed - stored, 2),
+            "total_s": round(previewed - started, 2),
+        },
     }

@@ -65,8 +65,15 @@ def _context_tokens(per_question: list[dict], texts: dict[str, dict[str, str]]) 
     return out
 
 
-def run_locomo(data: str | Path, split: str = "dev", *, retriever_factory: RetrieverFactory | None = None,
-               db_url: str | None = None, provider: str = "offline", progress: ProgressFn | None = None) -> dict:
+def run_locomo(
+    data: str | Path,
+    split: str = "dev",
+    *,
+    retriever_factory: RetrieverFactory | None = None,
+    db_url: str | None = None,
+    provider: str = "offline",
+    progress: ProgressFn | None = None,
+) -> dict:
     """Ingest the split into a fresh database (or ``db_url``), derive, rank every question."""
     from core.db import db
     from core.ingest import IngestReport, parse, write_units
@@ -88,8 +95,9 @@ def run_locomo(data: str | Path, split: str = "dev", *, retriever_factory: Retri
         ingest_s = time.perf_counter() - started
 
         started = time.perf_counter()
-        derive = run_pending(provider=provider,
-                             progress=(lambda d, t, label: progress(d, t, f"derive {label}")) if progress else None)
+        derive = run_pending(
+            provider=provider, progress=(lambda d, t, label: progress(d, t, f"derive {label}")) if progress else None
+        )
         derive_s = time.perf_counter() - started
 
         retriever = (retriever_factory or DefaultRetriever)()
@@ -106,13 +114,15 @@ def run_locomo(data: str | Path, split: str = "dev", *, retriever_factory: Retri
             started = time.perf_counter()
             baseline = baselines[q.sample_id].rank(q.question, limit=DEPTH)
             baseline_ms.append((time.perf_counter() - started) * 1000)
-            per_question.append({
-                "id": q.qid,
-                "category": CATEGORIES[q.category],
-                "question": q.question,
-                "gold": list(q.evidence),
-                "ranked": {"strata": dedupe_keep_order(surfaced)[:DEPTH], "bm25": baseline},
-            })
+            per_question.append(
+                {
+                    "id": q.qid,
+                    "category": CATEGORIES[q.category],
+                    "question": q.question,
+                    "gold": list(q.evidence),
+                    "ranked": {"strata": dedupe_keep_order(surfaced)[:DEPTH], "bm25": baseline},
+                }
+            )
             if progress:
                 progress(done, len(questions), "query")
 

@@ -67,8 +67,10 @@ def load_questions(path: str | Path, split: str) -> tuple[list[dict], list[Quest
     for sample in samples:
         conv = sample.get("conversation", {})
         known = {
-            turn["dia_id"] for key, turns in conv.items()
-            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list) for turn in turns
+            turn["dia_id"]
+            for key, turns in conv.items()
+            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
+            for turn in turns
         }
         for index, qa in enumerate(sample.get("qa", [])):
             category = qa.get("category")

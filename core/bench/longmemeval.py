@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.bench import git_commit
-from core.bench.metrics import (aggregate, dedupe_keep_order, ndcg_any_at_k, percentile, recall_all_at_k,
-                                recall_any_at_k)
+from core.bench.metrics import aggregate, dedupe_keep_order, ndcg_any_at_k, percentile, recall_all_at_k, recall_any_at_k
 from core.bench.retrieval import Bm25Baseline, DefaultRetriever, RetrieverFactory, retriever_name
 from core.errors import InvalidInputError
 
@@ -30,8 +29,12 @@ SYSTEMS = ("strata", "bm25")
 # was about a third of the run. "all" derives everything, as a deployment would.
 DERIVE_STAGES = {"retrieval": ("summary", "extraction"), "all": None}
 QUESTION_TYPES = (
-    "single-session-user", "single-session-assistant", "single-session-preference",
-    "multi-session", "temporal-reasoning", "knowledge-update",
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
 )
 METRICS = {"recall_any": recall_any_at_k, "recall_all": recall_all_at_k, "ndcg_any": ndcg_any_at_k}
 
@@ -52,8 +55,10 @@ def select_questions(items: list, split: str, limit: int | None = None) -> list[
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InvalidInputError(f"--limit must be a positive integer, got {limit!r}")
     chosen = [
-        item for item in items
-        if isinstance(item, dict) and isinstance(item.get("question_id"), str)
+        item
+        for item in items
+        if isinstance(item, dict)
+        and isinstance(item.get("question_id"), str)
         and (split == "all" or split_of(item["question_id"]) == split)
     ]
     return chosen[:limit] if limit is not None else chosen
@@ -86,8 +91,16 @@ def _question(item: dict, unit, retriever, provider: str, data: str, derive: str
     from core.timeutil import to_iso
 
     qid = item["question_id"]
-    costs = {"ingest_s": 0.0, "derive_s": 0.0, "messages": 0, "jobs": 0, "failed": 0, "events": 0,
-             "latency_ms": 0.0, "baseline_ms": 0.0}
+    costs = {
+        "ingest_s": 0.0,
+        "derive_s": 0.0,
+        "messages": 0,
+        "jobs": 0,
+        "failed": 0,
+        "events": 0,
+        "latency_ms": 0.0,
+        "baseline_ms": 0.0,
+    }
     started = time.perf_counter()
     written = write_units([unit], IngestReport(format="longmemeval", path=data))
     costs["ingest_s"] = time.perf_counter() - started
@@ -140,10 +153,18 @@ def _worker_run(item: dict) -> tuple[dict, dict]:
     return _question(item, unit, _WORKER["retriever"], _WORKER["provider"], _WORKER["data"], _WORKER["derive"])
 
 
-def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None = None,
-                    retriever_factory: RetrieverFactory | None = None, db_url: str | None = None,
-                    provider: str = "offline", progress: ProgressFn | None = None, workers: int = 1,
-                    derive: str = "retrieval") -> dict:
+def run_longmemeval(
+    data: str | Path,
+    split: str = "dev",
+    *,
+    limit: int | None = None,
+    retriever_factory: RetrieverFactory | None = None,
+    db_url: str | None = None,
+    provider: str = "offline",
+    progress: ProgressFn | None = None,
+    workers: int = 1,
+    derive: str = "retrieval",
+) -> dict:
     """Ingest, derive and rank each non-abstention question of the split in its own namespace.
 
     With ``workers`` > 1 the questions are spread over that many processes, each with its
@@ -159,8 +180,10 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
     if derive not in DERIVE_STAGES:
         raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")
     if workers > 1 and db_url is not None:
-        raise InvalidInputError(f"--workers {workers} gives each worker its own temporary database, so it cannot be "
-                                "combined with --db: pass --workers 1 (the default with --db), or drop --db")
+        raise InvalidInputError(
+            f"--workers {workers} gives each worker its own temporary database, so it cannot be "
+            "combined with --db: pass --workers 1 (the default with --db), or drop --db"
+        )
     if workers > 1 and retriever_factory is not None:
         raise InvalidInputError("workers > 1 run the default retriever only")
     run_started = time.perf_counter()
@@ -181,7 +204,9 @@ def run_longmemeval(data: str | Path, split: str = "dev", *, limit: int | None =
             import multiprocessing
 
             context = multiprocessing.get_context("spawn")
-            with context.Pool(workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider, derive)) as pool:
+            with context.Pool(
+                workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider, derive)
+            ) as pool:
                 for done, result in enumerate(pool.imap(_worker_run, scored), 1):
                     results.append(result)
                     if progress:

@@ -91,8 +91,13 @@ class Section:
         return [name for name in self.must_be_zero if self.figures.get(name)]
 
     def to_dict(self) -> dict:
-        return {"figures": self.figures, "must_be_zero": self.must_be_zero, "failures": self.failures(),
-                "examples": self.examples, "seconds": round(self.seconds, 1)}
+        return {
+            "figures": self.figures,
+            "must_be_zero": self.must_be_zero,
+            "failures": self.failures(),
+            "examples": self.examples,
+            "seconds": round(self.seconds, 1),
+        }
 
 
 # ----------------------------------------------------------------------------- stores
@@ -111,8 +116,10 @@ class Engine:
         self._made: list[str] = []
         if kind == "postgresql":
             if not server_url or not server_url.startswith(("postgresql://", "postgres://")):
-                raise BenchSetupError("--engine postgresql needs a server URL (--db postgresql://… or "
-                                      "$STRATA_TEST_DB): a role that may create databases")
+                raise BenchSetupError(
+                    "--engine postgresql needs a server URL (--db postgresql://… or "
+                    "$STRATA_TEST_DB): a role that may create databases"
+                )
             self._cursor()  # fail now, not after the SQLite-free part of a run
 
     def _cursor(self):
@@ -154,15 +161,17 @@ class Engine:
             db.close()
         number = next(self._numbers)
         if self.kind == "sqlite":
-            source = Path(template[len("sqlite:///"):])
+            source = Path(template[len("sqlite:///") :])
             target = self.workdir / f"{label}-{number}.db"
             _remove_sqlite(target)
             shutil.copy(source, target)
             return f"sqlite:///{target}"
         name, source = f"strata_rel_{os.getpid()}_{number}", self._pg_name(template)
         cursor = self._cursor()
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = %s AND pid <> pg_backend_pid()", (source,))
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (source,),
+        )
         cursor.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
         self._made.append(name)
         return self._pg_url(name)
@@ -173,7 +182,7 @@ class Engine:
         if db.obj is not None and not db.is_closed():
             db.close()
         if self.kind == "sqlite":
-            _remove_sqlite(Path(url[len("sqlite:///"):]))
+            _remove_sqlite(Path(url[len("sqlite:///") :]))
             return
         name = self._pg_name(url)
         if name in self._made:
@@ -187,7 +196,7 @@ class Engine:
         if self.kind == "sqlite":
             import sqlite3
 
-            path = Path(url[len("sqlite:///"):])
+            path = Path(url[len("sqlite:///") :])
             if not path.exists():
                 return None  # killed before the file was made
             try:
@@ -257,16 +266,23 @@ def _env() -> dict[str, str]:
 
 
 def run_cli(args: list[str], url: str, timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run(cli_command(*args, "--db", url), cwd=ROOT, env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        cli_command(*args, "--db", url), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def run_killed(args: list[str], url: str, delay: float) -> tuple[bool, float]:
     """Start the command and SIGKILL its process group after ``delay`` seconds: (True, delay) when
     it was still running then, (False, how long it took) when it finished first."""
     started = time.perf_counter()
-    process = subprocess.Popen(cli_command(*args, "--db", url), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        cli_command(*args, "--db", url),
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         process.wait(timeout=delay)
         return False, time.perf_counter() - started
@@ -339,9 +355,14 @@ def write_inputs(workdir: Path, seed: int, data: Path | None = None) -> dict[str
             samples.append({"sample_id": f"rel-conv-{number + 1}", "conversation": conv, "qa": []})
         locomo.write_text(json.dumps(samples), encoding="utf-8")
 
-    facts = ["Iris adopted a grey cat named Pixel.", "Tobias runs the Lisbon marathon every October.",
-             "The team moved the billing service to postgres in March.", "Noor is learning to play the cello.",
-             "Malik works at Globex as a data engineer.", "Quentin Moreau prefers tea over coffee."]
+    facts = [
+        "Iris adopted a grey cat named Pixel.",
+        "Tobias runs the Lisbon marathon every October.",
+        "The team moved the billing service to postgres in March.",
+        "Noor is learning to play the cello.",
+        "Malik works at Globex as a data engineer.",
+        "Quentin Moreau prefers tea over coffee.",
+    ]
     rng.shuffle(facts)
     export = workdir / "memory-export.json"
     export.write_text(json.dumps(_v2_export(facts)), encoding="utf-8")
@@ -349,10 +370,14 @@ def write_inputs(workdir: Path, seed: int, data: Path | None = None) -> dict[str
 
 
 def _v2_export(facts: list[str], exported: str = "2025-06-01") -> dict:
-    return {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-            "exportedAt": exported,
-            "candidates": [{"title": fact.rstrip(".")[:60], "summary": fact,
-                            "temporal": {"mentionedAt": exported}} for fact in facts]}
+    return {
+        "schemaVersion": "stratagate.external-memory.v2",
+        "sourceType": "external_ai_memory_export",
+        "exportedAt": exported,
+        "candidates": [
+            {"title": fact.rstrip(".")[:60], "summary": fact, "temporal": {"mentionedAt": exported}} for fact in facts
+        ],
+    }
 
 
 def expected_messages(fmt: str, path: Path, limit: int | None = None) -> Counter:
@@ -370,10 +395,14 @@ def expected_messages(fmt: str, path: Path, limit: int | None = None) -> Counter
 def stored_messages(namespaces: list[str]) -> Counter:
     from core.models import Message, Namespace, Thread
 
-    rows = (Message.select(Namespace.name, Thread.name, Message.role, Message.content)
-            .join(Thread, on=(Message.thread == Thread.id)).switch(Message)
-            .join(Namespace, on=(Message.namespace == Namespace.id))
-            .where(Namespace.name.in_(namespaces)).tuples())
+    rows = (
+        Message.select(Namespace.name, Thread.name, Message.role, Message.content)
+        .join(Thread, on=(Message.thread == Thread.id))
+        .switch(Message)
+        .join(Namespace, on=(Message.namespace == Namespace.id))
+        .where(Namespace.name.in_(namespaces))
+        .tuples()
+    )
     return Counter(tuple(row) for row in rows)
 
 
@@ -414,8 +443,9 @@ def memory_of(url: str, namespaces: list[str]) -> dict[str, Any]:
     try:
         from core.models import Namespace
 
-        return {name: comparable(name) if Namespace.get_or_none(Namespace.name == name) else None
-                for name in namespaces}
+        return {
+            name: comparable(name) if Namespace.get_or_none(Namespace.name == name) else None for name in namespaces
+        }
     finally:
         _close()
 
@@ -468,8 +498,9 @@ def _timed_cli(args: list[str], url: str, what: str) -> tuple[float, subprocess.
     return time.perf_counter() - started, result
 
 
-def build_reference(engine: Engine, inputs: dict[str, Path], *, data_limit: int | None,
-                    progress: ProgressFn | None = None) -> Reference:
+def build_reference(
+    engine: Engine, inputs: dict[str, Path], *, data_limit: int | None, progress: ProgressFn | None = None
+) -> Reference:
     """Every step once through the CLI, without kills, keeping a copy of the store before each
     step a scenario kills."""
     steps = 10
@@ -509,8 +540,9 @@ def build_reference(engine: Engine, inputs: dict[str, Path], *, data_limit: int 
     engine.drop(workers)
 
     say(4, "import preview")
-    _, preview = _timed_cli(["import", "preview", str(inputs["export"]), "--namespace", CHAT, "--json"], ref,
-                            "import preview")
+    _, preview = _timed_cli(
+        ["import", "preview", str(inputs["export"]), "--namespace", CHAT, "--json"], ref, "import preview"
+    )
     batch_id = int(json.loads(preview.stdout)["batch"]["id"])
     urls["previewed"] = engine.copy(ref, "previewed")
     memory["previewed"] = memory_of(ref, [CHAT])
@@ -538,29 +570,66 @@ def build_reference(engine: Engine, inputs: dict[str, Path], *, data_limit: int 
     # compiled bytecode and read cold pages.
     seconds["startup"] = min(_timed_cli(["stats", "--json"], ref, "stats")[0] for _ in range(2))
     urls["reference"] = ref
-    expected = {"jsonl": expected_messages("jsonl", inputs["jsonl"]),
-                "locomo": expected_messages("locomo", inputs["locomo"], data_limit)}
+    expected = {
+        "jsonl": expected_messages("jsonl", inputs["jsonl"]),
+        "locomo": expected_messages("locomo", inputs["locomo"], data_limit),
+    }
     say(steps, "done")
-    return Reference(urls=urls, memory=memory, seconds=seconds, batch_id=batch_id, namespaces=namespaces,
-                     expected=expected, imported=imported)
+    return Reference(
+        urls=urls,
+        memory=memory,
+        seconds=seconds,
+        batch_id=batch_id,
+        namespaces=namespaces,
+        expected=expected,
+        imported=imported,
+    )
 
 
 def _scenario_plan(scenario: str, ref: Reference, inputs: dict[str, Path], data_limit: int | None) -> dict:
     limit = ["--limit", str(data_limit)] if data_limit else []
     batch = str(ref.batch_id)
     return {
-        "ingest-jsonl": dict(start=None, args=["ingest", "jsonl", str(inputs["jsonl"]), "--namespace", CHAT],
-                             namespaces=ref.namespaces["jsonl"], memory="derived", ingest="jsonl"),
-        "ingest-locomo": dict(start="empty", args=["ingest", "locomo", str(inputs["locomo"]), *limit],
-                              namespaces=ref.namespaces["locomo"], memory="derived", ingest="locomo"),
-        "derive": dict(start="ingested", args=["derive", "--json"],
-                       namespaces=ref.namespaces["jsonl"] + ref.namespaces["locomo"], memory="derived"),
-        "derive-workers": dict(start="ingested", args=["derive", "--workers", "2", "--json"],
-                               namespaces=ref.namespaces["jsonl"] + ref.namespaces["locomo"], memory="derived"),
-        "import-commit": dict(start="previewed", args=["import", "commit", batch, "--json"], namespaces=[CHAT],
-                              memory="committed", batch=("previewed", "committed-underived", "committed")),
-        "import-undo": dict(start="committed", args=["import", "undo", batch, "--json"], namespaces=[CHAT],
-                            memory="undone", batch=("committed", "undone-underived", "undone")),
+        "ingest-jsonl": dict(
+            start=None,
+            args=["ingest", "jsonl", str(inputs["jsonl"]), "--namespace", CHAT],
+            namespaces=ref.namespaces["jsonl"],
+            memory="derived",
+            ingest="jsonl",
+        ),
+        "ingest-locomo": dict(
+            start="empty",
+            args=["ingest", "locomo", str(inputs["locomo"]), *limit],
+            namespaces=ref.namespaces["locomo"],
+            memory="derived",
+            ingest="locomo",
+        ),
+        "derive": dict(
+            start="ingested",
+            args=["derive", "--json"],
+            namespaces=ref.namespaces["jsonl"] + ref.namespaces["locomo"],
+            memory="derived",
+        ),
+        "derive-workers": dict(
+            start="ingested",
+            args=["derive", "--workers", "2", "--json"],
+            namespaces=ref.namespaces["jsonl"] + ref.namespaces["locomo"],
+            memory="derived",
+        ),
+        "import-commit": dict(
+            start="previewed",
+            args=["import", "commit", batch, "--json"],
+            namespaces=[CHAT],
+            memory="committed",
+            batch=("previewed", "committed-underived", "committed"),
+        ),
+        "import-undo": dict(
+            start="committed",
+            args=["import", "undo", batch, "--json"],
+            namespaces=[CHAT],
+            memory="undone",
+            batch=("committed", "undone-underived", "undone"),
+        ),
     }[scenario]
 
 
@@ -581,8 +650,15 @@ def _batch_state(batch_id: int) -> str:
     return batch.status if batch is not None else "missing"
 
 
-def kill_trial(engine: Engine, ref: Reference, inputs: dict[str, Path], scenario: str, rng: random.Random,
-               section: Section, data_limit: int | None) -> None:
+def kill_trial(
+    engine: Engine,
+    ref: Reference,
+    inputs: dict[str, Path],
+    scenario: str,
+    rng: random.Random,
+    section: Section,
+    data_limit: int | None,
+) -> None:
     """One kill at a random moment of ``scenario`` and every check after it."""
     from core.errors import StrataError
     from core.models import Job, Namespace
@@ -613,8 +689,10 @@ def kill_trial(engine: Engine, ref: Reference, inputs: dict[str, Path], scenario
                 state = "after"
             else:
                 state = "half"
-                section.bad("half-applied import batches", example=f"{label}, killed at {delay:.2f} s: "
-                            f"{_difference(now, ref.memory[after][CHAT])}")
+                section.bad(
+                    "half-applied import batches",
+                    example=f"{label}, killed at {delay:.2f} s: {_difference(now, ref.memory[after][CHAT])}",
+                )
             _open(url)
             try:
                 status = _batch_state(ref.batch_id)
@@ -624,18 +702,22 @@ def kill_trial(engine: Engine, ref: Reference, inputs: dict[str, Path], scenario
             seen[state == "after"] += state != "half"
             wanted = {"import-commit": "committed", "import-undo": "undone"}[scenario]
             if (state == "after") != (status == wanted) and state != "half":
-                section.bad("half-applied import batches",
-                            example=f"{label}: memory is {state} the batch but the batch is {status}")
+                section.bad(
+                    "half-applied import batches",
+                    example=f"{label}: memory is {state} the batch but the batch is {status}",
+                )
             if status != wanted:
                 rerun = run_cli(plan["args"], url)
                 if rerun.returncode != 0:
-                    section.bad("reruns that failed", example=f"{label}: rerun exited {rerun.returncode}: "
-                                f"{_first_line(rerun)}")
+                    section.bad(
+                        "reruns that failed", example=f"{label}: rerun exited {rerun.returncode}: {_first_line(rerun)}"
+                    )
         elif "ingest" in plan:
             rerun = run_cli(plan["args"], url)
             if rerun.returncode != 0:
-                section.bad("reruns that failed",
-                            example=f"{label}: rerun exited {rerun.returncode}: {_first_line(rerun)}")
+                section.bad(
+                    "reruns that failed", example=f"{label}: rerun exited {rerun.returncode}: {_first_line(rerun)}"
+                )
 
         for _ in range(DERIVE_RERUNS):
             derive = run_cli(["derive", "--json"], url)
@@ -668,27 +750,47 @@ def kill_trial(engine: Engine, ref: Reference, inputs: dict[str, Path], scenario
             count = unfinished.count()
             if count:
                 job = unfinished.first()
-                section.bad("jobs unfinished after restart", count,
-                            f"{label}: job {job.id} {job.kind} {job.status}: {job.last_error}")
+                section.bad(
+                    "jobs unfinished after restart",
+                    count,
+                    f"{label}: job {job.id} {job.kind} {job.status}: {job.last_error}",
+                )
         finally:
             _close()
         memory = memory_of(url, plan["namespaces"])
         for name in plan["namespaces"]:
             want = ref.memory[plan["memory"]].get(name)
             if memory.get(name) != want:
-                section.bad("memory differing from the unkilled run",
-                            example=f"{label}, killed at {delay:.2f} s, namespace {name}: "
-                                    f"{_difference(memory.get(name), want)}")
+                section.bad(
+                    "memory differing from the unkilled run",
+                    example=f"{label}, killed at {delay:.2f} s, namespace {name}: "
+                    f"{_difference(memory.get(name), want)}",
+                )
     finally:
         engine.drop(url)
 
 
-def run_kills(engine: Engine, ref: Reference, inputs: dict[str, Path], kills: int, rng: random.Random,
-              data_limit: int | None, progress: ProgressFn | None) -> Section:
+def run_kills(
+    engine: Engine,
+    ref: Reference,
+    inputs: dict[str, Path],
+    kills: int,
+    rng: random.Random,
+    data_limit: int | None,
+    progress: ProgressFn | None,
+) -> Section:
     section = Section()
-    section.zero("integrity failures", "half-applied import batches", "messages lost", "messages duplicated",
-                 "reruns that failed", "derive never exited 0", "jobs unfinished after restart", "verify failures",
-                 "memory differing from the unkilled run")
+    section.zero(
+        "integrity failures",
+        "half-applied import batches",
+        "messages lost",
+        "messages duplicated",
+        "reruns that failed",
+        "derive never exited 0",
+        "jobs unfinished after restart",
+        "verify failures",
+        "memory differing from the unkilled run",
+    )
     section.figures.update({"kills landed": 0, "finished before the kill": 0})
     order = [SCENARIOS[i % len(SCENARIOS)] for i in range(kills)]
     rng.shuffle(order)
@@ -708,8 +810,10 @@ def run_kills(engine: Engine, ref: Reference, inputs: dict[str, Path], kills: in
 
 def _turn_text(writer: int, i: int) -> tuple[str, str]:
     words = ["billing", "postgres", "Lisbon", "release", "cat", "marathon", "cello", "invoice", "deploy", "Oslo"]
-    return (f"writer {writer} turn {i}: we talked about {words[(writer + i) % 10]} and {words[i * 7 % 10]}",
-            f"noted {writer}/{i}: {words[i * 3 % 10]}")
+    return (
+        f"writer {writer} turn {i}: we talked about {words[(writer + i) % 10]} and {words[i * 7 % 10]}",
+        f"noted {writer}/{i}: {words[i * 3 % 10]}",
+    )
 
 
 def _turn_thread(writer: int, i: int) -> str:
@@ -734,12 +838,24 @@ def writer_main(url: str, writer: int, turns: int) -> dict:
         for attempt in range(6):
             try:
                 user, assistant = _turn_text(writer, i)
-                append_turn(LIVE, _turn_thread(writer, i), user, assistant, created_at=_turn_time(writer, i),
-                            receipt_id=f"w{writer}:{i}")
+                append_turn(
+                    LIVE,
+                    _turn_thread(writer, i),
+                    user,
+                    assistant,
+                    created_at=_turn_time(writer, i),
+                    receipt_id=f"w{writer}:{i}",
+                )
                 if i % 37 == 36:
                     user, assistant = _turn_text(writer, i - 1)
-                    result = append_turn(LIVE, _turn_thread(writer, i - 1), user, assistant,
-                                         created_at=_turn_time(writer, i - 1), receipt_id=f"w{writer}:{i - 1}")
+                    result = append_turn(
+                        LIVE,
+                        _turn_thread(writer, i - 1),
+                        user,
+                        assistant,
+                        created_at=_turn_time(writer, i - 1),
+                        receipt_id=f"w{writer}:{i - 1}",
+                    )
                     replays += 1
                     if not result.duplicate:
                         errors.append(f"replayed receipt w{writer}:{i - 1} was not seen as a duplicate")
@@ -785,8 +901,14 @@ def searcher_main(url: str, stop: Path, seed: int) -> dict:
 
 
 def _child(role: str, args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "core.bench.reliability", role, *args], cwd=ROOT, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "core.bench.reliability", role, *args],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _child_result(process: subprocess.Popen, role: str, section: Section, timeout: float) -> dict:
@@ -809,8 +931,9 @@ def run_concurrency(engine: Engine, turns: int, seed: int, workdir: Path, progre
     from core.services.spaces import configure_namespace
 
     section = Section()
-    section.zero("errors", "receipts lost", "messages duplicated", "gaps in positions", "jobs unfinished",
-                 "verify failures")
+    section.zero(
+        "errors", "receipts lost", "messages duplicated", "gaps in positions", "jobs unfinished", "verify failures"
+    )
     url = engine.new("concurrency")
     _open(url)
     configure_namespace(LIVE, block_turn_size=4)
@@ -852,9 +975,15 @@ def run_concurrency(engine: Engine, turns: int, seed: int, workdir: Path, progre
             section.bad("errors", result["errors"], f"writer {k}: {result['examples'][0]}")
     if searched.get("errors"):
         section.bad("errors", searched["errors"], f"searcher: {searched['examples'][0]}")
-    section.figures.update({"writers": 2, "turns per writer": turns, "receipts replayed":
-                            sum(r.get("replays", 0) for r in results), "searches": searched.get("searches", 0),
-                            "derive runs": derives["runs"]})
+    section.figures.update(
+        {
+            "writers": 2,
+            "turns per writer": turns,
+            "receipts replayed": sum(r.get("replays", 0) for r in results),
+            "searches": searched.get("searches", 0),
+            "derive runs": derives["runs"],
+        }
+    )
     _check_live(url, turns, section)
     engine.drop(url)
     return section
@@ -867,31 +996,48 @@ def _check_live(url: str, turns: int, section: Section) -> None:
     _open(url)
     try:
         ns = Namespace.get(Namespace.name == LIVE)
-        receipts = {r: result for r, result in IngestionReceipt.select(IngestionReceipt.receipt_id,
-                    IngestionReceipt.result).where(IngestionReceipt.namespace == ns).tuples()}
+        receipts = {
+            r: result
+            for r, result in IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.result)
+            .where(IngestionReceipt.namespace == ns)
+            .tuples()
+        }
         contents = Counter(c for (c,) in Message.select(Message.content).where(Message.namespace == ns).tuples())
         for writer in range(2):
             for i in range(turns):
                 user, assistant = _turn_text(writer, i)
                 result = receipts.get(f"w{writer}:{i}")
-                if result is None or len((json.loads(result) if isinstance(result, str) else result)
-                                         .get("message_ids", [])) != 2:
+                if (
+                    result is None
+                    or len((json.loads(result) if isinstance(result, str) else result).get("message_ids", [])) != 2
+                ):
                     section.bad("receipts lost", example=f"receipt w{writer}:{i}: {result!r}")
                 for text in (user, assistant):
                     if contents[text] != 1:
                         key = "receipts lost" if contents[text] == 0 else "messages duplicated"
                         section.bad(key, example=f"{text!r} stored {contents[text]} times")
         for thread in Thread.select().where(Thread.namespace == ns):
-            positions = [p for (p,) in Message.select(Message.position).where(Message.thread == thread)
-                         .order_by(Message.position).tuples()]
+            positions = [
+                p
+                for (p,) in Message.select(Message.position)
+                .where(Message.thread == thread)
+                .order_by(Message.position)
+                .tuples()
+            ]
             if positions and positions != list(range(positions[0], positions[0] + len(positions))):
                 section.bad("gaps in positions", example=f"thread {thread.name}: {positions[:10]}…")
-            turns_seen = [t for (t,) in Message.select(Message.turn).where(Message.thread == thread)
-                          .order_by(Message.position).tuples()]
+            turns_seen = [
+                t
+                for (t,) in Message.select(Message.turn)
+                .where(Message.thread == thread)
+                .order_by(Message.position)
+                .tuples()
+            ]
             if turns_seen != sorted(turns_seen) or (turns_seen and len(set(turns_seen)) * 2 != len(turns_seen)):
                 section.bad("gaps in positions", example=f"thread {thread.name}: turns {turns_seen[:10]}…")
-        unfinished = Job.select().where((Job.namespace == ns)
-                                        & Job.status.in_(["pending", "running", "failed"])).count()
+        unfinished = (
+            Job.select().where((Job.namespace == ns) & Job.status.in_(["pending", "running", "failed"])).count()
+        )
         if unfinished:
             section.bad("jobs unfinished", unfinished)
         report = verify(LIVE)
@@ -915,26 +1061,80 @@ def write_mark() -> Any:
         return db.connection().total_changes
     from core import models
 
-    tables = [model._meta.table_name for model in (
-        models.Message, models.Event, models.RetrievalBatch, models.RetrievalTrace, models.UsageReceipt,
-        models.ImportBatch, models.ImportItem, models.Job, models.GraphNode, models.GraphFact, models.GraphEdge,
-        models.Namespace, models.Thread, models.Block, models.IngestionReceipt)]
-    parts = " UNION ALL ".join(f'SELECT \'{t}\', MAX(id) FROM "{t}"' for t in tables)
+    tables = [
+        model._meta.table_name
+        for model in (
+            models.Message,
+            models.Event,
+            models.RetrievalBatch,
+            models.RetrievalTrace,
+            models.UsageReceipt,
+            models.ImportBatch,
+            models.ImportItem,
+            models.Job,
+            models.GraphNode,
+            models.GraphFact,
+            models.GraphEdge,
+            models.Namespace,
+            models.Thread,
+            models.Block,
+            models.IngestionReceipt,
+        )
+    ]
+    parts = " UNION ALL ".join(f"SELECT '{t}', MAX(id) FROM \"{t}\"" for t in tables)
     rows = tuple(db.execute_sql(parts).fetchall())
     revisions = tuple(db.execute_sql("SELECT name, revision, updated_at FROM namespace ORDER BY id").fetchall())
     # Updates that add no row: retrieval stamps, reinforcement, lifted blocks.
-    touched = tuple(db.execute_sql(
-        f'SELECT (SELECT MAX(last_retrieved_at) FROM "{models.Event._meta.table_name}"), '
-        f'(SELECT SUM(mention_count) FROM "{models.Event._meta.table_name}"), '
-        f'(SELECT MAX(last_lifted_at) FROM "{models.Block._meta.table_name}")').fetchall())
+    touched = tuple(
+        db.execute_sql(
+            f'SELECT (SELECT MAX(last_retrieved_at) FROM "{models.Event._meta.table_name}"), '
+            f'(SELECT SUM(mention_count) FROM "{models.Event._meta.table_name}"), '
+            f'(SELECT MAX(last_lifted_at) FROM "{models.Block._meta.table_name}")'
+        ).fetchall()
+    )
     return rows, revisions, touched
 
 
-_WORDS = ("billing postgres Lisbon release cat marathon cello invoice deploy Oslo Maya Tobias Iris plan "
-          "decided moved job tea coffee Globex").split()
-_NASTY = ["\x00", "\ud800", "\udfff", "\udc80\udcff", "\u202e", "\ufeff", "\u2028", "🙂", "e\u0301", "'", '"',
-          "\\", "%", "_", "*", "(", ")", "-", "NOT", "AND", "OR", "NEAR", "^", ":", "{", "}", "[", "]", "\t", "\r",
-          "\n", "' OR 1=1 --", "\"unclosed", "a" * 300]
+_WORDS = (
+    "billing postgres Lisbon release cat marathon cello invoice deploy Oslo Maya Tobias Iris plan "
+    "decided moved job tea coffee Globex"
+).split()
+_NASTY = [
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\udc80\udcff",
+    "\u202e",
+    "\ufeff",
+    "\u2028",
+    "🙂",
+    "e\u0301",
+    "'",
+    '"',
+    "\\",
+    "%",
+    "_",
+    "*",
+    "(",
+    ")",
+    "-",
+    "NOT",
+    "AND",
+    "OR",
+    "NEAR",
+    "^",
+    ":",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\t",
+    "\r",
+    "\n",
+    "' OR 1=1 --",
+    '"unclosed',
+    "a" * 300,
+]
 
 
 def _bad_bytes(rng: random.Random) -> str:
@@ -956,8 +1156,24 @@ def fuzz_text(rng: random.Random) -> str:
         return "".join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randint(1, 40)))
     if roll < 0.85:
         return rng.choice(["", " ", "\n\t", "\x00"])
-    return rng.choice(["event:1", "event:99999999999999999999", "block:1:level:2", "node:3", "batch_1",
-                       "batch_0", "batch_-1", "-1", "0", "1e309", "NaN", "12", " 7 ", "event:" + "9" * 40])
+    return rng.choice(
+        [
+            "event:1",
+            "event:99999999999999999999",
+            "block:1:level:2",
+            "node:3",
+            "batch_1",
+            "batch_0",
+            "batch_-1",
+            "-1",
+            "0",
+            "1e309",
+            "NaN",
+            "12",
+            " 7 ",
+            "event:" + "9" * 40,
+        ]
+    )
 
 
 def deep(rng: random.Random) -> Any:
@@ -972,7 +1188,7 @@ def fuzz_value(rng: random.Random, depth: int = 0) -> Any:
     if roll < 0.35:
         return fuzz_text(rng)
     if roll < 0.5:
-        return rng.choice([0, 1, -1, 7, 2**31, 2**63 - 1, 2**63, 10**30, -10**30])
+        return rng.choice([0, 1, -1, 7, 2**31, 2**63 - 1, 2**63, 10**30, -(10**30)])
     if roll < 0.56:
         return rng.choice([0.5, -0.0, 1e308, float("inf"), float("-inf"), float("nan")])
     if roll < 0.62:
@@ -1008,8 +1224,11 @@ def fuzz_tool_call(rng: random.Random) -> tuple[Any, Any]:
         name = rng.choice([fuzz_text(rng), None, 3, "search_events\x00", "Search_Events", "record_use "])
     spec = TOOL_SPECS.get(name, TOOL_SPECS["search_events"]) if isinstance(name, str) else TOOL_SPECS["search_raw"]
     properties = spec["inputSchema"]["properties"]
-    args: Any = {key: plausible(rng, prop) for key, prop in properties.items()
-                 if key in spec["inputSchema"]["required"] or rng.random() < 0.4}
+    args: Any = {
+        key: plausible(rng, prop)
+        for key, prop in properties.items()
+        if key in spec["inputSchema"]["required"] or rng.random() < 0.4
+    }
     for _ in range(rng.randint(1, 3)):
         roll = rng.random()
         if roll < 0.6 and properties:
@@ -1031,7 +1250,7 @@ def _fuzz_json_value(rng: random.Random, value: Any) -> Any:
         return {**value, key: _fuzz_json_value(rng, value[key])}
     if isinstance(value, list) and value and rng.random() < 0.85:
         index = rng.randrange(len(value))
-        return value[:index] + [_fuzz_json_value(rng, value[index])] + value[index + 1:]
+        return value[:index] + [_fuzz_json_value(rng, value[index])] + value[index + 1 :]
     return fuzz_value(rng)
 
 
@@ -1063,29 +1282,55 @@ def corrupt_text(rng: random.Random, text: str) -> str | bytes:
         at = rng.randrange(len(text) + 1)
         return text[:at] + rng.choice(["\\ud800", "\\u0000", "\x00", "\\udfff\\ud800", "\ufffe", "\\"]) + text[at:]
     if roll < 0.7:
-        return text.encode("utf-8", "surrogatepass") + bytes([0xff, 0xfe, 0xc3])
+        return text.encode("utf-8", "surrogatepass") + bytes([0xFF, 0xFE, 0xC3])
     if roll < 0.78:
-        return rng.choice(["", " ", "[]", "{}", "null", "[" * 5000, "{\"a\":" * 3000, "[1,]", "NaN", "\ufeff" + text])
+        return rng.choice(["", " ", "[]", "{}", "null", "[" * 5000, '{"a":' * 3000, "[1,]", "NaN", "\ufeff" + text])
     if roll < 0.85:
         return text * rng.randint(2, 5)
     return text.replace(rng.choice(['"', ",", ":", "}", "]"]), rng.choice(["", "'", ";", "]]"]), 1)
 
 
 def _ingest_doc(rng: random.Random, fmt: str) -> Any:
-    turns = [{"role": rng.choice(["user", "assistant"]), "content": fuzz_text(rng) if rng.random() < 0.3 else
-              " ".join(rng.sample(_WORDS, 3))} for _ in range(rng.randint(1, 4))]
+    turns = [
+        {
+            "role": rng.choice(["user", "assistant"]),
+            "content": fuzz_text(rng) if rng.random() < 0.3 else " ".join(rng.sample(_WORDS, 3)),
+        }
+        for _ in range(rng.randint(1, 4))
+    ]
     if fmt == "jsonl":
-        return [{"thread": rng.choice(["t1", "t2", " t1", fuzz_text(rng)[:30]]), "created_at": "2024-03-01T10:00:00Z",
-                 **turn} for turn in turns]
+        return [
+            {
+                "thread": rng.choice(["t1", "t2", " t1", fuzz_text(rng)[:30]]),
+                "created_at": "2024-03-01T10:00:00Z",
+                **turn,
+            }
+            for turn in turns
+        ]
     if fmt == "locomo":
-        conv = {"speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
-                "session_1": [{"speaker": rng.choice(["Ana", "Bo"]), "dia_id": f"D1:{i}", "text": t["content"]}
-                              for i, t in enumerate(turns, 1)]}
+        conv = {
+            "speaker_a": "Ana",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": rng.choice(["Ana", "Bo"]), "dia_id": f"D1:{i}", "text": t["content"]}
+                for i, t in enumerate(turns, 1)
+            ],
+        }
         return [{"sample_id": f"fz-{rng.randrange(50)}", "conversation": conv, "qa": []}]
-    return [{"question_id": f"q-{rng.randrange(50)}", "question": "what?", "answer": "x",
-             "question_type": "single-session-user", "question_date": "2023/05/30 (Tue) 23:40",
-             "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
-             "haystack_sessions": [turns], "answer_session_ids": ["s1"]}]
+    return [
+        {
+            "question_id": f"q-{rng.randrange(50)}",
+            "question": "what?",
+            "answer": "x",
+            "question_type": "single-session-user",
+            "question_date": "2023/05/30 (Tue) 23:40",
+            "haystack_session_ids": ["s1"],
+            "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+            "haystack_sessions": [turns],
+            "answer_session_ids": ["s1"],
+        }
+    ]
 
 
 def fuzz_ingest_file(rng: random.Random, fmt: str) -> str | bytes:
@@ -1101,12 +1346,17 @@ def fuzz_ingest_file(rng: random.Random, fmt: str) -> str | bytes:
 
 def fuzz_import_text(rng: random.Random, fmt: str) -> str:
     if fmt == "text":
-        text = "\n".join(f"- {fuzz_text(rng) if rng.random() < 0.3 else ' '.join(rng.sample(_WORDS, 4))}"
-                         for _ in range(rng.randint(1, 5)))
+        text = "\n".join(
+            f"- {fuzz_text(rng) if rng.random() < 0.3 else ' '.join(rng.sample(_WORDS, 4))}"
+            for _ in range(rng.randint(1, 5))
+        )
     else:
         facts = [" ".join(rng.sample(_WORDS, 5)) + "." for _ in range(rng.randint(1, 4))]
-        doc: Any = _v2_export(facts) if fmt == "v2" else [
-            {"memory": fact, "created_at": "2024-01-02T03:04:05Z", "categories": ["fact"]} for fact in facts]
+        doc: Any = (
+            _v2_export(facts)
+            if fmt == "v2"
+            else [{"memory": fact, "created_at": "2024-01-02T03:04:05Z", "categories": ["fact"]} for fact in facts]
+        )
         if rng.random() < 0.5:
             doc = _fuzz_json_value(rng, doc)
         text = _dumps(doc)
@@ -1116,27 +1366,53 @@ def fuzz_import_text(rng: random.Random, fmt: str) -> str:
 
 def fuzz_mcp_line(rng: random.Random, serial: int) -> str:
     roll = rng.random()
-    ident: Any = rng.choice([serial, f"r{serial}", serial, f"r{serial}", None, True, 1.5, [serial], {"a": 1},
-                             -serial, 2**70])
+    ident: Any = rng.choice(
+        [serial, f"r{serial}", serial, f"r{serial}", None, True, 1.5, [serial], {"a": 1}, -serial, 2**70]
+    )
     if roll < 0.45:
         name, args = fuzz_tool_call(rng)
-        message: Any = {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                        "params": {"name": name, "arguments": args}}
+        message: Any = {
+            "jsonrpc": "2.0",
+            "id": ident,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": args},
+        }
     elif roll < 0.6:
-        message = {"jsonrpc": rng.choice(["2.0", "2.0", "1.0", None]), "id": ident,
-                   "method": rng.choice(["tools/list", "ping", "resources/list", "prompts/get", "initialize",
-                                         fuzz_text(rng)[:40], "tools/call"]),
-                   "params": fuzz_value(rng)}
+        message = {
+            "jsonrpc": rng.choice(["2.0", "2.0", "1.0", None]),
+            "id": ident,
+            "method": rng.choice(
+                ["tools/list", "ping", "resources/list", "prompts/get", "initialize", fuzz_text(rng)[:40], "tools/call"]
+            ),
+            "params": fuzz_value(rng),
+        }
     elif roll < 0.7:
-        message = {"jsonrpc": "2.0", "method": rng.choice(["notifications/cancelled", "notifications/progress",
-                                                           "notifications/" + fuzz_text(rng)[:20]]),
-                   "params": fuzz_value(rng)}
+        message = {
+            "jsonrpc": "2.0",
+            "method": rng.choice(
+                ["notifications/cancelled", "notifications/progress", "notifications/" + fuzz_text(rng)[:20]]
+            ),
+            "params": fuzz_value(rng),
+        }
     elif roll < 0.8:
-        message = _fuzz_json_value(rng, {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                                         "params": {"name": "search_raw", "arguments": {"query": "cat"}}})
+        message = _fuzz_json_value(
+            rng,
+            {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "method": "tools/call",
+                "params": {"name": "search_raw", "arguments": {"query": "cat"}},
+            },
+        )
     else:
-        base = _dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                       "params": {"name": "search_events", "arguments": {"query": fuzz_text(rng)[:200]}}})
+        base = _dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "method": "tools/call",
+                "params": {"name": "search_events", "arguments": {"query": fuzz_text(rng)[:200]}},
+            }
+        )
         out = corrupt_text(rng, base)
         text = out.decode("utf-8", "replace") if isinstance(out, bytes) else _as_read(out)
         return text.replace("\n", " ").replace("\r", " ")
@@ -1237,9 +1513,21 @@ def fuzz_mcp(tools, lines: list[str], section: Section, on_line: Callable[[], No
                             if reply.get("id") == ident:
                                 return seen
 
-                await send(sink, json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "reliability", "version": "1"}}}))
+                await send(
+                    sink,
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": "init",
+                            "method": "initialize",
+                            "params": {
+                                "protocolVersion": "2025-06-18",
+                                "capabilities": {},
+                                "clientInfo": {"name": "reliability", "version": "1"},
+                            },
+                        }
+                    ),
+                )
                 await until("init")
                 await send(sink, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
                 for number, line in enumerate(todo):
@@ -1253,20 +1541,23 @@ def fuzz_mcp(tools, lines: list[str], section: Section, on_line: Callable[[], No
                         if request and ident != sentinel and not any(r.get("id") == ident for r in replies):
                             replies += await until(ident)
                     except TimeoutError:
-                        section.bad("MCP requests unanswered", example=f"no reply within {MCP_REPLY_TIMEOUT:.0f} s "
-                                    f"to {line[:200]!r}")
+                        section.bad(
+                            "MCP requests unanswered",
+                            example=f"no reply within {MCP_REPLY_TIMEOUT:.0f} s to {line[:200]!r}",
+                        )
                         done_so_far[0] += 1
                         on_line()
                         break
-                    _check_mcp_replies(line, request, ident, [r for r in replies if r.get("id") != sentinel],
-                                       mark, section)
+                    _check_mcp_replies(
+                        line, request, ident, [r for r in replies if r.get("id") != sentinel], mark, section
+                    )
                     done_so_far[0] += 1
                     on_line()
                 scope.cancel()
 
     while done_so_far[0] < len(lines):
         try:
-            anyio.run(session, lines[done_so_far[0]:])
+            anyio.run(session, lines[done_so_far[0] :])
         except Exception as exc:  # the server (or the transport) let an exception out: a failure
             detail = exc
             while isinstance(detail, BaseExceptionGroup) and detail.exceptions:
@@ -1277,17 +1568,20 @@ def fuzz_mcp(tools, lines: list[str], section: Section, on_line: Callable[[], No
             on_line()
 
 
-def _check_mcp_replies(line: str, request: bool, ident: Any, replies: list[dict], mark: Any,
-                       section: Section) -> None:
+def _check_mcp_replies(line: str, request: bool, ident: Any, replies: list[dict], mark: Any, section: Section) -> None:
     errors = [r for r in replies if "error" in r]
     answers = [r for r in replies if r.get("id") == ident] if request else []
     if request and len(answers) != 1:
-        section.bad("MCP requests unanswered" if not answers else "MCP replies repeated",
-                    example=f"{len(answers)} replies with id {ident!r} to {line[:200]!r}")
+        section.bad(
+            "MCP requests unanswered" if not answers else "MCP replies repeated",
+            example=f"{len(answers)} replies with id {ident!r} to {line[:200]!r}",
+        )
     for reply in errors:
         if request and reply.get("id") != ident:
-            section.bad("MCP error replies without the request's id",
-                        example=f"reply {json.dumps(reply)[:200]} to {line[:200]!r}")
+            section.bad(
+                "MCP error replies without the request's id",
+                example=f"reply {json.dumps(reply)[:200]} to {line[:200]!r}",
+            )
     if not request and len(replies) > 1:
         section.bad("MCP replies repeated", example=f"{len(replies)} replies to {line[:200]!r}")
     figures = section.figures
@@ -1306,8 +1600,9 @@ def _check_mcp_replies(line: str, request: bool, ident: Any, replies: list[dict]
         section.bad("writes on rejected input", example=f"MCP {line[:200]!r}: {json.dumps(replies)[:300]}")
 
 
-def run_fuzz(engine: Engine, template: str, total: int, seed: int, workdir: Path,
-             progress: ProgressFn | None) -> Section:
+def run_fuzz(
+    engine: Engine, template: str, total: int, seed: int, workdir: Path, progress: ProgressFn | None
+) -> Section:
     from core.agent_tools import MemoryTools
     from core.errors import StrataError
     from core.imports.formats import FORMATS as IMPORT_FORMATS
@@ -1319,11 +1614,21 @@ def run_fuzz(engine: Engine, template: str, total: int, seed: int, workdir: Path
     import logging
 
     section = Section()
-    section.zero("uncaught exceptions", "writes on rejected input", "MCP requests unanswered", "MCP replies repeated",
-                 "MCP error replies without the request's id")
+    section.zero(
+        "uncaught exceptions",
+        "writes on rejected input",
+        "MCP requests unanswered",
+        "MCP replies repeated",
+        "MCP error replies without the request's id",
+    )
     rng = random.Random(seed)
-    shares = {"ingest files": 0.15, "import texts": 0.15, "agent tool calls": 0.35, "search queries": 0.15,
-              "MCP lines": 0.20}
+    shares = {
+        "ingest files": 0.15,
+        "import texts": 0.15,
+        "agent tool calls": 0.35,
+        "search queries": 0.15,
+        "MCP lines": 0.20,
+    }
     counts = {name: int(total * share) for name, share in shares.items()}
     counts["agent tool calls"] += total - sum(counts.values())
     url = engine.copy(template, "fuzz")
@@ -1371,19 +1676,28 @@ def run_fuzz(engine: Engine, template: str, total: int, seed: int, workdir: Path
             fmt = IMPORT_FORMATS[number % len(IMPORT_FORMATS)]
             text = fuzz_import_text(rng, fmt)
             namespace = CHAT if rng.random() < 0.9 else fuzz_text(rng)[:40]
-            attempt(f"import {fmt} {text[:120]!r}",
-                    lambda: start_import(namespace, text, format=fmt, recover=False, provider="offline"))
+            attempt(
+                f"import {fmt} {text[:120]!r}",
+                lambda: start_import(namespace, text, format=fmt, recover=False, provider="offline"),
+            )
 
         sessions = [MemoryTools(CHAT, session=f"fuzz-{k}", budget=None) for k in range(3)]
         sessions.append(MemoryTools(CHAT))
         for _ in range(counts["agent tool calls"]):
             tools = rng.choice(sessions)
             name, args = fuzz_tool_call(rng)
-            attempt(f"tool {name!r} {_dumps(args)[:200]}", lambda: tools.call_safe(name, args),
-                    lambda result: isinstance(result, dict) and "error" in result)
+            attempt(
+                f"tool {name!r} {_dumps(args)[:200]}",
+                lambda: tools.call_safe(name, args),
+                lambda result: isinstance(result, dict) and "error" in result,
+            )
 
-        searches = {"search_raw": search_raw, "search_events": search_events, "search_graph": search_graph,
-                    "default_retrieval": default_retrieval}
+        searches = {
+            "search_raw": search_raw,
+            "search_events": search_events,
+            "search_graph": search_graph,
+            "default_retrieval": default_retrieval,
+        }
         for _ in range(counts["search queries"]):
             name = rng.choice(list(searches))
             query = fuzz_text(rng)
@@ -1427,8 +1741,12 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
     from core.services.import_undo import undo_batch
 
     section = Section()
-    section.zero("exports differing after undo", "other namespace changed by undo",
-                 "memory differing from never importing", "errors")
+    section.zero(
+        "exports differing after undo",
+        "other namespace changed by undo",
+        "memory differing from never importing",
+        "errors",
+    )
     rng = random.Random(seed)
     # The twin gets only the writes made to the namespace itself between a commit and its undo: after
     # the undo the two must hold the same memory (ids aside: the import used some).
@@ -1440,10 +1758,19 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
         chat = Namespace.get(Namespace.name == CHAT)
         stored = list(Event.select().where(Event.namespace == chat).order_by(Event.id).limit(40))
         titles = [(e.title, e.summary) for e in stored]
-        append_messages(OTHER, "seed", [{"role": "user", "content": "Kenji repaired an antique clock.",
-                                         "created_at": "2025-07-01T09:00:00+00:00"},
-                                        {"role": "assistant", "content": "Lovely.",
-                                         "created_at": "2025-07-01T09:00:05+00:00"}], close_turn=True)
+        append_messages(
+            OTHER,
+            "seed",
+            [
+                {
+                    "role": "user",
+                    "content": "Kenji repaired an antique clock.",
+                    "created_at": "2025-07-01T09:00:00+00:00",
+                },
+                {"role": "assistant", "content": "Lovely.", "created_at": "2025-07-01T09:00:05+00:00"},
+            ],
+            close_turn=True,
+        )
         run_pending(OTHER)
         for number in range(count):
             if progress:
@@ -1457,12 +1784,24 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
                     candidates.append({"title": title[:60], "summary": summary})
                 else:
                     text = f"{rng.choice(['Maya', 'Ravi', 'Iris', 'Tobias'])} " + " ".join(rng.sample(_WORDS, 5)) + "."
-                    candidates.append({"title": text[:60], "summary": text,
-                                       "temporal": {"mentionedAt": f"2025-0{rng.randint(1, 9)}-01"}})
+                    candidates.append(
+                        {
+                            "title": text[:60],
+                            "summary": text,
+                            "temporal": {"mentionedAt": f"2025-0{rng.randint(1, 9)}-01"},
+                        }
+                    )
             try:
-                preview = preview_import(CHAT, json.dumps({"schemaVersion": "stratagate.external-memory.v2",
-                                                           "sourceType": "external_ai_memory_export",
-                                                           "candidates": candidates}))
+                preview = preview_import(
+                    CHAT,
+                    json.dumps(
+                        {
+                            "schemaVersion": "stratagate.external-memory.v2",
+                            "sourceType": "external_ai_memory_export",
+                            "candidates": candidates,
+                        }
+                    ),
+                )
                 for item in preview.items:
                     if rng.random() < 0.4:
                         action = rng.choice(["add", "ignore", "merge", "supersede", "conflict"])
@@ -1500,13 +1839,17 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
                     _close()
                     _open(url)
                     if mine != never:
-                        section.bad("memory differing from never importing",
-                                    example=f"round trip {number}: {_difference(mine, never)}")
+                        section.bad(
+                            "memory differing from never importing",
+                            example=f"round trip {number}: {_difference(mine, never)}",
+                        )
                     continue
                 after = export_namespace(CHAT)
                 if after != before:
-                    section.bad("exports differing after undo", example=f"round trip {number}: "
-                                f"{_difference(json.loads(after), json.loads(before))}")
+                    section.bad(
+                        "exports differing after undo",
+                        example=f"round trip {number}: {_difference(json.loads(after), json.loads(before))}",
+                    )
             except Exception as exc:
                 section.bad("errors", example=f"round trip {number}: {type(exc).__name__}: {exc}")
                 _recover_connection()
@@ -1519,9 +1862,13 @@ def run_round_trips(engine: Engine, template: str, count: int, seed: int, progre
     return section
 
 
-_LATER = ("Kenji repaired an antique clock for his neighbour.", "Kenji booked a ferry to the northern islands.",
-          "Kenji finished knitting a green scarf.", "Kenji adopted two goldfish named Pip and Pop.",
-          "Kenji started learning the accordion.")
+_LATER = (
+    "Kenji repaired an antique clock for his neighbour.",
+    "Kenji booked a ferry to the northern islands.",
+    "Kenji finished knitting a green scarf.",
+    "Kenji adopted two goldfish named Pip and Pop.",
+    "Kenji started learning the accordion.",
+)
 
 
 def _later_turns(rng: random.Random, number: int) -> list[dict]:
@@ -1529,9 +1876,15 @@ def _later_turns(rng: random.Random, number: int) -> list[dict]:
     messages = []
     for turn in range(rng.randint(1, 3)):
         day = f"2026-0{1 + number % 9}-{10 + turn:02d}"
-        messages += [{"role": "user", "speaker": "Kenji", "content": _LATER[(number + turn) % len(_LATER)],
-                      "created_at": f"{day}T09:00:00+00:00"},
-                     {"role": "assistant", "content": "Lovely.", "created_at": f"{day}T09:00:05+00:00"}]
+        messages += [
+            {
+                "role": "user",
+                "speaker": "Kenji",
+                "content": _LATER[(number + turn) % len(_LATER)],
+                "created_at": f"{day}T09:00:00+00:00",
+            },
+            {"role": "assistant", "content": "Lovely.", "created_at": f"{day}T09:00:05+00:00"},
+        ]
     return messages
 
 
@@ -1549,11 +1902,20 @@ def _unrelated_write(rng: random.Random, number: int, append_messages, run_pendi
     roll = rng.random()
     if roll < 0.5:
         day = 1 + number % 28
-        append_messages(OTHER, f"later-{number % 5}", [
-            {"role": "user", "speaker": "Kenji", "content": f"Kenji {' '.join(rng.sample(_WORDS, 4))} on day {day}.",
-             "created_at": f"2025-08-{day:02d}T09:00:00+00:00"},
-            {"role": "assistant", "content": "Noted.", "created_at": f"2025-08-{day:02d}T09:00:05+00:00"}],
-            close_turn=True)
+        append_messages(
+            OTHER,
+            f"later-{number % 5}",
+            [
+                {
+                    "role": "user",
+                    "speaker": "Kenji",
+                    "content": f"Kenji {' '.join(rng.sample(_WORDS, 4))} on day {day}.",
+                    "created_at": f"2025-08-{day:02d}T09:00:00+00:00",
+                },
+                {"role": "assistant", "content": "Noted.", "created_at": f"2025-08-{day:02d}T09:00:05+00:00"},
+            ],
+            close_turn=True,
+        )
     elif roll < 0.8:
         run_pending(OTHER)
     else:
@@ -1570,12 +1932,13 @@ SECRETS = ("zorblax", "quindlewhip", "marrowfjord", "plinthavex", "vexolutria")
 
 def _secret_turns() -> list[tuple[str, str]]:
     a, b, c, d, e = SECRETS
-    return [(f"My password hint is {a} and I keep it in the {b} drawer.", f"Noted: {a} in the {b} drawer."),
-            (f"Dr. Harriet {c.title()} works at {d.title()} Labs in Reykjavik.",
-             f"Got it, {c.title()} at {d.title()}."),
-            (f"We decided to ship project {e.title()} on Friday.", f"Shipping {e.title()} on Friday."),
-            (f"My sister Olga {c.title()} lives in {b.title()}ville.", "Good to know."),
-            (f"The {a} launch moved to March 3.", f"Updated: {a} launch on March 3.")]
+    return [
+        (f"My password hint is {a} and I keep it in the {b} drawer.", f"Noted: {a} in the {b} drawer."),
+        (f"Dr. Harriet {c.title()} works at {d.title()} Labs in Reykjavik.", f"Got it, {c.title()} at {d.title()}."),
+        (f"We decided to ship project {e.title()} on Friday.", f"Shipping {e.title()} on Friday."),
+        (f"My sister Olga {c.title()} lives in {b.title()}ville.", "Good to know."),
+        (f"The {a} launch moved to March 3.", f"Updated: {a} launch on March 3."),
+    ]
 
 
 def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) -> Section:
@@ -1598,21 +1961,38 @@ def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) ->
     try:
         configure_namespace(SECRET, block_turn_size=2)
         for i, (user, assistant) in enumerate(_secret_turns()):
-            append_turn(SECRET, "vault", user, assistant, created_at=f"2024-02-{10 + i:02d}T10:00:00+00:00",
-                        receipt_id=f"secret-{i}")
+            append_turn(
+                SECRET,
+                "vault",
+                user,
+                assistant,
+                created_at=f"2024-02-{10 + i:02d}T10:00:00+00:00",
+                receipt_id=f"secret-{i}",
+            )
         close_thread(SECRET, "vault")
         if run_pending(SECRET).failed:
             raise BenchSetupError("isolation: the secret namespace did not derive")
         secret = Namespace.get(Namespace.name == SECRET)
-        ids = {"event": [i for (i,) in Event.select(Event.id).where(Event.namespace == secret).tuples()],
-               "block": [i for (i,) in Block.select(Block.id).where(Block.namespace == secret).tuples()],
-               "node": [i for (i,) in GraphNode.select(GraphNode.id).where(GraphNode.namespace == secret).tuples()],
-               "message": [i for (i,) in Message.select(Message.id).where(Message.namespace == secret).tuples()]}
+        ids = {
+            "event": [i for (i,) in Event.select(Event.id).where(Event.namespace == secret).tuples()],
+            "block": [i for (i,) in Block.select(Block.id).where(Block.namespace == secret).tuples()],
+            "node": [i for (i,) in GraphNode.select(GraphNode.id).where(GraphNode.namespace == secret).tuples()],
+            "message": [i for (i,) in Message.select(Message.id).where(Message.namespace == secret).tuples()],
+        }
         if not ids["event"]:
             raise BenchSetupError("isolation: the secret namespace has no events to leak")
         secret_words = [w.lower() for w in SECRETS]
-        queries = [*SECRETS, " ".join(SECRETS), "password hint drawer", "Reykjavik Labs", "ship project Friday",
-                   "sister Olga", "launch March", "what is my password hint?", "who works at the labs?"]
+        queries = [
+            *SECRETS,
+            " ".join(SECRETS),
+            "password hint drawer",
+            "Reykjavik Labs",
+            "ship project Friday",
+            "sister Olga",
+            "launch March",
+            "what is my password hint?",
+            "who works at the labs?",
+        ]
 
         def leaked(where: str, value: Any, own: bool = False) -> None:
             nonlocal probes
@@ -1624,19 +2004,24 @@ def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) ->
 
         tools = MemoryTools(CHAT, session="probe", budget=None)
         for query in queries:
-            leaked(f"search_raw {query!r}", [h.__dict__ if hasattr(h, "__dict__") else h
-                                             for h in search_raw(CHAT, query, limit=50)])
+            leaked(
+                f"search_raw {query!r}",
+                [h.__dict__ if hasattr(h, "__dict__") else h for h in search_raw(CHAT, query, limit=50)],
+            )
             leaked(f"search_events {query!r}", [repr(h) for h in search_events(CHAT, query, limit=20)])
             leaked(f"search_graph {query!r}", [repr(h) for h in search_graph(CHAT, query, limit=20)])
             leaked(f"default_retrieval {query!r}", [repr(h) for h in default_retrieval(CHAT, query, limit=50)])
             leaked(f"auto_context {query!r}", repr(auto_context(CHAT, query)))
             for tool in ("search_events", "search_graph", "search_raw"):
-                for scope in ([None, "namespace", "session"] if tool == "search_raw" else [None]):
+                for scope in [None, "namespace", "session"] if tool == "search_raw" else [None]:
                     args = {"query": query} | ({"scope": scope} if scope else {})
                     leaked(f"{tool} {args}", tools.call_safe(tool, args))
         leaked("get_blocks", tools.call_safe("get_blocks", {}))
-        for kind, tool, prefix in (("event", "expand_event", "event"), ("node", "expand_graph_node", "node"),
-                                   ("block", "expand_block", "block")):
+        for kind, tool, prefix in (
+            ("event", "expand_event", "event"),
+            ("node", "expand_graph_node", "node"),
+            ("block", "expand_block", "block"),
+        ):
             for ident in ids[kind]:
                 for value in (ident, f"{prefix}:{ident}"):
                     result = tools.call_safe(tool, {"id": value})
@@ -1644,9 +2029,20 @@ def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) ->
                     if "error" not in result:
                         section.bad("leaks", example=f"{tool} {value!r} from {CHAT} answered: {str(result)[:200]}")
         for batch in range(1, 4):
-            leaked(f"assess batch {batch}", tools.call_safe("assess", {
-                "batch_id": batch, "verdict": "sufficient", "evidence_refs": [f"event:{i}" for i in ids["event"]],
-                "fit": "x", "missing": "", "next_strategy": "answer"}))
+            leaked(
+                f"assess batch {batch}",
+                tools.call_safe(
+                    "assess",
+                    {
+                        "batch_id": batch,
+                        "verdict": "sufficient",
+                        "evidence_refs": [f"event:{i}" for i in ids["event"]],
+                        "fit": "x",
+                        "missing": "",
+                        "next_strategy": "answer",
+                    },
+                ),
+            )
 
         from mcp import Client
 
@@ -1679,11 +2075,21 @@ def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) ->
 # ----------------------------------------------------------------------------- the run
 
 
-def run_reliability(*, workdir: Path, engine: str = "sqlite", server_url: str | None = None,
-                    kills: int = DEFAULTS["kills"], fuzz: int = DEFAULTS["fuzz"],
-                    round_trips: int = DEFAULTS["round_trips"], turns: int = DEFAULTS["turns"], seed: int = 7,
-                    data: Path | None = None, data_limit: int | None = None,
-                    sections: tuple[str, ...] = SECTIONS, progress: ProgressFn | None = None) -> dict:
+def run_reliability(
+    *,
+    workdir: Path,
+    engine: str = "sqlite",
+    server_url: str | None = None,
+    kills: int = DEFAULTS["kills"],
+    fuzz: int = DEFAULTS["fuzz"],
+    round_trips: int = DEFAULTS["round_trips"],
+    turns: int = DEFAULTS["turns"],
+    seed: int = 7,
+    data: Path | None = None,
+    data_limit: int | None = None,
+    sections: tuple[str, ...] = SECTIONS,
+    progress: ProgressFn | None = None,
+) -> dict:
     """Run the sections asked for and return the report (``failures``: how many figures that
     must be 0 are not)."""
     unknown = set(sections) - set(SECTIONS)
@@ -1694,10 +2100,20 @@ def run_reliability(*, workdir: Path, engine: str = "sqlite", server_url: str | 
     workdir.mkdir(parents=True, exist_ok=True)
     stores = Engine(engine, workdir, server_url)
     rng = random.Random(seed)
-    report: dict[str, Any] = {"benchmark": "reliability", "engine": engine, "seed": seed, "commit": commit,
-                              "machine": {"cores": os.cpu_count()},
-                              "asked": {"kills": kills, "fuzz": fuzz, "round_trips": round_trips, "turns": turns,
-                                        "data": str(data) if data else None}}
+    report: dict[str, Any] = {
+        "benchmark": "reliability",
+        "engine": engine,
+        "seed": seed,
+        "commit": commit,
+        "machine": {"cores": os.cpu_count()},
+        "asked": {
+            "kills": kills,
+            "fuzz": fuzz,
+            "round_trips": round_trips,
+            "turns": turns,
+            "data": str(data) if data else None,
+        },
+    }
     results: dict[str, Section] = {}
     try:
         inputs = write_inputs(workdir, seed, data)
@@ -1708,8 +2124,7 @@ def run_reliability(*, workdir: Path, engine: str = "sqlite", server_url: str | 
         for name in sections:
             began = time.monotonic()
             if name == "kills":
-                section = run_kills(stores, reference, inputs, kills, random.Random(rng.random()), data_limit,
-                                    progress)
+                section = run_kills(stores, reference, inputs, kills, random.Random(rng.random()), data_limit, progress)
             elif name == "concurrency":
                 section = run_concurrency(stores, turns, seed, workdir, progress)
             elif name == "fuzz":

@@ -27,8 +27,9 @@ from core.bench.metrics import dedupe_keep_order
 class Retriever(Protocol):
     """A system under test: message external ids for a question, best first."""
 
-    def rank(self, namespace: str, question: str, *, question_time: str | None = None,
-             limit: int = 50) -> list[str]: ...
+    def rank(
+        self, namespace: str, question: str, *, question_time: str | None = None, limit: int = 50
+    ) -> list[str]: ...
 
 
 RetrieverFactory = Callable[[], Retriever]
@@ -81,8 +82,7 @@ class RawBM25Retriever:
             self._cache.popitem(last=False)
         return documents, external
 
-    def rank(self, namespace: str, question: str, *, question_time: str | None = None,
-             limit: int = 50) -> list[str]:
+    def rank(self, namespace: str, question: str, *, question_time: str | None = None, limit: int = 50) -> list[str]:
         from core.search.bm25 import bm25_scores, ranked
         from core.search.tokenize import tokenize
 
@@ -158,8 +158,7 @@ class DefaultRetriever:
         self._fallback = RawBM25Retriever() if self._default is None else None
         self.name = "default_retrieval" if self._default is not None else "raw-bm25-fallback"
 
-    def rank(self, namespace: str, question: str, *, question_time: str | None = None,
-             limit: int = 50) -> list[str]:
+    def rank(self, namespace: str, question: str, *, question_time: str | None = None, limit: int = 50) -> list[str]:
         if self._fallback is not None:
             return self._fallback.rank(namespace, question, question_time=question_time, limit=limit)
         results = self._default(namespace, question, question_time=question_time, limit=limit)

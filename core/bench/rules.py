@@ -46,16 +46,26 @@ FAMILIES = ("type", "time", "status", "participants", "non_persons", "facts", "s
 LANGS = ("en", "zh")
 NON_PERSON_KINDS = ("place", "product", "org", "weekday", "pet", "title", "other")
 # Relations read in either direction: "Ana sibling_of Maya" is "Maya sibling_of Ana".
-SYMMETRIC = frozenset({"sibling_of", "friend_of", "partner_of", "works_with", "neighbour_of", "lives_with",
-                       "relative_of", "knows", "married_to"})
+SYMMETRIC = frozenset(
+    {
+        "sibling_of",
+        "friend_of",
+        "partner_of",
+        "works_with",
+        "neighbour_of",
+        "lives_with",
+        "relative_of",
+        "knows",
+        "married_to",
+    }
+)
 # Projection records that restate others and are not scored as facts: "knows" joins any two people
 # named together.
 UNSCORED = frozenset({"knows"})
 # A history edge that restates an ended one-at-a-time fact ("lived_in" beside an ended "lives_in").
 HISTORY_OF = {"lived_in": "lives_in", "worked_at": "works_at"}
 
-_EXPECT_KEYS = {"type", "time", "status", "participants", "people", "not_people", "facts", "ends", "supersedes",
-                "turn"}
+_EXPECT_KEYS = {"type", "time", "status", "participants", "people", "not_people", "facts", "ends", "supersedes", "turn"}
 
 
 class CorpusError(ValueError):
@@ -85,8 +95,15 @@ class Case:
         return [f for f in FAMILIES if keys & _FAMILY_KEYS[f]]
 
 
-_FAMILY_KEYS = {"type": {"type"}, "time": {"time"}, "status": {"status"}, "participants": {"participants"},
-                "non_persons": {"people", "not_people"}, "facts": {"facts"}, "supersessions": {"ends", "supersedes"}}
+_FAMILY_KEYS = {
+    "type": {"type"},
+    "time": {"time"},
+    "status": {"status"},
+    "participants": {"participants"},
+    "non_persons": {"people", "not_people"},
+    "facts": {"facts"},
+    "supersessions": {"ends", "supersedes"},
+}
 
 
 def _vocab() -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
@@ -105,10 +122,16 @@ def _iso(value: Any, where: str) -> datetime:
 
 
 def _triple(value: Any, where: str) -> tuple[str, str, Any]:
-    if (not isinstance(value, list) or len(value) != 3 or not all(isinstance(v, str) and v.strip() for v in value[:2])
-            or not (isinstance(value[2], str) and value[2].strip() or _strings(value[2]))):
-        raise CorpusError(f"{where}: a fact is [subject, relation, value] (value: a string or a list of "
-                          f"acceptable strings), got {value!r}")
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or not all(isinstance(v, str) and v.strip() for v in value[:2])
+        or not (isinstance(value[2], str) and value[2].strip() or _strings(value[2]))
+    ):
+        raise CorpusError(
+            f"{where}: a fact is [subject, relation, value] (value: a string or a list of "
+            f"acceptable strings), got {value!r}"
+        )
     return value[0], value[1], value[2]
 
 
@@ -137,8 +160,13 @@ def parse_case(raw: Any, file: str, line: int) -> Case:
         raise CorpusError(f"{where}: turns must be a non-empty list")
     turns = []
     for i, turn in enumerate(turns_raw, 1):
-        if not isinstance(turn, dict) or not isinstance(turn.get("speaker"), str) or not turn["speaker"].strip() \
-                or not isinstance(turn.get("text"), str) or not turn["text"].strip():
+        if (
+            not isinstance(turn, dict)
+            or not isinstance(turn.get("speaker"), str)
+            or not turn["speaker"].strip()
+            or not isinstance(turn.get("text"), str)
+            or not turn["text"].strip()
+        ):
             raise CorpusError(f"{where}: turn {i} needs a speaker and a text")
         extra = set(turn) - {"speaker", "text", "date", "session", "role"}
         if extra:
@@ -150,14 +178,22 @@ def parse_case(raw: Any, file: str, line: int) -> Case:
         role = turn.get("role", "user")
         if role not in ("user", "assistant"):
             raise CorpusError(f"{where}: turn {i}: role is user or assistant")
-        turns.append({"speaker": turn["speaker"].strip(), "text": turn["text"], "created_at": when.isoformat(),
-                      "session": session, "role": role})
+        turns.append(
+            {
+                "speaker": turn["speaker"].strip(),
+                "text": turn["text"],
+                "created_at": when.isoformat(),
+                "session": session,
+                "role": role,
+            }
+        )
     if [t["session"] for t in turns] != sorted(t["session"] for t in turns):
         raise CorpusError(f"{where}: sessions must not go back in time (turn order)")
     expect = raw.get("expect")
     if not isinstance(expect, dict) or not set(expect) - {"turn"}:
-        raise CorpusError(f"{where}: expect must name at least one expectation "
-                          f"({', '.join(sorted(_EXPECT_KEYS - {'turn'}))})")
+        raise CorpusError(
+            f"{where}: expect must name at least one expectation ({', '.join(sorted(_EXPECT_KEYS - {'turn'}))})"
+        )
     unknown = set(expect) - _EXPECT_KEYS
     if unknown:
         raise CorpusError(f"{where}: unknown expectation(s) {', '.join(sorted(unknown))}")
@@ -185,18 +221,25 @@ def _check_expect(expect: dict[str, Any], n_turns: int, where: str) -> None:
             if t["precision"] not in precisions or t["precision"] == "unknown":
                 raise CorpusError(f"{where}: time precision must be one of {', '.join(precisions[:-1])}")
             starts = t["start"] if isinstance(t["start"], list) else [t["start"]]
-            if not starts or not all(isinstance(s, str) and re.fullmatch(r"\d{4}(-\d\d(-\d\d(T\d\d:\d\d.*)?)?)?", s)
-                                     for s in starts):
+            if not starts or not all(
+                isinstance(s, str) and re.fullmatch(r"\d{4}(-\d\d(-\d\d(T\d\d:\d\d.*)?)?)?", s) for s in starts
+            ):
                 raise CorpusError(f"{where}: time start is an ISO date (or a list of acceptable ones)")
-    if "participants" in expect and not (isinstance(expect["participants"], list) and all(
-            isinstance(p, str) and p.strip() or _strings(p) for p in expect["participants"])):
+    if "participants" in expect and not (
+        isinstance(expect["participants"], list)
+        and all(isinstance(p, str) and p.strip() or _strings(p) for p in expect["participants"])
+    ):
         raise CorpusError(f"{where}: participants is a list of names (a name may be a list of acceptable spellings)")
     if "people" in expect and not _strings(expect["people"]):
         raise CorpusError(f"{where}: people is a list of names")
     if "not_people" in expect:
         value = expect["not_people"]
-        if not isinstance(value, dict) or not value or set(value) - set(NON_PERSON_KINDS) or not all(
-                _strings(v) for v in value.values()):
+        if (
+            not isinstance(value, dict)
+            or not value
+            or set(value) - set(NON_PERSON_KINDS)
+            or not all(_strings(v) for v in value.values())
+        ):
             raise CorpusError(f"{where}: not_people maps a kind ({', '.join(NON_PERSON_KINDS)}) to a list of names")
     for key in ("facts", "ends"):
         if key in expect:
@@ -207,9 +250,12 @@ def _check_expect(expect: dict[str, Any], n_turns: int, where: str) -> None:
     if "supersedes" in expect:
         pairs = expect["supersedes"]
         if not isinstance(pairs, list) or not all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(n, int) and not isinstance(n, bool)
-                                                            and 1 <= n <= n_turns for n in p) and p[0] > p[1]
-                for p in pairs):
+            isinstance(p, list)
+            and len(p) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= n_turns for n in p)
+            and p[0] > p[1]
+            for p in pairs
+        ):
             raise CorpusError(f"{where}: supersedes is a list of [later turn, earlier turn] (numbers from 1)")
 
 
@@ -287,12 +333,19 @@ def derive(case: Case) -> Derived:
     context_nodes: list[dict[str, Any]] = []
     sessions = sorted({t["session"] for t in case.turns})
     for session in sessions:
-        messages = [{"id": i, "role": t["role"], "speaker": t["speaker"], "created_at": t["created_at"],
-                     "text": t["text"]}
-                    for i, t in enumerate(case.turns, 1) if t["session"] == session]
+        messages = [
+            {"id": i, "role": t["role"], "speaker": t["speaker"], "created_at": t["created_at"], "text": t["text"]}
+            for i, t in enumerate(case.turns, 1)
+            if t["session"] == session
+        ]
         block_speakers = list(dict.fromkeys(m["speaker"] for m in messages))
-        extracted = extract_events_offline({"target": {"messages": messages}, "speakers": block_speakers,
-                                            "timeline": [dict(item) for item in timeline]})
+        extracted = extract_events_offline(
+            {
+                "target": {"messages": messages},
+                "speakers": block_speakers,
+                "timeline": [dict(item) for item in timeline],
+            }
+        )
         block_ids: list[int] = []
         batch: list[dict[str, Any]] = []
         for card in extracted.get("events", []):
@@ -300,32 +353,56 @@ def derive(case: Case) -> Derived:
             block_ids.append(cid)
             temporal = card.get("temporal") or {}
             supersedes = list(temporal.get("supersedes_event_ids") or [])
-            supersedes += [block_ids[i] for i in temporal.get("supersedes_earlier") or []
-                           if 0 <= i < len(block_ids) - 1]
+            supersedes += [
+                block_ids[i] for i in temporal.get("supersedes_earlier") or [] if 0 <= i < len(block_ids) - 1
+            ]
             sources = [s for s in card.get("source_message_ids") or [] if isinstance(s, int)]
             precision = temporal.get("precision") or "unknown"
-            out.cards.append({
-                "id": cid, "turn": max(sources) if sources else None, "sources": sources,
-                "type": temporal.get("event_type") or "other", "status": temporal.get("status") or "unknown",
-                "start": temporal.get("happened_start") if precision != "unknown" else None,
-                "precision": precision, "participants": list(temporal.get("participants") or []),
-                "supersedes": supersedes, "title": card.get("title", ""),
-            })
-            item = {"id": cid, "title": card.get("title", ""), "summary": card.get("summary", ""),
-                    "tags": list(card.get("tags") or []), "quotes": list(card.get("quotes") or []),
-                    "temporal": {k: v for k, v in temporal.items() if not k.startswith("supersedes")},
+            out.cards.append(
+                {
+                    "id": cid,
+                    "turn": max(sources) if sources else None,
+                    "sources": sources,
+                    "type": temporal.get("event_type") or "other",
+                    "status": temporal.get("status") or "unknown",
+                    "start": temporal.get("happened_start") if precision != "unknown" else None,
+                    "precision": precision,
                     "participants": list(temporal.get("participants") or []),
-                    "event_type": temporal.get("event_type"), "scope": card.get("scope", "user"),
-                    "criticality": card.get("criticality", "routine"), "status": "active"}
+                    "supersedes": supersedes,
+                    "title": card.get("title", ""),
+                }
+            )
+            item = {
+                "id": cid,
+                "title": card.get("title", ""),
+                "summary": card.get("summary", ""),
+                "tags": list(card.get("tags") or []),
+                "quotes": list(card.get("quotes") or []),
+                "temporal": {k: v for k, v in temporal.items() if not k.startswith("supersedes")},
+                "participants": list(temporal.get("participants") or []),
+                "event_type": temporal.get("event_type"),
+                "scope": card.get("scope", "user"),
+                "criticality": card.get("criticality", "routine"),
+                "status": "active",
+            }
             batch.append(item)
-            timeline.append({"id": cid, "title": item["title"], "summary": item["summary"],
-                             "participants": item["participants"], "event_type": item["event_type"],
-                             "status": "active", "happened_start": temporal.get("happened_start"),
-                             "mentioned_at": temporal.get("mentioned_at")})
+            timeline.append(
+                {
+                    "id": cid,
+                    "title": item["title"],
+                    "summary": item["summary"],
+                    "participants": item["participants"],
+                    "event_type": item["event_type"],
+                    "status": "active",
+                    "happened_start": temporal.get("happened_start"),
+                    "mentioned_at": temporal.get("mentioned_at"),
+                }
+            )
         if not batch:
             continue
-        proposal = project_graph_offline({"events": batch, "nodes": [dict(n) for n in context_nodes], "edges": [],
-                                          "speakers": speakers})
+        proposal = project_graph_offline(
+            {"events": batch, "nodes": [dict(n) for n in context_nodes], "edges": [], "speakers": speakers}
+        )
         names = {}
         for node in proposal.get("nodes", []):
             names[node["ref"]] = node["name"]
@@ -333,16 +410,33 @@ def derive(case: Case) -> Derived:
                 out.persons.update(norm(n) for n in [node["name"], *(node.get("aliases") or [])])
             for fact in node.get("facts", []):
                 order = max(fact.get("source_event_ids") or [0])
-                out.records.append((node["name"], _relation(fact["key"]), str(fact["value"]),
-                                    fact.get("status", "active"), order))
-            context_nodes.append({"id": len(context_nodes) + 1, "name": node["name"], "type": node.get("type"),
-                                  "aliases": list(node.get("aliases") or []), "tags": [],
-                                  "facts": [{"key": f["key"], "value": f["value"], "status": f.get("status", "active")}
-                                            for f in node.get("facts", [])]})
+                out.records.append(
+                    (node["name"], _relation(fact["key"]), str(fact["value"]), fact.get("status", "active"), order)
+                )
+            context_nodes.append(
+                {
+                    "id": len(context_nodes) + 1,
+                    "name": node["name"],
+                    "type": node.get("type"),
+                    "aliases": list(node.get("aliases") or []),
+                    "tags": [],
+                    "facts": [
+                        {"key": f["key"], "value": f["value"], "status": f.get("status", "active")}
+                        for f in node.get("facts", [])
+                    ],
+                }
+            )
         for edge in proposal.get("edges", []):
             if edge["from_ref"] in names and edge["to_ref"] in names:
-                out.records.append((names[edge["from_ref"]], _relation(edge["relation"]), names[edge["to_ref"]],
-                                    edge.get("status", "active"), max(edge.get("source_event_ids") or [0])))
+                out.records.append(
+                    (
+                        names[edge["from_ref"]],
+                        _relation(edge["relation"]),
+                        names[edge["to_ref"]],
+                        edge.get("status", "active"),
+                        max(edge.get("source_event_ids") or [0]),
+                    )
+                )
     return out
 
 
@@ -415,10 +509,14 @@ class FamilyReport:
     failures: list[dict[str, Any]] = field(default_factory=list)  # {id, problems}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"cases": self.cases, "correct": self.correct, **self.score.as_dict(),
-                "kinds": {k: v.as_dict() for k, v in sorted(self.kinds.items())},
-                "langs": {k: v.as_dict() for k, v in sorted(self.langs.items())},
-                "failures": self.failures}
+        return {
+            "cases": self.cases,
+            "correct": self.correct,
+            **self.score.as_dict(),
+            "kinds": {k: v.as_dict() for k, v in sorted(self.kinds.items())},
+            "langs": {k: v.as_dict() for k, v in sorted(self.langs.items())},
+            "failures": self.failures,
+        }
 
 
 @dataclass
@@ -432,9 +530,15 @@ class RulesReport:
     def as_dict(self) -> dict[str, Any]:
         from core.bench import git_commit
 
-        return {"benchmark": "rules", "corpus": self.corpus, "commit": git_commit(), "cases": self.cases,
-                "chinese_cases": self.chinese, "seconds": self.seconds,
-                "families": {name: fam.as_dict() for name, fam in self.families.items()}}
+        return {
+            "benchmark": "rules",
+            "corpus": self.corpus,
+            "commit": git_commit(),
+            "cases": self.cases,
+            "chinese_cases": self.chinese,
+            "seconds": self.seconds,
+            "families": {name: fam.as_dict() for name, fam in self.families.items()},
+        }
 
     def correct_counts(self) -> dict[str, int]:
         return {name: fam.correct for name, fam in self.families.items()}
@@ -490,8 +594,12 @@ def _same_triple(exp: tuple[str, str, Any], subject: str, relation: str, value: 
         return False
     if norm(e_subject) == norm(subject) and _matches(e_value, value):
         return True
-    return relation in SYMMETRIC and isinstance(e_value, str) and norm(e_value) == norm(subject) \
+    return (
+        relation in SYMMETRIC
+        and isinstance(e_value, str)
+        and norm(e_value) == norm(subject)
         and norm(e_subject) == norm(value)
+    )
 
 
 def _ended_records(derived: Derived) -> list[tuple[str, str, str]]:
@@ -502,8 +610,9 @@ def _ended_records(derived: Derived) -> list[tuple[str, str, str]]:
     for s, r, v, order in current:
         if not _functional(r):
             continue
-        if any(norm(s2) == norm(s) and r2 == r and norm(v2) != norm(v) and order2 > order
-               for s2, r2, v2, order2 in current):
+        if any(
+            norm(s2) == norm(s) and r2 == r and norm(v2) != norm(v) and order2 > order for s2, r2, v2, order2 in current
+        ):
             ended.add((s, r, v))
     return sorted(ended)
 
@@ -574,14 +683,16 @@ def score_case(case: Case, derived: Derived) -> list[CaseResult]:
                     else:
                         r.count(kind, tp=1)
         elif family == "facts":
-            _score_triples(r, [_triple(t, "") for t in exp["facts"]],
-                           [(s, rel, v) for s, rel, v, status, _ in derived.records
-                            if status == "active" and rel not in UNSCORED],
-                           "facts", history=[_triple(t, "") for t in exp.get("ends", [])])
+            _score_triples(
+                r,
+                [_triple(t, "") for t in exp["facts"]],
+                [(s, rel, v) for s, rel, v, status, _ in derived.records if status == "active" and rel not in UNSCORED],
+                "facts",
+                history=[_triple(t, "") for t in exp.get("ends", [])],
+            )
         elif family == "supersessions":
             if "ends" in exp:
-                _score_triples(r, [_triple(t, "") for t in exp["ends"]], _ended_records(derived), "ends",
-                               kind="fact")
+                _score_triples(r, [_triple(t, "") for t in exp["ends"]], _ended_records(derived), "ends", kind="fact")
             if "supersedes" in exp:
                 _score_cards(r, case, derived)
     return out
@@ -593,8 +704,14 @@ def _same_start(expected: str, got: str) -> bool:
     return got == expected
 
 
-def _score_triples(r: CaseResult, expected: list[tuple[str, str, Any]], said: list[tuple[str, str, str]],
-                   what: str, kind: str | None = None, history: Sequence[tuple[str, str, Any]] = ()) -> None:
+def _score_triples(
+    r: CaseResult,
+    expected: list[tuple[str, str, Any]],
+    said: list[tuple[str, str, str]],
+    what: str,
+    kind: str | None = None,
+    history: Sequence[tuple[str, str, Any]] = (),
+) -> None:
     unique: list[tuple[str, str, str]] = []
     for s, rel, v in said:  # a fact and its edge state one triple
         if not any(norm(s) == norm(s2) and rel == r2 and norm(v) == norm(v2) for s2, r2, v2 in unique):
@@ -645,8 +762,13 @@ def run_rules(folder: str | Path = CORPUS, families: Sequence[str] | None = None
     report = aggregate(results)
     if families is not None:
         report = {name: fam for name, fam in report.items() if name in families}
-    return RulesReport(cases=len(cases), chinese=sum(c.lang == "zh" for c in cases),
-                       seconds=round(time.perf_counter() - started, 3), families=report, corpus=str(folder))
+    return RulesReport(
+        cases=len(cases),
+        chinese=sum(c.lang == "zh" for c in cases),
+        seconds=round(time.perf_counter() - started, 3),
+        families=report,
+        corpus=str(folder),
+    )
 
 
 def load_baseline(path: str | Path = BASELINE) -> dict[str, int]:
@@ -656,11 +778,13 @@ def load_baseline(path: str | Path = BASELINE) -> dict[str, int]:
 
 def write_baseline(report: RulesReport, path: str | Path = BASELINE) -> None:
     """Record the report's correct cases per family as the floor a later change must not go below."""
-    data = {"about": "correct cases per family of `strata bench rules`; tests/core/test_bench_rules.py fails when "
-                     "a family falls below. Raise it (strata bench rules --update-baseline) when a change "
-                     "improves a family.",
-            "correct": report.correct_counts(),
-            "cases": {name: fam.cases for name, fam in report.families.items()}}
+    data = {
+        "about": "correct cases per family of `strata bench rules`; tests/core/test_bench_rules.py fails when "
+        "a family falls below. Raise it (strata bench rules --update-baseline) when a change "
+        "improves a family.",
+        "correct": report.correct_counts(),
+        "cases": {name: fam.cases for name, fam in report.families.items()},
+    }
     Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
@@ -670,6 +794,23 @@ def below_baseline(report: RulesReport, baseline: dict[str, int]) -> dict[str, t
     return {name: (now.get(name, 0), want) for name, want in baseline.items() if now.get(name, 0) < want}
 
 
-__all__ = ["CORPUS", "FAMILIES", "Case", "CaseResult", "CorpusError", "Derived", "FamilyReport", "RulesReport",
-           "Score", "aggregate", "below_baseline", "derive", "load_baseline", "load_corpus", "parse_case",
-           "run_rules", "score_case", "write_baseline"]
+__all__ = [
+    "CORPUS",
+    "FAMILIES",
+    "Case",
+    "CaseResult",
+    "CorpusError",
+    "Derived",
+    "FamilyReport",
+    "RulesReport",
+    "Score",
+    "aggregate",
+    "below_baseline",
+    "derive",
+    "load_baseline",
+    "load_corpus",
+    "parse_case",
+    "run_rules",
+    "score_case",
+    "write_baseline",
+]

@@ -36,8 +36,10 @@ CHANNELS = ("search_events", "search_raw", "search_graph", "default_retrieval")
 DERIVE_EVERY = 20_000  # messages ingested between two derivation passes
 WARMUP = 3  # questions asked once before timing (caches, page cache)
 UI_TIMEOUT = 900  # seconds the workbench measurement may take on one size
-UI_NOTE = ("workbench.bench_ui.measure on the same database in a fresh process: first paint of the first view, "
-           "and the slowest screen switch (cold or warm)")
+UI_NOTE = (
+    "workbench.bench_ui.measure on the same database in a fresh process: first paint of the first view, "
+    "and the slowest screen switch (cold or warm)"
+)
 
 
 def emit(kind: str, value) -> None:
@@ -60,8 +62,11 @@ def database_bytes(path: Path) -> int:
     total = 0
     for candidate in path.parent.iterdir():
         if candidate.name.startswith(path.name):
-            total += candidate.stat().st_size if candidate.is_file() else sum(
-                f.stat().st_size for f in candidate.rglob("*") if f.is_file())
+            total += (
+                candidate.stat().st_size
+                if candidate.is_file()
+                else sum(f.stat().st_size for f in candidate.rglob("*") if f.is_file())
+            )
     return total
 
 
@@ -76,9 +81,11 @@ def throughput(n: int, ingest_s: float, derived: int, derive_s: float) -> dict:
     ingest = n / ingest_s if ingest_s else None
     derive = derived / derive_s if derive_s and derived else None
     both = 1 / (1 / ingest + 1 / derive) if ingest and derive else None
-    return {"ingest_only_msgs_per_s": round(ingest, 1) if ingest else None,
-            "derive_only_msgs_per_s": round(derive, 1) if derive else None,
-            "ingest_msgs_per_s": round(both, 1) if both else None}
+    return {
+        "ingest_only_msgs_per_s": round(ingest, 1) if ingest else None,
+        "derive_only_msgs_per_s": round(derive, 1) if derive else None,
+        "ingest_msgs_per_s": round(both, 1) if both else None,
+    }
 
 
 def remove_database(path: Path) -> None:
@@ -92,8 +99,15 @@ def remove_database(path: Path) -> None:
             stale.unlink()
 
 
-def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
-          progress: ProgressFn = report_progress, provider: "Provider | str" = "offline") -> dict:
+def build(
+    n: int,
+    path: Path,
+    *,
+    seed: int = 7,
+    derive_limit: int | None = None,
+    progress: ProgressFn = report_progress,
+    provider: "Provider | str" = "offline",
+) -> dict:
     """Ingest N synthetic messages into a new database and derive them (offline provider, or
     ``provider``: the derive-floor bench passes one that records or replays the offline one).
 
@@ -157,8 +171,12 @@ def build(n: int, path: Path, *, seed: int = 7, derive_limit: int | None = None,
     db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     derived = n if derive_limit is None else min(n, done if deriving else derive_limit)
-    return {"messages": n, "ingest_s": round(ingest_s, 2), "derive_s": round(derive_s, 2), **throughput(
-        n, ingest_s, derived, derive_s), "derived_messages": derived,
+    return {
+        "messages": n,
+        "ingest_s": round(ingest_s, 2),
+        "derive_s": round(derive_s, 2),
+        **throughput(n, ingest_s, derived, derive_s),
+        "derived_messages": derived,
         "derive_failures": failed,
         **counts,
         "build_peak_rss_bytes": peak_rss_bytes(),
@@ -182,8 +200,11 @@ def _channel_calls() -> dict[str, Callable[[str], object]]:
 
 
 def summary_ms(samples: list[float]) -> dict:
-    return {"p50": round(percentile(samples, 50), 3), "p95": round(percentile(samples, 95), 3),
-            "mean": round(sum(samples) / len(samples), 3) if samples else 0.0}
+    return {
+        "p50": round(percentile(samples, 50), 3),
+        "p95": round(percentile(samples, 95), 3),
+        "mean": round(sum(samples) / len(samples), 3) if samples else 0.0,
+    }
 
 
 def measure(path: Path, questions: list[str], *, progress: ProgressFn = report_progress) -> dict:
@@ -291,8 +312,11 @@ def baseline(path: Path, questions: list[str], *, progress: ProgressFn = report_
         top[np.argsort(-scores[top], kind="stable")]
         latency.append((time.perf_counter() - started) * 1000)
         progress(done, len(questions), "baseline")
-    return {"baseline_latency_ms": summary_ms(latency), "baseline_build_s": round(build_s, 2),
-            "baseline_peak_rss_bytes": peak_rss_bytes()}
+    return {
+        "baseline_latency_ms": summary_ms(latency),
+        "baseline_build_s": round(build_s, 2),
+        "baseline_peak_rss_bytes": peak_rss_bytes(),
+    }
 
 
 # ----------------------------------------------------------------------------- phase 4: the workbench
@@ -302,8 +326,13 @@ def baseline(path: Path, questions: list[str], *, progress: ProgressFn = report_
 # ----------------------------------------------------------------------------- the parent
 
 
-def _child(args: list[str], progress: ProgressFn | None, label: str, timeout: float | None = None,
-           module: str = "core.bench.scale") -> dict:
+def _child(
+    args: list[str],
+    progress: ProgressFn | None,
+    label: str,
+    timeout: float | None = None,
+    module: str = "core.bench.scale",
+) -> dict:
     """Run one phase in a fresh interpreter, relaying its progress; return its result.
 
     With ``timeout`` (seconds) a phase still running then is stopped and counts as failed."""
@@ -311,8 +340,9 @@ def _child(args: list[str], progress: ProgressFn | None, label: str, timeout: fl
 
     command = [sys.executable, "-m", module, *args]
     env = dict(os.environ, PYTHONHASHSEED="0")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env,
-                               cwd=Path(__file__).resolve().parents[2])
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).resolve().parents[2]
+    )
     timer = threading.Timer(timeout, process.kill) if timeout else None
     if timer:
         timer.start()
@@ -339,9 +369,18 @@ def _ratio(new: float | None, old: float | None) -> float | None:
     return round(new / old, 2) if new is not None and old else None
 
 
-def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int = 7,
-              derive_limit: int | None = None, reuse: bool = False, skip_baseline: bool = False,
-              skip_ui: bool = False, progress: ProgressFn | None = None) -> dict:
+def run_scale(
+    sizes: list[int],
+    queries: int = 50,
+    *,
+    workdir: Path,
+    seed: int = 7,
+    derive_limit: int | None = None,
+    reuse: bool = False,
+    skip_baseline: bool = False,
+    skip_ui: bool = False,
+    progress: ProgressFn | None = None,
+) -> dict:
     """Build, measure and compare every size; each phase in its own process.
 
     Each phase's process imports the checkout as it is when the phase starts: keep it still
@@ -367,8 +406,13 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         measured = _child(["query", *query_args], progress, f"{n:,} query")
         base = {} if skip_baseline else _child(["baseline", *query_args], progress, f"{n:,} baseline")
         try:
-            ui = {} if skip_ui else _child(["--db", str(path)], progress, f"{n:,} workbench", UI_TIMEOUT,
-                                                  module="workbench.bench_scale_ui")
+            ui = (
+                {}
+                if skip_ui
+                else _child(
+                    ["--db", str(path)], progress, f"{n:,} workbench", UI_TIMEOUT, module="workbench.bench_scale_ui"
+                )
+            )
         except RuntimeError:
             ui = {"ui_error": f"the workbench measurement failed or took over {UI_TIMEOUT} s (see stderr)"}
         row = {
@@ -388,14 +432,15 @@ def run_scale(sizes: list[int], queries: int = 50, *, workdir: Path, seed: int =
         }
         bl = row["baseline_latency_ms"]
         row["speedup_vs_baseline_p95"] = {
-            c: _ratio(bl["p95"], row["latency_ms"][c]["p95"]) if bl else None for c in CHANNELS}
+            c: _ratio(bl["p95"], row["latency_ms"][c]["p95"]) if bl else None for c in CHANNELS
+        }
         if previous is not None:
             row["growth_from_previous"] = {
                 "from": previous["messages"],
-                "latency_p95": {c: _ratio(row["latency_ms"][c]["p95"], previous["latency_ms"][c]["p95"])
-                                for c in CHANNELS},
-                "baseline_p95": _ratio(bl["p95"] if bl else None,
-                                       (previous["baseline_latency_ms"] or {}).get("p95")),
+                "latency_p95": {
+                    c: _ratio(row["latency_ms"][c]["p95"], previous["latency_ms"][c]["p95"]) for c in CHANNELS
+                },
+                "baseline_p95": _ratio(bl["p95"] if bl else None, (previous["baseline_latency_ms"] or {}).get("p95")),
             }
         results[str(n)] = row
         previous = row

@@ -19,21 +19,31 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
-PEOPLE = ("Alice Brenner, Bashir Okafor, Chen Wei, Dana Kowalski, Elif Demir, Farah Haddad, Gustavo Lima, "
-          "Hana Sato, Ivan Petrov, Jana Novak, Kofi Mensah, Leila Karimi, Marco Rossi, Nadia Ivanova, "
-          "Oscar Lindqvist, Priya Raman, Quentin Moreau, Rosa Alvarez, Sven Larsen, Tariq Aziz, Uma Patel, "
-          "Viktor Horvat, Wen Li, Ximena Torres, Yusuf Kaya, Zoe Fischer").split(", ")
-PLACES = ("Lisbon Berlin Nairobi Osaka Toronto Valparaiso Krakow Hanoi Tbilisi Reykjavik Montreal Seville "
-          "Dublin Porto Tallinn Kyoto Marrakesh Oslo Quito Adelaide").split()
-TOOLS = ("postgres redis kafka kubernetes terraform grafana prometheus sentry airflow spark duckdb sqlite "
-         "nginx envoy vault consul jenkins gitlab buildkite pulumi elasticsearch clickhouse rabbitmq celery "
-         "fastapi django flask pandas polars numpy pytorch onnx triton ray dask minio ceph").split()
-COMPONENTS = ("billing pipeline, search index, login flow, mobile app, onboarding email, data warehouse, "
-              "payment gateway, recommendation model, admin dashboard, audit log, backup job, api gateway, "
-              "notification service, feature flags, release train, error budget, cache layer, "
-              "rate limiter, export tool, pricing page").split(", ")
-ACTIVITIES = ("hiking climbing pottery sailing chess cycling baking painting running swimming gardening "
-              "photography birdwatching kayaking skiing surfing").split()
+PEOPLE = (
+    "Alice Brenner, Bashir Okafor, Chen Wei, Dana Kowalski, Elif Demir, Farah Haddad, Gustavo Lima, "
+    "Hana Sato, Ivan Petrov, Jana Novak, Kofi Mensah, Leila Karimi, Marco Rossi, Nadia Ivanova, "
+    "Oscar Lindqvist, Priya Raman, Quentin Moreau, Rosa Alvarez, Sven Larsen, Tariq Aziz, Uma Patel, "
+    "Viktor Horvat, Wen Li, Ximena Torres, Yusuf Kaya, Zoe Fischer"
+).split(", ")
+PLACES = (
+    "Lisbon Berlin Nairobi Osaka Toronto Valparaiso Krakow Hanoi Tbilisi Reykjavik Montreal Seville "
+    "Dublin Porto Tallinn Kyoto Marrakesh Oslo Quito Adelaide"
+).split()
+TOOLS = (
+    "postgres redis kafka kubernetes terraform grafana prometheus sentry airflow spark duckdb sqlite "
+    "nginx envoy vault consul jenkins gitlab buildkite pulumi elasticsearch clickhouse rabbitmq celery "
+    "fastapi django flask pandas polars numpy pytorch onnx triton ray dask minio ceph"
+).split()
+COMPONENTS = (
+    "billing pipeline, search index, login flow, mobile app, onboarding email, data warehouse, "
+    "payment gateway, recommendation model, admin dashboard, audit log, backup job, api gateway, "
+    "notification service, feature flags, release train, error budget, cache layer, "
+    "rate limiter, export tool, pricing page"
+).split(", ")
+ACTIVITIES = (
+    "hiking climbing pottery sailing chess cycling baking painting running swimming gardening "
+    "photography birdwatching kayaking skiing surfing"
+).split()
 WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 MONTHS = "January February March April May June July August September October November December".split()
 TOOL_NAMES = ("calendar.lookup", "web.search", "tickets.create", "docs.read", "weather.get", "email.send")
@@ -68,7 +78,7 @@ class _Zipf:
 
     def __init__(self, items: list, s: float = 1.0) -> None:
         self.items = items
-        weights = [1.0 / (rank ** s) for rank in range(1, len(items) + 1)]
+        weights = [1.0 / (rank**s) for rank in range(1, len(items) + 1)]
         self.cumulative = list(itertools.accumulate(weights))
 
     def draw(self, rng: random.Random):
@@ -100,11 +110,14 @@ def _sentence(world: _World, rng: random.Random, project: str, person: str, spea
     if kind < 0.30:
         return f"Next {day} I plan to review the {component} of {project} with {person} in {rng.choice(world.places)}."
     if kind < 0.38:
-        return (f"Correction: the {project} {component} review moved from {day} to {later}, "
-                f"and {person} owns it now, not {rng.choice(world.people).split()[0]}.")
+        return (
+            f"Correction: the {project} {component} review moved from {day} to {later}, "
+            f"and {person} owns it now, not {rng.choice(world.people).split()[0]}."
+        )
     if kind < 0.48:
-        return (f"{person} said the {component} on {tool} failed twice in {rng.choice(MONTHS)} "
-                f"and we need a rollback plan.")
+        return (
+            f"{person} said the {component} on {tool} failed twice in {rng.choice(MONTHS)} and we need a rollback plan."
+        )
     if kind < 0.56:
         return f"On the weekend {speaker} went {rng.choice(ACTIVITIES)} with {person} near {rng.choice(world.places)}."
     if kind < 0.64:
@@ -143,14 +156,26 @@ def conversation(n: int, seed: int = 7) -> Iterator[tuple[str, list[dict]]]:
                 messages.append({"role": "user", "speaker": speaker, "content": text, "created_at": stamp})
             elif turn == 1 and rng.random() < 0.2:
                 name = rng.choice(TOOL_NAMES)
-                messages.append({
-                    "role": "assistant", "speaker": "assistant", "created_at": stamp,
-                    "content": f"Let me check {project} with {name}. {_filler(world, rng, rng.randint(4, 10))}",
-                    "tool_calls": [{"name": name, "arguments": {"query": f"{project} {world.components.draw(rng)}"}}],
-                })
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "speaker": "assistant",
+                        "created_at": stamp,
+                        "content": f"Let me check {project} with {name}. {_filler(world, rng, rng.randint(4, 10))}",
+                        "tool_calls": [
+                            {"name": name, "arguments": {"query": f"{project} {world.components.draw(rng)}"}}
+                        ],
+                    }
+                )
             elif turn == 2 and messages[-1].get("tool_calls"):
-                messages.append({"role": "tool", "speaker": messages[-1]["tool_calls"][0]["name"], "created_at": stamp,
-                                 "content": f"{project}: {_filler(world, rng, rng.randint(8, 20))}"})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "speaker": messages[-1]["tool_calls"][0]["name"],
+                        "created_at": stamp,
+                        "content": f"{project}: {_filler(world, rng, rng.randint(8, 20))}",
+                    }
+                )
             else:
                 text = f"{_sentence(world, rng, project, person, 'you')} {_filler(world, rng, rng.randint(8, 18))}"
                 messages.append({"role": "assistant", "speaker": "assistant", "content": text, "created_at": stamp})
@@ -174,7 +199,9 @@ def queries(q: int, seed: int = 7) -> list[str]:
         lambda: f"{rng.choice(ACTIVITIES)} trip near {rng.choice(world.places)}",
         lambda: f"why did {world.tools.draw(rng)} fail in {rng.choice(MONTHS)}",
         lambda: f"plan with {rng.choice(world.people).split()[0]} in {rng.choice(world.places)} {rng.choice(WEEKDAYS)}",
-        lambda: f"{world.filler.draw(rng)} {world.filler.draw(rng)} {rng.choice(world.projects)} {world.tools.draw(rng)}",
+        lambda: (
+            f"{world.filler.draw(rng)} {world.filler.draw(rng)} {rng.choice(world.projects)} {world.tools.draw(rng)}"
+        ),
     )
     out = []
     while len(out) < q:

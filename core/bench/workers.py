@@ -48,8 +48,9 @@ def _memory(url: str) -> dict[str, Any]:
         db.close()
 
 
-def run(data: str | Path, workdir: Path, *, workers: int = 2, limit: int | None = None,
-        progress: ProgressFn | None = None) -> dict[str, Any]:
+def run(
+    data: str | Path, workdir: Path, *, workers: int = 2, limit: int | None = None, progress: ProgressFn | None = None
+) -> dict[str, Any]:
     """Ingest ``data`` (LoCoMo) into ``workdir``, derive one copy with one worker and one with
     ``workers``, and compare."""
     from core.db import db
@@ -85,9 +86,16 @@ def run(data: str | Path, workdir: Path, *, workers: int = 2, limit: int | None 
     if progress:
         progress(steps, steps, "done")
     return {
-        "benchmark": "workers", "commit": git_commit(), "data": str(data), "conversations": len(report.namespaces),
-        "messages": report.messages, "workers": workers, "one_worker_s": round(one, 2),
-        "workers_s": round(many, 2), "speedup": round(one / many, 2) if many else None,
-        "same_memory": not differing and set(first) == set(second), "differing_namespaces": differing,
+        "benchmark": "workers",
+        "commit": git_commit(),
+        "data": str(data),
+        "conversations": len(report.namespaces),
+        "messages": report.messages,
+        "workers": workers,
+        "one_worker_s": round(one, 2),
+        "workers_s": round(many, 2),
+        "speedup": round(one / many, 2) if many else None,
+        "same_memory": not differing and set(first) == set(second),
+        "differing_namespaces": differing,
         "events": sum(len(memory["events"]) for memory in first.values()),
     }

@@ -80,8 +80,11 @@ class ParsedImport:
 
     def meta(self) -> dict[str, Any]:
         return {
-            "source_system": self.source_system, "exported_at": self.exported_at, "coverage": self.coverage,
-            "coverage_note": self.coverage_note, "uncertain_items": list(self.uncertain_items),
+            "source_system": self.source_system,
+            "exported_at": self.exported_at,
+            "coverage": self.coverage,
+            "coverage_note": self.coverage_note,
+            "uncertain_items": list(self.uncertain_items),
         }
 
 
@@ -111,8 +114,9 @@ def _load_json(text: str, where: str) -> Any:
     try:
         data = json.loads(body, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"{where}: not JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                                syntax=True) from None
+        raise ImportFormatError(
+            f"{where}: not JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", syntax=True
+        ) from None
     except ValueError as exc:
         raise ImportFormatError(f"{where}: not JSON: {exc}", syntax=True) from None
     except RecursionError:  # valid JSON, only too deep: nothing for the recovery path to repair
@@ -222,7 +226,7 @@ def _clip_title(text: str) -> str:
     if len(first) <= TITLE_LIMIT:
         return first
     cut = first[: TITLE_LIMIT - 1]
-    if " " in cut[TITLE_LIMIT // 2:]:
+    if " " in cut[TITLE_LIMIT // 2 :]:
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:") + "…"
 
@@ -232,8 +236,15 @@ def _free_text_candidate(text: str, where: str) -> dict[str, Any]:
     flat = " ".join(text.split())
     if len(flat) > NARRATIVE_LIMIT:
         raise ImportFormatError(f"{where}: {len(flat)} characters, at most {NARRATIVE_LIMIT}")
-    candidate: dict[str, Any] = {"title": _clip_title(flat), "summary": flat, "tags": [], "quotes": [],
-                                 "temporal": {}, "scope": "user", "criticality": "routine"}
+    candidate: dict[str, Any] = {
+        "title": _clip_title(flat),
+        "summary": flat,
+        "tags": [],
+        "quotes": [],
+        "temporal": {},
+        "scope": "user",
+        "criticality": "routine",
+    }
     if len(flat) > SUMMARY_LIMIT:
         candidate["summary"] = flat[: SUMMARY_LIMIT - 1].rstrip() + "…"
         candidate["narrative"] = flat
@@ -255,7 +266,9 @@ def _temporal(raw: Any, where: str, warnings: list[str]) -> dict[str, Any]:
         raise ImportFormatError(f"{where}: expected an object, got {type(raw).__name__}")
     out: dict[str, Any] = {}
     mentioned = check_date(_pick(raw, f"{where}.mentionedAt", "mentionedAt", "mentioned_at"), f"{where}.mentionedAt")
-    start = check_date(_pick(raw, f"{where}.happenedStart", "happenedStart", "happened_start"), f"{where}.happenedStart")
+    start = check_date(
+        _pick(raw, f"{where}.happenedStart", "happenedStart", "happened_start"), f"{where}.happenedStart"
+    )
     end = check_date(_pick(raw, f"{where}.happenedEnd", "happenedEnd", "happened_end"), f"{where}.happenedEnd")
     original = _text(_pick(raw, where, "originalText", "original_text"), f"{where}.originalText", TEMPORAL_CHARS)
     precision = _enum(raw.get("precision"), PRECISIONS, f"{where}.precision", warnings)
@@ -271,8 +284,13 @@ def _temporal(raw: Any, where: str, warnings: list[str]) -> dict[str, Any]:
         # An unresolved time stays unknown: the format drops the dates rather than guess one.
         warnings.append(f"{where}: precision is unknown, so happenedStart/happenedEnd were dropped")
         start = end = None
-    for key, value in (("mentioned_at", mentioned), ("happened_start", start), ("happened_end", end),
-                       ("original_text", original), ("status", status)):
+    for key, value in (
+        ("mentioned_at", mentioned),
+        ("happened_start", start),
+        ("happened_end", end),
+        ("original_text", original),
+        ("status", status),
+    ):
         if value:
             out[key] = value
     if start or end:
@@ -305,11 +323,20 @@ def _v2_candidate(raw: Any, where: str, warnings: list[str]) -> dict[str, Any]:
     criticality = _enum(raw.get("criticality"), CRITICALITIES, f"{where}.criticality", warnings)
     confidence = _confidence(raw.get("confidence"), f"{where}.confidence")
     candidate: dict[str, Any] = {
-        "title": title, "summary": summary, "tags": tags[:TAG_LIMIT], "quotes": quotes, "temporal": temporal,
-        "scope": scope or "user", "criticality": criticality or "routine",
+        "title": title,
+        "summary": summary,
+        "tags": tags[:TAG_LIMIT],
+        "quotes": quotes,
+        "temporal": temporal,
+        "scope": scope or "user",
+        "criticality": criticality or "routine",
     }
-    for key, value in (("narrative", narrative), ("memory_kind", kind), ("category", category),
-                       ("confidence", confidence)):
+    for key, value in (
+        ("narrative", narrative),
+        ("memory_kind", kind),
+        ("category", category),
+        ("confidence", confidence),
+    ):
         if value is not None:
             candidate[key] = value
     return candidate
@@ -323,17 +350,20 @@ def parse_v2_object(data: Any, where: str) -> ParsedImport:
     version = data.get("schemaVersion", data.get("schema_version"))
     if version not in SCHEMA_VERSIONS:
         raise ImportFormatError(
-            f"{where}: schemaVersion: expected {SCHEMA_VERSIONS[0]!r} (or {SCHEMA_VERSIONS[1]!r}), got {version!r}")
+            f"{where}: schemaVersion: expected {SCHEMA_VERSIONS[0]!r} (or {SCHEMA_VERSIONS[1]!r}), got {version!r}"
+        )
     source_type = data.get("sourceType", data.get("source_type"))
     if source_type != SOURCE_TYPE:
         raise ImportFormatError(f"{where}: sourceType: expected {SOURCE_TYPE!r}, got {source_type!r}")
-    source_system = _text(_pick(data, where, "sourceSystem", "source_system"), f"{where}.sourceSystem",
-                          SOURCE_SYSTEM_CHARS)
+    source_system = _text(
+        _pick(data, where, "sourceSystem", "source_system"), f"{where}.sourceSystem", SOURCE_SYSTEM_CHARS
+    )
     exported_at = check_date(_pick(data, where, "exportedAt", "exported_at"), f"{where}.exportedAt")
     coverage = _enum(data.get("coverage"), COVERAGES, f"{where}.coverage", warnings)
     note = _text(_pick(data, where, "coverageNote", "coverage_note"), f"{where}.coverageNote", NOTE_CHARS)
-    uncertain = _strings(_pick(data, where, "uncertainItems", "uncertain_items"), f"{where}.uncertainItems",
-                         UNCERTAIN_LIMIT, NOTE_CHARS)
+    uncertain = _strings(
+        _pick(data, where, "uncertainItems", "uncertain_items"), f"{where}.uncertainItems", UNCERTAIN_LIMIT, NOTE_CHARS
+    )
     key = "candidates" if data.get("candidates") is not None else "events"
     items = data.get(key)
     if items is None:
@@ -342,9 +372,16 @@ def parse_v2_object(data: Any, where: str) -> ParsedImport:
         raise ImportFormatError(f"{where}: {key}: expected a list, got {type(items).__name__}")
     _count_check(len(items), f"{where}: {key}")
     candidates = tuple(_v2_candidate(item, f"{where}: {key}[{i}]", warnings) for i, item in enumerate(items))
-    return ParsedImport(format="v2", candidates=candidates, source_system=source_system, exported_at=exported_at,
-                        coverage=coverage, coverage_note=note, uncertain_items=tuple(uncertain),
-                        warnings=tuple(warnings))
+    return ParsedImport(
+        format="v2",
+        candidates=candidates,
+        source_system=source_system,
+        exported_at=exported_at,
+        coverage=coverage,
+        coverage_note=note,
+        uncertain_items=tuple(uncertain),
+        warnings=tuple(warnings),
+    )
 
 
 def parse_v2(text: str, where: str = "input") -> ParsedImport:
@@ -374,8 +411,9 @@ def parse_mem0(text: str, where: str = "input") -> ParsedImport:
     if isinstance(data, dict):
         key = next((k for k in ("results", "memories") if isinstance(data.get(k), list)), "")
         if not key:
-            raise ImportFormatError(f"{where}: expected a JSON list of memories or an object with a "
-                                    "'results' (or 'memories') list")
+            raise ImportFormatError(
+                f"{where}: expected a JSON list of memories or an object with a 'results' (or 'memories') list"
+            )
         items = data[key]
     if not isinstance(items, list):
         raise ImportFormatError(f"{where}: expected a JSON list of memories, got {type(items).__name__}")
@@ -396,8 +434,11 @@ def parse_mem0(text: str, where: str = "input") -> ParsedImport:
             raise ImportFormatError(f"{at}.metadata: expected an object, got {type(metadata).__name__}")
         metadata = metadata or {}
         categories = _strings(item.get("categories"), f"{at}.categories", TAG_LIMIT, TAG_CHARS)
-        categories += [c for c in _strings(metadata.get("categories"), f"{at}.metadata.categories", TAG_LIMIT,
-                                           TAG_CHARS) if c not in categories]
+        categories += [
+            c
+            for c in _strings(metadata.get("categories"), f"{at}.metadata.categories", TAG_LIMIT, TAG_CHARS)
+            if c not in categories
+        ]
         candidate = _free_text_candidate(body, f"{at}.{field_name}")
         candidate["tags"] = categories[:TAG_LIMIT]
         mentioned = updated or created
@@ -407,8 +448,7 @@ def parse_mem0(text: str, where: str = "input") -> ParsedImport:
         if isinstance(ident, (str, int)) and not isinstance(ident, bool):
             candidate["external_id"] = str(ident)[:255]
         candidates.append(candidate)
-    return ParsedImport(format="mem0", candidates=tuple(candidates), source_system="mem0",
-                        warnings=tuple(warnings))
+    return ParsedImport(format="mem0", candidates=tuple(candidates), source_system="mem0", warnings=tuple(warnings))
 
 
 # ----------------------------------------------------------------------------- text
@@ -463,12 +503,15 @@ def parse_import(text: str, format: str = "v2", *, where: str = "input") -> Pars
     # hashed or stored: every later step would fail on it with a UnicodeEncodeError.
     bad = _SURROGATE.search(text)
     if bad is not None:
-        raise ImportFormatError(f"{where}: not UTF-8 text (lone surrogate \\u{ord(bad.group()):04x} at character "
-                                f"{bad.start()}); give the export as UTF-8")
+        raise ImportFormatError(
+            f"{where}: not UTF-8 text (lone surrogate \\u{ord(bad.group()):04x} at character "
+            f"{bad.start()}); give the export as UTF-8"
+        )
     nul = text.find("\x00")
     if nul >= 0:
-        raise ImportFormatError(f"{where}: a NUL character at character {nul}; no text Strata stores may hold one "
-                                "(PostgreSQL cannot)")
+        raise ImportFormatError(
+            f"{where}: a NUL character at character {nul}; no text Strata stores may hold one (PostgreSQL cannot)"
+        )
     return parser(text, where)
 
 

@@ -65,8 +65,9 @@ class IngestReport:
 FORMATS = ("locomo", "longmemeval", "jsonl")
 
 
-def parse(fmt: str, path: str | Path, *, namespace: str | None = None, limit: int | None = None,
-          tz: tzinfo | None = None) -> list[Unit]:
+def parse(
+    fmt: str, path: str | Path, *, namespace: str | None = None, limit: int | None = None, tz: tzinfo | None = None
+) -> list[Unit]:
     """Parse and validate a whole file into units; raises InvalidInputError with a location."""
     path = Path(path)
     if fmt not in FORMATS:
@@ -105,8 +106,10 @@ def _check_names(path: Path, units: list[Unit]) -> None:
     for index, unit in enumerate(units):
         try:
             namespace = validate_name(unit.namespace)
-            threads = tuple(batch if batch.thread == (name := validate_name(batch.thread, "thread"))
-                            else _renamed(batch, name) for batch in unit.threads)
+            threads = tuple(
+                batch if batch.thread == (name := validate_name(batch.thread, "thread")) else _renamed(batch, name)
+                for batch in unit.threads
+            )
         except InvalidInputError as exc:
             # A JSON Lines unit is the whole file: its lines were checked, with their numbers, when parsed.
             raise InvalidInputError(f"{path}: {unit.where}: {exc}" if unit.where else f"{path}: {exc}") from exc
@@ -134,7 +137,8 @@ def _check_repeats(path: Path, units: list[Unit]) -> None:
             if first[1] != batch.messages:
                 raise ReceiptConflictError(
                     f"{path}: {unit.where or unit.label}: repeats {first[0].where or first[0].label} with different "
-                    f"messages (both would be stored under receipt {receipt!r} in namespace {unit.namespace!r})")
+                    f"messages (both would be stored under receipt {receipt!r} in namespace {unit.namespace!r})"
+                )
 
 
 def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
@@ -149,7 +153,10 @@ def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
     for unit in units:
         if unit.receipt_id is not None:
             for batch in unit.threads:
-                wanted.setdefault(validate_name(unit.namespace), {})[f"{unit.receipt_id}#{batch.thread}"] = (unit, batch)
+                wanted.setdefault(validate_name(unit.namespace), {})[f"{unit.receipt_id}#{batch.thread}"] = (
+                    unit,
+                    batch,
+                )
     for unit in units:
         if unit.receipt_id is None and Namespace.get_or_none(Namespace.name == validate_name(unit.namespace)):
             for batch in unit.threads:
@@ -164,8 +171,11 @@ def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
             continue
         stored: dict[str, str] = {}
         for part in chunks(list(receipts)):
-            stored.update(IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash).where(
-                (IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part)).tuples())
+            stored.update(
+                IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash)
+                .where((IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part))
+                .tuples()
+            )
         for receipt, digest in stored.items():
             unit, batch = receipts[receipt]
             if payload_hash(batch.thread, [coerce_message(m, unit.label) for m in batch.messages]) != digest:
@@ -173,15 +183,18 @@ def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
 
 
 def _conflict(report: IngestReport, unit: Unit, receipt: str, namespace: str) -> str:
-    return (f"{report.path}: {unit.where or unit.label}: receipt {receipt!r} in namespace {namespace!r} was already "
-            "used for different messages (an earlier ingest of another version of this item)")
+    return (
+        f"{report.path}: {unit.where or unit.label}: receipt {receipt!r} in namespace {namespace!r} was already "
+        "used for different messages (an earlier ingest of another version of this item)"
+    )
 
 
 BULK_INDEX_MIN = 20_000  # messages one ingest writes to a namespace before it prepares its search index
 
 
-def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | None = None, *,
-                checked: bool = False) -> IngestReport:
+def write_units(
+    units: list[Unit], report: IngestReport, progress: ProgressFn | None = None, *, checked: bool = False
+) -> IngestReport:
     """Write each unit in one transaction; a unit whose receipt exists is skipped. ``checked``: the
     caller has run ``check_stored_receipts`` already."""
     from core.db import write_transaction
@@ -214,8 +227,14 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
                 receipt = f"{unit.receipt_id}#{batch.thread}"
                 try:
                     with write_transaction():
-                        result = append_messages(unit.namespace, batch.thread, batch.messages, receipt_id=receipt,
-                                                 close_turn=batch.close_turn, close_thread=batch.close_thread)
+                        result = append_messages(
+                            unit.namespace,
+                            batch.thread,
+                            batch.messages,
+                            receipt_id=receipt,
+                            close_turn=batch.close_turn,
+                            close_thread=batch.close_thread,
+                        )
                 except ReceiptConflictError as exc:  # another writer stored it since the check above
                     raise ReceiptConflictError(_conflict(report, unit, receipt, unit.namespace)) from exc
                 duplicate &= result.duplicate
@@ -231,11 +250,12 @@ def write_units(units: list[Unit], report: IngestReport, progress: ProgressFn | 
                     except ReceiptConflictError as exc:  # a line id used twice in this file, for other text
                         if not done:
                             raise
-                        raise ReceiptConflictError(f"{exc}; the {done} line(s) before this chunk were stored "
-                                                   "(a rerun of the corrected file skips them)") from exc
+                        raise ReceiptConflictError(
+                            f"{exc}; the {done} line(s) before this chunk were stored "
+                            "(a rerun of the corrected file skips them)"
+                        ) from exc
                     if fresh:
-                        result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh],
-                                                 close_turn=False)
+                        result = append_messages(unit.namespace, batch.thread, [m for m, _ in fresh], close_turn=False)
                         _line_receipts(unit.namespace, result, fresh)
                 if fresh:
                     duplicate = False
@@ -284,15 +304,20 @@ def _new_lines(unit: Unit, thread: str, messages: list[dict]) -> list[tuple[dict
     ns = Namespace.get_or_none(Namespace.name == unit.namespace)
     if ns is not None:
         for part in chunks([m["receipt"] for m, _ in hashed]):
-            known.update(IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash).where(
-                (IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part)).tuples())
+            known.update(
+                IngestionReceipt.select(IngestionReceipt.receipt_id, IngestionReceipt.payload_hash)
+                .where((IngestionReceipt.namespace == ns) & IngestionReceipt.receipt_id.in_(part))
+                .tuples()
+            )
     fresh = []
     for message, digest in hashed:
         receipt = message["receipt"]
         if receipt in known:
             if known[receipt] != digest:
-                raise ReceiptConflictError(f"{message.get('where', unit.label)}: receipt {receipt!r} in namespace "
-                                           f"{unit.namespace!r} was already used for a different payload")
+                raise ReceiptConflictError(
+                    f"{message.get('where', unit.label)}: receipt {receipt!r} in namespace "
+                    f"{unit.namespace!r} was already used for a different payload"
+                )
             continue
         known[receipt] = digest  # a repeat later in this chunk
         fresh.append((message, digest))
@@ -308,12 +333,24 @@ def _line_receipts(namespace: str, result, part: list[tuple[dict, str]]) -> None
 
     ns_id, now = get_namespace(namespace).id, now_iso()
     as_text = IngestionReceipt.result.db_value
-    bulk_insert(IngestionReceipt, ["namespace_id", "receipt_id", "payload_hash", "result", "created_at"], [
-        (ns_id, message["receipt"], digest, as_text({"thread": result.thread, "message_ids": [message_id]}), now)
-        for (message, digest), message_id in zip(part, result.message_ids)])
+    bulk_insert(
+        IngestionReceipt,
+        ["namespace_id", "receipt_id", "payload_hash", "result", "created_at"],
+        [
+            (ns_id, message["receipt"], digest, as_text({"thread": result.thread, "message_ids": [message_id]}), now)
+            for (message, digest), message_id in zip(part, result.message_ids)
+        ],
+    )
 
 
-def ingest(fmt: str, path: str | Path, *, namespace: str | None = None, limit: int | None = None,
-           tz: tzinfo | None = None, progress: ProgressFn | None = None) -> IngestReport:
+def ingest(
+    fmt: str,
+    path: str | Path,
+    *,
+    namespace: str | None = None,
+    limit: int | None = None,
+    tz: tzinfo | None = None,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
     units = parse(fmt, path, namespace=namespace, limit=limit, tz=tz)
     return write_units(units, IngestReport(format=fmt, path=str(path)), progress)

@@ -40,7 +40,11 @@ def require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> An
     if key not in obj:
         raise InvalidInputError(f"{where}: missing field {key!r}")
     value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+    if (
+        not isinstance(value, kind)
+        or isinstance(value, bool)
+        and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    ):
         names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise InvalidInputError(f"{where}: field {key!r}: expected {names}, got {type(value).__name__}")
     return value

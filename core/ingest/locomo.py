@@ -13,11 +13,13 @@ from core.services.capture import coerce_message
 from core.timeutil import to_iso
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
-_DATE_RE = re.compile(
-    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.IGNORECASE
-)
-_MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split(), 1)}
+_DATE_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.IGNORECASE)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
 
 
 def parse_session_date(text: str, tz: tzinfo, where: str) -> datetime:
@@ -62,9 +64,7 @@ def parse_locomo(path: Path, *, namespace: str | None, limit: int | None, tz: tz
         where = f"{path}: item {index} ({sample_id})"
         conv = require(sample, "conversation", dict, where)
         speaker_a = require(conv, "speaker_a", str, f"{where}.conversation")
-        sessions = sorted(
-            (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key))
-        )
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)))
         messages: list[dict] = []
         for number, key in sessions:
             turns = conv[key]
@@ -91,11 +91,13 @@ def parse_locomo(path: Path, *, namespace: str | None, limit: int | None, tz: tz
                 messages.append(message)
         if not messages:
             raise InvalidInputError(f"{where}: conversation has no turns")
-        units.append(Unit(
-            namespace=namespace or sample_id,
-            receipt_id=f"locomo:{sample_id}",
-            threads=(ThreadBatch(thread=sample_id, messages=tuple(messages), close_thread=True),),
-            label=sample_id,
-            where=f"item {index} ({sample_id})",
-        ))
+        units.append(
+            Unit(
+                namespace=namespace or sample_id,
+                receipt_id=f"locomo:{sample_id}",
+                threads=(ThreadBatch(thread=sample_id, messages=tuple(messages), close_thread=True),),
+                label=sample_id,
+                where=f"item {index} ({sample_id})",
+            )
+        )
     return units

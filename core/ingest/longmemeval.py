@@ -63,10 +63,14 @@ def parse_longmemeval(path: Path, *, namespace: str | None, limit: int | None, t
                 if not content.strip():
                     # The published haystacks hold a few empty turns; they carry no evidence.
                     continue
-                messages.append({
-                    "role": role, "content": content, "created_at": stamp,
-                    "external_id": f"{session_id}:{t_index}",
-                })
+                messages.append(
+                    {
+                        "role": role,
+                        "content": content,
+                        "created_at": stamp,
+                        "external_id": f"{session_id}:{t_index}",
+                    }
+                )
             if messages:
                 # A few haystacks show the same session twice (on different dates); each
                 # showing gets its own thread, the external ids still name the session.
@@ -74,11 +78,13 @@ def parse_longmemeval(path: Path, *, namespace: str | None, limit: int | None, t
                 name = session_id if seen[session_id] == 1 else f"{session_id} (repeat {seen[session_id]})"
                 thread = name if namespace is None else f"{qid}/{name}"
                 batches.append(ThreadBatch(thread=thread, messages=tuple(messages), close_thread=True))
-        units.append(Unit(
-            namespace=namespace or qid,
-            receipt_id=f"longmemeval:{qid}",
-            threads=tuple(batches),
-            label=qid,
-            where=f"item {index} ({qid})",
-        ))
+        units.append(
+            Unit(
+                namespace=namespace or qid,
+                receipt_id=f"longmemeval:{qid}",
+                threads=tuple(batches),
+                label=qid,
+                where=f"item {index} ({qid})",
+            )
+        )
     return units

@@ -38,8 +38,10 @@ def parse(name: str, data: bytes) -> tuple[str, ...]:
             continue
         # An entry is words joined by single spaces; anything else is a typo the rules would match as written.
         if "#" in line or " ".join(line.split()) != line or not line.isprintable():
-            raise LexiconError(f"{name} line {number}: {line!r} is not one entry (words joined by single "
-                               "spaces; a comment takes a line of its own)")
+            raise LexiconError(
+                f"{name} line {number}: {line!r} is not one entry (words joined by single "
+                "spaces; a comment takes a line of its own)"
+            )
         entries.append(line)
     return tuple(entries)
 

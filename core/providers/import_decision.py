@@ -47,8 +47,9 @@ def _clip(text: Any, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _times(mentioned: Any, start: Any, end: Any, precision: Any = None, original: Any = None,
-           status: Any = None) -> str:
+def _times(
+    mentioned: Any, start: Any, end: Any, precision: Any = None, original: Any = None, status: Any = None
+) -> str:
     parts = [f"mentioned {mentioned}" if mentioned else "mentioned: unknown"]
     if start or end:
         span = f"{start or '?'}" + (f" to {end}" if end and end != start else "")
@@ -78,8 +79,15 @@ def render_decision_prompt(context: Mapping[str, Any]) -> str:
         _line("tags", candidate.get("tags")),
         _line("quotes", [f'"{_clip(q, 300)}"' for q in candidate.get("quotes") or []]),
         _line("participants", temporal.get("participants")),
-        "time: " + _times(temporal.get("mentioned_at"), temporal.get("happened_start"), temporal.get("happened_end"),
-                          temporal.get("precision"), temporal.get("original_text"), temporal.get("status")),
+        "time: "
+        + _times(
+            temporal.get("mentioned_at"),
+            temporal.get("happened_start"),
+            temporal.get("happened_end"),
+            temporal.get("precision"),
+            temporal.get("original_text"),
+            temporal.get("status"),
+        ),
         _line("kind", candidate.get("memory_kind")),
         _line("category", candidate.get("category")),
         _line("the exporting assistant's confidence", candidate.get("confidence")),
@@ -87,9 +95,13 @@ def render_decision_prompt(context: Mapping[str, Any]) -> str:
         _line("export date (not the time anything happened)", source.get("exported_at")),
         "recovered from malformed input: a person reviews it whatever you answer" if source.get("recovered") else None,
         # Only one name can be the user's: where several people speak as users, nobody is.
-        ("the user: " + users[0] if len(users) == 1 else
-         "the user: not known (several people speak as users here: " + ", ".join(users) + ")" if users
-         else "the user: no name known"),
+        (
+            "the user: " + users[0]
+            if len(users) == 1
+            else "the user: not known (several people speak as users here: " + ", ".join(users) + ")"
+            if users
+            else "the user: no name known"
+        ),
     ):
         if row:
             lines.append(row)
@@ -97,8 +109,10 @@ def render_decision_prompt(context: Mapping[str, Any]) -> str:
     earlier = [e for e in context.get("earlier") or [] if isinstance(e, Mapping)]
     lines += ["", f"{SECTIONS[1]} ({len(earlier)})"]
     if earlier:
-        lines += [f"item {e.get('position')}: {_clip(e.get('title'), 160)} — "
-                  f"{_clip(e.get('summary'), EARLIER_SUMMARY_CHARS)}" for e in earlier]
+        lines += [
+            f"item {e.get('position')}: {_clip(e.get('title'), 160)} — {_clip(e.get('summary'), EARLIER_SUMMARY_CHARS)}"
+            for e in earlier
+        ]
     else:
         lines.append("(none)")
 
@@ -109,17 +123,22 @@ def render_decision_prompt(context: Mapping[str, Any]) -> str:
     for m in matches:
         lines.append(f"[id {m.get('id')}] {_clip(m.get('title'), 160)}")
         lines.append(f"  {_clip(m.get('summary'), MATCH_SUMMARY_CHARS)}")
-        detail = [f"status {m.get('status')}" if m.get("status") else None,
-                  _times(m.get("mentioned_at"), m.get("happened_start"), m.get("happened_end"),
-                         status=m.get("time_status")),
-                  _line("participants", m.get("participants")), _line("tags", m.get("tags"))]
+        detail = [
+            f"status {m.get('status')}" if m.get("status") else None,
+            _times(m.get("mentioned_at"), m.get("happened_start"), m.get("happened_end"), status=m.get("time_status")),
+            _line("participants", m.get("participants")),
+            _line("tags", m.get("tags")),
+        ]
         lines.append("  " + "; ".join(d for d in detail if d))
 
     ids = ", ".join(str(m.get("id")) for m in matches) or "none"
-    lines += ["", SECTIONS[3],
-              f"Call strata_decide_external_memory once: action ({' | '.join(IMPORT_ACTIONS)}), "
-              f"existing_event_ids (only from: {ids}), confidence, reason, subject, slot, value "
-              "(and stored_value, merged_candidate when they apply)."]
+    lines += [
+        "",
+        SECTIONS[3],
+        f"Call strata_decide_external_memory once: action ({' | '.join(IMPORT_ACTIONS)}), "
+        f"existing_event_ids (only from: {ids}), confidence, reason, subject, slot, value "
+        "(and stored_value, merged_candidate when they apply).",
+    ]
     return "\n".join(lines)
 
 
@@ -174,9 +193,15 @@ def validate_answer(raw: Any, allowed: Iterable[int]) -> dict[str, Any]:
     merged = raw.get("merged_candidate")
     if merged is not None and not isinstance(merged, dict):
         raise UnusableAnswer("merged_candidate is not an object")
-    answer = {"action": action, "existing_event_ids": ids if action != "add" else [],
-              "confidence": float(confidence), "reason": raw["reason"].strip(),
-              "subject": raw["subject"].strip(), "slot": raw["slot"].strip(), "value": raw["value"].strip()}
+    answer = {
+        "action": action,
+        "existing_event_ids": ids if action != "add" else [],
+        "confidence": float(confidence),
+        "reason": raw["reason"].strip(),
+        "subject": raw["subject"].strip(),
+        "slot": raw["slot"].strip(),
+        "value": raw["value"].strip(),
+    }
     if stored and stored.strip():
         answer["stored_value"] = stored.strip()
     if merged is not None:
@@ -202,13 +227,23 @@ def _words(*texts: Any) -> set[str]:
 
 def _candidate_words(candidate: Mapping[str, Any]) -> set[str]:
     temporal = candidate.get("temporal") or {}
-    return _words(candidate.get("title"), candidate.get("summary"), candidate.get("narrative"),
-                  list(candidate.get("tags") or []), list(candidate.get("quotes") or []),
-                  list(temporal.get("participants") or []), temporal.get("original_text"))
+    return _words(
+        candidate.get("title"),
+        candidate.get("summary"),
+        candidate.get("narrative"),
+        list(candidate.get("tags") or []),
+        list(candidate.get("quotes") or []),
+        list(temporal.get("participants") or []),
+        temporal.get("original_text"),
+    )
 
 
-def weakness(answer: Mapping[str, Any], candidate: Mapping[str, Any], matches: Sequence[Mapping[str, Any]],
-             users: Sequence[str] = ()) -> str | None:
+def weakness(
+    answer: Mapping[str, Any],
+    candidate: Mapping[str, Any],
+    matches: Sequence[Mapping[str, Any]],
+    users: Sequence[str] = (),
+) -> str | None:
     """Why the answer may not be applied without a person, or None when its evidence is explicit.
 
     An ignore that cites nothing (small talk) needs no evidence: ignoring writes nothing. Every other
@@ -233,8 +268,12 @@ def weakness(answer: Mapping[str, Any], candidate: Mapping[str, Any], matches: S
         return f"its value {answer['value']!r} is not in the candidate's words"
     subject = _words(answer["subject"])
     cited = [m for m in matches if m.get("id") in targets]
-    known = own | _words(*[[m.get("title"), m.get("summary"), list(m.get("participants") or [])] for m in cited]) \
-        | (_words(list(users)) if len(users) == 1 else set()) | _USER_WORDS
+    known = (
+        own
+        | _words(*[[m.get("title"), m.get("summary"), list(m.get("participants") or [])] for m in cited])
+        | (_words(list(users)) if len(users) == 1 else set())
+        | _USER_WORDS
+    )
     if subject and not subject & known:
         return f"its subject {answer['subject']!r} is neither in the candidate nor in a cited match"
     return None
@@ -247,16 +286,34 @@ def capped(confidence: float, threshold: float) -> float:
 
 def matched_fields(answer: Mapping[str, Any]) -> dict[str, str] | None:
     """What the model says it matched, for the person reviewing (None when it names nothing)."""
-    found = {k: str(answer[k]) for k in ("subject", "slot", "value", "stored_value")
-             if isinstance(answer.get(k), str) and answer[k].strip()}
+    found = {
+        k: str(answer[k])
+        for k in ("subject", "slot", "value", "stored_value")
+        if isinstance(answer.get(k), str) and answer[k].strip()
+    }
     return found or None
 
 
 def unusable_decision(why: str) -> dict[str, Any]:
     """The decision an unusable answer leaves: nothing applied until a person chooses."""
-    return {"action": "ignore", "target_ids": [], "merged": None, "confidence": 0.0, "requires_confirmation": True,
-            "reason": _clip(f"the model's answer was unusable ({why}); a person decides", 500), "matched": None}
+    return {
+        "action": "ignore",
+        "target_ids": [],
+        "merged": None,
+        "confidence": 0.0,
+        "requires_confirmation": True,
+        "reason": _clip(f"the model's answer was unusable ({why}); a person decides", 500),
+        "matched": None,
+    }
 
 
-__all__ = ["SECTIONS", "UnusableAnswer", "capped", "matched_fields", "render_decision_prompt", "unusable_decision",
-           "validate_answer", "weakness"]
+__all__ = [
+    "SECTIONS",
+    "UnusableAnswer",
+    "capped",
+    "matched_fields",
+    "render_decision_prompt",
+    "unusable_decision",
+    "validate_answer",
+    "weakness",
+]

@@ -68,9 +68,7 @@ class OfflineProvider:
         all_sentences = [s for text in texts for s in sentences(prose(text))]
         substantive = [s for s in all_sentences if normalize(s).strip(".!?。！？ ") not in _FILLER]
         summary = clip(" ".join(substantive[:2]) or (labelled[0] if labelled else title), 400)
-        ranked = sorted(
-            range(len(substantive)), key=lambda i: (-_informative(substantive[i]), i)
-        )[:6]
+        ranked = sorted(range(len(substantive)), key=lambda i: (-_informative(substantive[i]), i))[:6]
         keypoints = [clip(substantive[i], 240) for i in sorted(ranked) if _informative(substantive[i]) > 0]
         return BlockSummary.validated(
             {

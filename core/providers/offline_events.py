@@ -50,113 +50,199 @@ _FILLER = lexicon.words("fillers_events")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|you're|you've|yours)\b", re.IGNORECASE)
 # "He is allergic to peanuts", "She starts at Google in May": a statement about someone just named.
-_THIRD_PERSON_SUBJECT = re.compile(r"^(?:(?:yeah|yes|well|and|so|oh|also|now|actually)[,!]?\s+)?(?P<pronoun>he|she)"
-                                   r"(?:['’]s)?\s+\w", re.IGNORECASE)
+_THIRD_PERSON_SUBJECT = re.compile(
+    r"^(?:(?:yeah|yes|well|and|so|oh|also|now|actually)[,!]?\s+)?(?P<pronoun>he|she)"
+    r"(?:['’]s)?\s+\w",
+    re.IGNORECASE,
+)
 # "my sister Ana", "our new colleague Lina": someone a later "she" or "he" of the same speaker can mean.
 # Kin words that say a person's gender (also what a "she" or "he" in the graph rules can mean).
-FEMININE_KIN = ("sister mother mom mum wife girlfriend fiancée daughter stepdaughter granddaughter aunt niece grandma "
-                "grandmother").split()
+FEMININE_KIN = (
+    "sister mother mom mum wife girlfriend fiancée daughter stepdaughter granddaughter aunt niece grandma grandmother"
+).split()
 MASCULINE_KIN = "brother father dad husband boyfriend son stepson grandson uncle nephew grandpa grandfather".split()
-_KIN_GENDER = {**dict.fromkeys(FEMININE_KIN, "f"), **dict.fromkeys(MASCULINE_KIN, "m"),
-               **dict.fromkeys("partner friend colleague coworker boss manager cousin neighbour neighbor teacher "
-                               "doctor kid child baby".split(), None)}
-_KIN_NAMED = re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|best|old|little|big|older|younger|eldest|youngest)\s+)?"
-                        rf"(?P<kin>{'|'.join(_KIN_GENDER)})\s+(?P<name>[A-Z][a-z]+)\b")
+_KIN_GENDER = {
+    **dict.fromkeys(FEMININE_KIN, "f"),
+    **dict.fromkeys(MASCULINE_KIN, "m"),
+    **dict.fromkeys(
+        "partner friend colleague coworker boss manager cousin neighbour neighbor teacher "
+        "doctor kid child baby".split(),
+        None,
+    ),
+}
+_KIN_NAMED = re.compile(
+    rf"\b(?:[Mm]y|[Oo]ur)\s+(?:(?:new|best|old|little|big|older|younger|eldest|youngest)\s+)?"
+    rf"(?P<kin>{'|'.join(_KIN_GENDER)})\s+(?P<name>[A-Z][a-z]+)\b"
+)
 _NUMBER = re.compile(r"\d")
 # A weekday of the week said in, the day alone or with its time ("on Friday", "for Thursday at 17:30").
-_WEEKDAY_REF = re.compile(r"^(on|this|for|by) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-                          r"(?: at [\d:.apm ]+)?$", re.IGNORECASE)
+_WEEKDAY_REF = re.compile(
+    r"^(on|this|for|by) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+    r"(?: at [\d:.apm ]+)?$",
+    re.IGNORECASE,
+)
 _JUST = re.compile(r"\b(just|this morning|earlier today)\b", re.IGNORECASE)
 
 _TYPE_RULES: tuple[tuple[str, CaselessPattern], ...] = tuple(
     (kind, CaselessPattern(pattern))
     for kind, pattern in (
-        ("cancellation", r"\b(cancel(l?ed|s|ling)?|called off|call(ed)? it off|scrapped|no longer (going|happening))\b|取消"),
+        (
+            "cancellation",
+            r"\b(cancel(l?ed|s|ling)?|called off|call(ed)? it off|scrapped|no longer (going|happening))\b|取消",
+        ),
         # Before migration and change: "we decided to stay on Airflow instead of migrating" is a
         # decision, and no migration.
-        ("decision", r"\b(decid(ed|e|ing)|decision(s)? (recorded|made)|decision:|chose|choose|going with|settled on|"
-                     r"opted|made up my mind|picked(?! up)|we agreed|agreed (on|that|to))\b|决定"),
+        (
+            "decision",
+            r"\b(decid(ed|e|ing)|decision(s)? (recorded|made)|decision:|chose|choose|going with|settled on|"
+            r"opted|made up my mind|picked(?! up)|we agreed|agreed (on|that|to))\b|决定",
+        ),
         ("migration", r"\b(migrat\w*|moved (from|over) \w+ to|port(ed|ing) (it )?to)\b|迁移"),
         # "change" as a verb or announcing one ("change of plan", "another change:"); "the merge
         # change landed" or "show me the change" names a thing, no change of state.
-        ("change", r"\b(switch(ed|ing)? to|chang(ed|es|ing)\b|change (of|to|from|in)\b|(another|small|one|a) (\w+ )?change(?=:)|"
-                   r"no longer|not anymore|instead of|moved (the|it|our|my)\b|swap(s|ped|ping)?\b|"
-                   r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为"),
-        ("plan", r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
-                 r"tomorrow|upcoming|schedul\w*|thinking (of|about)|(flying|heading) to)\b|计划|打算"),
+        (
+            "change",
+            r"\b(switch(ed|ing)? to|chang(ed|es|ing)\b|change (of|to|from|in)\b|"
+            r"(another|small|one|a) (\w+ )?change(?=:)|"
+            r"no longer|not anymore|instead of|moved (the|it|our|my)\b|swap(s|ped|ping)?\b|"
+            r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为",
+        ),
+        (
+            "plan",
+            r"\b(plan(ning|s|ned)?|will|going to|gonna|intend|hope to|want to|about to|next (week|month|year)|"
+            r"tomorrow|upcoming|schedul\w*|thinking (of|about)|(flying|heading) to)\b|计划|打算",
+        ),
         ("release", r"\b(releas(ed|ing)|launch(ed|ing)|publish(ed|ing)|shipped|went live)\b|发布"),
-        ("task_completed", r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
-                           r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成"),
+        (
+            "task_completed",
+            r"\b(finish(ed)?|complet(ed|e)|done with|graduat(ed|ing)|got (my|the|a) \w+|"
+            r"won|achiev(ed)|passed|merged|fixed|built|made|created|painted|wrote|ran (a|the|my))\b|完成",
+        ),
         # "meeting notes" and "picked up the passport" name no meeting and no decision.
-        ("meeting", r"\b(met|meet|meeting(?! (?:notes|minutes|room|rooms|agenda|invites?)\b)|call with|catch(ing)? up|"
-                    r"visit(ed|ing)?|party|conference|session with|went to|hang(ing)? out|dinner with|lunch with)\b"
-                    r"|会议|见面"),
-        ("collaboration", r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作"),
-        ("incident", r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure|ing|s)?|"
-                     r"outage|bug|error|emergency|hurt)\b|故障|事故"),
+        (
+            "meeting",
+            r"\b(met|meet|meeting(?! (?:notes|minutes|room|rooms|agenda|invites?)\b)|call with|catch(ing)? up|"
+            r"visit(ed|ing)?|party|conference|session with|went to|hang(ing)? out|dinner with|lunch with)\b"
+            r"|会议|见面",
+        ),
+        (
+            "collaboration",
+            r"\b(together|collaborat\w*|teamed up|team up|partner(ed)? with|helped|join(ed)? (forces|me))\b|协作|合作",
+        ),
+        (
+            "incident",
+            r"\b(accident|broke|broken|crash(ed)?|injur\w*|sick|ill|hospital|lost|stolen|fail(ed|ure|ing|s)?|"
+            r"outage|bug|error|emergency|hurt)\b|故障|事故",
+        ),
     )
 )
 # One pass instead of one search per rule: informative() only asks whether any rule fires.
 _ANY_TYPE = CaselessPattern("|".join(f"(?:{rx.pattern})" for _, rx in _TYPE_RULES))
 _PREFERENCE = CaselessPattern(
     r"\b(love|loves|loved|like|likes|prefer|prefers|favou?rite|hate|hates|enjoy|enjoys|fan of|into|can't stand|"
-    r"passionate about)\b|喜欢|讨厌|偏好")
+    r"passionate about)\b|喜欢|讨厌|偏好"
+)
 _IDENTITY = CaselessPattern(
     r"\b(i am|i'm|my name|call me|i work as|work as|my job|born|years old|my (wife|husband|partner|son|daughter|"
     r"mom|mum|dad|mother|father|sister|brother|kids|children)|i live in|identify as|my pronouns|transgender|"
-    r"married|single|divorced)\b|我是|我叫")
+    r"married|single|divorced)\b|我是|我叫"
+)
 # What names a medicine: a dose, a common one, or a drug-class ending ("lisinopril", "atorvastatin").
 DOSE = r"\d+(?:[.,]\d+)?\s*(?:mg|mcg|µg)\b"
-MEDICINE = (rf"(?:{'|'.join(lexicon.ordered('medicines'))}|"
-            rf"[a-z]{{3,}}(?:{'|'.join(lexicon.ordered('medicine_endings'))}))")
-_SAFETY = CaselessPattern(rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|"
-                          rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏", needles=(
-    "allerg", "epipen", "medic", "prescri", "diabet", "asthma", "seizure", "emergency", "give", "mg", "mcg",
-    *re.findall(r"[a-z]{3,}", MEDICINE)))  # every word and drug-class ending MEDICINE spells out
-_PLANNED = re.compile(r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon|"
-                      r"needs? to)\b|\w['’]ll\b", re.IGNORECASE)
+MEDICINE = (
+    rf"(?:{'|'.join(lexicon.ordered('medicines'))}|"
+    rf"[a-z]{{3,}}(?:{'|'.join(lexicon.ordered('medicine_endings'))}))"
+)
+_SAFETY = CaselessPattern(
+    rf"\b(allerg\w*|epipen|medication|medicine|prescri\w*|{MEDICINE}|diabet\w*|asthma|"
+    rf"seizure|emergency contact|never give|do not give)\b|{DOSE}|过敏",
+    needles=(
+        "allerg",
+        "epipen",
+        "medic",
+        "prescri",
+        "diabet",
+        "asthma",
+        "seizure",
+        "emergency",
+        "give",
+        "mg",
+        "mcg",
+        *re.findall(r"[a-z]{3,}", MEDICINE),
+    ),
+)  # every word and drug-class ending MEDICINE spells out
+_PLANNED = re.compile(
+    r"\b(will|going to|gonna|plan(ning)? to|intend|hope to|want to|about to|scheduled|next|tomorrow|upcoming|soon|"
+    r"needs? to)\b|\w['’]ll\b",
+    re.IGNORECASE,
+)
 # A clause in the present ("Dr. Visser is ill on Thursday") has a tense of its own: it is not read in
 # the tense of another clause of its sentence ("The clinic called, …").
 _PRESENT_AUX = re.compile(r"\b(?:is|are|am|has|have|does|do|can)\b|['’](?:re|m)\b", re.IGNORECASE)
 # "I'm flying out on Monday", "I start there on Monday", "Mum arrives on Friday": the present
 # progressive, or a verb of timetables in the present, with a day is an arrangement to come.
-_ARRANGED = re.compile(r"\b(?:(?:am|is|are|i'm|we're|you're|he's|she's|they're)\s+\w+ing|"
-                       r"(?:starts?|begins?|leaves?|fly|flies|arrives?|returns?|lands?|opens?|launch(?:es)?))\b",
-                       re.IGNORECASE)
-_ONGOING = re.compile(r"\b(currently|these days|nowadays|still|right now|at the moment|been \w+ing|am \w+ing|i'm \w+ing)\b",
-                      re.IGNORECASE)
+_ARRANGED = re.compile(
+    r"\b(?:(?:am|is|are|i'm|we're|you're|he's|she's|they're)\s+\w+ing|"
+    r"(?:starts?|begins?|leaves?|fly|flies|arrives?|returns?|lands?|opens?|launch(?:es)?))\b",
+    re.IGNORECASE,
+)
+_ONGOING = re.compile(
+    r"\b(currently|these days|nowadays|still|right now|at the moment|been \w+ing|am \w+ing|i'm \w+ing)\b", re.IGNORECASE
+)
 _PAST = re.compile(
     # Not every word ending in "ed" is a past: "you need to leave", "a hundred", "indeed".
     r"\b(?!(?:need|feed|seed|speed|proceed|succeed|exceed|indeed|breed|bleed|weed|bed|red|shed|wed|embed|hundred|"
     r"sacred|naked|wicked|kindred)\b)(\w+ed|went|got|had|was|were|did|made|took|saw|met|bought|wrote|ran|won|began|found|gave|came|left|"
     r"became|felt|told|heard|built|sold|paid|brought|thought|caught|taught|drove|flew|ate|drank|spent|lost)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # Only explicit correction language may supersede an earlier event; "moved" or "changed"
 # alone are too common in ordinary stories.
 _CHANGE_CUE = CaselessPattern(
     # "not … anymore", never a bare "any more tips?"; "it turns out that …", never "see how it turns out".
     r"(?:\bnot\b|n't|\bnever\b)[^.!?]{0,40}\bany ?more\b|"
     # "I switched to Obsidian", not "after fct_orders switched to a merge strategy": a person changed their ways.
-    r"\b(?:i|we|you|he|she|they)(?:['’]ve|['’]d)?\s+(?:(?:just|recently|finally|also|have|had|then)\s+)*switched (?:to|from)\b|"
+    r"\b(?:i|we|you|he|she|they)(?:['’]ve|['’]d)?\s+"
+    r"(?:(?:just|recently|finally|also|have|had|then)\s+)*switched (?:to|from)\b|"
     r"\b(?:no longer|instead of|changed my mind|"
     r"now (?:use|prefer|live|work)s?|resched\w*|postpon\w*|cancel\w*|correction|"
     r"moved (?:it|(?:the|our|my|his|her|their)(?:\s+[\w'’-]+){1,3}) to|(?:was|were|been|got|is|are) moved to|"
     r"turns out (?:that|to be|i|we|he|she|they|it|the|my|our))\b|"
     r"改成|改为|不再|取消",
-    needles=("more", "longer", "switched", "instead", "changed", "now ", "resched", "postpon", "cancel", "correction",
-             "moved", "turns out"))
+    needles=(
+        "more",
+        "longer",
+        "switched",
+        "instead",
+        "changed",
+        "now ",
+        "resched",
+        "postpon",
+        "cancel",
+        "correction",
+        "moved",
+        "turns out",
+    ),
+)
 # A statement that advises the listener: "You can use margarine instead of butter", "Try oat milk instead".
 # (Not a bare imperative: "Use Markdown instead of Notion", said to an assistant, changes a standing request.)
-_ADVICE = re.compile(r"^\W*(?:(?:and|but|so|also|maybe|perhaps)\W+)*(?:you\s+(?:can|could|should|might|may|"
-                     r"need\s+to|have\s+to|must|['’]d\s+better)|try)\b", re.IGNORECASE)
+_ADVICE = re.compile(
+    r"^\W*(?:(?:and|but|so|also|maybe|perhaps)\W+)*(?:you\s+(?:can|could|should|might|may|"
+    r"need\s+to|have\s+to|must|['’]d\s+better)|try)\b",
+    re.IGNORECASE,
+)
 _GENERIC = lexicon.words("generic_words")
 # Words that say when or that something changed, not what changed: two statements sharing only these
 # ("the launch moved to Tuesday, March 17" / "the demo moved to Tuesday, March 10") are about different things.
-_WHEN_OR_CHANGE = frozenset([
-    *WEEKDAY_WORDS, *(day + "s" for day in WEEKDAY_WORDS),
-    # "may" stays a word of subject: as a verb it is too common to pass over.
-    *(month for month in MONTH_WORDS if month != "may"),
-    *lexicon.ordered("when_or_change")])
+_WHEN_OR_CHANGE = frozenset(
+    [
+        *WEEKDAY_WORDS,
+        *(day + "s" for day in WEEKDAY_WORDS),
+        # "may" stays a word of subject: as a verb it is too common to pass over.
+        *(month for month in MONTH_WORDS if month != "may"),
+        *lexicon.ordered("when_or_change"),
+    ]
+)
 _DATE_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
 # What was moved: "we moved the Atlas launch to March 17", "the follow-up has been postponed". Its last word
 # names the thing (launch, follow-up); an earlier card of the same speaker dating one is the plan it moves.
@@ -165,11 +251,15 @@ _MOVED_OBJECT = re.compile(
     r"(?P<obj>(?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+(?:back\s+|forward\s+)?(?:to|until|till|by)\b"
     r"|\b(?:the|our|my|his|her|their)\s+(?P<obj2>(?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+"
     r"(?:has\s+been|have\s+been|was|were|is|are|got)\s+(?:moved|pushed|postponed|rescheduled|delayed)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # What a correction says no longer holds: "instead of Thursdays at 10:00", "(no longer March 12)",
 # "moved from the 3rd". An earlier card that holds all of it is the one corrected, shared subject or not.
-_REPLACED = re.compile(r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from)"
-                       r"\s+(?P<old>[^.;,()!?]{1,60})", re.IGNORECASE)
+_REPLACED = re.compile(
+    r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from)"
+    r"\s+(?P<old>[^.;,()!?]{1,60})",
+    re.IGNORECASE,
+)
 # Latin letters with accents too: "Tomás", "Zoë", "Łukasz" are names as much as "Tom".
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 # Up to four capitalised words, joined by the particles of place and family names ("Largo do
@@ -177,8 +267,10 @@ _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ\u0100-\u017f", "a-zß-öø-ÿ\u0100-\u017f"
 PARTICLE_WORDS = frozenset("do da das dos de del della di du van von der den la le".split())
 # A company may be its web address: "Booking.com", "Monday.com".
 WEB_SUFFIX = r"(?:\.(?:com|io|ai|org|net|co|app|dev))"
-_NAME = re.compile(rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
-                   rf"[{_UPPER}][{_LOWER}]+){{0,3}}{WEB_SUFFIX}?\b")
+_NAME = re.compile(
+    rf"\b[{_UPPER}][{_LOWER}]+(?:\s(?:(?:{'|'.join(sorted(PARTICLE_WORDS))})\s){{0,2}}"
+    rf"[{_UPPER}][{_LOWER}]+){{0,3}}{WEB_SUFFIX}?\b"
+)
 # Words that open a reply ("Yeah, my dogs make me happy"): capitalised, never a name.
 INTERJECTIONS = lexicon.words("interjections")
 _NOT_NAMES = INTERJECTIONS | lexicon.words("not_names_events")
@@ -229,8 +321,11 @@ def _content_words(text: str) -> list[str]:
 
 
 # "Great news, Ivy lost her first tooth": the news is what follows, not a greeting.
-_NEWS_OPENER = re.compile(r"^(?:(?:some|so\s+much)\s+)?(?:great|good|big|exciting|amazing|happy|sad|bad|fun)\s+news\b"
-                          r"[\s,:;!.—–-]*", re.IGNORECASE)
+_NEWS_OPENER = re.compile(
+    r"^(?:(?:some|so\s+much)\s+)?(?:great|good|big|exciting|amazing|happy|sad|bad|fun)\s+news\b"
+    r"[\s,:;!.—–-]*",
+    re.IGNORECASE,
+)
 
 
 def informative(sentence: str) -> bool:
@@ -247,8 +342,14 @@ def informative(sentence: str) -> bool:
         return bool(_NUMBER.search(text))
     # Any one signal will do, so the cheapest run first: the event-type and safety patterns (long
     # case-blind alternations) cost ten times the others.
-    if (_THIRD_PERSON_SUBJECT.match(text) or _NUMBER.search(text) or _FIRST_PERSON.search(text) or _names(text)
-            or _SAFETY.found_in(text) or _ANY_TYPE.found_in(text)):
+    if (
+        _THIRD_PERSON_SUBJECT.match(text)
+        or _NUMBER.search(text)
+        or _FIRST_PERSON.search(text)
+        or _names(text)
+        or _SAFETY.found_in(text)
+        or _ANY_TYPE.found_in(text)
+    ):
         return n_words >= 4
     return n_words >= 10 and not _SECOND_PERSON.search(text)
 
@@ -263,18 +364,22 @@ _PERSON_VERBS = list(lexicon.ordered("person_verbs"))
 # Sentence adverbs read like names there too ("Recently started", "Happily married"): those ending
 # in "-ly" are left out by their ending (at the cost of an "Emily" opening a sentence; named anywhere
 # else in the block she is still found), these by name.
-_OPENING_ADVERBS = frozenset("""also just still never always sometimes then soon later already once twice again""".split())
+_OPENING_ADVERBS = frozenset(
+    """also just still never always sometimes then soon later already once twice again""".split()
+)
 # A copula does not say "someone" alone ("Coffee is great"), but before what people are doing it
 # does: "Tomás is using Figma", "Lena was studying in Porto".
 _PERSON_DOING = list(lexicon.ordered("person_doing"))
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
-_PERSON_VERB_AFTER = re.compile(rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
-                                rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
-                                rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|severely|very|mildly|now|also)\s+)*"
-                                rf"(?:{'|'.join(_PERSON_STATES)})\b"
-                                rf"|\s+(?:takes|took|is\s+on|was\s+on)\s+(?:[\w-]+\s+){{0,3}}?(?:{DOSE}|{MEDICINE}\b)"
-                                r"|\s+and\s+(?:I|me)\b")  # "Tomás and I are going out"
+_PERSON_VERB_AFTER = re.compile(
+    rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
+    rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
+    rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|severely|very|mildly|now|also)\s+)*"
+    rf"(?:{'|'.join(_PERSON_STATES)})\b"
+    rf"|\s+(?:takes|took|is\s+on|was\s+on)\s+(?:[\w-]+\s+){{0,3}}?(?:{DOSE}|{MEDICINE}\b)"
+    r"|\s+and\s+(?:I|me)\b"
+)  # "Tomás and I are going out"
 
 
 def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset()) -> list[str]:
@@ -287,25 +392,36 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
     for match in _NAME.finditer(text):
         start = match.start()
         parts = match.group(0).split(" ")
-        while len(parts) > 1 and (_not_a_name(parts[0], lower_vocab) or parts[0] in PARTICLE_WORDS or (
-                parts[0] in _LEADING_VERBS and search_at_end(_SENTENCE_START, text, start, SENTENCE_START_REACH))):
+        while len(parts) > 1 and (
+            _not_a_name(parts[0], lower_vocab)
+            or parts[0] in PARTICLE_WORDS
+            or (parts[0] in _LEADING_VERBS and search_at_end(_SENTENCE_START, text, start, SENTENCE_START_REACH))
+        ):
             start += len(parts[0]) + 1  # "Thanks Max", "Bet Max loves it", "Easter Sunday Belém"
             parts = parts[1:]
         first = parts[0]
         if _not_a_name(first, lower_vocab):
             continue
         # "from Dublin February 20-27": a month or other common word ends the name; so does a particle.
-        cut = next((i for i, w in enumerate(parts[1:], 1) if w[0].isupper() and _not_a_name(w, lower_vocab)), len(parts))
+        cut = next(
+            (i for i, w in enumerate(parts[1:], 1) if w[0].isupper() and _not_a_name(w, lower_vocab)), len(parts)
+        )
         while cut > 1 and parts[cut - 1] in PARTICLE_WORDS:
             cut -= 1
         name = " ".join(parts[:cut])
         end = start + len(name)
         if name in ABBREVIATIONS and text.startswith(".", end):
             continue  # "Dr." is a title, the name comes after it
-        if _opens_sentence(text, start) and first not in known and (
-                first.casefold() in _OPENING_ADVERBS or first.endswith("ly")
+        if (
+            _opens_sentence(text, start)
+            and first not in known
+            and (
+                first.casefold() in _OPENING_ADVERBS
+                or first.endswith("ly")
                 or (first.endswith("s") and first[:-1].casefold() in lower_vocab)  # "Doctors said" by a "doctor"
-                or not _PERSON_VERB_AFTER.match(text, end)):
+                or not _PERSON_VERB_AFTER.match(text, end)
+            )
+        ):
             continue
         found.append(name)
     return found
@@ -314,7 +430,8 @@ def _names(text: str, lower_vocab: frozenset[str] = frozenset(), known: frozense
 def _opens_sentence(text: str, at: int) -> bool:
     """Whether ``text[at:]`` opens a sentence (not after a title's full stop: "Dr. Visser")."""
     return bool(search_at_end(_SENTENCE_START, text, at, SENTENCE_START_REACH)) and not search_at_end(
-        ENDS_IN_TITLE, text, at, TITLE_REACH)
+        ENDS_IN_TITLE, text, at, TITLE_REACH
+    )
 
 
 # Verbs that open a sentence before a name: "Bet Max loves it", "Tell Ana I said hi".
@@ -432,7 +549,7 @@ def _clause(text: str, span: tuple[int, int]) -> str:
     """The clause of ``text`` holding ``span``: from the break before it to the break after it."""
     start = max((m.end() for m in _CLAUSE_BREAK.finditer(text, 0, span[0])), default=0)
     after = _CLAUSE_BREAK.search(text, span[1])
-    return text[start: after.start() if after else len(text)]
+    return text[start : after.start() if after else len(text)]
 
 
 def _verb_tenses(text: str) -> tuple[bool, bool, bool]:
@@ -441,8 +558,9 @@ def _verb_tenses(text: str) -> tuple[bool, bool, bool]:
 
 
 # Past verbs whose object is still to come: a promise, a request, an agreement, a deadline set.
-_PROMISED = re.compile(r"\b(?:promised|agreed|said|told|asked|offered|committed|needed|wanted|due|deadline)\b",
-                       re.IGNORECASE)
+_PROMISED = re.compile(
+    r"\b(?:promised|agreed|said|told|asked|offered|committed|needed|wanted|due|deadline)\b", re.IGNORECASE
+)
 
 
 def _week_later(value: str | None, weeks: int) -> str | None:
@@ -495,8 +613,14 @@ def time_for(text: str, anchor: datetime | None) -> dict[str, Any]:
     just = _JUST.search(text)
     if just and _PAST.search(text):
         day = anchor.date().isoformat()
-        return {"happened_start": day, "happened_end": day, "original_text": just.group(0),
-                "precision": "day", "basis": "relative", "_tense": "past"}
+        return {
+            "happened_start": day,
+            "happened_end": day,
+            "original_text": just.group(0),
+            "precision": "day",
+            "basis": "relative",
+            "_tense": "past",
+        }
     return {}
 
 
@@ -538,8 +662,11 @@ def replaced_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     for m in _REPLACED.finditer(text):
         old = m.group("old")
         found |= _tokens(old)
-        names |= {w.casefold() for w in words(old)
-                  if w[:1].isupper() and w.casefold() not in STOPWORDS and w.casefold() not in _WHEN_OR_CHANGE}
+        names |= {
+            w.casefold()
+            for w in words(old)
+            if w[:1].isupper() and w.casefold() not in STOPWORDS and w.casefold() not in _WHEN_OR_CHANGE
+        }
     return frozenset(found), frozenset(names)
 
 
@@ -557,9 +684,14 @@ def moved_thing(text: str) -> tuple[str, frozenset[str]] | None:
     return found[-1], frozenset(found[:-1])
 
 
-def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict[str, Any]],
-                replaced: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
-                moved: tuple[str, frozenset[str]] | None = None, when: str | None = None) -> list[int]:
+def _supersedes(
+    event_words: set[str],
+    participant: str,
+    timeline: Sequence[dict[str, Any]],
+    replaced: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+    moved: tuple[str, frozenset[str]] | None = None,
+    when: str | None = None,
+) -> list[int]:
     """The newest timeline event of the same person this statement corrects: one sharing at least
     two words of subject (not dates, numbers or words of change: "the launch moved to Tuesday" does
     not correct "the demo moved to Tuesday"), or holding what the statement says it replaces: all of
@@ -577,15 +709,22 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
             continue
         title, summary = str(item.get("title", "")), str(item.get("summary", ""))
         shared = said & _card_words(title, summary)
-        subject = {w for w in shared - _GENERIC - _WHEN_OR_CHANGE
-                   if w != participant.casefold() and not _DATE_NUMBER.fullmatch(w)}
+        subject = {
+            w
+            for w in shared - _GENERIC - _WHEN_OR_CHANGE
+            if w != participant.casefold() and not _DATE_NUMBER.fullmatch(w)
+        }
         tokens = _card_tokens(title, summary)
         holds_old = bool(old) and old <= tokens
         names_old = bool(old_names) and old_names <= tokens
         # The moved thing must be what the card is about (its title), not a word of its story: "… once the
         # launch has settled" in a card about the orchestrator does not date the launch.
-        moves_it = (moved is not None and when is not None and moved[0] in _card_tokens(title, "")
-                    and item.get("happened_start") not in (None, when))
+        moves_it = (
+            moved is not None
+            and when is not None
+            and moved[0] in _card_tokens(title, "")
+            and item.get("happened_start") not in (None, when)
+        )
         # A statement that moves a named thing to a date corrects the card dating that thing, not any card
         # sharing two of its words ("the Atlas launch" with a card about Atlas that mentions the launch).
         by_subject = len(subject) >= 2 and (moved is None or when is None)
@@ -594,23 +733,38 @@ def _supersedes(event_words: set[str], participant: str, timeline: Sequence[dict
             # the follow-up is cancelled" ends the follow-up dated that Thursday before the first visit,
             # which shares more words with it ("vet", "clinic").
             same_day = moved is None and when and str(item.get("happened_start") or "")[:10] == str(when)[:10]
-            rank = (len(subject) + (len(old) if holds_old else len(old_names) if names_old else 0)
-                    + (1 + len(moved[1] & tokens) if moves_it else 0) + (2 if same_day else 0), item["id"])
+            rank = (
+                len(subject)
+                + (len(old) if holds_old else len(old_names) if names_old else 0)
+                + (1 + len(moved[1] & tokens) if moves_it else 0)
+                + (2 if same_day else 0),
+                item["id"],
+            )
             if best is None or rank > best:
                 best = rank
     return [best[1]] if best else []
 
 
-def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Sequence[str],
-          sources: list[int], question: str | None, timeline: Sequence[dict[str, Any]],
-          lower_vocab: frozenset[str] = frozenset(), known: frozenset[str] = frozenset(), body: str = "",
-          earlier: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def _card(
+    parts: list[str],
+    message: dict[str, Any],
+    speaker: str,
+    speakers: Sequence[str],
+    sources: list[int],
+    question: str | None,
+    timeline: Sequence[dict[str, Any]],
+    lower_vocab: frozenset[str] = frozenset(),
+    known: frozenset[str] = frozenset(),
+    body: str = "",
+    earlier: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """One card from ``parts`` of ``message`` (``body``: the message's prose, where the parts were cut)."""
     joined = " ".join(parts)
     # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
     assistant = message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES
-    rewritten = [p if _quoted(body, p, parentheses=assistant) else third_person(p, speaker, ours=not assistant)
-                 for p in parts]
+    rewritten = [
+        p if _quoted(body, p, parentheses=assistant) else third_person(p, speaker, ours=not assistant) for p in parts
+    ]
     anchor = None
     if message.get("created_at"):
         try:
@@ -670,10 +824,16 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
         # ... or a card of this same block, when it moves what that one dated: "my appointment is on March 3",
         # then "moved my appointment to March 10". Only the titles are compared: cards of one block share
         # their conversation's words, and a looser match ended unrelated plans there.
-        dated = [{"id": i, "title": card["title"], "participants": card["temporal"].get("participants", []),
-                  "happened_start": card["temporal"].get("happened_start")}
-                 for i, card in enumerate(earlier)
-                 if when and card["temporal"].get("happened_start") not in (None, when)]
+        dated = [
+            {
+                "id": i,
+                "title": card["title"],
+                "participants": card["temporal"].get("participants", []),
+                "happened_start": card["temporal"].get("happened_start"),
+            }
+            for i, card in enumerate(earlier)
+            if when and card["temporal"].get("happened_start") not in (None, when)
+        ]
         here = _supersedes(said, speaker, dated, replaced, moved, when) if dated else []
         if here:
             temporal["supersedes_earlier"] = here
@@ -693,9 +853,11 @@ def _card(parts: list[str], message: dict[str, Any], speaker: str, speakers: Seq
 
 
 # A sentence that says the speaker turns to something else ("By the way, I no longer use Notion").
-_TOPIC_SHIFT = re.compile(r"^\W*(?:by\s+the\s+way|btw|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|"
-                          r"unrelated(?:ly)?|separately|another\s+thing|oh,?\s+and|also,?\s+fyi|fyi)\b",
-                          re.IGNORECASE)
+_TOPIC_SHIFT = re.compile(
+    r"^\W*(?:by\s+the\s+way|btw|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|"
+    r"unrelated(?:ly)?|separately|another\s+thing|oh,?\s+and|also,?\s+fyi|fyi)\b",
+    re.IGNORECASE,
+)
 
 
 def _topics(parts: list[str]) -> list[list[str]]:
@@ -744,11 +906,37 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                     rest = [p for p in topic if p not in anchor_parts]
                     for i, part in enumerate(anchor_parts):
                         group = [part] + (rest if i == 0 else [])
-                        events.append(_card(group, message, speaker, speakers, sources, question, timeline,
-                                            lower_vocab, known, text, events))
+                        events.append(
+                            _card(
+                                group,
+                                message,
+                                speaker,
+                                speakers,
+                                sources,
+                                question,
+                                timeline,
+                                lower_vocab,
+                                known,
+                                text,
+                                events,
+                            )
+                        )
                 else:
-                    events.append(_card(topic, message, speaker, speakers, sources, question, timeline, lower_vocab,
-                                        known, text, events))
+                    events.append(
+                        _card(
+                            topic,
+                            message,
+                            speaker,
+                            speakers,
+                            sources,
+                            question,
+                            timeline,
+                            lower_vocab,
+                            known,
+                            text,
+                            events,
+                        )
+                    )
             meant = _meant(parts[0], before, index) if not kin else None
             if meant and not _someone_before(text, parts[0]) and meant not in events[-1]["temporal"]["participants"]:
                 events[-1]["temporal"]["participants"].append(meant)

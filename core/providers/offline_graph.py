@@ -17,7 +17,14 @@ from typing import Any
 
 from core import lexicon
 from core.providers.offline_events import (
-    DOSE, FEMININE_KIN, MASCULINE_KIN, INTERJECTIONS, MEDICINE, PARTICLE_WORDS, WEB_SUFFIX, time_for,
+    DOSE,
+    FEMININE_KIN,
+    MASCULINE_KIN,
+    INTERJECTIONS,
+    MEDICINE,
+    PARTICLE_WORDS,
+    WEB_SUFFIX,
+    time_for,
 )
 from core.text import ABBREVIATIONS, NUMBER_WORDS, GatedPattern, search_at_end, without_time_zones
 from core.timeparse import might_contain_time
@@ -49,10 +56,24 @@ _ROLE_PHRASES = frozenset({"social worker", "care worker", "case worker", "youth
 _DOG_BREEDS = lexicon.ordered("dog_breeds")
 _PETS = {
     **{breed: "dog" for breed in _DOG_BREEDS},
-    "dog": "dog", "dogs": "dog", "puppy": "dog", "cat": "cat", "cats": "cat", "kitten": "cat",
-    "parrot": "parrot", "hamster": "hamster", "rabbit": "rabbit", "bunny": "rabbit", "turtle": "turtle",
-    "tortoise": "tortoise", "horse": "horse", "guinea pig": "guinea pig", "goldfish": "goldfish",
-    "snake": "snake", "lizard": "lizard", "ferret": "ferret",
+    "dog": "dog",
+    "dogs": "dog",
+    "puppy": "dog",
+    "cat": "cat",
+    "cats": "cat",
+    "kitten": "cat",
+    "parrot": "parrot",
+    "hamster": "hamster",
+    "rabbit": "rabbit",
+    "bunny": "rabbit",
+    "turtle": "turtle",
+    "tortoise": "tortoise",
+    "horse": "horse",
+    "guinea pig": "guinea pig",
+    "goldfish": "goldfish",
+    "snake": "snake",
+    "lizard": "lizard",
+    "ferret": "ferret",
 }
 
 _NAME = rf"[A-Z][\w&'’]*(?:-[\w&'’]+)*{WEB_SUFFIX}?"
@@ -78,16 +99,23 @@ _TOOL_CANON = {t.casefold(): t for t in _KNOWN_TOOLS}
 _PLACE_CANON = {p.casefold(): p for p in _KNOWN_PLACES}
 
 # Patterns that may start at every word but hold one of a few words are gated by them (GatedPattern).
-_LIVE_RE = GatedPattern(re.compile(
-    rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})"),
-    ("liv", "based", "settled", "resid"))
+_LIVE_RE = GatedPattern(
+    re.compile(rf"\b(?:live|lives|living|based|settled|reside|resides|residing)\s+(?:in|near)\s+({_CAPS})"),
+    ("liv", "based", "settled", "resid"),
+)
 _LIVED_RE = re.compile(rf"\blived\s+in\s+({_CAPS})")
-_MOVE_RE = GatedPattern(re.compile(
-    rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})"), ("mov", "relocat"))
+_MOVE_RE = GatedPattern(
+    re.compile(rf"\b(?:moved|moving|move|relocated|relocating|relocate)\s+(?:back\s+)?to\s+({_CAPS})"),
+    ("mov", "relocat"),
+)
 # A residence left: "moved out of Berlin", "relocated from Berlin to Oslo" (Oslo is the new one).
-_MOVE_FROM_RE = GatedPattern(re.compile(
-    rf"\b(?:moved|moving|moves|move|relocated|relocating|relocates|relocate)\s+(?:out\s+of|away\s+from|from)\s+"
-    rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?"), ("mov", "relocat"))
+_MOVE_FROM_RE = GatedPattern(
+    re.compile(
+        rf"\b(?:moved|moving|moves|move|relocated|relocating|relocates|relocate)\s+(?:out\s+of|away\s+from|from)\s+"
+        rf"(?P<old>{_CAPS})(?:\s+(?:to|into)\s+(?P<new>{_CAPS}))?"
+    ),
+    ("mov", "relocat"),
+)
 _VISIT_RE = re.compile(
     rf"\b(?:visit|visits|visited|visiting|toured|trip\s+to|travel(?:l?ed|l?ing|s)?\s+to|flew\s+to|fly\s+to|"
     rf"flying\s+to|heading\s+to|headed\s+to|vacation\s+in|holiday\s+in|went\s+to|going\s+to|go\s+to)\s+({_CAPS})"
@@ -114,23 +142,33 @@ _PARTICLE_NAME_RE = re.compile(rf"\b{_NAME}(?:(?:\s+{_PARTICLES}){{1,2}}\s+{_NAM
 _PERSON_BEFORE_RE = re.compile(
     r"\b(?:with|met|meet|meeting|called|named|told|asked|thanked|hired|by|friend|manager|boss|colleague|coworker|"
     r"partner|wife|husband|sister|brother|mother|father|mom|mum|dad|teacher|doctor|neighbou?r|cousin|aunt|uncle)"
-    r"\s+$", re.IGNORECASE)
+    r"\s+$",
+    re.IGNORECASE,
+)
 PERSON_BEFORE_REACH = 9  # its longest word: "colleague", "neighbour" (search_at_end)
 _PERSON_AFTER_RE = re.compile(
     r"^(?:['’]s\s+(?:new\s+)?(?:wife|husband|partner|birthday|kids?|children|son|daughter)\b|,\s+(?:my|our|his|her|their)\b|"
-    r"\s+(?:said|says|told|asked|thinks|wants|is\s+my|was\s+my)\b|.*\b(?:she|he)\b)", re.IGNORECASE)
+    r"\s+(?:said|says|told|asked|thinks|wants|is\s+my|was\s+my)\b|.*\b(?:she|he)\b)",
+    re.IGNORECASE,
+)
 
 
 def _people_with_particles(text: str) -> list[tuple[int, int]]:
     """Spans of the names with particles that the sentence shows to be people."""
-    return [m.span() for m in _PARTICLE_NAME_RE.finditer(text)
-            if search_at_end(_PERSON_BEFORE_RE, text, m.start(), PERSON_BEFORE_REACH)
-            or _PERSON_AFTER_RE.match(text[m.end():])]
+    return [
+        m.span()
+        for m in _PARTICLE_NAME_RE.finditer(text)
+        if search_at_end(_PERSON_BEFORE_RE, text, m.start(), PERSON_BEFORE_REACH)
+        or _PERSON_AFTER_RE.match(text[m.end() :])
+    ]
+
+
 # Right before a person's name these are unlikely: "the Utrecht office", "in Utrecht", "a new Impact section".
 # A possessive counts like "my": cards rewrite "my Utrecht office" as "Maya's Utrecht office".
 _NOT_BEFORE_PERSON = re.compile(
     r"(?:\b(?:the|a|an|new|our|my|your|their|its|this|that|these|those|in|at|near|via|around|through|outside|inside|"
-    r"out\s+of|into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)|\w['’]s)\s+$",  # "Easter Sunday Belém": an itinerary
+    # "Easter Sunday Belém": an itinerary
+    r"out\s+of|into|across|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)|\w['’]s)\s+$",
     re.IGNORECASE,
 )
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
@@ -144,12 +182,15 @@ _LEGAL_SUFFIXES = frozenset({"Inc", "Ltd", "LLC", "Corp", "Corporation", "Co"})
 # An employer left: "resigned from Acme", "was laid off by Beta", "retired from Initech". After "left" or
 # "quit" only a name with a company suffix or a web address is an employer ("left Acme Inc", "left
 # Booking.com"; "left Paris", "left Maya a note").
-_LEAVE_ORG_RE = GatedPattern(re.compile(
-    rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
-    rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
-    rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
-    rf"(?:{_ORG_SUFFIXES})|[A-Z][\w&'’-]*{WEB_SUFFIX})\b"  # a web address names a company too
-), ("resign", "retir", "laid", "fired", "let", "left", "leav", "quit"))
+_LEAVE_ORG_RE = GatedPattern(
+    re.compile(
+        rf"\b(?:resign(?:ed|s|ing)?|retir(?:ed|es|ing)|(?:was|were|got|been|being)\s+(?:laid\s+off|fired|let\s+go))\s+"
+        rf"(?:from|by|at)\s+(?:the\s+)?(?P<org>{_CAPS})"
+        rf"|\b(?:left|leaving|leaves|quit|quits|quitting)\s+(?:the\s+)?(?P<org2>(?:{_NAME}\s+){{0,3}}"
+        rf"(?:{_ORG_SUFFIXES})|[A-Z][\w&'’-]*{WEB_SUFFIX})\b"  # a web address names a company too
+    ),
+    ("resign", "retir", "laid", "fired", "let", "left", "leav", "quit"),
+)
 _WORK_AT_RE = re.compile(
     rf"\b(?P<verb>works?|working|worked|employed|interning|interns?|job|position|started|hired)\s+"
     rf"(?:at|for|by)\s+(?:the\s+)?(?P<org>{_CAPS})"
@@ -158,64 +199,118 @@ _WORK_AT_RE = re.compile(
     rf"|\b(?:is|am|'m|are)\s+(?:now\s+)?(?:at|with)\s+(?:the\s+)?(?P<org3>{_CAPS})\s+as\s+(?:a|an)\s"
 )
 # A school someone starts at or goes to is attended, not worked at ("Ivy started at the Montessori school").
-_SCHOOL_AFTER = re.compile(r"\s*(?:school|kindergarten|preschool|daycare|nursery|academy|college|university)\b",
-                           re.IGNORECASE)
+_SCHOOL_AFTER = re.compile(
+    r"\s*(?:school|kindergarten|preschool|daycare|nursery|academy|college|university)\b", re.IGNORECASE
+)
 _PAST_WORK = re.compile(r"\b(?:used\s+to|former(?:ly)?|previously|left|quit|retired\s+from)\b", re.IGNORECASE)
 
 # Another name someone goes by: "please call me Mia" (a card reads "please call Maya Mia"), "Tomás goes
 # by Tom", "Ivy's nickname is Bean". The other name is an alias of that person, not a second person.
-_GOES_BY_RE = GatedPattern(re.compile(
-    rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
-    rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
-    rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b"), ("call", "by", "nickname"))
+_GOES_BY_RE = GatedPattern(
+    re.compile(
+        rf"\b(?i:please|you\s+can|just|now)\s+call\s+(?P<who>{_NAME})\s+(?P<alias>{_NAME})\b"
+        rf"|\b(?P<who2>{_NAME})\s+(?:goes|go)\s+by\s+(?P<alias2>{_NAME})\b"
+        rf"|\b(?P<who3>{_NAME})['’]s\s+nickname\s+is\s+(?P<alias3>{_NAME})\b"
+    ),
+    ("call", "by", "nickname"),
+)
 
 
 def _goes_by(m: re.Match[str]) -> tuple[str, str]:
     """(who, the other name) of a ``_GOES_BY_RE`` match."""
     return next((m.group(f"who{i}"), m.group(f"alias{i}")) for i in ("", "2", "3") if m.group(f"who{i}"))
+
+
 # What one plays, watches, buys or wears is a thing (a game, a show, a brand), not someone ("played with
 # Max" is someone, and stays out of this).
-_THING_OBJECT_RE = GatedPattern(re.compile(
-    rf"\b(?i:play|plays|played|playing|watch|watches|watched|watching|binge[ -]?watched|bought|buy|buying|"
-    rf"ordered|wear|wears|wearing|wore|drink|drinks|drinking|drank|downloaded|installed)\s+"
-    rf"(?:(?i:a|an|the|some|my|our|his|her|their|new|more|lots\s+of|a\s+lot\s+of)\s+)?({_CAPS})"),
-    ("play", "watch", "bought", "buy", "order", "wear", "wore", "drink", "drank", "download", "install"))
+_THING_OBJECT_RE = GatedPattern(
+    re.compile(
+        rf"\b(?i:play|plays|played|playing|watch|watches|watched|watching|binge[ -]?watched|bought|buy|buying|"
+        rf"ordered|wear|wears|wearing|wore|drink|drinks|drinking|drank|downloaded|installed)\s+"
+        rf"(?:(?i:a|an|the|some|my|our|his|her|their|new|more|lots\s+of|a\s+lot\s+of)\s+)?({_CAPS})"
+    ),
+    ("play", "watch", "bought", "buy", "order", "wear", "wore", "drink", "drank", "download", "install"),
+)
 # A name a thing noun follows or introduces ("a big Valorant tournament", "this game Catan", "brands like
 # Nike", "a town called Woodhaven"), or one in quotes ("'Connected LGBTQ Activists'"), names no one.
 _THING_NOUNS = "|".join(lexicon.ordered("thing_nouns"))
-_THING_RE = GatedPattern(re.compile(rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
-                       rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
-                       rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]"),
-                       (*_THING_NOUNS.split("|"), "'", '"'))
+_THING_RE = GatedPattern(
+    re.compile(
+        rf"\b({_CAPS})\s+(?i:{_THING_NOUNS})\b"
+        rf"|\b(?i:{_THING_NOUNS})\s+(?i:called\s+|named\s+|like\s+)?({_CAPS})"
+        rf"|['‘\"“]({_CAPS}(?:\s+[A-Z]+)*(?:\s+{_CAPS})?)['’\"”]"
+    ),
+    (*_THING_NOUNS.split("|"), "'", '"'),
+)
 # A place or thing a sentence names by what it is: "Woodhaven, a small town in the Midwest", "my old area,
 # West County", "a location called Whispering Falls", "the game was called Counter-Strike", "king of Gondor";
 # an event's name: "the Pride fest".
 _PLACE_KINDS = "town|city|village|hometown|suburb|county|state|country|region|district|neighbou?rhood|area|island"
-_NAMED_AS_RE = GatedPattern(re.compile(
-    rf"\b({_CAPS}),\s+(?:a|an|the|my|our|his|her|their)\s+(?:(?:small|little|big|tiny|quiet|beautiful|lovely|"
-    rf"charming|old|historic|coastal|seaside|mountain|rural|remote|nearby)\s+){{0,2}}(?:{_PLACE_KINDS})\b"
-    rf"|\b(?:{_PLACE_KINDS}),\s+({_CAPS})(?=\s*[,.!?;)]|\s+too\b|\s*$)"
-    rf"|\b(?:location|place|spot|area|park|trail|beach|lake|{_PLACE_KINDS}|(?i:{_THING_NOUNS}))\s+"
-    rf"(?:(?:is|was)\s+)?(?:called|named)\s+({_CAPS})"
-    rf"|\b(?:king|queen|prince|princess|lord|lady|duke|emperor|ruler|mayor|governor)\s+of\s+(?:the\s+)?({_CAPS})"
-    rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b"
-    # who sponsors or signs a deal is a company: "a deal with Gatorade", "sponsored by Nike"
-    rf"|\b(?:(?:deals?|sponsorships?|endorsements?)\s+(?:with|from)|sponsored\s+by)\s+({_CAPS}(?:\s+and\s+{_CAPS})?)"
-    # every name of a list a thing noun introduces: "brands like Nike and Under Armour"
-    rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)"), (
-    "town", "city", "village", "suburb", "county", "state", "country", "region", "district", "neighbo", "area",
-    "island", "called", "named", "king", "queen", "prince", "lord", "lady", "duke", "emperor", "ruler", "mayor",
-    "governor", "fest", "parade", "month", "deal", "sponsor", "endorsement", "like", "such", "including"))
+_NAMED_AS_RE = GatedPattern(
+    re.compile(
+        rf"\b({_CAPS}),\s+(?:a|an|the|my|our|his|her|their)\s+(?:(?:small|little|big|tiny|quiet|beautiful|lovely|"
+        rf"charming|old|historic|coastal|seaside|mountain|rural|remote|nearby)\s+){{0,2}}(?:{_PLACE_KINDS})\b"
+        rf"|\b(?:{_PLACE_KINDS}),\s+({_CAPS})(?=\s*[,.!?;)]|\s+too\b|\s*$)"
+        rf"|\b(?:location|place|spot|area|park|trail|beach|lake|{_PLACE_KINDS}|(?i:{_THING_NOUNS}))\s+"
+        rf"(?:(?:is|was)\s+)?(?:called|named)\s+({_CAPS})"
+        rf"|\b(?:king|queen|prince|princess|lord|lady|duke|emperor|ruler|mayor|governor)\s+of\s+(?:the\s+)?({_CAPS})"
+        rf"|\b({_CAPS})\s+(?i:fest|festival|parade|month)\b"
+        # who sponsors or signs a deal is a company: "a deal with Gatorade", "sponsored by Nike"
+        rf"|\b(?:(?:deals?|sponsorships?|endorsements?)\s+(?:with|from)|sponsored\s+by)\s+({_CAPS}(?:\s+and\s+{_CAPS})?)"
+        # every name of a list a thing noun introduces: "brands like Nike and Under Armour"
+        rf"|\b(?i:{_THING_NOUNS})\s+(?:like|such\s+as|including)\s+({_CAPS}(?:(?:,\s+|,?\s+(?:and|or)\s+){_CAPS})+)"
+    ),
+    (
+        "town",
+        "city",
+        "village",
+        "suburb",
+        "county",
+        "state",
+        "country",
+        "region",
+        "district",
+        "neighbo",
+        "area",
+        "island",
+        "called",
+        "named",
+        "king",
+        "queen",
+        "prince",
+        "lord",
+        "lady",
+        "duke",
+        "emperor",
+        "ruler",
+        "mayor",
+        "governor",
+        "fest",
+        "parade",
+        "month",
+        "deal",
+        "sponsor",
+        "endorsement",
+        "like",
+        "such",
+        "including",
+    ),
+)
 # A title in quotes, small words and all: '"A Dance with Dragons"' names a book, not its words' people.
 _QUOTED_TITLE_RE = re.compile(
-    rf"[‘\"“]((?:{_NAME})(?:\s+(?:{_NAME}|of|the|a|an|and|with|in|on|to|for|at|from|by)){{1,8}})[’\"”]")
+    rf"[‘\"“]((?:{_NAME})(?:\s+(?:{_NAME}|of|the|a|an|and|with|in|on|to|for|at|from|by)){{1,8}})[’\"”]"
+)
 # Capitalised words joined by "of (the)": titles and places ("Lord of the Rings", "Cliffs of Moher",
 # "Bank of America"), whose parts are no people.
 _TITLE_OF_RE = re.compile(rf"\b({_NAME})\s+of\s+(?:the\s+)?({_NAME})")
-_TEAM_RE = GatedPattern(re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b"),
-                        ("team", "squad", "group", "department", "crew", "guild"))
-_PROJECT_RE = GatedPattern(re.compile(
-    rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b"), ("project",))
+_TEAM_RE = GatedPattern(
+    re.compile(rf"\bthe\s+({_CAPS})\s+(?:team|squad|group|department|crew|guild)\b"),
+    ("team", "squad", "group", "department", "crew", "guild"),
+)
+_PROJECT_RE = GatedPattern(
+    re.compile(rf"\b(?P<surface>Project\s+(?P<name>{_NAME}(?:\s+{_NAME})?))|\bthe\s+(?P<name2>{_CAPS})\s+project\b"),
+    ("project",),
+)
 _WORKS_ON_VERB = re.compile(
     r"\b(?:work(?:s|ed|ing)?\s+on|lead(?:s|ing)?|led|manag(?:e|es|ed|ing)|run(?:s|ning)?|own(?:s|ing)?|"
     r"build(?:s|ing)?|built|start(?:s|ed|ing)?|join(?:s|ed|ing)?|launch(?:es|ed|ing)?|ship(?:s|ped|ping)?|"
@@ -232,27 +327,34 @@ _USE_RE = re.compile(
 )
 # The uses that leave no doubt the object is a thing, not someone ("tried Maria's lasagna",
 # "moved to Denver" do): what they name is kept out of the people.
-_PLAIN_USE = re.compile(r"(?:use|uses|using|used|started\s+using|adopted|adopting|installed|switch\w*|migrat\w*)\b",
-                        re.IGNORECASE)
+_PLAIN_USE = re.compile(
+    r"(?:use|uses|using|used|started\s+using|adopted|adopting|installed|switch\w*|migrat\w*)\b", re.IGNORECASE
+)
 # A use stated inside a clause that denies or replaces it ("stopped using Jenkins", "instead of
 # switching to Dagster", "uses Dagster now, not Airflow") is not a current use. The clause is
 # what follows the last punctuation mark or joining word before the mention.
 _CLAUSE_START = re.compile(r"(?:[.;,:!?()]|\b(?:but|and|so|then|while|whereas|although|though|yet)\b)", re.I)
-_DENIAL = re.compile(r"\b(?:not|never|no\s+longer|nor|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|"
-                     r"abandon\w*|ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of|avoid\w*|"
-                     r"instead\s+of|rather\s+than|without|against|\w+n't|cannot)\b", re.I)
+_DENIAL = re.compile(
+    r"\b(?:not|never|no\s+longer|nor|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|"
+    r"abandon\w*|ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of|avoid\w*|"
+    r"instead\s+of|rather\s+than|without|against|\w+n't|cannot)\b",
+    re.I,
+)
 
 
 # Denials that say the thing held until then: "dropped Jenkins" ends a use, "never used" does not.
-_ENDED = re.compile(r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|abandon\w*|"
-                    r"ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\b", re.I)
+_ENDED = re.compile(
+    r"\b(?:no\s+longer|stop(?:s|ped|ping)?|quit(?:s|ting)?|drop(?:s|ped|ping)?|abandon\w*|"
+    r"ditch\w*|(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\b",
+    re.I,
+)
 
 
 def _part_before(start: re.Pattern, text: str, at: int) -> str:
     """What comes before position ``at`` in its part of ``text``, parts beginning where ``start`` matches."""
     before = text[:at]
     starts = [m.end() for m in start.finditer(before)]
-    return before[starts[-1] if starts else 0:]
+    return before[starts[-1] if starts else 0 :]
 
 
 def _clause_before(text: str, at: int) -> str:
@@ -280,14 +382,19 @@ def _denial(text: str, at: int) -> str | None:
 
 
 # A tool left: "switched from Jenkins", "migrating away from Airflow", "replaced Jenkins", "dropped Jira".
-_LEFT = re.compile(r"\b(?:(?:switch\w*|migrat\w*|mov(?:e|ed|es|ing))\s+(?:away\s+)?from|replac(?:e|es|ed|ing)|"
-                   r"swap(?:s|ped|ping)?|drop(?:s|ped|ping)?|ditch\w*|abandon\w*|"
-                   r"(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\s+$", re.IGNORECASE)
+_LEFT = re.compile(
+    r"\b(?:(?:switch\w*|migrat\w*|mov(?:e|ed|es|ing))\s+(?:away\s+)?from|replac(?:e|es|ed|ing)|"
+    r"swap(?:s|ped|ping)?|drop(?:s|ped|ping)?|ditch\w*|abandon\w*|"
+    r"(?:gave|give|gives|giving)\s+up(?:\s+on)?|got\s+rid\s+of)\s+$",
+    re.IGNORECASE,
+)
 # ... and the one it was left for: "replaced Jenkins with GitLab", "ditched Jira for Linear".
-_TAKEN_FOR = re.compile(r"\b(?:replac\w*|swap\w*|ditch\w*|drop\w*)\s+\S+(?:\s+\S+)?\s+(?:with|for|by)\s+$",
-                        re.IGNORECASE)
-_USE_VERB = re.compile(r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b",
-                       re.IGNORECASE)
+_TAKEN_FOR = re.compile(
+    r"\b(?:replac\w*|swap\w*|ditch\w*|drop\w*)\s+\S+(?:\s+\S+)?\s+(?:with|for|by)\s+$", re.IGNORECASE
+)
+_USE_VERB = re.compile(
+    r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b", re.IGNORECASE
+)
 
 _ROLE_FIRST_RE = re.compile(
     r"\b(?:I'm|I\s+am|I\s+work\s+as|I\s+worked\s+as|I\s+became|my\s+job\s+is|I'm\s+working\s+as)"
@@ -311,8 +418,9 @@ _ROLE_NAMED_RE = re.compile(
 # manager Lena", "her ex-husband Rob" (an "ex" or "former" one is a relation that has ended). The edge runs
 # from the owner: owner parent_of daughter, owner child_of mother, owner reports_to manager.
 _KIN = {
-    **dict.fromkeys(("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancé",
-                     "fiancée"), "partner_of"),
+    **dict.fromkeys(
+        ("partner", "wife", "husband", "spouse", "girlfriend", "boyfriend", "fiance", "fiancé", "fiancée"), "partner_of"
+    ),
     **dict.fromkeys(("daughter", "son", "child", "kid", "stepdaughter", "stepson", "baby", "newborn"), "parent_of"),
     **dict.fromkeys(("mother", "mom", "mum", "father", "dad"), "child_of"),
     **dict.fromkeys(("sister", "brother", "sibling"), "sibling_of"),
@@ -327,7 +435,8 @@ _KIN = {
 }
 _KIN_RE = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|[Tt]heir|{_NAME}['’]s)\s+(?P<mods>(?:[\w-]+\s+){{0,2}}?)"
-    rf"(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\s+(?P<name>{_NAME}(?:\s+{_NAME})?)(?!['’]s\b)"
+    rf"(?P<ex>ex-)?(?P<kin>{'|'.join(sorted(_KIN, key=len, reverse=True))})\s+"
+    rf"(?P<name>{_NAME}(?:\s+{_NAME})?)(?!['’]s\b)"
 )
 # ... and after the name: "Priya Raman, my manager and our head of data".
 _KIN_APPOSITIVE_RE = re.compile(
@@ -346,26 +455,61 @@ _BE_NOW = r"(?:I'm|I\s+am|we're|we\s+are|is|are)"
 _BE = rf"(?:{_BE_NOW}|was|has\s+been|have\s+been)"
 _ALLERGY_RE = re.compile(
     rf"\b{_BE}\s+(?:(?:very|severely|mildly|really|also|quite)\s+)?allergic\s+to\s+(?P<what>[^.;:!?()]+)"
-    r"|\b(?:has|have|had)\s+(?:an?\s+|a\s+\w+\s+)?(?P<what2>[a-z][a-z -]{1,30}?)\s+allergy\b", re.IGNORECASE)
-_DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "lactose intolerant", "lactose-intolerant",
-          "coeliac", "celiac", "diabetic", "halal", "kosher", "teetotal", "sober")
-_DIET_RE = GatedPattern(re.compile(rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s+longer|not)\s+)*"
-                                   rf"(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE),
-                        ("vegetarian", "vegan", "pescatarian", "gluten", "lactose", "coeliac", "celiac", "diabetic",
-                         "halal", "kosher", "teetotal", "sober"))
+    r"|\b(?:has|have|had)\s+(?:an?\s+|a\s+\w+\s+)?(?P<what2>[a-z][a-z -]{1,30}?)\s+allergy\b",
+    re.IGNORECASE,
+)
+_DIETS = (
+    "vegetarian",
+    "vegan",
+    "pescatarian",
+    "gluten-free",
+    "lactose intolerant",
+    "lactose-intolerant",
+    "coeliac",
+    "celiac",
+    "diabetic",
+    "halal",
+    "kosher",
+    "teetotal",
+    "sober",
+)
+_DIET_RE = GatedPattern(
+    re.compile(
+        rf"\b{_BE}\s+(?:(?:a|an|strictly|fully|now|also|still|no\s+longer|not)\s+)*"
+        rf"(?P<diet>{'|'.join(_DIETS)})\b",
+        re.IGNORECASE,
+    ),
+    (
+        "vegetarian",
+        "vegan",
+        "pescatarian",
+        "gluten",
+        "lactose",
+        "coeliac",
+        "celiac",
+        "diabetic",
+        "halal",
+        "kosher",
+        "teetotal",
+        "sober",
+    ),
+)
 # "I'm pescatarian now, not vegetarian", "not vegan anymore": a diet that held and has ended.
 _DIET_LEFT_RE = re.compile(rf"\b(?:not|no\s+longer)\s+(?:a\s+|an\s+)?(?P<diet>{'|'.join(_DIETS)})\b", re.IGNORECASE)
 _SINCE_NOW = re.compile(r"\b(?:now|anymore|any\s+more|no\s+longer)\b", re.IGNORECASE)
 _SEVERITY = frozenset({"a", "an", "the", "some", "to", "severe", "mild", "serious", "bad", "slight", "strong"})
 # "allergic to cats, sadly": a remark closing the list, no allergen.
-_REMARKS = frozenset("""sadly unfortunately luckily thankfully fortunately apparently obviously honestly actually
-    though too also either lol haha""".split())
+_REMARKS = frozenset(
+    """sadly unfortunately luckily thankfully fortunately apparently obviously honestly actually
+    though too also either lol haha""".split()
+)
 _LANGUAGES = lexicon.ordered("languages")
 _LANGUAGE_LIST = rf"(?:{'|'.join(_LANGUAGES)})"
 _SPEAKS_RE = re.compile(
     rf"\b(?:speaks?|speaking|fluent\s+in|learning|learn|learns|learned|learnt)\s+(?:(?:some|a\s+little|fluent|"
-    rf"basic|good|decent)\s+)?(?P<langs>{_LANGUAGE_LIST}(?:\s*(?:,|and|&)\s*{_LANGUAGE_LIST})*)")
-_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December")
+    rf"basic|good|decent)\s+)?(?P<langs>{_LANGUAGE_LIST}(?:\s*(?:,|and|&)\s*{_LANGUAGE_LIST})*)"
+)
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAY_OF_MONTH = rf"(?:(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS}))"
 _WEEKDAY_BEFORE = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:the\s+)?"
 _AGE_WORDS = "|".join(w for w, n in NUMBER_WORDS.items() if n >= 2)
@@ -374,30 +518,40 @@ _BIRTHDAY_RE = re.compile(
     rf"(?:is|was|falls)\s+(?:on\s+)?{_WEEKDAY_BEFORE}(?P<date>{_DAY_OF_MONTH})"
     # "Ivy turns seven on March 21": the day someone turns an age is their birthday.
     rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{_AGE_WORDS})\s+"
-    rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})")
+    rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})"
+)
 _OWNER_OF_SUBJECT = {"i": "my", "he": "his", "she": "her"}
 # "Ivy was born on March 21, 2019": the day someone was born is their birthday.
-_BORN_ON_RE = re.compile(rf"\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:was|were)\s+born\s+on\s+{_WEEKDAY_BEFORE}"
-                         rf"(?P<date>{_DAY_OF_MONTH})")
+_BORN_ON_RE = re.compile(
+    rf"\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:was|were)\s+born\s+on\s+{_WEEKDAY_BEFORE}"
+    rf"(?P<date>{_DAY_OF_MONTH})"
+)
 # "Tomás and Maya got married", "Ann married Ben", "Ann is married to Ben".
 _MARRIED_RE = re.compile(
     rf"\b(?P<a>{_NAME})\s+and\s+(?P<b>{_NAME})\s+(?:(?:got|are|were|have\s+been|had\s+been)\s+)?married\b"
-    rf"|\b(?P<a2>{_NAME})\s+(?:(?:is|was|got)\s+married\s+to|married)\s+(?P<b2>{_NAME})")
+    rf"|\b(?P<a2>{_NAME})\s+(?:(?:is|was|got)\s+married\s+to|married)\s+(?P<b2>{_NAME})"
+)
 # "Ivy is 6", "Ivy is seven now": a bare number after a person's name and "is" is an age (after
 # anything else it is not: "the team is 12", "Gate is 4"). Read only where the name is a person's.
 # Not "was": "when Joanna was 10", "ever since Dave was ten" tell a past age, not the age now.
 # "our daughter Ivy, who's six" says it in a relative clause.
-_AGE_IS_RE = re.compile(rf"\b(?P<who>{_NAME})(?:\s+is|,\s+who(?:\s+is|['’]s))\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
-                        rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))")
+_AGE_IS_RE = re.compile(
+    rf"\b(?P<who>{_NAME})(?:\s+is|,\s+who(?:\s+is|['’]s))\s+(?:now\s+|only\s+|just\s+|almost\s+)?"
+    rf"(?P<age>\d{{1,2}}|{_AGE_WORDS})(?:\s+now)?(?=\s*(?:$|[.,;!?]|\band\b|\bbut\b))"
+)
 # "I take 20 mg of lisinopril", "Tomás is on metformin", "stopped taking sertraline": a medicine someone takes.
 _MEDICATION_RE = re.compile(
     rf"\b(?:takes?|taking|(?:am|'m|is|are|was|been)\s+(?:now\s+|still\s+|also\s+)?on|prescribed|"
     rf"(?:started|stopped|quit)\s+(?:taking|on))\s+(?:(?:a|an|my|his|her|the|\d|one|two|three)\s+)?(?:{DOSE}\s+(?:of\s+)?)?"
     rf"(?:(?:pills?|tablets?|capsules?|doses?)\s+of\s+)?"
-    rf"(?P<med>{MEDICINE}|[A-Za-z][a-z]{{3,}}(?=\s+{DOSE}|\s+(?:pills?|tablets?|capsules?)\b))\b", re.IGNORECASE)
+    rf"(?P<med>{MEDICINE}|[A-Za-z][a-z]{{3,}}(?=\s+{DOSE}|\s+(?:pills?|tablets?|capsules?)\b))\b",
+    re.IGNORECASE,
+)
 # An age now: not "was" ("when I was 10 years old").
-_AGE_RE = re.compile(rf"\b{_BE_NOW}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
-                     r"|\bturned\s+(?P<age2>\d{1,3})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))")
+_AGE_RE = re.compile(
+    rf"\b{_BE_NOW}\s+(?:now\s+|just\s+|turning\s+)?(?P<age>\d{{1,3}})\s+years?\s+old\b"
+    r"|\bturned\s+(?P<age2>\d{1,3})\b(?!\s*(?:%|percent|degrees|minutes|hours|days|times))"
+)
 
 # Who moved: the word just before "moved" (past "just", "recently", "have", …) must be a person or a
 # personal pronoun.
@@ -421,34 +575,40 @@ _PRONOUN_RE = re.compile(r"\b(?:he|she|they)\b", re.IGNORECASE)
 # "my sister Ana", "her husband Tom", "Mr. Lee": who a "she" or a "he" can be when several were named.
 _GENDERED_RE = re.compile(
     rf"\b(?:(?P<f>(?i:{'|'.join(FEMININE_KIN)})|Mrs\.?|Ms\.?)|(?P<m>(?i:{'|'.join(MASCULINE_KIN)})|Mr\.?))"
-    rf"\s+(?P<name>{_NAME})")
+    rf"\s+(?P<name>{_NAME})"
+)
 _PRONOUN_GENDER = {"she": "f", "he": "m"}
 # "Sorry, her name is Lena, not Lina", "I meant Lena, not Lina": the person was named wrongly before.
 _NAME_CORRECTION_RE = re.compile(
     rf"\b(?:(?i:his|her|their|my\s+\w+['’]s)|{_NAME}['’]s)\s+(?i:name)\s+(?i:is|was|['’]s)\s+(?:(?i:actually|really)\s+)?"
     rf"(?P<right>{_NAME})\s*,?\s+(?i:not)\s+(?P<wrong>{_NAME})\b"
-    rf"|\b(?i:I\s+meant|it['’]s|it\s+is)\s+(?P<right2>{_NAME})\s*,?\s+(?i:not)\s+(?P<wrong2>{_NAME})\b")
+    rf"|\b(?i:I\s+meant|it['’]s|it\s+is)\s+(?P<right2>{_NAME})\s*,?\s+(?i:not)\s+(?P<wrong2>{_NAME})\b"
+)
 # Someone other than the last person named holds what follows: "Maya's son is allergic to eggs",
 # "She is allergic to cats" (an unresolved "she"). A personal fact there is nobody's we can name.
 _OTHER_HOLDER = re.compile(
     r"\b(?:he|she|they|his|her|their|son|sons|daughter|daughters|kid|kids|child|children|baby|wife|husband|"
     r"partner|mother|mom|mum|father|dad|sister|brother|friend|colleague|boss|manager|cousin|niece|nephew|"
-    r"grandma|grandpa|grandmother|grandfather|aunt|uncle)\b", re.IGNORECASE)
+    r"grandma|grandpa|grandmother|grandfather|aunt|uncle)\b",
+    re.IGNORECASE,
+)
 _KIN_ENDED = re.compile(r"\b(?:ex|former|late)\b", re.IGNORECASE)
 
 # "Tomás teaches physics": a role named by the subject taught.
-_TEACHES_RE = GatedPattern(re.compile(
-    rf"(?P<who>{_NAME})\s+(?:teaches|taught|is\s+teaching)\s+(?P<subject>maths|math|mathematics|physics|chemistry|"
-    r"biology|science|history|geography|english|french|german|spanish|dutch|latin|music|art|drama|economics|"
-    r"philosophy|computer\s+science|literature|yoga|piano|guitar|swimming)\b(?!\s+(?:to|at\s+home)\b)", re.IGNORECASE),
-    ("teach", "taught"))
+_TEACHES_RE = GatedPattern(
+    re.compile(
+        rf"(?P<who>{_NAME})\s+(?:teaches|taught|is\s+teaching)\s+(?P<subject>maths|math|mathematics|physics|chemistry|"
+        r"biology|science|history|geography|english|french|german|spanish|dutch|latin|music|art|drama|economics|"
+        r"philosophy|computer\s+science|literature|yoga|piano|guitar|swimming)\b(?!\s+(?:to|at\s+home)\b)",
+        re.IGNORECASE,
+    ),
+    ("teach", "taught"),
+)
 _CAPITALISED_SUBJECTS = frozenset({"english", "french", "german", "spanish", "dutch", "latin"})
 _ROLE_APPOSITIVE_RE = re.compile(
     rf"(?P<who>{_NAME}(?:\s+{_NAME})?),\s+(?:a|an)\s+(?P<role>[a-z][a-z-]*(?:\s+[a-z][a-z-]*){{0,2}})"
 )
-_ROLE_AT_RE = re.compile(
-    r"\b(?:" + "|".join(sorted(_ROLE_NOUNS)) + rf")\s+(?:at|for|with)\s+(?P<org>{_CAPS})"
-)
+_ROLE_AT_RE = re.compile(r"\b(?:" + "|".join(sorted(_ROLE_NOUNS)) + rf")\s+(?:at|for|with)\s+(?P<org>{_CAPS})")
 _IN_NAME_RE = re.compile(
     rf"\b(?:in|at|near|via|around|through|outside|inside|into|across)\s+({_NAME}(?:\s+{_NAME})?)(?!['’]s)"
 )
@@ -456,13 +616,16 @@ _IN_NAME_RE = re.compile(
 # ", Tomás prefers chess" after "Maya loves hiking": a capital after a comma opens the next statement
 # (a lower-case word continues a list: "hiking, pottery and jazz").
 _NEXT_STATEMENT = r",\s+(?:and\s+|but\s+)?(?-i:[A-Z])"
-_LIKE_RE = GatedPattern(re.compile(
-    r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
-    r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
-    r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
-    r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+"
-    rf"(?P<obj>(?:(?!{_NEXT_STATEMENT})[^.;:!?()\"“”])+)"
-), ("love", "like", "ador", "enjoy", "prefer", "fan"))
+_LIKE_RE = GatedPattern(
+    re.compile(
+        r"(?P<neg>\b(?:don't|doesn't|didn't|do\s+not|does\s+not|did\s+not|never|not|would|'d|wouldn't)\s+)?"
+        r"(?P<verb>\b(?:I|we|they|really|also|still|truly|totally|absolutely)\s+(?:love|like|adore)|"
+        r"\b(?:loves|likes|adores|enjoys?|enjoyed|loved|prefers?|preferred)|"
+        r"\b(?:is|am|'m|are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fans?\s+of)\s+"
+        rf"(?P<obj>(?:(?!{_NEXT_STATEMENT})[^.;:!?()\"“”])+)"
+    ),
+    ("love", "like", "ador", "enjoy", "prefer", "fan"),
+)
 _OBJ_STOP = re.compile(
     rf"{_NEXT_STATEMENT}.*$|\s+(?:because|but|when|since|while|so|with|as|if|which|that|who|for|in|at|on|during|every|after|"
     r"before|than|over|instead|rather|more|most|a\s+lot|very\s+much|too)\b.*$",
@@ -470,15 +633,20 @@ _OBJ_STOP = re.compile(
 )
 _OBJ_SKIP = lexicon.words("not_liked_things")
 # "love that they're a great escape", "loved ones are ...": a clause, not a thing liked.
-_OBJ_CLAUSE = re.compile(r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
-                         r"|['’](?:re|ve|ll|m|d)\b", re.IGNORECASE)
+_OBJ_CLAUSE = re.compile(
+    r"\b(?:is|are|was|were|am|be|been|has|have|had|can|could|will|would|should|meant|means)\b"
+    r"|['’](?:re|ve|ll|m|d)\b",
+    re.IGNORECASE,
+)
 # "... and they also need a home": a new subject opens another clause.
 _OBJ_NEW_SUBJECT = frozenset("i we they he she you".split())
 # "loves holding them", "loves seeing others enjoy it": what they point at is in another sentence.
 _OBJ_REFERS = frozenset("it them him me us this that these those".split())
 # "loves the hall and wants her party there": a second verb of the subject, with its own object.
-_OBJ_NEXT_VERB = re.compile(r"(?!(?:her|his|their|my|our|your|its|the|a|an)\b)[a-z]+\s+"
-                            r"(?:(?:her|his|their|my|our|your|its|the|a|an|it|them|him|me|us)\b|[A-Z][\w-]*['’]s\b)")
+_OBJ_NEXT_VERB = re.compile(
+    r"(?!(?:her|his|their|my|our|your|its|the|a|an)\b)[a-z]+\s+"
+    r"(?:(?:her|his|their|my|our|your|its|the|a|an|it|them|him|me|us)\b|[A-Z][\w-]*['’]s\b)"
+)
 # "I'd love to hear", "loves going with ...": a verb cut from what it was about.
 _OBJ_INCOMPLETE = lexicon.words("incomplete_verbs")
 
@@ -486,7 +654,9 @@ _PET_RE = re.compile(
     r"\b(?:my|our|(?:has|have|got|adopted|bought|rescued|owns?)\s+(?:an?|another))\s+"
     r"(?:(?:new|little|pet|rescue|young|old|sweet|adorable)\s+)*"
     r"(?P<pet>guinea\s+pig|dogs?|puppy|cats?|kitten|parrot|hamster|rabbit|bunny|turtle|tortoise|horse|goldfish|"
-    r"snake|lizard|ferret|" + "|".join(_DOG_BREEDS) + r")\b(?:(?:\s*,?\s*(?:named|called))?\s+(?P<pname>(?-i:[A-Z][\w'’-]+)))?",
+    r"snake|lizard|ferret|"
+    + "|".join(_DOG_BREEDS)
+    + r")\b(?:(?:\s*,?\s*(?:named|called))?\s+(?P<pname>(?-i:[A-Z][\w'’-]+)))?",
     re.IGNORECASE,
 )
 
@@ -497,7 +667,8 @@ _POSSESSIVE = re.compile(r"['’]s$")
 # "Biscuit, our beagle": a pet named first, then described.
 _PET_APPOSITIVE_RE = re.compile(
     rf"(?P<pname>{_NAME}),\s+(?:my|our)\s+(?:(?:new|little|old|young|rescue)\s+)?(?P<pet>"
-    + "|".join(sorted(_PETS, key=len, reverse=True)) + r")\b"
+    + "|".join(sorted(_PETS, key=len, reverse=True))
+    + r")\b"
 )
 _TRAVEL_PLACE_RE = re.compile(
     rf"\b(?:fly|flying|flew|leave|leaves|leaving|arrive|arrives|arriving|land|lands|landing|depart\w*|"
@@ -580,7 +751,9 @@ class _Builder:
             node["ids"] = list(dict.fromkeys(merged["ids"] + node["ids"]))
             for alias, ids in merged["aliases"].items():
                 if _key(alias) != _key(node["name"]):
-                    node["aliases"].setdefault(alias, []).extend(i for i in ids if i not in node["aliases"].get(alias, []))
+                    node["aliases"].setdefault(alias, []).extend(
+                        i for i in ids if i not in node["aliases"].get(alias, [])
+                    )
             for fact_key, entry in merged["facts"].items():
                 kept = node["facts"].setdefault(fact_key, entry)
                 if kept is not entry:
@@ -601,8 +774,9 @@ class _Builder:
         if ref is None or not value:
             return
         facts = self.nodes[ref]["facts"]
-        entry = facts.setdefault((key, value.casefold(), status), {"key": key, "value": value, "ids": [],
-                                                                    "status": status, "since": {}})
+        entry = facts.setdefault(
+            (key, value.casefold(), status), {"key": key, "value": value, "ids": [], "status": status, "since": {}}
+        )
         if event_id not in entry["ids"]:
             entry["ids"].append(event_id)
         self._note_since(entry["since"], event_id, self.since)
@@ -612,8 +786,9 @@ class _Builder:
         self.fact(source, key, self.nodes[target]["name"], event_id, status)
         self.edge(source, target, key, event_id, status)
 
-    def edge(self, source: str | None, target: str | None, relation: str, event_id: int,
-             status: str = "active") -> None:
+    def edge(
+        self, source: str | None, target: str | None, relation: str, event_id: int, status: str = "active"
+    ) -> None:
         if source is None or target is None or source == target:
             return
         ids = self.edges.setdefault((source, target, relation, status), [])
@@ -628,31 +803,45 @@ class _Builder:
         for ref in refs:
             node = self.nodes[ref]
             ids = list(node["ids"])
-            nodes.append({
-                "ref": ref,
-                "name": node["name"],
-                "type": node["type"],
-                "aliases": list(node["aliases"]),
-                "tags": [],
-                "provenance": {
-                    "name": ids,
-                    "aliases": [{"value": a, "source_event_ids": list(a_ids)} for a, a_ids in node["aliases"].items()],
+            nodes.append(
+                {
+                    "ref": ref,
+                    "name": node["name"],
+                    "type": node["type"],
+                    "aliases": list(node["aliases"]),
                     "tags": [],
-                },
-                **({"renames": list(node["renames"])} if node.get("renames") else {}),
-                "facts": [
-                    {"key": f["key"], "value": f["value"], "source_event_ids": list(f["ids"]),
-                     **({"status": f["status"]} if f["status"] != "active" else {}),
-                     **_said_when(f["status"], f["ids"], f["since"])}
-                    for f in _named_pets_only(node["facts"].values())
-                ],
-                "source_event_ids": ids,
-            })
+                    "provenance": {
+                        "name": ids,
+                        "aliases": [
+                            {"value": a, "source_event_ids": list(a_ids)} for a, a_ids in node["aliases"].items()
+                        ],
+                        "tags": [],
+                    },
+                    **({"renames": list(node["renames"])} if node.get("renames") else {}),
+                    "facts": [
+                        {
+                            "key": f["key"],
+                            "value": f["value"],
+                            "source_event_ids": list(f["ids"]),
+                            **({"status": f["status"]} if f["status"] != "active" else {}),
+                            **_said_when(f["status"], f["ids"], f["since"]),
+                        }
+                        for f in _named_pets_only(node["facts"].values())
+                    ],
+                    "source_event_ids": ids,
+                }
+            )
         edges = [
-            {"from_ref": s, "to_ref": t, "relation": rel, "source_event_ids": list(ids),
-             **({"status": status} if status != "active" else {}),
-             **_said_when(status, ids, self.edge_since[(s, t, rel, status)])}
-            for (s, t, rel, status), ids in self.edges.items() if s in kept and t in kept
+            {
+                "from_ref": s,
+                "to_ref": t,
+                "relation": rel,
+                "source_event_ids": list(ids),
+                **({"status": status} if status != "active" else {}),
+                **_said_when(status, ids, self.edge_since[(s, t, rel, status)]),
+            }
+            for (s, t, rel, status), ids in self.edges.items()
+            if s in kept and t in kept
         ][:MAX_EDGES]
         return {
             "reason": f"offline rules: {len(nodes)} nodes and {len(edges)} edges from {events} events",
@@ -664,8 +853,16 @@ class _Builder:
 class _EventReader:
     """Applies the rules to one event."""
 
-    def __init__(self, builder: _Builder, event: dict[str, Any], texts: list[str], people: list[str],
-                 full_names: dict[str, str], unsure: set[str] = frozenset(), speakers: set[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        builder: _Builder,
+        event: dict[str, Any],
+        texts: list[str],
+        people: list[str],
+        full_names: dict[str, str],
+        unsure: set[str] = frozenset(),
+        speakers: set[str] = frozenset(),
+    ) -> None:
         self.b = builder
         self.id = event["id"]
         self.texts = texts
@@ -753,8 +950,12 @@ class _EventReader:
         """People of the event its texts do not name (other speakers aside): whom the extractor
         listed for a pronoun (read only when a pronoun finds no one named before it)."""
         joined = " ".join(self.texts)
-        return [ref for name, ref in self.people[1:] if _key(name) not in self.speakers and not re.search(
-            rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", joined)]
+        return [
+            ref
+            for name, ref in self.people[1:]
+            if _key(name) not in self.speakers
+            and not re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", joined)
+        ]
 
     def _named_people(self, text: str) -> list[str]:
         """The people ``text`` names, in order, with participants that may be people (as "?key");
@@ -900,8 +1101,9 @@ class _EventReader:
         right name; "it's Lena, not Lina" only where the wrong name is a person of this card."""
         for text in self.texts:
             for m in _NAME_CORRECTION_RE.finditer(text):
-                right, wrong = (m.group("right"), m.group("wrong")) if m.group("right") else (
-                    m.group("right2"), m.group("wrong2"))
+                right, wrong = (
+                    (m.group("right"), m.group("wrong")) if m.group("right") else (m.group("right2"), m.group("wrong2"))
+                )
                 right, wrong = _clean_name(right), _clean_name(wrong)
                 if not right or not wrong or _key(right) == _key(wrong) or _denial(text, m.start()):
                     continue
@@ -926,7 +1128,7 @@ class _EventReader:
         m = _OPENING_WORD.match(sentence)
         if m is None or m.group(0).casefold() not in _OPENING_VERBS or self.person(m.group(0)) is not None:
             return sentence
-        return m.group(0).casefold() + sentence[m.end():]
+        return m.group(0).casefold() + sentence[m.end() :]
 
     def _own_time(self, sentence: str) -> str | None:
         """When a sentence dates itself otherwise than its card ("Maya left Acme in 2024. She joined
@@ -976,8 +1178,9 @@ class _EventReader:
             place = _clean_name(m.group(1))
             if place:
                 self.org(f"University of {place}")
-        matches = [(m, m.group("org") or m.group("org2") or m.group("org3"), m.group("verb"))
-                   for m in _WORK_AT_RE.finditer(s)]
+        matches = [
+            (m, m.group("org") or m.group("org2") or m.group("org3"), m.group("verb")) for m in _WORK_AT_RE.finditer(s)
+        ]
         matches += [(m, m.group("org"), "works") for m in _ROLE_AT_RE.finditer(s)]
         matches += [(m, m.group("org") or m.group("org2"), "left") for m in _LEAVE_ORG_RE.finditer(s)]
         for m, raw, verb in matches:
@@ -1031,8 +1234,14 @@ class _EventReader:
             denial = _denial(s, m.start())
             mover = _MOVER.search(s[: m.start()])
             opens = not s[: m.start()].strip()  # "moved from Utrecht to Amsterdam": the first person's move
-            if denial == "denied" or not opens and (mover is None or not (
-                    mover.group(1).casefold() in _MOVER_PRONOUNS or self.is_person(mover.group(1)))):
+            if (
+                denial == "denied"
+                or not opens
+                and (
+                    mover is None
+                    or not (mover.group(1).casefold() in _MOVER_PRONOUNS or self.is_person(mover.group(1)))
+                )
+            ):
                 continue  # "swimming moved from Saturdays to Sundays": a thing moved, not a home
             subject = self.clause_subject(s, m.start())
             for group in ("old", "new"):
@@ -1058,8 +1267,11 @@ class _EventReader:
                 self.b.edge(self.clause_subject(s, m.start()), ref, relation, self.id)
         # at the place, so that "I'm" inside the match is read as the subject
         origins = [(m.start(1) if m.group(1) else m.start(2), m.group(1) or m.group(2)) for m in _FROM_RE.finditer(s)]
-        origins += [(m.start(1), m.group(1)) for m in _FROM_WEAK_RE.finditer(s)
-                    if _clean_name(m.group(1)).casefold() in _PLACE_CANON]
+        origins += [
+            (m.start(1), m.group(1))
+            for m in _FROM_WEAK_RE.finditer(s)
+            if _clean_name(m.group(1)).casefold() in _PLACE_CANON
+        ]
         for at, name in origins:
             ref = self.place(name)
             if ref is not None:
@@ -1115,8 +1327,11 @@ class _EventReader:
 
     def _roles(self, s: str) -> None:
         found = [(m, self.people[0][1] if self.people else None) for m in _ROLE_FIRST_RE.finditer(s)]
-        found += [(m, self.clause_subject(s, m.start())) for pattern in (_ROLE_AS_RE, _ROLE_PROMOTED_RE)
-                  for m in pattern.finditer(s)]
+        found += [
+            (m, self.clause_subject(s, m.start()))
+            for pattern in (_ROLE_AS_RE, _ROLE_PROMOTED_RE)
+            for m in pattern.finditer(s)
+        ]
         for pattern in (_ROLE_NAMED_RE, _ROLE_APPOSITIVE_RE):
             for m in pattern.finditer(s):
                 ref = self.person_keys.get(_key(m.group("who")))
@@ -1126,8 +1341,14 @@ class _EventReader:
             words = m.group("role").split()
             # Keep the phrase up to its last role noun: "software engineer at Acme" -> "software
             # engineer", "lead data architect" -> all of it (not "lead").
-            end = next((i for i in range(len(words) - 1, -1, -1) if words[i] in _ROLE_NOUNS
-                        or " ".join(words[max(0, i - 1) : i + 1]) in _ROLE_PHRASES), None)
+            end = next(
+                (
+                    i
+                    for i in range(len(words) - 1, -1, -1)
+                    if words[i] in _ROLE_NOUNS or " ".join(words[max(0, i - 1) : i + 1]) in _ROLE_PHRASES
+                ),
+                None,
+            )
             if end is None or subject is None:
                 continue
             words = words[: end + 1]
@@ -1157,9 +1378,13 @@ class _EventReader:
                     break  # "loves cats, and they also need a home, love and care": their needs, not her likes
                 while words and words[0].casefold() in ("the", "a", "an", "my", "some", "to", "all", "our"):
                     words.pop(0)
-                if not words or len(words) > 4 or words[0].casefold() in _OBJ_SKIP or (
-                        len(words) == 1 and words[0].casefold() in _OBJ_INCOMPLETE) or any(
-                        w.casefold().strip("'’") in _OBJ_REFERS for w in words):
+                if (
+                    not words
+                    or len(words) > 4
+                    or words[0].casefold() in _OBJ_SKIP
+                    or (len(words) == 1 and words[0].casefold() in _OBJ_INCOMPLETE)
+                    or any(w.casefold().strip("'’") in _OBJ_REFERS for w in words)
+                ):
                     continue
                 self.b.fact(subject, key, " ".join(words), self.id)
 
@@ -1168,8 +1393,12 @@ class _EventReader:
             name = _clean_name(m.group("name"))
             if not name or name.casefold() in _PLACE_CANON or name.casefold() in _TOOL_CANON:
                 continue
-            if m.re is _KIN_APPOSITIVE_RE and " " not in name and not self.is_person(name) and not s[
-                    : m.start()].strip():
+            if (
+                m.re is _KIN_APPOSITIVE_RE
+                and " " not in name
+                and not self.is_person(name)
+                and not s[: m.start()].strip()
+            ):
                 continue  # "Thankfully, my son's ok": one unknown word opening the sentence is no name
             owner = self.owner(m.group("owner"), s, m.start())
             denial = _denial(s, m.start())
@@ -1197,14 +1426,19 @@ class _EventReader:
         facts += [(m.start("diet"), "diet", _diet(m.group("diet"))) for m in _DIET_RE.finditer(s)]
         facts += [(m.start("med"), "takes_medication", m.group("med").casefold()) for m in _MEDICATION_RE.finditer(s)]
         for m in _SPEAKS_RE.finditer(s):
-            verb = s[m.start():m.start("langs")].split()[0].casefold()
+            verb = s[m.start() : m.start("langs")].split()[0].casefold()
             key = "learning" if verb.startswith("learn") and not verb.endswith(("ed", "nt")) else "speaks"
             facts += [(m.start("langs"), key, lang) for lang in re.findall(_LANGUAGE_LIST, m.group("langs"))]
-        facts += [(m.start("age" if m.group("age") else "age2"), "age", m.group("age") or m.group("age2"))
-                  for m in _AGE_RE.finditer(s)]
+        facts += [
+            (m.start("age" if m.group("age") else "age2"), "age", m.group("age") or m.group("age2"))
+            for m in _AGE_RE.finditer(s)
+        ]
         # Held by the name the match begins with (read up to it: "our daughter Ivy, who's six" is Ivy's).
-        facts += [(m.end("who"), "age", str(NUMBER_WORDS.get(m.group("age").casefold(), m.group("age"))))
-                  for m in _AGE_IS_RE.finditer(s) if self.person(m.group("who"))]
+        facts += [
+            (m.end("who"), "age", str(NUMBER_WORDS.get(m.group("age").casefold(), m.group("age"))))
+            for m in _AGE_IS_RE.finditer(s)
+            if self.person(m.group("who"))
+        ]
         stated = {(at, value) for at, key, value in facts if key == "diet"}
         for m in _DIET_LEFT_RE.finditer(s):
             diet = _diet(m.group("diet"))
@@ -1291,13 +1525,31 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
                 if len(words) > 1:
                     keys.add(_key(" ".join(words[1:])))  # "dog Biscuit": Biscuit is a pet
     keys.update(_key(breed) for breed in _PETS)  # "a Chihuahua", "our Jack Russell": a breed is nobody
-    sentences = dict.fromkeys(part.strip() for event in events for text in _texts(event)
-                              for part in _SENTENCE_SPLIT.split(text))
-    single = ((_KNOWN_TOOL_RE, 1), (_ANY_CASE_TOOL_RE, 1), (_KNOWN_PLACE_RE, 1), (_IN_NAME_RE, 1), (_LIVE_RE, 1),
-              (_MOVE_RE, 1), (_WORK_AT_RE, "org"), (_WORK_AT_RE, "org2"), (_ROLE_AT_RE, "org"),
-              (_UNIVERSITY_OF_RE, 1), (_PET_RE, "pname"), (_PLACE_NOUN_RE, 1), (_PARTICLE_BEFORE_RE, 1),
-              (_PARTICLE_AFTER_RE, 1), (_TRAVEL_PLACE_RE, 1), (_PET_APPOSITIVE_RE, 1), (_MOVE_FROM_RE, "old"),
-              (_MOVE_FROM_RE, "new"), (_LEAVE_ORG_RE, "org"), (_LEAVE_ORG_RE, "org2"))
+    sentences = dict.fromkeys(
+        part.strip() for event in events for text in _texts(event) for part in _SENTENCE_SPLIT.split(text)
+    )
+    single = (
+        (_KNOWN_TOOL_RE, 1),
+        (_ANY_CASE_TOOL_RE, 1),
+        (_KNOWN_PLACE_RE, 1),
+        (_IN_NAME_RE, 1),
+        (_LIVE_RE, 1),
+        (_MOVE_RE, 1),
+        (_WORK_AT_RE, "org"),
+        (_WORK_AT_RE, "org2"),
+        (_ROLE_AT_RE, "org"),
+        (_UNIVERSITY_OF_RE, 1),
+        (_PET_RE, "pname"),
+        (_PLACE_NOUN_RE, 1),
+        (_PARTICLE_BEFORE_RE, 1),
+        (_PARTICLE_AFTER_RE, 1),
+        (_TRAVEL_PLACE_RE, 1),
+        (_PET_APPOSITIVE_RE, 1),
+        (_MOVE_FROM_RE, "old"),
+        (_MOVE_FROM_RE, "new"),
+        (_LEAVE_ORG_RE, "org"),
+        (_LEAVE_ORG_RE, "org2"),
+    )
     for text in sentences:
         for m in _PROJECT_RE.finditer(text):
             if m.group("surface"):
@@ -1335,14 +1587,15 @@ def _not_people(events: list[dict[str, Any]], nodes: Any) -> set[str]:
                 if not m.group(group):
                     continue
                 if pattern in (_PARTICLE_BEFORE_RE, _PARTICLE_AFTER_RE) and any(
-                        start <= m.start(group) < end for start, end in people):
+                    start <= m.start(group) < end for start, end in people
+                ):
                     continue
                 keys.add(_key(_clean_name(m.group(group))))
         for m in _VISIT_RE.finditer(text):
             if _STRICT_VISIT.match(m.group(0)):
                 keys.add(_key(_clean_name(m.group(1))))
         for m in _USE_RE.finditer(text):
-            if _PLAIN_USE.match(m.group("verb")) and not re.match(r"['’]s\b", text[m.end():]):
+            if _PLAIN_USE.match(m.group("verb")) and not re.match(r"['’]s\b", text[m.end() :]):
                 keys.add(_key(_clean_name(m.group("tool"))))
     keys.discard("")
     return keys
@@ -1410,8 +1663,10 @@ _KIN_OR_CIRCLE = lexicon.words("kin_or_circle")
 
 
 # Two names opening a sentence as its subject: "Tomás and Maya are …", "Ann and Ivo went …".
-_PAIR_SUBJECT = re.compile(r"\s+and\s+[A-Z][\w'’-]*\s+(?:are|were|have|had|will|would|can|could|both|went|got|made|"
-                           r"took|decided|plan|planned|love|loved|like|liked|want|wanted|need|needed|live|lived)\b")
+_PAIR_SUBJECT = re.compile(
+    r"\s+and\s+[A-Z][\w'’-]*\s+(?:are|were|have|had|will|would|can|could|both|went|got|made|"
+    r"took|decided|plan|planned|love|loved|like|liked|want|wanted|need|needed|live|lived)\b"
+)
 
 
 def _candidates(event: dict[str, Any], speakers: set[str] = frozenset()) -> list[str]:
@@ -1424,8 +1679,9 @@ def _candidates(event: dict[str, Any], speakers: set[str] = frozenset()) -> list
     return [n for n in out if n and (n.casefold() not in _PRONOUNS or _key(n) in speakers)]
 
 
-def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known: set[str],
-            speakers: set[str] = frozenset()) -> list[str]:
+def _people(
+    event: dict[str, Any], texts: list[str], not_people: set[str], known: set[str], speakers: set[str] = frozenset()
+) -> list[str]:
     """The event's participants that are people. A name absent from the text counts when it is
     listed first (the speaker), the list is short (a conversation), or it is a known person."""
     joined = "\n".join(texts)
@@ -1435,13 +1691,23 @@ def _people(event: dict[str, Any], texts: list[str], not_people: set[str], known
         absent_ok = index == 0 or len(candidates) <= 3 or _key(name) in known
         if _key(name) in {_key(p) for p in people}:
             continue
-        if _key(name) in known and _key(name) not in not_people or _looks_like_person(name, joined, not_people, absent_ok):
+        if (
+            _key(name) in known
+            and _key(name) not in not_people
+            or _looks_like_person(name, joined, not_people, absent_ok)
+        ):
             people.append(name)
     return people
 
 
-def _placed_elsewhere(events: list[dict[str, Any]], texts: dict[int, list[str]], not_people: set[str],
-                      known: set[str], speakers: set[str], mentions: Any) -> set[str]:
+def _placed_elsewhere(
+    events: list[dict[str, Any]],
+    texts: dict[int, list[str]],
+    not_people: set[str],
+    known: set[str],
+    speakers: set[str],
+    mentions: Any,
+) -> set[str]:
     """Keys of the batch's would-be people that what other events say shows to be no people: the
     batch's own sentences may not tell ("KLM from Schiphol at 07:40") where another event does
     ("the taxi to Schiphol"). Asked once a name, only for a name that is no known person."""
@@ -1471,8 +1737,11 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
     not_people = _not_people(events, nodes) - speakers  # whoever speaks is a person
     texts = {e["id"]: _texts(e) for e in events}
     context_people = [
-        name for n in nodes if isinstance(n, dict) and n.get("type") == "person"
-        for name in [n.get("name"), *(n.get("aliases") or [])] if isinstance(name, str)
+        name
+        for n in nodes
+        if isinstance(n, dict) and n.get("type") == "person"
+        for name in [n.get("name"), *(n.get("aliases") or [])]
+        if isinstance(name, str)
     ]
     known = {_key(n) for n in context_people} | speakers
     if callable(context.get("mentions")):
@@ -1488,8 +1757,11 @@ def project_graph_offline(context: dict[str, Any]) -> dict[str, Any]:
     for event in events:
         # Participants the rules could not call people nor anything else ("Ana met Tom": a sentence
         # opener) still count when a "she" might mean them.
-        unsure = {_key(p) for p in event.get("participants") or [] if isinstance(p, str)} - not_people - {
-            _key(p) for p in people[event["id"]]}
+        unsure = (
+            {_key(p) for p in event.get("participants") or [] if isinstance(p, str)}
+            - not_people
+            - {_key(p) for p in people[event["id"]]}
+        )
         _EventReader(builder, event, texts[event["id"]], people[event["id"]], full_names, unsure, speakers).read()
     return builder.proposal(len(events))
 

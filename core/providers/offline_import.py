@@ -32,15 +32,15 @@ from core.timeutil import period_bounds
 _PREDICATES: dict[str, str] = {}
 for _cls, _words in {
     "live": "live lives living lived reside resides resided residing resident based home homes moved move moves "
-            "moving relocated relocate relocates relocating settled settle stays staying house apartment flat "
-            "neighborhood neighbourhood hometown residence",
+    "moving relocated relocate relocates relocating settled settle stays staying house apartment flat "
+    "neighborhood neighbourhood hometown residence",
     "work": "job jobs employed employer employee employs hired company firm boss",
     "like": "like likes liked love loves loved loving enjoy enjoys enjoyed enjoying fond fan fans adore adores "
-            "adored passionate keen",
+    "adored passionate keen",
     "prefer": "prefer prefers preferred preference preferences favorite favourite favorites favourites rather",
     "dislike": "dislike dislikes disliked hate hates hated detest detests avoid avoids avoided",
     "use": "use uses used using utilize utilizes utilise rely relies relied relying depend depends tool tools "
-           "app apps software",
+    "app apps software",
     "own": "own owns owned owner",
     "drink": "drink drinks drinking drank sip sips",
     "pet": "pet pets",
@@ -48,16 +48,15 @@ for _cls, _words in {
     "allergy": "allergic allergy allergies intolerant intolerance react reacts reaction reactions",
     "language": "speak speaks speaking spoke fluent fluently language languages native tongue",
     "learn": "learn learns learning learned learnt study studies studying studied student course courses "
-             "lesson lessons class classes tutor",
+    "lesson lessons class classes tutor",
     "play": "play plays playing played player players practice practices practicing practise practises "
-            "practising practised instrument",
+    "practising practised instrument",
     "birthday": "birthday birthdays born birth birthdate",
     "family": "married marry wife husband spouse partner partners girlfriend boyfriend engaged fiance "
-              "fiancee daughter son sister brother mother father mom dad kids children child",
-    "meet": "meeting meetings meet meets sync syncs standup standups call calls catchup weekly scheduled "
-            "schedule",
+    "fiancee daughter son sister brother mother father mom dad kids children child",
+    "meet": "meeting meetings meet meets sync syncs standup standups call calls catchup weekly scheduled schedule",
     "drive": "drive drives driving drove car cars bike bikes cycle cycles cycling commute commutes commuting ride "
-             "rides",
+    "rides",
     "school": "university college degree graduated graduate school major studied alumni",
     "hobby": "hobby hobbies pastime pastimes",
     "goal": "plan plans planning planned goal goals want wants wanted aim aims hope hopes intend intends dream",
@@ -86,21 +85,21 @@ for _kind, _words in {
     "animal": "dog cat rabbit hamster parrot horse goldfish turtle snake bird puppy kitten",
     "instrument": "piano guitar violin cello drums flute saxophone trumpet ukulele bass harp",
     "sport": "running tennis football soccer basketball swimming cycling climbing yoga golf hiking skiing "
-             "surfing chess boxing rowing",
+    "surfing chess boxing rowing",
     "language": "english spanish french german italian portuguese japanese chinese mandarin korean arabic "
-                "russian hindi dutch swedish polish greek turkish",
+    "russian hindi dutch swedish polish greek turkish",
     "role": "engineer developer designer manager director analyst scientist researcher teacher nurse doctor "
-            "lawyer accountant consultant writer editor architect intern lead founder ceo cto student "
-            "professor chef",
+    "lawyer accountant consultant writer editor architect intern lead founder ceo cto student "
+    "professor chef",
     "color": "red blue green yellow black white purple orange pink grey gray brown",
     "time": "morning mornings evening evenings night nights afternoon afternoons",
     "diet": "vegetarian vegan pescatarian omnivore",
     "vehicle": "car bike bicycle scooter motorcycle train bus",
     "tool": "notion obsidian trello jira asana todoist evernote linear slack teams github gitlab figma excel sheets "
-            "vscode vim emacs pycharm xcode postgres postgresql mysql sqlite mongodb redis docker kubernetes python "
-            "javascript typescript rust kotlin java zoom discord whatsapp telegram signal spotify",
+    "vscode vim emacs pycharm xcode postgres postgresql mysql sqlite mongodb redis docker kubernetes python "
+    "javascript typescript rust kotlin java zoom discord whatsapp telegram signal spotify",
     "family": "wife husband partner spouse son daughter brother brothers sister sisters mother father grandmother "
-              "grandfather cousin friend friends roommate roommates colleague colleagues",
+    "grandfather cousin friend friends roommate roommates colleague colleagues",
 }.items():
     for _w in _words.split():
         _VALUE_KINDS.setdefault(_w, _kind)
@@ -120,15 +119,19 @@ _AGE_PHRASE = re.compile(
     r"(?=\s*(?:$|[.,;!?]|now\b|today\b|this\b|next\b|last\b|on\b|in\b|years?\b))"
     # "is a six-year-old", "34 years old"; not "a six-year-old daughter" (the daughter's age, not the subject's)
     rf"|\b{_NUMBER}[-\s]years?[-\s]old\b(?!\s+[a-z])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # What a relative clause says is said of the name before it: "Lena, who lives in Amsterdam".
 _RELATIVE = re.compile(r"\b([A-Z][\w'’-]*)\s*,?\s+(?:who|whose)\s+([^,.;!?]+)")
 # An age that describes someone named after it: "their six-year-old daughter Ivy" is Ivy's age.
 _AGE_OF = re.compile(
     rf"\b{_NUMBER}[-\s]years?[-\s]old\s+"
-    r"(?:[a-z]+\s+){0,2}([A-Z][\w'’-]*)")
-_MONTHS = frozenset("january february march april may june july august september october november december "
-                    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+    r"(?:[a-z]+\s+){0,2}([A-Z][\w'’-]*)"
+)
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
 _FILLER = frozenset(
     """really very quite pretty much many lot lots always usually often mostly generally also still currently
     now actually basically truly definitely particularly especially well good great big new old
@@ -143,7 +146,8 @@ _FILLER = frozenset(
 _NEGATION = re.compile(
     r"\b(not|never|no|none|nobody|nothing|neither|nor|isn['’]?t|aren['’]?t|wasn['’]?t|weren['’]?t|"
     r"doesn['’]?t|don['’]?t|didn['’]?t|won['’]?t|can['’]?t|cannot|hasn['’]?t|haven['’]?t|hadn['’]?t)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _STOPPED = re.compile(r"\b(no longer|not any ?more|any ?more|no more|stopped|quit|gave up|left)\b", re.IGNORECASE)
 _UPDATE = re.compile(
     r"\b(now|currently|these days|nowadays|no longer|not any ?more|any ?more|moved|moving|relocated|relocating|"
@@ -151,13 +155,18 @@ _UPDATE = re.compile(
     r"became|become|promoted|upgraded|replaced|instead|updated?|latest|new|newly|from now on|going forward|"
     r"left|quit|stopped|no more|transferred|took over|took a|joined|adopted|got a|bought a|at present|"
     r"postponed|delayed|pushed (back|out)|rescheduled|brought forward|moved (up|to)|renamed|upgraded to)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _CORRECTION = re.compile(
     r"\b(actually|correction|corrected|in fact|mistaken(ly)?|by mistake|wrong|wrongly|incorrect(ly)?|"
-    r"turns out|turned out|confirmed|not \w+ but|to clarify|clarification)\b|,\s*not\s+\w", re.IGNORECASE)
+    r"turns out|turned out|confirmed|not \w+ but|to clarify|clarification)\b|,\s*not\s+\w",
+    re.IGNORECASE,
+)
 _PAST = re.compile(
     r"\b(used to|formerly|previously|former|back then|in the past|years ago|as a (child|kid|teenager)|"
-    r"once (lived|worked|had|owned)|before (moving|joining|switching))\b", re.IGNORECASE)
+    r"once (lived|worked|had|owned)|before (moving|joining|switching))\b",
+    re.IGNORECASE,
+)
 
 _SMALL_TALK = re.compile(
     r"^\W*((user|they|he|she|i)\s+)?(said|says|say)?\s*(hi|hello|hey|good (morning|evening|night|afternoon)|"
@@ -174,20 +183,26 @@ _SMALL_TALK = re.compile(
     r"(encouraged|wished|thanked|congratulated|reassured|motivated|greeted|cheered on) (each other|one another)|"
     r"wished (the assistant|you|me|them|him|her|each other) (a |an )?(good|great|nice|happy|luck)|"
     r"^(talked|chatted|spoke) about)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _TRANSIENT = re.compile(
-    r"\b(today|tonight|right now|this (morning|afternoon|evening|week)|at the moment|for now|just now)\b",
-    re.IGNORECASE)
+    r"\b(today|tonight|right now|this (morning|afternoon|evening|week)|at the moment|for now|just now)\b", re.IGNORECASE
+)
 _MOOD = re.compile(
     r"\b(tired|hungry|sleepy|bored|busy|stressed|grumpy|cold|hot|sick|thirsty|in a hurry|in a rush|running late|"
-    r"feeling|feels|felt|mood)\b", re.IGNORECASE)
-_VAGUE = re.compile(r"\b(various|something|some stuff|a few things|miscellaneous|random|general topics)\b",
-                    re.IGNORECASE)
+    r"feeling|feels|felt|mood)\b",
+    re.IGNORECASE,
+)
+_VAGUE = re.compile(
+    r"\b(various|something|some stuff|a few things|miscellaneous|random|general topics)\b", re.IGNORECASE
+)
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_CLAUSE = re.compile(r"[.;:!?。！？]+|,?\s+\b(?:and|but|while|although|whereas|though|because|since|"
-                     r"so that|due to)\b\s+|\s+[—–]\s+|,\s+(?=(?:not|never)\b)",
-                     re.IGNORECASE)
+_CLAUSE = re.compile(
+    r"[.;:!?。！？]+|,?\s+\b(?:and|but|while|although|whereas|though|because|since|"
+    r"so that|due to)\b\s+|\s+[—–]\s+|,\s+(?=(?:not|never)\b)",
+    re.IGNORECASE,
+)
 _WEAK_NEGATION = frozenset({"no", "nothing", "none"})
 _SENT_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|\s+[—–-]\s+|\n+|,\s+but\s+|;")
 
@@ -199,16 +214,22 @@ _FUNCTIONAL = frozenset({"live", "work", "role", "birthday", "age", "diet", "dri
 _WEAK = frozenset({"name", "own"})
 # Predicates that rephrase rather than add ("enjoys" → "favourite"): not new detail by themselves.
 _SOFT = frozenset({"like", "prefer", "use", "hobby", "learn", "play"})
-_ROLE_PHRASE = re.compile(r"\b(works?|worked|working) as\b|\bjob title\b|\bprofession\b|\bcareer\b|"
-                          r"\b(a )?living as\b|\boccupation\b|\bpromoted\b", re.IGNORECASE)
+_ROLE_PHRASE = re.compile(
+    r"\b(works?|worked|working) as\b|\bjob title\b|\bprofession\b|\bcareer\b|"
+    r"\b(a )?living as\b|\boccupation\b|\bpromoted\b",
+    re.IGNORECASE,
+)
 _EMPLOYER_PHRASE = re.compile(
     r"(?i:\b(works?|worked|working|job|jobs|employed|employee|employer|joined|hired)\b)"
     r"((?i:(\s+\w+)?\s+(at|for|by|with)\b)|\s+[A-Z])|(?i:\bemployer\b)|(?i:\b(left|joined))\s+[A-Z]"
-    r"|(?i:\bwhere\s+\w+\s+works?\b)")
+    r"|(?i:\bwhere\s+\w+\s+works?\b)"
+)
 _USER = "user"
 # Verbs that end the subject of a statement ("Maya | lives …", "Works | at …").
-_VERBISH = frozenset("""is are was were be been has have had does do did works work worked working goes went
-    gets got keeps kept takes took makes made uses used wants needs""".split())
+_VERBISH = frozenset(
+    """is are was were be been has have had does do did works work worked working goes went
+    gets got keeps kept takes took makes made uses used wants needs""".split()
+)
 _USER_SUBJECT = re.compile(r"^\W*(the\s+)?(user|i|my)\b", re.IGNORECASE)
 _OTHER_SUBJECT = re.compile(r"^\W*(he|she)\b", re.IGNORECASE)  # not "they" (often the user's family) nor "their …"
 _SPEAKER = re.compile(r"\b(you|your|i|my|me|we|our)\b", re.IGNORECASE)
@@ -216,7 +237,8 @@ _KIN_NAMED = re.compile(
     r"^\W*(?:[A-Z][\w-]*['’]s|(?i:(?:the\s+)?user['’]s|my|his|her|their))\s+(?:[a-z-]+\s+)?"
     r"(?i:sister|brother|mother|father|mom|mum|dad|son|daughter|wife|husband|partner|cousin|aunt|uncle|niece|"
     r"nephew|grandmother|grandfather|grandma|grandpa|friend|neighbou?r|colleague|roommate|boss)\s+"
-    r"([A-Z][\w'’-]*)")
+    r"([A-Z][\w'’-]*)"
+)
 _SOMEONE = "~someone"  # the lead of a statement about a person named elsewhere: the same as nobody's
 
 
@@ -289,14 +311,23 @@ def _is_name(words: list[str], index: int, known: set[str]) -> bool:
     low = _bare(word)
     if low in known:
         return True
-    if low in STOP_WORDS or low in _PREDICATES or low in _FILLER or low in _MONTHS or low in _VALUE_KINDS \
-            or low in _VERBISH:  # "Works as a designer": an export's subjectless statement opens with its verb
+    if (
+        low in STOP_WORDS
+        or low in _PREDICATES
+        or low in _FILLER
+        or low in _MONTHS
+        or low in _VALUE_KINDS
+        or low in _VERBISH
+    ):  # "Works as a designer": an export's subjectless statement opens with its verb
         return False
     if index > 0:
         return True
     nxt = _bare(words[index + 1]) if index + 1 < len(words) else ""
-    if known and any(_bare(w) in known for w in words[1:]) and (nxt not in ("is", "was", "has", "had", "and")
-                                                                 or low.endswith("ing")):
+    if (
+        known
+        and any(_bare(w) in known for w in words[1:])
+        and (nxt not in ("is", "was", "has", "had", "and") or low.endswith("ing"))
+    ):
         # "Besides classes, Jon's studio offers …", "Acting was Joanna's first passion": the
         # sentence names the person it is about later; its capitalised first word is just a word.
         return "'" in word or "’" in word
@@ -314,8 +345,11 @@ def _statement(title: str, summary: str) -> str:
 
 def _phrase_kinds(text: str) -> set[str]:
     """The kinds of fact the phrases in ``text`` state ("works at", "as a nurse", "is seven")."""
-    return {kind for phrase, kind in ((_EMPLOYER_PHRASE, "work"), (_ROLE_PHRASE, "role"), (_AGE_PHRASE, "age"))
-            if phrase.search(text)}
+    return {
+        kind
+        for phrase, kind in ((_EMPLOYER_PHRASE, "work"), (_ROLE_PHRASE, "role"), (_AGE_PHRASE, "age"))
+        if phrase.search(text)
+    }
 
 
 def _kinds(text: str) -> set[str]:
@@ -337,9 +371,15 @@ def _attribute(fact: Fact, text: str) -> None:
         fact.preds_of = {name: kinds - main for name, kinds in fact.preds_of.items() if kinds - main}
 
 
-def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
-              participants: Iterable[str] = (), known_names: set[str] | None = None,
-              user: frozenset[str] = frozenset(), card: bool = False) -> Fact:
+def read_fact(
+    title: str,
+    summary: str,
+    temporal: dict[str, Any] | None = None,
+    participants: Iterable[str] = (),
+    known_names: set[str] | None = None,
+    user: frozenset[str] = frozenset(),
+    card: bool = False,
+) -> Fact:
     """Read a title and summary into subject, predicate classes and value tokens. A statement led
     by the ``user``'s name ("Maya uses Notion") is about the user, as "Uses Notion" is."""
     text = _statement(_fold(title), _fold(summary))
@@ -435,8 +475,10 @@ def read_fact(title: str, summary: str, temporal: dict[str, Any] | None = None,
 # Where a card's parts about different people meet: sentence ends, joining words, and a comma before
 # a name that does something ("Maya prefers an aisle seat, Tomás likes the window"), not before an
 # apposition ("Priya Raman, Maya's manager").
-_PART_SPLIT = re.compile(r"(?<=[.!?;:。！？])\s+|;|,?\s+\b(?:and|but|while|whereas|so)\b\s+"
-                         r"|,\s+(?=[A-Z][^\s,'’]*(?:\s+[A-Z][^\s,'’]*)?\s+[a-z]+(?:s|ed)\b)")
+_PART_SPLIT = re.compile(
+    r"(?<=[.!?;:。！？])\s+|;|,?\s+\b(?:and|but|while|whereas|so)\b\s+"
+    r"|,\s+(?=[A-Z][^\s,'’]*(?:\s+[A-Z][^\s,'’]*)?\s+[a-z]+(?:s|ed)\b)"
+)
 
 
 @dataclass
@@ -452,8 +494,15 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     """Read a stored card for ``cand``. A conversation card often speaks of several people ("Maya
     prefers an aisle seat, Tomás likes the window"): compared whole, Tomás's window would make
     "Maya prefers window seats" a fact the card already holds."""
-    whole = read_fact(match.get("title", ""), match.get("summary", ""), match, match.get("participants") or (), known,
-                      cand.user, card=True)
+    whole = read_fact(
+        match.get("title", ""),
+        match.get("summary", ""),
+        match,
+        match.get("participants") or (),
+        known,
+        cand.user,
+        card=True,
+    )
     pieces = [p for p in _PART_SPLIT.split(whole.text) if p and _WORD.search(p)] or [whole.text]
     people = known | whole.participants
     # With the user's name known, "the user" is a subject like any other: their part of a card is theirs.
@@ -464,8 +513,12 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
         # What ended is what the clause holding "no longer" / "anymore" names ("pescatarian, not
         # vegetarian anymore": vegetarian), or a "not …" right after a "now" ("pescatarian now, not
         # vegetarian"), not the whole part.
-        gone = [clause for part in parts for before, clause in _clause_pairs(part)
-                if _STOPPED.search(clause) or (_NOT_AFTER_NOW.match(clause) and _NOW.search(before))]
+        gone = [
+            clause
+            for part in parts
+            for before, clause in _clause_pairs(part)
+            if _STOPPED.search(clause) or (_NOT_AFTER_NOW.match(clause) and _NOW.search(before))
+        ]
         return set().union(*(read_fact("", clause, None, (), people, cand.user).values for clause in gone)) - {subject}
 
     if len(pieces) == 1:  # one part: the whole card is what it says of anyone
@@ -481,8 +534,15 @@ def card_view(match: dict[str, Any], cand: Fact, known: set[str]) -> CardView:
     leads = {whose(fact) for _, fact in read} - {""}
     if (cand.lead == _USER and not knows_user) or len(leads) < 2 or not any(whose(f) == subject for _, f in mine):
         return CardView(whole, gone)
-    own = read_fact("", ". ".join(piece.rstrip(".") for piece, fact in mine if whose(fact) == subject), match,
-                    match.get("participants") or (), known, cand.user, card=True)
+    own = read_fact(
+        "",
+        ". ".join(piece.rstrip(".") for piece, fact in mine if whose(fact) == subject),
+        match,
+        match.get("participants") or (),
+        known,
+        cand.user,
+        card=True,
+    )
     return CardView(own, gone, whole)
 
 
@@ -534,8 +594,12 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     if cand.lead == fact.lead:
         subject = {cand.lead}
     else:
-        subject = {next((n for n in ranked if n in shared_names and n in cand.participants),
-                        next((n for n in ranked if n in shared_names and n in (cand.lead, fact.lead)), ""))} - {""}
+        subject = {
+            next(
+                (n for n in ranked if n in shared_names and n in cand.participants),
+                next((n for n in ranked if n in shared_names and n in (cand.lead, fact.lead)), ""),
+            )
+        } - {""}
     same_subject = bool(subject)
     cv, mv = cand.values - subject, fact.values - subject
     shared, new, missing = cv & mv, cv - mv, mv - cv
@@ -553,9 +617,24 @@ def relate(cand: Fact, match: dict[str, Any], fact: Fact) -> Relation:
     flip = "" if bool(mine) == bool(theirs) else ("strong" if "strong" in (mine, theirs) else "weak")
     cover, extra, hits = _cover(cand, subject, fact)
     back = _cover(fact, subject, cand)[0]
-    return Relation(match=match, fact=fact, flip=flip, same_subject=same_subject, same_pred=same_pred, shared=shared, new=new,
-                    missing=missing, overlap=overlap, topic=topic, kinds=own & preds, subject=subject,
-                    cover=cover, extra=extra, hits=hits, back=back)
+    return Relation(
+        match=match,
+        fact=fact,
+        flip=flip,
+        same_subject=same_subject,
+        same_pred=same_pred,
+        shared=shared,
+        new=new,
+        missing=missing,
+        overlap=overlap,
+        topic=topic,
+        kinds=own & preds,
+        subject=subject,
+        cover=cover,
+        extra=extra,
+        hits=hits,
+        back=back,
+    )
 
 
 def _cover(cand: Fact, subject: set[str], fact: Fact) -> tuple[float, float, int]:
@@ -743,10 +822,15 @@ def _merged(candidate: dict[str, Any], match: dict[str, Any]) -> dict[str, Any]:
     return {**candidate, "temporal": temporal, "tags": tags}
 
 
-def _answer(action: str, targets: list[int], reason: str, confidence: float,
-            merged: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"action": action, "existing_event_ids": targets, "reason": reason,
-                           "confidence": round(confidence, 3)}
+def _answer(
+    action: str, targets: list[int], reason: str, confidence: float, merged: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "action": action,
+        "existing_event_ids": targets,
+        "reason": reason,
+        "confidence": round(confidence, 3),
+    }
     if merged is not None:
         out["merged_candidate"] = merged
     return out
@@ -771,15 +855,22 @@ def decide_offline(context: dict[str, Any]) -> dict[str, Any]:
     names = [n for n in listed if isinstance(n, str) and n.strip()]
     # Only one name can be "the user": in a namespace several people speak in, nobody is.
     user = frozenset(_bare(w) for w in _WORD.findall(names[0])) if len(names) == 1 else frozenset()
-    cand = read_fact(candidate.get("title", ""), candidate.get("summary", ""), temporal,
-                     temporal.get("participants") or (), match_people, user)
+    cand = read_fact(
+        candidate.get("title", ""),
+        candidate.get("summary", ""),
+        temporal,
+        temporal.get("participants") or (),
+        match_people,
+        user,
+    )
     result = _decide(cand, candidate, matches)
     if result["action"] != "ignore":
         repeat = _repeats(cand, context.get("earlier"), match_people, user)
         if repeat is not None:
             position, cover = repeat
-            result = _answer("ignore", [], f"restates item {position} of this import in other words",
-                             0.86 if cover >= 0.8 else 0.75)
+            result = _answer(
+                "ignore", [], f"restates item {position} of this import in other words", 0.86 if cover >= 0.8 else 0.75
+            )
     own = candidate.get("confidence")
     if isinstance(own, (int, float)) and own < 0.5 and result["action"] in ("add", "merge", "supersede", "conflict"):
         # The exporting assistant itself was unsure: a person should look at it.
@@ -802,8 +893,13 @@ def _repeats(cand: Fact, earlier: Any, known: set[str], user: frozenset[str]) ->
         cover, _, hits = _cover(cand, {cand.lead}, other)
         back, _, _ = _cover(other, {cand.lead}, cand)
         # Not a negation of it, nor a correction or change of it: those say something the first does not.
-        if hits >= 2 and min(cover, back) >= 0.6 and cand.negated == other.negated and not changes \
-                and (best is None or cover > best[1]):
+        if (
+            hits >= 2
+            and min(cover, back) >= 0.6
+            and cand.negated == other.negated
+            and not changes
+            and (best is None or cover > best[1])
+        ):
             best = (item["position"], cover)
     return best
 
@@ -871,8 +967,10 @@ def _explained(result: dict[str, Any], cand: Fact, relations: list[Relation]) ->
         low = _NUMBER_WORDS.get(_bare(word), _bare(word))
         written.setdefault(stem(low), word)
         written.setdefault(low, word)
+
     def shown(values: set[str]) -> str:
         return ", ".join(sorted({written.get(v, v) for v in values if not v.startswith("@")})[:5]) or "none"
+
     slot = ", ".join(sorted(rel.kinds - _WEAK)) or "none named"
     detail = f"subject {_who(rel)}; slot {slot}; matched {shown(rel.shared)}"
     if rel.new and result["action"] in ("supersede", "conflict"):
@@ -880,11 +978,21 @@ def _explained(result: dict[str, Any], cand: Fact, relations: list[Relation]) ->
     return {**result, "reason": f"{result['reason']} [{detail}]"}
 
 
-def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relation],
-                  ended: dict[int, set[str]]) -> dict[str, Any]:
+def _decide_slots(
+    cand: Fact, candidate: dict[str, Any], relations: list[Relation], ended: dict[int, set[str]]
+) -> dict[str, Any]:
     """The decision from the subject, kind of fact and values of the closest card."""
-    on_topic = [r for r in relations if r.same_subject and (r.same_pred or _key_shared(r, cand) or _same_kind(r, cand)
-                                                            or (r.shared and not (cand.preds and r.fact.preds)))]
+    on_topic = [
+        r
+        for r in relations
+        if r.same_subject
+        and (
+            r.same_pred
+            or _key_shared(r, cand)
+            or _same_kind(r, cand)
+            or (r.shared and not (cand.preds and r.fact.preds))
+        )
+    ]
     if not on_topic:
         near = max(relations, key=lambda r: r.topic)
         if near.same_subject and near.shared:
@@ -911,8 +1019,14 @@ def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relatio
 
     # A value a card of the subject says has ended ("no longer uses Notion", "not vegetarian anymore"),
     # said again: outdated, or news a person should confirm.
-    ending = next((r for r in sorted(on_topic, key=lambda r: -r.match["id"])
-                   if ended.get(r.match["id"], set()) & (cand.values - {cand.lead})), None)
+    ending = next(
+        (
+            r
+            for r in sorted(on_topic, key=lambda r: -r.match["id"])
+            if ended.get(r.match["id"], set()) & (cand.values - {cand.lead})
+        ),
+        None,
+    )
     if ending is not None and not (cand.stopped or cand.past or cand.negated):
         end_id = ending.match["id"]
         if cand.update or cand.correction:
@@ -932,8 +1046,7 @@ def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relatio
         # Confident only when the negation covers the relation itself ("is not allergic"),
         # not another verb of the sentence ("cannot be around pollen because of an allergy").
         covers = not shared_preds or any(level and tokens & shared_preds for tokens, level in cand.clauses)
-        clean = (len(best.new) + len(best.missing) <= 2 and len(clauses) == 1 and best.flip == "strong"
-                 and covers)
+        clean = len(best.new) + len(best.missing) <= 2 and len(clauses) == 1 and best.flip == "strong" and covers
         return _flagged(flip, "conflict", targets, f"negates event {eid}; both cannot be true", 0.88 if clean else 0.72)
 
     if swap:
@@ -944,18 +1057,32 @@ def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relatio
             if strong and best.same_pred:
                 return _flagged(flip, "supersede", targets, f"a newer value for what event {eid} states", 0.9)
             return _flagged(flip, "supersede", targets, f"may update event {eid}", 0.7)
-        if not strong and functional and best.same_pred and best.same_subject and _other_words(best) \
-                and not _key_shared(best, cand):
+        if (
+            not strong
+            and functional
+            and best.same_pred
+            and best.same_subject
+            and _other_words(best)
+            and not _key_shared(best, cand)
+        ):
             # One value at a time (where someone lives, what they prefer): other words are another value.
             return _flagged(flip, "conflict", targets, f"may state another value than event {eid}", 0.7)
         if not strong:
             # Different words on both sides while the key values agree.
             if len(best.new) > len(best.missing):
-                return _flagged(flip, "merge", targets, f"probably the fact of event {eid} with other details", 0.7,
-                               _merged(candidate, best.match))
+                return _flagged(
+                    flip,
+                    "merge",
+                    targets,
+                    f"probably the fact of event {eid} with other details",
+                    0.7,
+                    _merged(candidate, best.match),
+                )
             return _flagged(flip, "ignore", targets, f"probably restates event {eid} in other words", 0.7)
         if best.kinds & _IMMUTABLE:
-            return _flagged(flip, "conflict", targets, f"another value for a fact that does not change (event {eid})", 0.86)
+            return _flagged(
+                flip, "conflict", targets, f"another value for a fact that does not change (event {eid})", 0.86
+            )
         later = _later(cand, fact)
         if not functional:
             if later and (candidate.get("temporal") or {}).get("happened_start"):
@@ -972,12 +1099,19 @@ def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relatio
 
     if best.new:
         detail = [v for v in best.new if v in cand.anchors or v in _KIND_BY_STEM] + sorted(
-            cand.preds - fact.preds - _WEAK - _SOFT)
+            cand.preds - fact.preds - _WEAK - _SOFT
+        )
         if len(best.new) == 1 and not detail:
             return _flagged(flip, "ignore", targets, f"restates event {eid} (one extra word)", 0.72)
         confidence = 0.88 if (len(best.new) >= 3 or detail) and best.same_pred else 0.76
-        return _flagged(flip, "merge", targets, f"the same fact as event {eid} with more detail", confidence,
-                       _merged(candidate, best.match))
+        return _flagged(
+            flip,
+            "merge",
+            targets,
+            f"the same fact as event {eid} with more detail",
+            confidence,
+            _merged(candidate, best.match),
+        )
     if best.missing:
         confidence = 0.88 if best.same_pred else 0.78
         return _flagged(flip, "ignore", targets, f"already covered by event {eid}, which says more", confidence)
@@ -988,7 +1122,9 @@ def _decide_slots(cand: Fact, candidate: dict[str, Any], relations: list[Relatio
 _INSTRUCTION = re.compile(
     r"^\W*(?:please\s+)?(?:always|never|don['’]?t|do not|avoid|use|write|answer|reply|respond|keep|call|address|"
     r"sign|remind|include|format|send|put|give|make sure|start|end|add|mention|list|summari[sz]e|draft|"
-    r"when\b[^,]*,\s*(?:always\s+|never\s+|please\s+)?[a-z]+)\b", re.IGNORECASE)
+    r"when\b[^,]*,\s*(?:always\s+|never\s+|please\s+)?[a-z]+)\b",
+    re.IGNORECASE,
+)
 
 
 def _is_instruction(cand: Fact, candidate: dict[str, Any]) -> bool:
@@ -1006,8 +1142,13 @@ def _restatement(rel: Relation, cand: Fact, candidate: dict[str, Any], note: str
             # A merge hides the card it merges into: only when the card states nearly all of the
             # candidate, or is a short card the candidate states whole, is that safe without a person.
             confidence = min(confidence, 0.8)
-        return _answer("merge", [eid], f"event {eid} states the same about {_who(rel)}; this adds detail{note}",
-                       confidence, _merged(candidate, rel.match))
+        return _answer(
+            "merge",
+            [eid],
+            f"event {eid} states the same about {_who(rel)}; this adds detail{note}",
+            confidence,
+            _merged(candidate, rel.match),
+        )
     confidence = _restating_confidence(rel, cand)
     if rel.extra >= 1.0 and rel.cover < 0.8:
         confidence = min(confidence, 0.8)  # a word of detail the card lacks ("which is severe"): a person sees it
@@ -1028,8 +1169,13 @@ def _contains_short_card(rel: Relation, cand: Fact) -> bool:
     """A short card the candidate states whole, with detail: the same fact in more words. Not with a
     name or number of its own ("adopted a new dog named Mochi"), which may be a new value, nor a longer
     card ("reading The Name of the Wind by Patrick Rothfuss" against "recommends …")."""
-    return not rel.missing and _key_shared(rel, cand) and rel.hits >= 2 and not rel.new & cand.anchors \
+    return (
+        not rel.missing
+        and _key_shared(rel, cand)
+        and rel.hits >= 2
+        and not rel.new & cand.anchors
         and len(rel.fact.values - rel.subject) <= 3
+    )
 
 
 def _restating_confidence(rel: Relation, cand: Fact) -> float:
@@ -1055,7 +1201,9 @@ _CHANGE = re.compile(
     r"\b(now|no longer|not any ?more|any ?more|these days|nowadays|moved|relocated|relocating|switched|switching|"
     r"changed|has since|have since|as of|replaced|instead|from now on|going forward|quit|stopped|no more|"
     r"transferred|promoted|upgraded|postponed|delayed|pushed (?:back|out)|rescheduled|brought forward|renamed|"
-    r"gave up|given up|(?:a|her|his|their|my|our) new)\b", re.IGNORECASE)
+    r"gave up|given up|(?:a|her|his|their|my|our) new)\b",
+    re.IGNORECASE,
+)
 
 
 def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
@@ -1063,8 +1211,13 @@ def _restating(rel: Relation | None, cand: Fact, changes: bool) -> bool:
     new about the subject; a candidate saying something changed needs the card to state nearly all of it."""
     if rel is None:
         return False
-    if not changes and not rel.flip and _key_shared(rel, cand) and not _kinds_swap(rel, cand) and (
-            (_kind_slot(rel) and len(rel.missing) <= 3) or (rel.kinds - _WEAK and rel.hits >= 2)):
+    if (
+        not changes
+        and not rel.flip
+        and _key_shared(rel, cand)
+        and not _kinds_swap(rel, cand)
+        and ((_kind_slot(rel) and len(rel.missing) <= 3) or (rel.kinds - _WEAK and rel.hits >= 2))
+    ):
         # One subject, one slot, one value, in other words around it ("plays the saxophone in a local
         # band"; "likes to start the day with tea" and the short card "drinks tea every morning"). A long
         # card naming the value in passing ("yoga is so cool …") is no statement of that slot.
@@ -1086,8 +1239,11 @@ def _states_slot_value(rel: Relation, cand: Fact) -> bool:
     return bool(kinds_new & kinds_old - names) or _key_shared(rel, cand) or len(rel.missing) <= 3
 
 
-_FROM_TO = re.compile(r"\bfrom\s+(?:the\s+|an?\s+|her\s+|his\s+|their\s+|my\s+)?([\w'’-]+)\s+"
-                      r"(?:to|for)\s+(?:the\s+|an?\s+)?([\w'’-]+)", re.IGNORECASE)
+_FROM_TO = re.compile(
+    r"\bfrom\s+(?:the\s+|an?\s+|her\s+|his\s+|their\s+|my\s+)?([\w'’-]+)\s+"
+    r"(?:to|for)\s+(?:the\s+|an?\s+)?([\w'’-]+)",
+    re.IGNORECASE,
+)
 
 
 def _number_clash(rel: Relation | None, cand: Fact) -> tuple[str, str] | None:
@@ -1127,8 +1283,9 @@ def _folded(best: Relation) -> dict[str, Any]:
     """Several turns folded into one statement ("favourite character is Aragorn; keeps a painting of
     him"): the subject's cards state it between them. Nothing to add, but no single card to be sure of."""
     eid = best.match["id"]
-    return _answer("ignore", [eid], f"event {eid} and other cards about {_who(best)} already state this between "
-                   "them", 0.7)
+    return _answer(
+        "ignore", [eid], f"event {eid} and other cards about {_who(best)} already state this between them", 0.7
+    )
 
 
 # Kinds of fact whose value only means something with its object: what someone prefers or likes.
@@ -1163,8 +1320,7 @@ def _union_cover(cand: Fact, best: Relation, same: list[Relation]) -> float:
     return sum(w for t, w in weights.items() if t in said) / total if total else 0.0
 
 
-def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
-            relations: list[Relation]) -> dict[str, Any]:
+def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any], relations: list[Relation]) -> dict[str, Any]:
     """Check the slot decision against how much of the candidate a card of its subject already states,
     and give the confidence the evidence supports."""
     action, reason = result["action"], result["reason"]
@@ -1175,8 +1331,13 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     best = max(same, key=lambda r: (round(r.cover, 2), -r.rank), default=None)
     changes = bool(cand.stopped or cand.correction or _CHANGE.search(cand.text))
     restating = _restating(best, cand, changes)
-    folded = not restating and not changes and best is not None and best.cover >= 0.35 and \
-        _union_cover(cand, best, same) >= 0.8
+    folded = (
+        not restating
+        and not changes
+        and best is not None
+        and best.cover >= 0.35
+        and _union_cover(cand, best, same) >= 0.8
+    )
     if _is_instruction(cand, candidate) and not (best is not None and best.cover >= 0.6):
         return _answer("add", [], "an instruction to the assistant that no stored event gives", 0.9)
     clash = _number_clash(best, cand) if restating else None
@@ -1190,13 +1351,16 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
     moved = _moved_from(cand, same) if changes else None
     if moved is not None and not (action == "supersede" and target is moved):
         eid = moved.match["id"]
-        return _answer("supersede", [eid], f"names what event {eid} states of {_who(moved)} as the old value and "
-                       "gives a new one", 0.8)
+        return _answer(
+            "supersede",
+            [eid],
+            f"names what event {eid} states of {_who(moved)} as the old value and gives a new one",
+            0.8,
+        )
     ending = _ends(cand, best)
     # A card led by someone else only names the subject ("Joanna loves how video games …" is no card of
     # Nate's): the card led by the subject that states what ended is the one to supersede.
-    if ending is not None and (action != "supersede" or target is None
-                               or target.fact.lead not in target.subject):
+    if ending is not None and (action != "supersede" or target is None or target.fact.lead not in target.subject):
         eid = ending.match["id"]
         return _answer("supersede", [eid], f"says that what event {eid} states of {_who(ending)} has ended", 0.8)
     if action in ("supersede", "conflict") and target is not None:
@@ -1204,16 +1368,23 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         # both read clause by clause already.
         ended = "has ended" in reason or "(it says" in reason
         negation = any(w in reason for w in ("negates", "no longer true", "corrects"))
-        slot = target.same_subject and bool(target.kinds - _WEAK - _SOFT or target.kinds & _FUNCTIONAL
-                                            or _kind_slot(target)
-                                            or _key_shared(target, cand)
-                                            or (changes and target.shared))
+        slot = target.same_subject and bool(
+            target.kinds - _WEAK - _SOFT
+            or target.kinds & _FUNCTIONAL
+            or _kind_slot(target)
+            or _key_shared(target, cand)
+            or (changes and target.shared)
+        )
         if not ended and not negation:
             # A change or contradiction is of the candidate's own subject ("Maya's sister Clare lives in
             # Lisbon" says nothing of a card led by Lisbon), and of one object of a preference ("favourite
             # bakery" is not "prefers an aisle seat").
-            slot = slot and _states_slot_value(target, cand) and cand.lead in target.subject and \
-                (not target.kinds & _OBJECT_SLOTS or bool(target.shared - target.subject))
+            slot = (
+                slot
+                and _states_slot_value(target, cand)
+                and cand.lead in target.subject
+                and (not target.kinds & _OBJECT_SLOTS or bool(target.shared - target.subject))
+            )
         if not slot:
             if restating:
                 return _restatement(best, cand, candidate)
@@ -1235,8 +1406,12 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
         if restating and best.cover >= 0.75 and not _replaces_within(best, cand):
             return {**_restatement(best, cand, candidate), "confidence": 0.75}
         keyed = any(v in cand.anchors or v in _KIND_BY_STEM for v in target.new) or target.kinds & _OBJECT_SLOTS
-        if action == "conflict" and not (changes or dated) and not _kinds_swap(target, cand) \
-                and (len(target.missing) > 3 or not keyed):
+        if (
+            action == "conflict"
+            and not (changes or dated)
+            and not _kinds_swap(target, cand)
+            and (len(target.missing) > 3 or not keyed)
+        ):
             # No change word, no date, no value of one kind replacing another (a place for a place, a drink
             # for a drink), and a long card or no name, number or known kind of value of the candidate's
             # own ("makes a living from competitive gaming"): other words, not another value. A preference
@@ -1250,8 +1425,12 @@ def _review(result: dict[str, Any], cand: Fact, candidate: dict[str, Any],
             if restating:
                 return _restatement(best, cand, candidate)
             if _value_swap(target, cand) == "strong":
-                return _answer("conflict", targets, f"states another value than event {target.match['id']} "
-                               "with nothing saying which is newer", 0.7)
+                return _answer(
+                    "conflict",
+                    targets,
+                    f"states another value than event {target.match['id']} with nothing saying which is newer",
+                    0.7,
+                )
             return _answer("add", [], "no stored event gives this value about its subject", 0.7)
         return result
     if action == "add":

@@ -293,7 +293,6 @@ class OpenAICompatProvider:
                 u["completion_tokens"] += found[1]
                 u["cached_prompt_tokens"] += found[2]
 
-
     def _scrub(self, text: str) -> str:
         key = self._key.reveal()
         # A key too short to be a real secret ("k" in a test setup) would mask every "k" in a message
@@ -313,8 +312,12 @@ class OpenAICompatProvider:
     def _request_body(self, task: _Task, payload: Any, corrective: bool) -> bytes:
         messages: list[dict[str, str]] = [
             {"role": "system", "content": task.instructions},
-            {"role": "user", "content": task.render(payload) if task.render
-             else json.dumps(payload, ensure_ascii=False, default=str)},
+            {
+                "role": "user",
+                "content": task.render(payload)
+                if task.render
+                else json.dumps(payload, ensure_ascii=False, default=str),
+            },
         ]
         if corrective:
             messages.append({"role": "user", "content": CORRECTIVE_MESSAGE.format(tool=task.tool)})
@@ -404,9 +407,7 @@ class OpenAICompatProvider:
             raise _BadAnswer("response has no choices" + hint)
         choice = choices[0]
         if choice.get("finish_reason") == "length":
-            raise _BadAnswer(
-                f"response truncated at max_tokens={self.max_output_tokens}", truncated=True
-            )
+            raise _BadAnswer(f"response truncated at max_tokens={self.max_output_tokens}", truncated=True)
         message = choice.get("message")
         if not isinstance(message, dict):
             raise _BadAnswer("response choice has no message")

@@ -8,8 +8,16 @@ so an offline rule and a model answer go through the same checks.
 from __future__ import annotations
 
 from core.vocab import (  # noqa: F401  (re-exported: the schemas are written in these words)
-    BASES, CRITICALITIES, DECISION_FIELDS, EVENT_TYPES, IMPORT_ACTIONS, NODE_TYPES, PRECISIONS, RECORD_STATUSES,
-    SCOPES, TIME_STATUSES,
+    BASES,
+    CRITICALITIES,
+    DECISION_FIELDS,
+    EVENT_TYPES,
+    IMPORT_ACTIONS,
+    NODE_TYPES,
+    PRECISIONS,
+    RECORD_STATUSES,
+    SCOPES,
+    TIME_STATUSES,
 )
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
@@ -41,8 +49,10 @@ TEMPORAL_SCHEMA = {
         "event_type": {"type": "string", "enum": list(EVENT_TYPES)},
         "participants": _STR_LIST,
         "supersedes_event_ids": _ID_LIST,
-        "supersedes_earlier": {**_ID_LIST, "description": "positions (from 0) of earlier events in this same list that "
-                                                         "this one corrects or replaces"},
+        "supersedes_earlier": {
+            **_ID_LIST,
+            "description": "positions (from 0) of earlier events in this same list that this one corrects or replaces",
+        },
         "conflicts_with_event_ids": _ID_LIST,
         "same_event_id": {"type": "integer"},
         "before_event_ids": _ID_LIST,
@@ -97,19 +107,37 @@ GRAPH_SCHEMA = {
                         "type": "object",
                         "properties": {
                             "name": _ID_LIST,
-                            "aliases": {"type": "array", "items": {"type": "object", "properties": {
-                                "value": {"type": "string"}, "source_event_ids": _ID_LIST}}},
-                            "tags": {"type": "array", "items": {"type": "object", "properties": {
-                                "value": {"type": "string"}, "source_event_ids": _ID_LIST}}},
+                            "aliases": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {"value": {"type": "string"}, "source_event_ids": _ID_LIST},
+                                },
+                            },
+                            "tags": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {"value": {"type": "string"}, "source_event_ids": _ID_LIST},
+                                },
+                            },
                         },
                     },
-                    "facts": {"type": "array", "items": {"type": "object", "required": ["key", "value", "source_event_ids"],
-                              "properties": {"key": {"type": "string"},
-                                             "value": {"anyOf": [{"type": "string"}, _STR_LIST]},
-                                             "status": {"type": "string", "enum": ["active", "superseded"]},
-                                             "valid_from": {"type": "string"},
-                                             "valid_to": {"type": "string"},
-                                             "source_event_ids": _ID_LIST}}},
+                    "facts": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["key", "value", "source_event_ids"],
+                            "properties": {
+                                "key": {"type": "string"},
+                                "value": {"anyOf": [{"type": "string"}, _STR_LIST]},
+                                "status": {"type": "string", "enum": ["active", "superseded"]},
+                                "valid_from": {"type": "string"},
+                                "valid_to": {"type": "string"},
+                                "source_event_ids": _ID_LIST,
+                            },
+                        },
+                    },
                     "status": {"type": "string", "enum": list(RECORD_STATUSES)},
                     "valid_from": {"type": "string"},
                     "valid_to": {"type": "string"},
@@ -152,7 +180,8 @@ EXTRACTION_INSTRUCTIONS = (
     "project'). Only the target messages may supply facts, quotes and source_message_ids; neighbour "
     "summaries and the timeline are only for relations (supersedes, conflicts, same event, before, "
     "after, related), and relation ids must come from the timeline. event_type is one of: "
-    + ", ".join(EVENT_TYPES) + ". Keep when it was mentioned (the message time) apart from when it "
+    + ", ".join(EVENT_TYPES)
+    + ". Keep when it was mentioned (the message time) apart from when it "
     "happened; resolve a relative time only when it is unambiguous against the message time and keep "
     "the original words in original_text; never make a date more precise than the text; if the "
     "happened time is unknown, omit it and set precision and basis to unknown. A plan is not evidence "
@@ -195,21 +224,38 @@ DECIDE_SCHEMA = {
     "required": list(DECISION_FIELDS),
     "properties": {
         "action": {"type": "string", "enum": list(IMPORT_ACTIONS)},
-        "existing_event_ids": {**_ID_LIST, "description": "ids of the stored matches the action applies to, each "
-                                                          "one of the ids shown; one or more for merge, supersede "
-                                                          "and conflict, the restated match for ignore of a "
-                                                          "restatement, empty for add and for small talk"},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "how sure you are, 0 to 1; a person reviews anything below 0.85"},
+        "existing_event_ids": {
+            **_ID_LIST,
+            "description": "ids of the stored matches the action applies to, each "
+            "one of the ids shown; one or more for merge, supersede "
+            "and conflict, the restated match for ignore of a "
+            "restatement, empty for add and for small talk",
+        },
+        "confidence": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "how sure you are, 0 to 1; a person reviews anything below 0.85",
+        },
         "reason": {"type": "string", "description": "one sentence, at most 500 characters"},
-        "subject": {"type": "string", "description": "who or what the candidate is about, as the candidate and "
-                                                     "the cited match name it; empty only for small talk"},
-        "slot": {"type": "string", "description": "the attribute it states (home city, employer, diet, pet's "
-                                                  "name ...); empty only for small talk"},
-        "value": {"type": "string", "description": "the candidate's value for that slot, in its words; empty "
-                                                   "only for small talk"},
-        "stored_value": {"type": "string", "description": "the value the cited match holds for the slot, when "
-                                                          "it holds one"},
+        "subject": {
+            "type": "string",
+            "description": "who or what the candidate is about, as the candidate and "
+            "the cited match name it; empty only for small talk",
+        },
+        "slot": {
+            "type": "string",
+            "description": "the attribute it states (home city, employer, diet, pet's "
+            "name ...); empty only for small talk",
+        },
+        "value": {
+            "type": "string",
+            "description": "the candidate's value for that slot, in its words; empty only for small talk",
+        },
+        "stored_value": {
+            "type": "string",
+            "description": "the value the cited match holds for the slot, when it holds one",
+        },
         "merged_candidate": {**_CANDIDATE_SCHEMA, "description": "merge only: one card stating both"},
     },
 }
@@ -219,22 +265,25 @@ RECOVER_SCHEMA = {
     "required": ["reason", "candidates"],
     "properties": {
         "reason": {"type": "string"},
-        "candidates": {"type": "array", "items": {
-            "type": "object",
-            "required": ["title", "summary"],
-            "properties": {
-                "memoryKind": {"type": "string"},
-                "category": {"type": "string"},
-                "title": {"type": "string", "description": "at most 160 characters"},
-                "summary": {"type": "string", "description": "at most 2000 characters"},
-                "tags": _STR_LIST,
-                "quotes": _STR_LIST,
-                "temporal": {"type": "object"},
-                "scope": {"type": "string", "enum": list(SCOPES)},
-                "criticality": {"type": "string", "enum": list(CRITICALITIES)},
-                "confidence": {"type": "number"},
+        "candidates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["title", "summary"],
+                "properties": {
+                    "memoryKind": {"type": "string"},
+                    "category": {"type": "string"},
+                    "title": {"type": "string", "description": "at most 160 characters"},
+                    "summary": {"type": "string", "description": "at most 2000 characters"},
+                    "tags": _STR_LIST,
+                    "quotes": _STR_LIST,
+                    "temporal": {"type": "object"},
+                    "scope": {"type": "string", "enum": list(SCOPES)},
+                    "criticality": {"type": "string", "enum": list(CRITICALITIES)},
+                    "confidence": {"type": "number"},
+                },
             },
-        }},
+        },
     },
 }
 

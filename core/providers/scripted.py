@@ -12,8 +12,7 @@ from typing import Any, Callable, Sequence
 from core.errors import InvalidInputError
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 
-TASKS = ("summarize_block", "extract_events", "project_graph", "decide_external_memory",
-         "recover_external_memory")
+TASKS = ("summarize_block", "extract_events", "project_graph", "decide_external_memory", "recover_external_memory")
 
 
 def _graph_answer(answer: Any) -> dict[str, Any]:
@@ -49,14 +48,18 @@ class ScriptedProvider:
 
     reads_context_lazily = False  # tests read the contexts it was given
 
-    def __init__(self, answers: dict[str, list[Any]] | None = None, name: str = "scripted",
-                 model: str | None = None, *, model_backed: bool = False):
+    def __init__(
+        self,
+        answers: dict[str, list[Any]] | None = None,
+        name: str = "scripted",
+        model: str | None = None,
+        *,
+        model_backed: bool = False,
+    ):
         answers = answers or {}
         unknown = sorted(set(answers) - set(TASKS))
         if unknown:
-            raise InvalidInputError(
-                f"unknown scripted task(s) {', '.join(unknown)}; tasks are {', '.join(TASKS)}"
-            )
+            raise InvalidInputError(f"unknown scripted task(s) {', '.join(unknown)}; tasks are {', '.join(TASKS)}")
         self.name = name
         self.model = model
         # True to have its import decisions checked as a model's are (strict schema, capped confidence).

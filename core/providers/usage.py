@@ -105,9 +105,14 @@ def prices() -> dict[str, Any]:
     input_price = _price(PRICE_INPUT_ENV, DEFAULT_PRICE_INPUT_PER_MTOK)
     output_price = _price(PRICE_OUTPUT_ENV, DEFAULT_PRICE_OUTPUT_PER_MTOK)
     configured = bool(os.environ.get(PRICE_INPUT_ENV, "").strip() or os.environ.get(PRICE_OUTPUT_ENV, "").strip())
-    return {"input_per_mtok": input_price, "output_per_mtok": output_price, "currency": CURRENCY,
-            "source": "configured" if configured else "default (DeepSeek's published deepseek-chat prices; "
-                                                      "may be out of date)"}
+    return {
+        "input_per_mtok": input_price,
+        "output_per_mtok": output_price,
+        "currency": CURRENCY,
+        "source": "configured"
+        if configured
+        else "default (DeepSeek's published deepseek-chat prices; may be out of date)",
+    }
 
 
 def cost_estimate(usage: Mapping[str, Any] | None, price: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -127,16 +132,33 @@ def describe(usage: Mapping[str, Any] | None, price: Mapping[str, Any] | None = 
     """One line for a person: calls, reported tokens, Strata's estimate and the estimated cost."""
     u = normalized(usage)
     cost = cost_estimate(u, price)
-    text = (f"{u['calls']} model call(s): {u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens "
-            f"reported")
+    text = (
+        f"{u['calls']} model call(s): {u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens reported"
+    )
     if u["cached_prompt_tokens"]:
         text += f" ({u['cached_prompt_tokens']} prompt tokens cached)"
-    text += (f"; Strata's estimate {u['estimated_prompt_tokens']} + {u['estimated_completion_tokens']}; "
-             f"estimated cost {cost['estimated_cost']:.4f} {cost['currency']} at {cost['input_per_mtok']:g} / "
-             f"{cost['output_per_mtok']:g} per million input / output tokens ({cost['note']})")
+    text += (
+        f"; Strata's estimate {u['estimated_prompt_tokens']} + {u['estimated_completion_tokens']}; "
+        f"estimated cost {cost['estimated_cost']:.4f} {cost['currency']} at {cost['input_per_mtok']:g} / "
+        f"{cost['output_per_mtok']:g} per million input / output tokens ({cost['note']})"
+    )
     return text
 
 
-__all__ = ["CURRENCY", "DEFAULT_PRICE_INPUT_PER_MTOK", "DEFAULT_PRICE_OUTPUT_PER_MTOK", "FIELDS",
-           "PRICE_INPUT_ENV", "PRICE_OUTPUT_ENV", "add", "cost_estimate", "delta", "describe", "empty",
-           "is_empty", "normalized", "prices", "reported"]
+__all__ = [
+    "CURRENCY",
+    "DEFAULT_PRICE_INPUT_PER_MTOK",
+    "DEFAULT_PRICE_OUTPUT_PER_MTOK",
+    "FIELDS",
+    "PRICE_INPUT_ENV",
+    "PRICE_OUTPUT_ENV",
+    "add",
+    "cost_estimate",
+    "delta",
+    "describe",
+    "empty",
+    "is_empty",
+    "normalized",
+    "prices",
+    "reported",
+]

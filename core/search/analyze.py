@@ -48,8 +48,12 @@ def stem(word: str) -> str:
                 base = word[: -len(suffix)]
                 if suffix == "es" and not base.endswith(("sh", "ch", "x", "z", "s", "o")):
                     base = word[:-1]  # "likes" → "like"
-                if suffix in ("ing", "ed", "ings", "edly", "ingly") and len(base) >= 3 \
-                        and base[-1] == base[-2] and base[-1] not in "lsz":
+                if (
+                    suffix in ("ing", "ed", "ings", "edly", "ingly")
+                    and len(base) >= 3
+                    and base[-1] == base[-2]
+                    and base[-1] not in "lsz"
+                ):
                     base = base[:-1]  # "running" → "run"
                 break
     if len(base) > 3 and base.endswith("e") and not base.endswith("ee"):

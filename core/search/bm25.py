@@ -65,7 +65,9 @@ def ranked(scores: Mapping[Hashable, float]) -> list[Hashable]:
     return [doc_id for doc_id, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def rrf(rankings: Sequence[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[tuple[Hashable, float]]:
+def rrf(
+    rankings: Sequence[Sequence[Hashable]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[Hashable, float]]:
     """Reciprocal-rank fusion; ties go to the better best rank, then the smaller id."""
     weights = list(weights) if weights is not None else [1.0] * len(rankings)
     score: dict[Hashable, float] = {}

@@ -20,8 +20,14 @@ from core.search.analyze import analyze
 MAX_TERM = 64
 # §7.4 field weights: how many times each field's tokens count in an event's bag of words.
 EVENT_FIELD_WEIGHTS = (
-    ("title", 4), ("summary", 3), ("tags", 2), ("quotes", 2), ("participants", 5), ("event_type", 5),
-    ("original_text", 4), ("happened", 4),
+    ("title", 4),
+    ("summary", 3),
+    ("tags", 2),
+    ("quotes", 2),
+    ("participants", 5),
+    ("event_type", 5),
+    ("original_text", 4),
+    ("happened", 4),
 )
 
 
@@ -56,9 +62,11 @@ def event_tokens(event: Event | dict[str, Any]) -> list[str]:
 
 
 def _bump_stats(namespace_id: int, kind: str, docs: int, length: int) -> None:
-    updated = CorpusStat.update(
-        docs=CorpusStat.docs + docs, total_length=CorpusStat.total_length + length
-    ).where((CorpusStat.namespace == namespace_id) & (CorpusStat.kind == kind)).execute()
+    updated = (
+        CorpusStat.update(docs=CorpusStat.docs + docs, total_length=CorpusStat.total_length + length)
+        .where((CorpusStat.namespace == namespace_id) & (CorpusStat.kind == kind))
+        .execute()
+    )
     if not updated:
         CorpusStat.create(namespace=namespace_id, kind=kind, docs=docs, total_length=length)
 
@@ -98,8 +106,9 @@ def unindex_events(namespace_id: int, event_ids: Sequence[int]) -> None:
     ids = list(event_ids)
     if not ids:
         return
-    lengths = dict(EventTerm.select(EventTerm.event, EventTerm.length).where(EventTerm.event.in_(ids))
-                   .distinct().tuples())
+    lengths = dict(
+        EventTerm.select(EventTerm.event, EventTerm.length).where(EventTerm.event.in_(ids)).distinct().tuples()
+    )
     EventTerm.delete().where(EventTerm.event.in_(ids)).execute()
     _bump_stats(namespace_id, "event", -len(lengths), -sum(lengths.values()))
     _log_removal("event", namespace_id, ids)
@@ -111,8 +120,12 @@ def unindex_messages(namespace_id: int, message_ids: Sequence[int]) -> None:
     ids = list(message_ids)
     if not ids:
         return
-    lengths = dict(MessageTerm.select(MessageTerm.message, MessageTerm.length).where(MessageTerm.message.in_(ids))
-                   .distinct().tuples())
+    lengths = dict(
+        MessageTerm.select(MessageTerm.message, MessageTerm.length)
+        .where(MessageTerm.message.in_(ids))
+        .distinct()
+        .tuples()
+    )
     MessageTerm.delete().where(MessageTerm.message.in_(ids)).execute()
     _bump_stats(namespace_id, "message", -len(lengths), -sum(lengths.values()))
     _log_removal("message", namespace_id, ids)
@@ -127,8 +140,13 @@ def _log_removal(kind: str, namespace_id: int, ids: list[int]) -> None:
         removed = set(ids)
         newest = Message.select(Message.id).order_by(Message.id.desc()).limit(len(removed) + 1).tuples()
         message_floor = next((i for (i,) in newest if i not in removed), 0)
-    SearchRemoval.create(kind=kind, namespace=namespace_id, doc_ids=sorted(set(ids)), posting_floor=posting_floor,
-                         message_floor=message_floor)
+    SearchRemoval.create(
+        kind=kind,
+        namespace=namespace_id,
+        doc_ids=sorted(set(ids)),
+        posting_floor=posting_floor,
+        message_floor=message_floor,
+    )
 
 
 def corpus(namespace_id: int, kind: str) -> tuple[int, float]:
@@ -138,17 +156,20 @@ def corpus(namespace_id: int, kind: str) -> tuple[int, float]:
     return row.docs, (row.total_length / row.docs) or 1.0
 
 
-def postings(kind: str, namespace_id: int, terms: Sequence[str], *, thread_id: int | None = None
-             ) -> list[tuple[int, str, int, int]]:
+def postings(
+    kind: str, namespace_id: int, terms: Sequence[str], *, thread_id: int | None = None
+) -> list[tuple[int, str, int, int]]:
     """(doc id, term, tf, doc length) for every posting of ``terms`` in the namespace, by term and
     then as written (the order the reference sums in). A scan of the namespace's postings: only
     the reference reads a term's rows through SQL."""
     if not terms:
         return []
     model, doc = (MessageTerm, MessageTerm.message) if kind == "message" else (EventTerm, EventTerm.event)
-    query = model.select(doc, model.term, model.tf, model.length).where(
-        (model.namespace == namespace_id) & (model.term.in_(list(terms)))
-    ).order_by(model.term, model.id)
+    query = (
+        model.select(doc, model.term, model.tf, model.length)
+        .where((model.namespace == namespace_id) & (model.term.in_(list(terms))))
+        .order_by(model.term, model.id)
+    )
     if thread_id is not None and kind == "message":
         query = query.where(MessageTerm.thread == thread_id)
     return list(query.tuples())
@@ -163,20 +184,44 @@ def _thread_size(thread_id: int | None) -> int | None:
     return thread.message_count if thread is not None else None
 
 
-def prepared(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
-             thread_id: int | None = None, term_weights: dict[str, float] | None = None):
+def prepared(
+    kind: str,
+    namespace_id: int,
+    query_terms: Sequence[str],
+    *,
+    k1: float = 1.2,
+    b: float = 0.75,
+    thread_id: int | None = None,
+    term_weights: dict[str, float] | None = None,
+):
     """The query resolved against the namespace's current segment view (None: nothing matches)."""
     from core.search import scoring, segment
 
     if not query_terms:
         return None
     view = segment.view(kind, namespace_id)
-    return scoring.prepare(view, query_terms, k1=k1, b=b, thread_id=thread_id, thread_size=_thread_size(thread_id),
-                           term_weights=term_weights, max_term=MAX_TERM)
+    return scoring.prepare(
+        view,
+        query_terms,
+        k1=k1,
+        b=b,
+        thread_id=thread_id,
+        thread_size=_thread_size(thread_id),
+        term_weights=term_weights,
+        max_term=MAX_TERM,
+    )
 
 
-def bm25(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
-         thread_id: int | None = None, term_weights: dict[str, float] | None = None) -> dict[int, float]:
+def bm25(
+    kind: str,
+    namespace_id: int,
+    query_terms: Sequence[str],
+    *,
+    k1: float = 1.2,
+    b: float = 0.75,
+    thread_id: int | None = None,
+    term_weights: dict[str, float] | None = None,
+) -> dict[int, float]:
     """BM25 (§7.2 idf) of every document matching a query term (equal to ``bm25_reference``).
 
     Prefer ``bm25_top`` when only the best few are needed: it skips what cannot rank."""
@@ -189,9 +234,18 @@ def bm25(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float 
     return dict(zip(query.view.doc_ids[docs].tolist(), scores.tolist()))
 
 
-def bm25_top(kind: str, namespace_id: int, query_terms: Sequence[str], k: int, *, k1: float = 1.2,
-             b: float = 0.75, thread_id: int | None = None, term_weights: dict[str, float] | None = None,
-             ties: str = "asc") -> list[tuple[int, float]]:
+def bm25_top(
+    kind: str,
+    namespace_id: int,
+    query_terms: Sequence[str],
+    k: int,
+    *,
+    k1: float = 1.2,
+    b: float = 0.75,
+    thread_id: int | None = None,
+    term_weights: dict[str, float] | None = None,
+    ties: str = "asc",
+) -> list[tuple[int, float]]:
     """The k best (id, score) pairs, best first; equal scores by id (``ties`` "asc" or "desc").
 
     The same pairs as sorting all of ``bm25`` would give, found with MaxScore pruning."""
@@ -204,15 +258,17 @@ def bm25_top(kind: str, namespace_id: int, query_terms: Sequence[str], k: int, *
     return list(zip(ids.tolist(), scores.tolist()))
 
 
-def bm25_top_kept(kind: str, namespace_id: int, query_terms: Sequence[str], limit: int,
-                  keep: Callable[[list[int]], set[int]]) -> list[int]:
+def bm25_top_kept(
+    kind: str, namespace_id: int, query_terms: Sequence[str], limit: int, keep: Callable[[list[int]], set[int]]
+) -> list[int]:
     """The ``limit`` best ids by (BM25 desc, id) among those ``keep`` accepts (given ids, it
     returns the ones to keep), as filtering all of ``bm25`` sorted would give them."""
     return [i for i, _ in bm25_top_kept_scored(kind, namespace_id, query_terms, limit, keep)]
 
 
-def bm25_top_kept_scored(kind: str, namespace_id: int, query_terms: Sequence[str], limit: int,
-                         keep: Callable[[list[int]], set[int]]) -> list[tuple[int, float]]:
+def bm25_top_kept_scored(
+    kind: str, namespace_id: int, query_terms: Sequence[str], limit: int, keep: Callable[[list[int]], set[int]]
+) -> list[tuple[int, float]]:
     """``bm25_top_kept`` with the scores: (id, score) pairs, best first.
 
     The top k by MaxScore with k growing fourfold until enough are kept: a common word
@@ -227,8 +283,16 @@ def bm25_top_kept_scored(kind: str, namespace_id: int, query_terms: Sequence[str
         depth *= 4
 
 
-def bm25_reference(kind: str, namespace_id: int, query_terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75,
-         thread_id: int | None = None, term_weights: dict[str, float] | None = None) -> dict[int, float]:
+def bm25_reference(
+    kind: str,
+    namespace_id: int,
+    query_terms: Sequence[str],
+    *,
+    k1: float = 1.2,
+    b: float = 0.75,
+    thread_id: int | None = None,
+    term_weights: dict[str, float] | None = None,
+) -> dict[int, float]:
     """BM25 (§7.2 idf) of every document matching a query term, straight from the SQL postings.
 
     The reference that the segment scoring (``bm25``, ``bm25_top``) must equal; tests compare them."""
@@ -272,15 +336,18 @@ def rebuild_index(namespace_id: int | None = None) -> None:
         if namespace_id is not None:
             query = query.where(model.namespace == namespace_id)
         query.execute()
-    messages = Message.select(Message.id, Message.namespace, Message.thread, Message.speaker, Message.content,
-                              Message.tool_calls)
+    messages = Message.select(
+        Message.id, Message.namespace, Message.thread, Message.speaker, Message.content, Message.tool_calls
+    )
     events = Event.select()
     if namespace_id is not None:
         messages = messages.where(Message.namespace == namespace_id)
         events = events.where(Event.namespace == namespace_id)
     by_ns: dict[int, list] = {}
     for m in messages.iterator():
-        by_ns.setdefault(m.namespace_id, []).append((m.id, m.thread_id, message_text(m.speaker, m.content, m.tool_calls)))
+        by_ns.setdefault(m.namespace_id, []).append(
+            (m.id, m.thread_id, message_text(m.speaker, m.content, m.tool_calls))
+        )
     for ns, items in by_ns.items():
         index_messages(ns, items)
     ev_ns: dict[int, list] = {}

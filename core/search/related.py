@@ -14,16 +14,24 @@ from functools import lru_cache
 
 from core.search.analyze import analyze
 
-_PETS = "dog dogs puppy cat cats kitten turtle turtles fish hamster rabbit bunny parrot bird guinea pig snake lizard " \
-        "horse pony gecko ferret"
-_FAMILY = "mom mother dad father parents son daughter kids children brother sister wife husband grandma grandpa " \
-          "grandmother grandfather aunt uncle cousin niece nephew"
+_PETS = (
+    "dog dogs puppy cat cats kitten turtle turtles fish hamster rabbit bunny parrot bird guinea pig snake lizard "
+    "horse pony gecko ferret"
+)
+_FAMILY = (
+    "mom mother dad father parents son daughter kids children brother sister wife husband grandma grandpa "
+    "grandmother grandfather aunt uncle cousin niece nephew"
+)
 _CHILDREN = "son daughter kids kid baby toddler"
 _INSTRUMENTS = "guitar piano violin drums clarinet flute saxophone trumpet cello ukulele harp keyboard banjo"
-_SPORTS = "football soccer basketball baseball tennis golf hockey volleyball swimming running cycling skiing " \
-          "surfing boxing yoga climbing rugby cricket badminton skating marathon"
-_HOBBIES = "painting drawing reading hiking camping cooking baking gardening photography fishing dancing singing " \
-           "knitting pottery writing surfing kayaking sketching crafts"
+_SPORTS = (
+    "football soccer basketball baseball tennis golf hockey volleyball swimming running cycling skiing "
+    "surfing boxing yoga climbing rugby cricket badminton skating marathon"
+)
+_HOBBIES = (
+    "painting drawing reading hiking camping cooking baking gardening photography fishing dancing singing "
+    "knitting pottery writing surfing kayaking sketching crafts"
+)
 _JOB = "job work career profession occupation position role hired employer company"
 _ART = "painting drawing sculpture pottery sketch canvas watercolor mural"
 _MOVIES = "movie film cinema watched"
@@ -53,48 +61,102 @@ _CELEBRATION = "christmas easter thanksgiving halloween birthday wedding anniver
 _CHOICE = "choose chose chosen pick picked select selected decide decided opted booked settled"
 # Asking where someone stays while the memory names the place booked ("we booked an apartment in Alfama").
 _LODGING = "hotel hostel apartment airbnb villa cabin guesthouse motel resort rented booked"
-_COUNTRIES = "america usa canada mexico brazil argentina chile peru colombia england britain uk ireland scotland " \
-             "france germany spain portugal italy greece netherlands belgium switzerland austria sweden norway " \
-             "denmark finland iceland poland russia ukraine turkey egypt morocco kenya nigeria africa india china " \
-             "japan korea thailand vietnam indonesia philippines singapore australia zealand israel"
+_COUNTRIES = (
+    "america usa canada mexico brazil argentina chile peru colombia england britain uk ireland scotland "
+    "france germany spain portugal italy greece netherlands belgium switzerland austria sweden norway "
+    "denmark finland iceland poland russia ukraine turkey egypt morocco kenya nigeria africa india china "
+    "japan korea thailand vietnam indonesia philippines singapore australia zealand israel"
+)
 
 CLASSES: dict[str, str] = {
-    "pet": _PETS, "pets": _PETS, "animal": _PETS, "animals": _PETS,
-    "family": _FAMILY, "relatives": _FAMILY,
-    "children": _CHILDREN, "child": _CHILDREN, "kids": _CHILDREN,
-    "parents": "mom mother dad father", "parent": "mom mother dad father",
-    "siblings": "brother sister", "sibling": "brother sister",
-    "instrument": _INSTRUMENTS, "instruments": _INSTRUMENTS,
-    "sport": _SPORTS, "sports": _SPORTS,
+    "pet": _PETS,
+    "pets": _PETS,
+    "animal": _PETS,
+    "animals": _PETS,
+    "family": _FAMILY,
+    "relatives": _FAMILY,
+    "children": _CHILDREN,
+    "child": _CHILDREN,
+    "kids": _CHILDREN,
+    "parents": "mom mother dad father",
+    "parent": "mom mother dad father",
+    "siblings": "brother sister",
+    "sibling": "brother sister",
+    "instrument": _INSTRUMENTS,
+    "instruments": _INSTRUMENTS,
+    "sport": _SPORTS,
+    "sports": _SPORTS,
     # Not "activity": it names religious, physical or commute activities as often as hobbies.
-    "hobby": _HOBBIES, "hobbies": _HOBBIES, "pastime": _HOBBIES,
-    "job": _JOB, "profession": _JOB, "occupation": _JOB,
-    "art": _ART, "artwork": _ART,
-    "movie": _MOVIES, "movies": _MOVIES, "film": _MOVIES,
-    "music": _MUSIC, "song": _MUSIC,
-    "trip": _TRAVEL, "travel": _TRAVEL, "vacation": _TRAVEL, "holiday": _TRAVEL,
-    "airline": _FLIGHT, "flight": _FLIGHT,
-    "doctor": _HEALTH, "medical": _HEALTH,
-    "illness": _ILLNESS, "sick": _ILLNESS,
-    "injury": _INJURY, "accident": _INJURY,
-    "exercise": _EXERCISE, "fitness": _EXERCISE, "workout": _EXERCISE,
-    "education": _SCHOOL, "school": _SCHOOL, "degree": _SCHOOL,
-    "partner": _PARTNER, "spouse": _PARTNER,
-    "home": _HOME, "house": _HOME,
-    "charity": _VOLUNTEER, "volunteer": _VOLUNTEER, "community": _VOLUNTEER,
-    "award": _AWARD, "prize": _AWARD,
-    "gift": _GIFT, "present": _GIFT,
-    "meal": _MEAL, "food": _FOOD, "dish": _FOOD, "recipe": _FOOD,
-    "drink": _DRINK, "beverage": _DRINK,
+    "hobby": _HOBBIES,
+    "hobbies": _HOBBIES,
+    "pastime": _HOBBIES,
+    "job": _JOB,
+    "profession": _JOB,
+    "occupation": _JOB,
+    "art": _ART,
+    "artwork": _ART,
+    "movie": _MOVIES,
+    "movies": _MOVIES,
+    "film": _MOVIES,
+    "music": _MUSIC,
+    "song": _MUSIC,
+    "trip": _TRAVEL,
+    "travel": _TRAVEL,
+    "vacation": _TRAVEL,
+    "holiday": _TRAVEL,
+    "airline": _FLIGHT,
+    "flight": _FLIGHT,
+    "doctor": _HEALTH,
+    "medical": _HEALTH,
+    "illness": _ILLNESS,
+    "sick": _ILLNESS,
+    "injury": _INJURY,
+    "accident": _INJURY,
+    "exercise": _EXERCISE,
+    "fitness": _EXERCISE,
+    "workout": _EXERCISE,
+    "education": _SCHOOL,
+    "school": _SCHOOL,
+    "degree": _SCHOOL,
+    "partner": _PARTNER,
+    "spouse": _PARTNER,
+    "home": _HOME,
+    "house": _HOME,
+    "charity": _VOLUNTEER,
+    "volunteer": _VOLUNTEER,
+    "community": _VOLUNTEER,
+    "award": _AWARD,
+    "prize": _AWARD,
+    "gift": _GIFT,
+    "present": _GIFT,
+    "meal": _MEAL,
+    "food": _FOOD,
+    "dish": _FOOD,
+    "recipe": _FOOD,
+    "drink": _DRINK,
+    "beverage": _DRINK,
     "restaurant": _RESTAURANT,
-    "vehicle": _VEHICLE, "car": _VEHICLE,
-    "clothes": _CLOTHES, "clothing": _CLOTHES, "outfit": _CLOTHES,
+    "vehicle": _VEHICLE,
+    "car": _VEHICLE,
+    "clothes": _CLOTHES,
+    "clothing": _CLOTHES,
+    "outfit": _CLOTHES,
     "season": _SEASON,
-    "celebration": _CELEBRATION, "holidays": _CELEBRATION,
-    "choose": _CHOICE, "chose": _CHOICE, "pick": _CHOICE, "picked": _CHOICE, "select": _CHOICE,
-    "decide": _CHOICE, "decided": _CHOICE,
-    "country": _COUNTRIES, "countries": _COUNTRIES,
-    "stay": _LODGING, "staying": _LODGING, "accommodation": _LODGING, "lodging": _LODGING,
+    "celebration": _CELEBRATION,
+    "holidays": _CELEBRATION,
+    "choose": _CHOICE,
+    "chose": _CHOICE,
+    "pick": _CHOICE,
+    "picked": _CHOICE,
+    "select": _CHOICE,
+    "decide": _CHOICE,
+    "decided": _CHOICE,
+    "country": _COUNTRIES,
+    "countries": _COUNTRIES,
+    "stay": _LODGING,
+    "staying": _LODGING,
+    "accommodation": _LODGING,
+    "lodging": _LODGING,
 }
 
 RELATED_WEIGHT = 0.2
@@ -110,8 +172,9 @@ def _related_stems() -> dict[str, frozenset[str]]:
     return {key: frozenset(stems - {key}) for key, stems in out.items()}
 
 
-def related_weights(terms: list[str], weight: float = RELATED_WEIGHT,
-                    absent: frozenset[str] = frozenset()) -> dict[str, float] | None:
+def related_weights(
+    terms: list[str], weight: float = RELATED_WEIGHT, absent: frozenset[str] = frozenset()
+) -> dict[str, float] | None:
     """Extra query terms for the class words among ``terms`` (analysed), with their weight;
     None when the query has no class word. The query's own terms keep weight 1; the answers of a
     class word in ``absent`` (one no document holds) get ``ABSENT_WEIGHT``: they stand in for it."""

@@ -58,9 +58,17 @@ class Query:
         return sum(t.df for t in self.terms)
 
 
-def prepare(view: View, query_terms: Sequence[str], *, k1: float, b: float, thread_id: int | None = None,
-            thread_size: int | None = None, term_weights: dict[str, float] | None = None,
-            max_term: int = 64) -> Query | None:
+def prepare(
+    view: View,
+    query_terms: Sequence[str],
+    *,
+    k1: float,
+    b: float,
+    thread_id: int | None = None,
+    thread_size: int | None = None,
+    term_weights: dict[str, float] | None = None,
+    max_term: int = 64,
+) -> Query | None:
     """Resolve the terms against the view; None when no term has a posting."""
     n = view.stat_docs
     avgdl = (view.stat_total / n) or 1.0 if n > 0 else 1.0
@@ -177,8 +185,9 @@ def score_all(q: Query) -> tuple[np.ndarray, np.ndarray]:
     return hit, total[hit]
 
 
-def _lookup(term: _Term, part: Part, docs: np.ndarray, tf: np.ndarray, cands: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _lookup(
+    term: _Term, part: Part, docs: np.ndarray, tf: np.ndarray, cands: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``cands``, tf there) of the candidates that hold ``term`` in this run."""
     # Building a table costs a pass over the documents; for a few candidates binary searches are cheaper.
     table = part.dense_tf(term.term, build=len(cands) * 8 >= len(docs)) if len(docs) >= segment.DENSE_MIN else None
@@ -257,8 +266,9 @@ def _order(ids: np.ndarray, scores: np.ndarray, ties: str) -> np.ndarray:
     return np.lexsort((ids if ties == "asc" else -ids, -scores))
 
 
-def _prune(q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: int, theta: float
-           ) -> tuple[np.ndarray, float]:
+def _prune(
+    q: Query, cands: np.ndarray, held: set[int], bounds: list[float], k: int, theta: float
+) -> tuple[np.ndarray, float]:
     """(the candidates that can still reach the top k, a floor under the k-th best score).
 
     The terms in ``held`` (all of whose documents are candidates) are added over their postings;

@@ -78,8 +78,9 @@ class Part:
         key |= docs  # (term, doc) pairs are distinct
         order = np.argsort(key)
         del key
-        return cls.packed(counts, np.take(docs, order).astype(np.int32, copy=False),
-                          narrow_tf(np.take(tf, order)), vocabulary)
+        return cls.packed(
+            counts, np.take(docs, order).astype(np.int32, copy=False), narrow_tf(np.take(tf, order)), vocabulary
+        )
 
     @classmethod
     def packed(cls, counts: np.ndarray, docs: np.ndarray, tf: np.ndarray, vocabulary: list[str]) -> "Part":
@@ -117,7 +118,9 @@ class Part:
         if every is None and self.size >= BULK_EXTREMES:
             starts = self.offsets[:-1]
             every = self.__dict__["_all_extremes"] = (
-                np.maximum.reduceat(self.tf, starts), np.minimum.reduceat(doc_len[self.docs], starts))
+                np.maximum.reduceat(self.tf, starts),
+                np.minimum.reduceat(doc_len[self.docs], starts),
+            )
         if every is not None:
             t = self.terms.get(term)
             return (int(every[0][t]), int(every[1][t])) if t is not None else (0, 0)
@@ -189,11 +192,12 @@ class Part:
         bounds = [0, *(np.flatnonzero(np.diff(shift)) + 1).tolist(), own]
         for first, last in zip(bounds, bounds[1:]):
             lo, hi, by = int(self.offsets[first]), int(self.offsets[last]), int(shift[first])
-            docs[lo + by:hi + by] = self.docs[lo:hi]
-            tf[lo + by:hi + by] = self.tf[lo:hi]
+            docs[lo + by : hi + by] = self.docs[lo:hi]
+            tf[lo + by : hi + by] = self.tf[lo:hi]
         # ``later``'s postings each go after this part's run of the same term.
         there = np.arange(later.size, dtype=np.int64) + np.repeat(
-            offsets[theirs_at] + mine[theirs_at] - later.offsets[:-1], later_counts)
+            offsets[theirs_at] + mine[theirs_at] - later.offsets[:-1], later_counts
+        )
         docs[there], tf[there] = later.docs, later.tf
         return Part(terms, offsets, docs, tf)
 
@@ -213,8 +217,9 @@ def narrow_tf(tf: np.ndarray) -> np.ndarray:
 PLACE_CHUNK = 1 << 20  # postings per step of ``_placed_by_term``
 
 
-def _placed_by_term(term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, counts: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _placed_by_term(
+    term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(docs, tf) grouped by term, keeping their order within a term: (term, doc) order when
     ``docs`` never decrease, as postings read by row id from SQL do. Each posting goes straight to
     its place, a chunk at a time, so the build holds no key or order over every posting (two
@@ -223,15 +228,15 @@ def _placed_by_term(term_ids: np.ndarray, docs: np.ndarray, tf: np.ndarray, coun
     out_docs = np.empty(len(docs), np.int32)
     out_tf = np.empty(len(tf), tf.dtype)
     for lo in range(0, len(term_ids), PLACE_CHUNK):
-        terms = term_ids[lo:lo + PLACE_CHUNK]
+        terms = term_ids[lo : lo + PLACE_CHUNK]
         order = np.argsort(terms, kind="stable")
         grouped = terms[order]
         starts = np.flatnonzero(np.concatenate([[True], grouped[1:] != grouped[:-1]]))
         runs = np.diff(np.append(starts, len(grouped)))
         # a posting's place: where its term's postings continue, plus its rank among them in this chunk
         place = fill[grouped] + (np.arange(len(grouped)) - np.repeat(starts, runs))
-        out_docs[place] = docs[lo:lo + PLACE_CHUNK][order]
-        out_tf[place] = tf[lo:lo + PLACE_CHUNK][order]
+        out_docs[place] = docs[lo : lo + PLACE_CHUNK][order]
+        out_tf[place] = tf[lo : lo + PLACE_CHUNK][order]
         fill[grouped[starts]] += runs
     return out_docs, out_tf
 
@@ -306,13 +311,19 @@ class View:
         beside = docs + offset
         inside = (beside >= 0) & (beside < self.size)
         beside[~inside] = 0
-        found = np.where(inside & (self.doc_thread[beside] == self.doc_thread[docs])
-                         & (self.doc_pos[beside] == self.doc_pos[docs] + offset), beside, -1)
+        found = np.where(
+            inside
+            & (self.doc_thread[beside] == self.doc_thread[docs])
+            & (self.doc_pos[beside] == self.doc_pos[docs] + offset),
+            beside,
+            -1,
+        )
         rest = np.flatnonzero(found < 0)
         if len(rest):
             others = docs[rest]
-            found[rest] = self._find_keys(_shifted(_position_keys(self.doc_thread[others], self.doc_pos[others]),
-                                                   offset))
+            found[rest] = self._find_keys(
+                _shifted(_position_keys(self.doc_thread[others], self.doc_pos[others]), offset)
+            )
         return found
 
     def _adjacent(self, rows: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
@@ -325,14 +336,18 @@ class View:
             same = np.zeros(len(rows), bool)
             # Keys are unique, so the same thread one position along is that neighbour.
             same[inside] = (self.doc_thread[there] == self.doc_thread[here]) & (
-                self.doc_pos[there] == self.doc_pos[here] + offset)
+                self.doc_pos[there] == self.doc_pos[here] + offset
+            )
             ok &= same
         return ok
 
     def _sources(self, rows: np.ndarray, offsets: tuple[int, ...]) -> np.ndarray:
         """Each row's neighbour per offset (one row per offset), -1 for none."""
-        return np.stack([self.neighbours_of(offset, rows) for offset in offsets]) if offsets else \
-            np.zeros((0, len(rows)), np.int64)
+        return (
+            np.stack([self.neighbours_of(offset, rows) for offset in offsets])
+            if offsets
+            else np.zeros((0, len(rows)), np.int64)
+        )
 
     def neighbour_breaks(self, offsets: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(documents with a neighbour at one of ``offsets`` that is not that many rows away, their
@@ -350,13 +365,18 @@ class View:
         current = getattr(self, name)
         size, n = len(current), len(extra)
         buffer = self._buffers.get(name)
-        if (buffer is None or current.base is not buffer or len(buffer) < size + n
-                or current.ctypes.data != buffer.ctypes.data or buffer.dtype != current.dtype):
+        if (
+            buffer is None
+            or current.base is not buffer
+            or len(buffer) < size + n
+            or current.ctypes.data != buffer.ctypes.data
+            or buffer.dtype != current.dtype
+        ):
             buffer = np.empty(size + n + (size + n) // 8 + 1024, current.dtype)
             buffer[:size] = current
             self._buffers[name] = buffer
-        buffer[size:size + n] = extra
-        setattr(self, name, buffer[:size + n])
+        buffer[size : size + n] = extra
+        setattr(self, name, buffer[: size + n])
 
     def grown(self, base: int) -> None:
         """Bring the lookups up to date after documents ``base``… were appended to the doc arrays.
@@ -398,8 +418,10 @@ class View:
                 rows = np.concatenate((tail[stay], extra))
                 order = np.argsort(rows, kind="stable")
                 found = np.concatenate((tail_sources[:, stay], self._sources(extra, offsets)), axis=1)[:, order]
-                self._breaks[offsets] = (np.concatenate((breaks[:cut], rows[order])),
-                                         np.concatenate((sources[:, :cut], found), axis=1))
+                self._breaks[offsets] = (
+                    np.concatenate((breaks[:cut], rows[order])),
+                    np.concatenate((sources[:, :cut], found), axis=1),
+                )
                 continue
             # Found from the few touched rows, not by a pass over every break.
             at = np.minimum(np.searchsorted(breaks, touched), max(len(breaks) - 1, 0))
@@ -407,8 +429,10 @@ class View:
             kept, kept_sources = np.delete(breaks, gone), np.delete(sources, gone, axis=1)
             extra = touched[~self._adjacent(touched, offsets)]
             place = np.searchsorted(kept, extra)  # both sorted and disjoint
-            self._breaks[offsets] = (np.insert(kept, place, extra),
-                                     np.insert(kept_sources, place, self._sources(extra, offsets), axis=1))
+            self._breaks[offsets] = (
+                np.insert(kept, place, extra),
+                np.insert(kept_sources, place, self._sources(extra, offsets), axis=1),
+            )
 
 
 NEW_KEYS_MIN = 4_096  # keys a lookup holds apart from its base before they are merged into it
@@ -488,7 +512,6 @@ def rows_by_ids(sql: str, ids: Sequence[int], params: Sequence = ()) -> list[tup
     return db.execute_sql(sql.replace("{ids}", markers), [*ids, *params]).fetchall()
 
 
-
 def _table(kind: str) -> tuple[str, str]:
     return ("messageterm", "message_id") if kind == "message" else ("eventterm", "event_id")
 
@@ -516,17 +539,20 @@ def _minor_share(kind: str, namespace_id: int, stat: str, upto: int) -> bool:
     """True when the namespace is well under half of a table: its corpus statistic ``stat``
     (``total_length``, an upper bound of its posting rows, or ``docs``, its messages) against
     ``upto``, the table's highest row id."""
-    row = db.execute_sql(f"SELECT {stat} FROM corpusstat WHERE namespace = {db.obj.param} AND kind = "
-                         f"{db.obj.param}", (namespace_id, kind)).fetchone()
+    row = db.execute_sql(
+        f"SELECT {stat} FROM corpusstat WHERE namespace = {db.obj.param} AND kind = {db.obj.param}",
+        (namespace_id, kind),
+    ).fetchone()
     return row is not None and int(row[0] or 0) * 2 < upto
-
 
 
 def _concat(parts: list, dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
-def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
+
+def _read_postings(
+    kind: str, namespace_id: int, after: int, upto: int, place=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], int]:
     """(doc ids, tf, lengths, term ids, vocabulary, upto) of the posting rows with ids in (after, upto].
 
     A row id range (``namespace + 0`` keeps the namespace index out of the plan), read in chunks. With
@@ -541,7 +567,9 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
     by_namespace = after == 0 and _minor_share(kind, namespace_id, "total_length", upto)
     cursor = db.execute_sql(
         f"SELECT {doc}, term, tf, length FROM {table} WHERE id > {marker} AND id <= {marker} "
-        f"AND namespace{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, upto, namespace_id))
+        f"AND namespace{'' if by_namespace else ' + 0'} = {marker} ORDER BY id",
+        (after, upto, namespace_id),
+    )
     vocabulary: dict[str, int] = {}
     docs, tfs, lengths, terms = [], [], [], []
     while True:
@@ -562,8 +590,14 @@ def _read_postings(kind: str, namespace_id: int, after: int, upto: int, place=No
     names = [""] * len(vocabulary)
     for term, i in vocabulary.items():
         names[i] = term
-    return (_concat(docs, np.int64), _concat(tfs, np.int32), _concat(lengths, np.int32), _concat(terms, np.int32),
-            names, upto)
+    return (
+        _concat(docs, np.int64),
+        _concat(tfs, np.int32),
+        _concat(lengths, np.int32),
+        _concat(terms, np.int32),
+        names,
+        upto,
+    )
 
 
 @dataclass
@@ -584,11 +618,14 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
     (name -> code, extended with new names in order)."""
     marker = db.obj.param
     by_namespace = after == 0 and _minor_share(
-        "message", namespace_id, "docs", db.execute_sql("SELECT MAX(id) FROM message").fetchone()[0] or 0)
+        "message", namespace_id, "docs", db.execute_sql("SELECT MAX(id) FROM message").fetchone()[0] or 0
+    )
     cursor = db.execute_sql(
         f"SELECT id, thread_id, position, speaker, role, has_time, external_id IS NOT NULL FROM message "
         f"WHERE id > {marker} "
-        f"AND namespace_id{'' if by_namespace else ' + 0'} = {marker} ORDER BY id", (after, namespace_id))
+        f"AND namespace_id{'' if by_namespace else ' + 0'} = {marker} ORDER BY id",
+        (after, namespace_id),
+    )
     ids, threads, positions, coded, users, times, externals, speakers = [], [], [], [], [], [], [], {}
     while True:
         rows = cursor.fetchmany(FETCH)
@@ -604,10 +641,18 @@ def _read_messages(namespace_id: int, after: int, codes: dict[str, int]) -> _Mes
         times.append(np.fromiter((-1 if x is None else bool(x) for x in h), np.int8, len(h)))
         externals.append(np.fromiter((bool(x) for x in e), np.int8, len(e)))
     # Speakers in the order of their first message: a token shared by two speakers maps to the earlier.
-    return _Messages({"doc_ids": _concat(ids, np.int64), "doc_thread": _concat(threads, np.int32),
-                      "doc_pos": _concat(positions, np.int32), "doc_speaker": _concat(coded, np.int32),
-                      "doc_user": _concat(users, np.int8), "doc_time": _concat(times, np.int8),
-                      "doc_external": _concat(externals, np.int8)}, [x for x in speakers if x])
+    return _Messages(
+        {
+            "doc_ids": _concat(ids, np.int64),
+            "doc_thread": _concat(threads, np.int32),
+            "doc_pos": _concat(positions, np.int32),
+            "doc_speaker": _concat(coded, np.int32),
+            "doc_user": _concat(users, np.int8),
+            "doc_time": _concat(times, np.int8),
+            "doc_external": _concat(externals, np.int8),
+        },
+        [x for x in speakers if x],
+    )
 
 
 def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
@@ -629,8 +674,15 @@ def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
 _ARRAYS = ("doc_ids", "doc_len", "doc_thread", "doc_pos", "doc_speaker", "doc_user", "doc_time", "doc_external")
 
 
-def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.ndarray, after_message: int,
-               speakers: dict[str, str], codes: dict[str, int]) -> tuple[dict[str, np.ndarray], int, np.ndarray]:
+def _doc_table(
+    kind: str,
+    namespace_id: int,
+    doc_ids: np.ndarray,
+    lengths: np.ndarray,
+    after_message: int,
+    speakers: dict[str, str],
+    codes: dict[str, int],
+) -> tuple[dict[str, np.ndarray], int, np.ndarray]:
     """The new documents' columns (by ``_ARRAYS`` name, sorted by id), the highest message id
     read, and for every posting its document's index among the new documents."""
     if kind == "message":
@@ -640,8 +692,9 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
         columns = dict(read.columns)
         # Postings belong to messages of the same snapshot: place them without sorting them.
         index = np.searchsorted(read.ids, doc_ids)
-        if not len(doc_ids) or (len(read.ids) and (index < len(read.ids)).all()
-                                and np.array_equal(read.ids[index], doc_ids)):
+        if not len(doc_ids) or (
+            len(read.ids) and (index < len(read.ids)).all() and np.array_equal(read.ids[index], doc_ids)
+        ):
             columns["doc_len"] = np.zeros(len(read.ids), np.int32)
             columns["doc_len"][index] = lengths
             return columns, highest, index.astype(np.int32)
@@ -652,17 +705,30 @@ def _doc_table(kind: str, namespace_id: int, doc_ids: np.ndarray, lengths: np.nd
     # Every message is a document (a message of stop words alone still has neighbours).
     merged = np.union1d(read.ids, unique)
     out = {"doc_ids": merged, "doc_len": _spread_to(merged, unique, lens.astype(np.int32), 0)}
-    for name, fill in (("doc_thread", 0), ("doc_pos", 0), ("doc_speaker", -1), ("doc_user", 0), ("doc_time", -1),
-                       ("doc_external", 1)):
+    for name, fill in (
+        ("doc_thread", 0),
+        ("doc_pos", 0),
+        ("doc_speaker", -1),
+        ("doc_user", 0),
+        ("doc_time", -1),
+        ("doc_external", 1),
+    ):
         out[name] = _spread_to(merged, read.ids, columns[name], fill)
     return out, highest, np.searchsorted(merged, unique)[inverse]
 
 
 def _event_columns(ids: np.ndarray, lens: np.ndarray) -> dict[str, np.ndarray]:
     n = len(ids)
-    return {"doc_ids": ids, "doc_len": lens, "doc_thread": np.zeros(n, np.int32), "doc_pos": np.zeros(n, np.int32),
-            "doc_speaker": np.full(n, -1, np.int32), "doc_user": np.zeros(n, np.int8),
-            "doc_time": np.full(n, -1, np.int8), "doc_external": np.zeros(n, np.int8)}
+    return {
+        "doc_ids": ids,
+        "doc_len": lens,
+        "doc_thread": np.zeros(n, np.int32),
+        "doc_pos": np.zeros(n, np.int32),
+        "doc_speaker": np.full(n, -1, np.int32),
+        "doc_user": np.zeros(n, np.int8),
+        "doc_time": np.full(n, -1, np.int8),
+        "doc_external": np.zeros(n, np.int8),
+    }
 
 
 class _InOrder:
@@ -727,7 +793,8 @@ def build_view(kind: str, namespace_id: int, identity: str) -> View:
         try:
             if kind == "message":
                 columns, message_max, index, tf, term_ids, vocabulary = _message_postings(
-                    namespace_id, highest, speakers, codes)
+                    namespace_id, highest, speakers, codes
+                )
             else:
                 placed = _InOrder()
                 index, tf, _, term_ids, vocabulary, highest = _read_postings(kind, namespace_id, 0, highest, placed)
@@ -740,10 +807,23 @@ def build_view(kind: str, namespace_id: int, identity: str) -> View:
             del doc_ids, lengths
     static = Part.from_rows(term_ids, index, tf, vocabulary)
     del index, tf, term_ids
-    return View(kind, namespace_id, identity, static=static, watermark=highest, static_watermark=highest,
-                static_docs=len(columns["doc_ids"]), message_watermark=message_max,
-                total_length=int(columns["doc_len"].sum()), stat_docs=docs, stat_total=total, speakers=speakers,
-                speaker_names=list(codes), removal_watermark=removals, **columns)
+    return View(
+        kind,
+        namespace_id,
+        identity,
+        static=static,
+        watermark=highest,
+        static_watermark=highest,
+        static_docs=len(columns["doc_ids"]),
+        message_watermark=message_max,
+        total_length=int(columns["doc_len"].sum()),
+        stat_docs=docs,
+        stat_total=total,
+        speakers=speakers,
+        speaker_names=list(codes),
+        removal_watermark=removals,
+        **columns,
+    )
 
 
 def refresh(view: View) -> View | None:
@@ -776,13 +856,15 @@ def _refresh(view: View) -> View | None:
     if highest > view.watermark or message_max > view.message_watermark:
         view = _successor(view)
         doc_ids, tf, lengths, term_ids, vocabulary, new_high = _read_postings(
-            view.kind, view.namespace_id, view.watermark, highest)
+            view.kind, view.namespace_id, view.watermark, highest
+        )
         known = view.index_of(doc_ids) if len(doc_ids) else np.zeros(0, np.int64)
         if (known >= 0).any():
             return None  # a document got postings twice: re-indexed
         codes = {name: code for code, name in enumerate(view.speaker_names)}
         columns, message_high, index = _doc_table(
-            view.kind, view.namespace_id, doc_ids, lengths, view.message_watermark, view.speakers, codes)
+            view.kind, view.namespace_id, doc_ids, lengths, view.message_watermark, view.speakers, codes
+        )
         view.speaker_names = list(codes)
         lens = columns["doc_len"]
         base = view.size
@@ -812,7 +894,9 @@ def _apply_removals(view: View, upto: int) -> View | None:
     marker = db.obj.param
     rows = db.execute_sql(
         f"SELECT namespace, doc_ids, posting_floor, message_floor FROM searchremoval WHERE kind = {marker} "
-        f"AND id > {marker} AND id <= {marker} ORDER BY id", (view.kind, view.removal_watermark, upto)).fetchall()
+        f"AND id > {marker} AND id <= {marker} ORDER BY id",
+        (view.kind, view.removal_watermark, upto),
+    ).fetchall()
     dead: set[int] = set()
     posting_floor, message_floor = view.watermark, view.message_watermark
     for namespace, ids, posting, message in rows:
@@ -852,11 +936,21 @@ def _compacted(view: View, keep: np.ndarray) -> View:
         names = [view.speaker_names[code] for code in order.tolist()]
         speakers = {}
         _speaker_tokens(names, speakers)
-    return replace(view, static=_kept_postings(view.static, keep, remap),
-                   delta=_kept_postings(view.delta, keep, remap), static_docs=int(keep[:view.static_docs].sum()),
-                   total_length=view.total_length - removed_length, stat_total=view.stat_total - removed_length,
-                   speakers=speakers, speaker_names=names, compacted=True, _breaks={}, _id_index=None,
-                   _key_index=None, **columns)
+    return replace(
+        view,
+        static=_kept_postings(view.static, keep, remap),
+        delta=_kept_postings(view.delta, keep, remap),
+        static_docs=int(keep[: view.static_docs].sum()),
+        total_length=view.total_length - removed_length,
+        stat_total=view.stat_total - removed_length,
+        speakers=speakers,
+        speaker_names=names,
+        compacted=True,
+        _breaks={},
+        _id_index=None,
+        _key_index=None,
+        **columns,
+    )
 
 
 def _kept_postings(part: Part, keep: np.ndarray, remap: np.ndarray) -> Part:
@@ -865,8 +959,9 @@ def _kept_postings(part: Part, keep: np.ndarray, remap: np.ndarray) -> Part:
         return Part.empty()
     mask = keep[part.docs]
     passed = np.concatenate([np.zeros(1, np.int64), np.cumsum(mask, dtype=np.int64)])
-    return Part.packed(np.diff(passed[part.offsets]), remap[part.docs[mask]].astype(np.int32),
-                       part.tf[mask], part.vocabulary())
+    return Part.packed(
+        np.diff(passed[part.offsets]), remap[part.docs[mask]].astype(np.int32), part.tf[mask], part.vocabulary()
+    )
 
 
 def merge(view: View) -> View:
@@ -874,8 +969,13 @@ def merge(view: View) -> View:
     if not view.delta.size:
         return view
     # the delta holds the documents appended since
-    return replace(view, static=view.static.followed_by(view.delta), delta=Part.empty(),
-                   static_watermark=view.watermark, static_docs=view.size)
+    return replace(
+        view,
+        static=view.static.followed_by(view.delta),
+        delta=Part.empty(),
+        static_watermark=view.watermark,
+        static_docs=view.size,
+    )
 
 
 # ----------------------------------------------------------------------------- persistence
@@ -916,10 +1016,19 @@ def save(view: View) -> View:
     vocabulary = view.static.vocabulary()  # not rows(): its term id per posting is 160 MB at 1M
     with open_new(target / "terms.txt", file_mode, text=True) as out:
         out.write("\n".join(vocabulary))
-    meta = {"format": FORMAT, "identity": view.identity, "watermark": view.watermark,
-            "message_watermark": view.message_watermark, "total_length": view.total_length,
-            "stat_docs": view.stat_docs, "stat_total": view.stat_total, "removal_watermark": view.removal_watermark,
-            "speakers": view.speakers, "speaker_names": view.speaker_names, "dir": target.name}
+    meta = {
+        "format": FORMAT,
+        "identity": view.identity,
+        "watermark": view.watermark,
+        "message_watermark": view.message_watermark,
+        "total_length": view.total_length,
+        "stat_docs": view.stat_docs,
+        "stat_total": view.stat_total,
+        "removal_watermark": view.removal_watermark,
+        "speakers": view.speakers,
+        "speaker_names": view.speaker_names,
+        "dir": target.name,
+    }
     pointer = folder / f"{stem}.json"
     temporary = folder / f"{stem}.json.{os.getpid()}"
     with open_new(temporary, file_mode, text=True) as out:
@@ -969,8 +1078,9 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
         target = folder / meta["dir"]
         # Mapped read-only, seen as plain arrays (the memmap subclass adds a Python call to every index).
         arrays = {name: np.asarray(np.load(target / f"{name}.npy", mmap_mode="r")) for name in _ARRAYS}
-        offsets, docs, tf = (np.asarray(np.load(target / f"post_{n}.npy", mmap_mode="r"))
-                             for n in ("offsets", "docs", "tf"))
+        offsets, docs, tf = (
+            np.asarray(np.load(target / f"post_{n}.npy", mmap_mode="r")) for n in ("offsets", "docs", "tf")
+        )
         text = (target / "terms.txt").read_text(encoding="utf-8")
     except (OSError, ValueError, KeyError):
         return None
@@ -978,23 +1088,40 @@ def load(kind: str, namespace_id: int, identity: str) -> View | None:
     if not _consistent(vocabulary, offsets, docs, tf, arrays):
         return None  # damaged or mixed files: built again from SQL, as when there is no copy
     static = Part({t: i for i, t in enumerate(vocabulary)}, offsets, docs, tf)
-    return View(kind, namespace_id, identity, static=static, watermark=meta["watermark"],
-                static_watermark=meta["watermark"], static_docs=len(arrays["doc_ids"]),
-                message_watermark=meta["message_watermark"], total_length=meta["total_length"],
-                stat_docs=meta["stat_docs"], stat_total=meta["stat_total"],
-                # A copy saved before removals were logged predates every logged removal.
-                removal_watermark=meta.get("removal_watermark", 0),
-                speakers=dict(meta["speakers"]), speaker_names=list(meta["speaker_names"]), **arrays)
+    return View(
+        kind,
+        namespace_id,
+        identity,
+        static=static,
+        watermark=meta["watermark"],
+        static_watermark=meta["watermark"],
+        static_docs=len(arrays["doc_ids"]),
+        message_watermark=meta["message_watermark"],
+        total_length=meta["total_length"],
+        stat_docs=meta["stat_docs"],
+        stat_total=meta["stat_total"],
+        # A copy saved before removals were logged predates every logged removal.
+        removal_watermark=meta.get("removal_watermark", 0),
+        speakers=dict(meta["speakers"]),
+        speaker_names=list(meta["speaker_names"]),
+        **arrays,
+    )
 
 
-def _consistent(vocabulary: list[str], offsets: np.ndarray, docs: np.ndarray, tf: np.ndarray,
-                arrays: dict[str, np.ndarray]) -> bool:
+def _consistent(
+    vocabulary: list[str], offsets: np.ndarray, docs: np.ndarray, tf: np.ndarray, arrays: dict[str, np.ndarray]
+) -> bool:
     """The shapes a saved copy must have (no posting is read). A value damaged inside a file
     passes; ``postings_in_range`` reads every posting: ``view`` runs it before using a loaded
     copy, and `strata verify` reports what it finds."""
     sizes = {len(a) for a in arrays.values()}
-    return (len(sizes) == 1 and offsets.ndim == docs.ndim == tf.ndim == 1 and len(offsets) == len(vocabulary) + 1
-            and int(offsets[0]) == 0 and int(offsets[-1]) == len(docs) == len(tf))
+    return (
+        len(sizes) == 1
+        and offsets.ndim == docs.ndim == tf.ndim == 1
+        and len(offsets) == len(vocabulary) + 1
+        and int(offsets[0]) == 0
+        and int(offsets[-1]) == len(docs) == len(tf)
+    )
 
 
 def postings_in_range(current: View) -> str | None:

@@ -25,8 +25,12 @@ from core.search import beside, scoring
 from core.search.scoring import Query
 from core.search.segment import View
 
-SLOTS = ((-1, "neighbour_weight"), (1, "neighbour_weight"), (-2, "second_neighbour_weight"),
-         (2, "second_neighbour_weight"))
+SLOTS = (
+    (-1, "neighbour_weight"),
+    (1, "neighbour_weight"),
+    (-2, "second_neighbour_weight"),
+    (2, "second_neighbour_weight"),
+)
 REACH = 2  # the farthest slot
 BLOCKS_PER_PICK = 4  # row blocks per target wanted when finding the floor of the cut
 SPLIT_ROWS = 200_000  # documents from which half the spread is summed on the helper thread
@@ -100,8 +104,20 @@ def spread_scores(view: View, own: np.ndarray, weights: list[tuple[int, float]],
     starts = _block_starts(size, limit)
     bounds = [0, size] if size < SPLIT_ROWS else [0, size // 2, size]
     at = np.searchsorted(breaks, bounds)
-    work = [(own, kernel, slot_weights, breaks[at[i]:at[i + 1]], sources[:, at[i]:at[i + 1]], bounds[i],
-             bounds[i + 1], size, starts) for i in range(len(bounds) - 1)]
+    work = [
+        (
+            own,
+            kernel,
+            slot_weights,
+            breaks[at[i] : at[i + 1]],
+            sources[:, at[i] : at[i + 1]],
+            bounds[i],
+            bounds[i + 1],
+            size,
+            starts,
+        )
+        for i in range(len(bounds) - 1)
+    ]
     later = beside.submit(_piece, *work[1]) if len(work) > 1 else None
     pieces = [_piece(*work[0])]
     if later is not None:
@@ -109,13 +125,22 @@ def spread_scores(view: View, own: np.ndarray, weights: list[tuple[int, float]],
     return pieces
 
 
-def _piece(own: np.ndarray, kernel: np.ndarray, slot_weights: np.ndarray, breaks: np.ndarray,
-           sources: np.ndarray, lo: int, hi: int, size: int, starts: np.ndarray | None) -> Piece:
+def _piece(
+    own: np.ndarray,
+    kernel: np.ndarray,
+    slot_weights: np.ndarray,
+    breaks: np.ndarray,
+    sources: np.ndarray,
+    lo: int,
+    hi: int,
+    size: int,
+    starts: np.ndarray | None,
+) -> Piece:
     """``spread_scores`` for the rows lo..hi of ``size`` (``breaks`` and ``sources``: the breaks among them)."""
     first, last = max(0, lo - REACH), min(size, hi + REACH)
     # Row r is out[r - first + REACH] of the full convolution of rows first..last; rows beyond the
     # ends read zeros, as they do when every row is convolved at once.
-    sums = np.convolve(own[first:last], kernel, mode="full")[lo - first + REACH:hi - first + REACH]
+    sums = np.convolve(own[first:last], kernel, mode="full")[lo - first + REACH : hi - first + REACH]
     if len(breaks):
         # One gather of every slot's sources and one product with the weights: the random reads
         # dominate, and one pass over them beats a pass per slot (2.7 -> 2.1 ms over 1M messages
@@ -164,8 +189,7 @@ def cut(pieces: list[Piece], factors: dict[int, float], limit: int) -> tuple[np.
     floor = _floor(np.concatenate([p.maxima for p in pieces]), limit) if pieces[0].maxima is not None else 0.0
     found = []
     for piece in pieces:
-        rows = np.flatnonzero(piece.sums >= floor * (1 - SUM_SLACK)) if floor > 0 else \
-            np.flatnonzero(piece.sums > 0)
+        rows = np.flatnonzero(piece.sums >= floor * (1 - SUM_SLACK)) if floor > 0 else np.flatnonzero(piece.sums > 0)
         found.append((rows + piece.lo, piece.sums[rows]))
     if len(found) == 1:
         return found[0]

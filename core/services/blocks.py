@@ -95,13 +95,17 @@ def _tokens(block: Block) -> dict[int, int]:
 
 def _get_block(block_id: int) -> Block:
     block = (
-        Block.select(Block, Thread, Namespace)
-        .join(Thread)
-        .switch(Block)
-        .join(Namespace)
-        .where(Block.id == block_id)
-        .first()
-    ) if is_row_id(block_id) else None
+        (
+            Block.select(Block, Thread, Namespace)
+            .join(Thread)
+            .switch(Block)
+            .join(Namespace)
+            .where(Block.id == block_id)
+            .first()
+        )
+        if is_row_id(block_id)
+        else None
+    )
     if block is None:
         raise NotFoundError(f"block {block_id} does not exist")
     return block
@@ -129,8 +133,12 @@ def _row(block: Block) -> BlockRow:
 
 
 def list_blocks(
-    namespace: str | None = None, thread: str | None = None, *, status: str | None = None,
-    limit: int | None = None, after_sequence: int = 0,
+    namespace: str | None = None,
+    thread: str | None = None,
+    *,
+    status: str | None = None,
+    limit: int | None = None,
+    after_sequence: int = 0,
 ) -> list[BlockRow]:
     """Blocks in namespace-sequence order, paged by keyset (``after_sequence``); ``limit`` None
     (or 0): all of them."""
@@ -184,9 +192,11 @@ def expansion_level(block_id: int, target: object, current: int | None) -> int:
     level = normalize_target(target, shown)
     if level < shown:
         deeper = "L5" if shown == 5 else f"L{shown}..L5"
-        raise InvalidInputError(f"block {block_id} is shown at L{shown}; expanding only lifts it (to {deeper}), "
-                                f"not to L{level} (to read it at L{level} without changing it: "
-                                f"`strata block {block_id} --level {level}`)")
+        raise InvalidInputError(
+            f"block {block_id} is shown at L{shown}; expanding only lifts it (to {deeper}), "
+            f"not to L{level} (to read it at L{level} without changing it: "
+            f"`strata block {block_id} --level {level}`)"
+        )
     return level
 
 
@@ -213,8 +223,9 @@ def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -
     return render_block(block_id, new_level)
 
 
-def get_block_context(namespace: str, thread: str | None = None, *, token_budget: int | None = None,
-                      before: int | None = None) -> list[BlockView]:
+def get_block_context(
+    namespace: str, thread: str | None = None, *, token_budget: int | None = None, before: int | None = None
+) -> list[BlockView]:
     """Ready blocks (of one thread, or all) rendered at their decayed level, oldest first.
 
     With ``token_budget``: only the newest blocks whose renderings fit in that many estimated

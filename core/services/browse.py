@@ -142,13 +142,23 @@ def _filtered(query, ns: Namespace, flt: EventFilter, *, walk: bool = False):
     """``query`` narrowed to ``flt``; ``walk`` when it reads one page in timeline order."""
     if flt.lane not in LANES:
         raise InvalidInputError(f"lane must be one of {', '.join(LANES)}, got {flt.lane!r}")
-    return filter_events(query, ns.id, event_type=flt.event_type, status=flt.status, date_from=flt.date_from,
-                         date_to=flt.date_to, dated={"dated": True, "undated": False}.get(flt.lane),
-                         text=flt.text, participant=flt.participant, walk=walk)
+    return filter_events(
+        query,
+        ns.id,
+        event_type=flt.event_type,
+        status=flt.status,
+        date_from=flt.date_from,
+        date_to=flt.date_to,
+        dated={"dated": True, "undated": False}.get(flt.lane),
+        text=flt.text,
+        participant=flt.participant,
+        walk=walk,
+    )
 
 
-def event_page(namespace: str, flt: EventFilter = EventFilter(), *, after: tuple[float, int] | None = None,
-               limit: int = 100) -> EventPage:
+def event_page(
+    namespace: str, flt: EventFilter = EventFilter(), *, after: tuple[float, int] | None = None, limit: int = 100
+) -> EventPage:
     """Events in time order (happened time, else mention time, then id), one keyset page."""
     ns = get_namespace(namespace)
     limit = _limit(limit)
@@ -187,8 +197,8 @@ def _grouped_rows(query) -> list[tuple]:
         return list(query.tuples())
     sql, params = query.sql()
     packed = db.execute_sql(
-        "SELECT group_concat(COALESCE(CAST(day AS TEXT), '') || ',' || lane || ',' || n, ';') "
-        f"FROM ({sql})", params).fetchone()[0]
+        f"SELECT group_concat(COALESCE(CAST(day AS TEXT), '') || ',' || lane || ',' || n, ';') FROM ({sql})", params
+    ).fetchone()[0]
     rows = []
     for item in (packed or "").split(";") if packed else ():
         d, kind, n = item.split(",")
@@ -271,14 +281,20 @@ def event_weight_info(event_id: int, max_uses: int = 50) -> WeightInfo:
     if event is None:
         raise NotFoundError(f"event {event_id} does not exist")
     ns = Namespace.get_by_id(event.namespace_id)
-    steps = [WeightStep(event.created_at, f"formed at turn {event.formed_turn} ({event.origin}, "
-                                           f"{event.criticality}: floor {event.floor_weight:g})")]
+    steps = [
+        WeightStep(
+            event.created_at,
+            f"formed at turn {event.formed_turn} ({event.origin}, {event.criticality}: floor {event.floor_weight:g})",
+        )
+    ]
     needle = str(event_id)
-    receipts = (UsageReceipt.select(UsageReceipt, RetrievalBatch.sequence)
-                .join(RetrievalBatch, JOIN.LEFT_OUTER)
-                .where((UsageReceipt.namespace == ns)
-                       & fn.COALESCE(UsageReceipt.event_ids, "").contains(needle))
-                .order_by(UsageReceipt.id).limit(max_uses * 4))
+    receipts = (
+        UsageReceipt.select(UsageReceipt, RetrievalBatch.sequence)
+        .join(RetrievalBatch, JOIN.LEFT_OUTER)
+        .where((UsageReceipt.namespace == ns) & fn.COALESCE(UsageReceipt.event_ids, "").contains(needle))
+        .order_by(UsageReceipt.id)
+        .limit(max_uses * 4)
+    )
     uses = 0
     for receipt in receipts:
         if event_id not in (receipt.event_ids or ()):
@@ -289,16 +305,27 @@ def event_weight_info(event_id: int, max_uses: int = 50) -> WeightInfo:
         if uses >= max_uses:
             break
     if event.superseded_by:
-        steps.append(WeightStep(event.updated_at, f"superseded by event {event.superseded_by}: capped at "
-                                                  f"{event.forced_cap if event.forced_cap is not None else '-'}"))
+        steps.append(
+            WeightStep(
+                event.updated_at,
+                f"superseded by event {event.superseded_by}: capped at "
+                f"{event.forced_cap if event.forced_cap is not None else '-'}",
+            )
+        )
     if event.status in HIDDEN_EVENT_STATUSES:
         steps.append(WeightStep(event.updated_at, f"{event.status}: weight 0"))
     if event.pinned:
         steps.append(WeightStep(event.updated_at, "pinned: weight 1"))
     return WeightInfo(
-        weight=round(event_weight(event, ns.current_turn), 6), floor=event.floor_weight, cap=event.forced_cap,
-        pinned=event.pinned, mention_count=event.mention_count, formed_turn=event.formed_turn,
-        last_adopted_turn=event.last_adopted_turn, current_turn=ns.current_turn, history=tuple(steps),
+        weight=round(event_weight(event, ns.current_turn), 6),
+        floor=event.floor_weight,
+        cap=event.forced_cap,
+        pinned=event.pinned,
+        mention_count=event.mention_count,
+        formed_turn=event.formed_turn,
+        last_adopted_turn=event.last_adopted_turn,
+        current_turn=ns.current_turn,
+        history=tuple(steps),
     )
 
 
@@ -314,13 +341,22 @@ class NodePage:
 def node_type_counts(namespace: str) -> dict[str, int]:
     """Stored current nodes per type (visibility is checked per page, not here)."""
     ns = get_namespace(namespace)
-    query = (GraphNode.select(GraphNode.type, fn.COUNT(GraphNode.id))
-             .where((GraphNode.namespace == ns) & GraphNode.status.in_(CURRENT)).group_by(GraphNode.type))
+    query = (
+        GraphNode.select(GraphNode.type, fn.COUNT(GraphNode.id))
+        .where((GraphNode.namespace == ns) & GraphNode.status.in_(CURRENT))
+        .group_by(GraphNode.type)
+    )
     return dict(sorted(query.tuples()))
 
 
-def node_page(namespace: str, type: str | None = None, query: str | None = None, *,
-              after: tuple[str, int] | None = None, limit: int = 100) -> NodePage:
+def node_page(
+    namespace: str,
+    type: str | None = None,
+    query: str | None = None,
+    *,
+    after: tuple[str, int] | None = None,
+    limit: int = 100,
+) -> NodePage:
     """Visible graph nodes by name, one keyset page; ``query`` matches name or alias text.
 
     Visibility (a node whose every source was forgotten is hidden) is decided for the
@@ -333,16 +369,19 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
     if type:
         base = base.where(GraphNode.type == type)
     if needle:
-        base = base.where(GraphNode.name_norm.contains(needle)
-                          | fn.LOWER(fn.COALESCE(GraphNode.aliases, "")).contains(query.strip().lower()))
+        base = base.where(
+            GraphNode.name_norm.contains(needle)
+            | fn.LOWER(fn.COALESCE(GraphNode.aliases, "")).contains(query.strip().lower())
+        )
     rows: list[NodeRow] = []
     cursor = after
     exhausted = False
     while len(rows) < limit and not exhausted:
         select = base
         if cursor is not None:
-            select = select.where((GraphNode.name_norm > cursor[0])
-                                  | ((GraphNode.name_norm == cursor[0]) & (GraphNode.id > cursor[1])))
+            select = select.where(
+                (GraphNode.name_norm > cursor[0]) | ((GraphNode.name_norm == cursor[0]) & (GraphNode.id > cursor[1]))
+            )
         # A few more than the page: views are the cost here, and a node is rarely hidden.
         want = limit - len(rows) + max(8, limit // 4)
         chunk = list(select.order_by(GraphNode.name_norm, GraphNode.id).limit(want))
@@ -355,11 +394,19 @@ def node_page(namespace: str, type: str | None = None, query: str | None = None,
                 continue
             if needle and not any(needle in norm_text(v) for v in [node.name, *view.aliases]):
                 continue
-            rows.append(NodeRow(
-                id=node.id, namespace=ns.name, name=node.name, type=node.type, aliases=tuple(view.aliases),
-                facts=len(view.current_facts), edges=len(view.current_edges) + len(view.historical_edges),
-                events=len(view.all_sources()), events_more=view.sources_more,
-            ))
+            rows.append(
+                NodeRow(
+                    id=node.id,
+                    namespace=ns.name,
+                    name=node.name,
+                    type=node.type,
+                    aliases=tuple(view.aliases),
+                    facts=len(view.current_facts),
+                    edges=len(view.current_edges) + len(view.historical_edges),
+                    events=len(view.all_sources()),
+                    events_more=view.sources_more,
+                )
+            )
             if len(rows) >= limit:
                 exhausted = exhausted and node.id == chunk[-1].id
                 break
@@ -377,8 +424,9 @@ def node_position(node_id: int) -> tuple[str, int] | None:
 _REF = re.compile(r"^[a-z-]+:[\w:.-]+$")
 
 
-def trace_page(namespace: str, text: str = "", kind: str | None = None, *, before_id: int | None = None,
-               limit: int = 100) -> list[TraceRow]:
+def trace_page(
+    namespace: str, text: str = "", kind: str | None = None, *, before_id: int | None = None, limit: int = 100
+) -> list[TraceRow]:
     """Traces newest first, one keyset page. ``text`` matches the query, or, when it looks
     like an evidence ref (``event:12``), the traces that returned or selected that ref."""
     ns = get_namespace(namespace)
@@ -391,8 +439,10 @@ def trace_page(namespace: str, text: str = "", kind: str | None = None, *, befor
     if text:
         if _REF.match(text):
             quoted = json.dumps(text)
-            query = query.where(fn.COALESCE(RetrievalTrace.candidates, "").contains(f'"ref":{quoted}')
-                                | fn.COALESCE(RetrievalTrace.selected, "").contains(quoted))
+            query = query.where(
+                fn.COALESCE(RetrievalTrace.candidates, "").contains(f'"ref":{quoted}')
+                | fn.COALESCE(RetrievalTrace.selected, "").contains(quoted)
+            )
         else:
             query = query.where(all_of([RetrievalTrace.query.contains(word) for word in text_words(text)]))
     rows = list(query.order_by(RetrievalTrace.id.desc()).limit(_limit(limit)))
@@ -402,8 +452,9 @@ def trace_page(namespace: str, text: str = "", kind: str | None = None, *, befor
 # ----------------------------------------------------------------------------- jobs
 
 
-def job_page(namespace: str | None = None, statuses: Sequence[str] = (), *, before_id: int | None = None,
-             limit: int = 100) -> list[JobRow]:
+def job_page(
+    namespace: str | None = None, statuses: Sequence[str] = (), *, before_id: int | None = None, limit: int = 100
+) -> list[JobRow]:
     """Jobs newest first, one keyset page, optionally only some statuses."""
     query = Job.select(Job, Namespace).join(Namespace)
     if namespace is not None:
@@ -424,7 +475,27 @@ def block_jobs(block_id: int) -> list[JobRow]:
 
 
 __all__ = [
-    "DayCounts", "EventFilter", "EventPage", "Histogram", "LANES", "NodePage", "ThreadRow", "WeightInfo", "WeightStep",
-    "block_jobs", "event_day_counts", "event_histogram", "histogram_of", "event_page", "event_position", "event_weight_info", "job_page",
-    "list_threads", "namespace_names", "node_page", "node_position", "node_type_counts", "trace_page",
+    "DayCounts",
+    "EventFilter",
+    "EventPage",
+    "Histogram",
+    "LANES",
+    "NodePage",
+    "ThreadRow",
+    "WeightInfo",
+    "WeightStep",
+    "block_jobs",
+    "event_day_counts",
+    "event_histogram",
+    "histogram_of",
+    "event_page",
+    "event_position",
+    "event_weight_info",
+    "job_page",
+    "list_threads",
+    "namespace_names",
+    "node_page",
+    "node_position",
+    "node_type_counts",
+    "trace_page",
 ]

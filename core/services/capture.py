@@ -178,22 +178,25 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     # (sealed when a conversation closes) belongs to the turn it answers.
     start = min(m.turn for m in messages if m.role == "user") if users else max(1, thread.sealed_turns)
     end = max(start, max(m.turn for m in messages))
-    block = insert_one(Block, dict(
-        namespace=namespace,
-        thread=thread,
-        sequence=namespace.block_count,
-        start_turn=start,
-        end_turn=end,
-        message_count=len(messages),
-        created_at=messages[-1].created_at,
-        status="pending",
-        l3_text=l3,
-        l4_text=l4,
-        tokens_l3=estimate_tokens(l3),
-        tokens_l4=estimate_tokens(l4),
-        tokens_l5=estimate_tokens(l5),
-        pointer_anchor_position=thread.ready_count + 1,
-    ))
+    block = insert_one(
+        Block,
+        dict(
+            namespace=namespace,
+            thread=thread,
+            sequence=namespace.block_count,
+            start_turn=start,
+            end_turn=end,
+            message_count=len(messages),
+            created_at=messages[-1].created_at,
+            status="pending",
+            l3_text=l3,
+            l4_text=l4,
+            tokens_l3=estimate_tokens(l3),
+            tokens_l4=estimate_tokens(l4),
+            tokens_l5=estimate_tokens(l5),
+            pointer_anchor_position=thread.ready_count + 1,
+        ),
+    )
     Message.update(block=block).where(Message.id.in_([m.id for m in messages])).execute()
     create_job(namespace, "summary", block)
     thread.sealed_turns = max(thread.sealed_turns, end)
@@ -201,8 +204,11 @@ def _seal(namespace: Namespace, thread: Thread, messages: Sequence[RawMessage]) 
     return block
 
 
-_OPEN_TAIL = Prepared(lambda thread_id: Message.select().where(
-    (Message.thread == thread_id) & (Message.block.is_null())).order_by(Message.position))
+_OPEN_TAIL = Prepared(
+    lambda thread_id: (
+        Message.select().where((Message.thread == thread_id) & (Message.block.is_null())).order_by(Message.position)
+    )
+)
 
 
 def _open_tail(thread: Thread) -> list[RawMessage]:
@@ -270,21 +276,24 @@ def append_messages(
             if item.role == "user":
                 th.turn_count += 1
                 ns.current_turn += 1
-            row = insert_one(Message, dict(
-                namespace=ns,
-                thread=th,
-                position=th.message_count,
-                turn=th.turn_count,
-                ns_turn=ns.current_turn,
-                role=item.role,
-                speaker=item.speaker,
-                content=item.content,
-                created_at=iso,
-                created_ts=epoch,
-                external_id=item.external_id,
-                tool_calls=[t.to_json() for t in item.tool_calls] or None,
-                has_time=has_time,
-            ))
+            row = insert_one(
+                Message,
+                dict(
+                    namespace=ns,
+                    thread=th,
+                    position=th.message_count,
+                    turn=th.turn_count,
+                    ns_turn=ns.current_turn,
+                    role=item.role,
+                    speaker=item.speaker,
+                    content=item.content,
+                    created_at=iso,
+                    created_ts=epoch,
+                    external_id=item.external_id,
+                    tool_calls=[t.to_json() for t in item.tool_calls] or None,
+                    has_time=has_time,
+                ),
+            )
             new_ids.append(row.id)
             indexed.append((row.id, th.id, message_text(item.speaker, item.content, row.tool_calls)))
             tail.append(raw_from_row(row, th.name))
@@ -380,8 +389,11 @@ def thread_messages(namespace: str, thread: str, *, open_tail_only: bool = False
     return [raw_from_row(r, th.name) for r in query.order_by(Message.position)]
 
 
-_BLOCK_MESSAGES = Prepared(lambda block_id: Message.select(Message, Thread.name).join(Thread).where(
-    Message.block == block_id).order_by(Message.position))
+_BLOCK_MESSAGES = Prepared(
+    lambda block_id: (
+        Message.select(Message, Thread.name).join(Thread).where(Message.block == block_id).order_by(Message.position)
+    )
+)
 
 
 def block_messages(block_id: int) -> list[RawMessage]:

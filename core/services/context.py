@@ -69,25 +69,29 @@ def _dumps(value: Any) -> str:
 
 def _event_json(event: Event) -> dict[str, Any]:
     # The context goes to a model: a pasted secret in an event card must not.
-    return redact_value({
-        "id": event.id,
-        "title": event.title,
-        "summary": event.summary,
-        "happened_start": event.happened_start,
-        "happened_end": event.happened_end,
-        "status": event.time_status,
-    })
+    return redact_value(
+        {
+            "id": event.id,
+            "title": event.title,
+            "summary": event.summary,
+            "happened_start": event.happened_start,
+            "happened_end": event.happened_end,
+            "status": event.time_status,
+        }
+    )
 
 
 def _node_json(view: NodeView) -> dict[str, Any]:
     facts = [{"key": f.key, "value": _clip(render_value(f.value), FACT_CHARS)} for f in view.current_facts[:MAX_FACTS]]
-    return redact_value({
-        "node_id": view.id,
-        "name": view.name,
-        "type": view.type,
-        "current_state": _clip(view.current_state, STATE_CHARS),
-        "facts": facts,
-    })
+    return redact_value(
+        {
+            "node_id": view.id,
+            "name": view.name,
+            "type": view.type,
+            "current_state": _clip(view.current_state, STATE_CHARS),
+            "facts": facts,
+        }
+    )
 
 
 def render_context(events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]]) -> str:
@@ -128,15 +132,27 @@ def _only_from_thread(node_ids: Sequence[int], thread_id: int) -> set[int]:
     in 38,000 events of a million messages used to read them all: 3 s per context build)."""
     only: set[int] = set()
     for node_id in dict.fromkeys(node_ids):
-        records = [("node", [node_id]),
-                   ("fact", [i for (i,) in GraphFact.select(GraphFact.id).where(GraphFact.node == node_id).tuples()]),
-                   ("edge", [i for (i,) in GraphEdge.select(GraphEdge.id).where(
-                       (GraphEdge.from_node == node_id) | (GraphEdge.to_node == node_id)).tuples()])]
+        records = [
+            ("node", [node_id]),
+            ("fact", [i for (i,) in GraphFact.select(GraphFact.id).where(GraphFact.node == node_id).tuples()]),
+            (
+                "edge",
+                [
+                    i
+                    for (i,) in GraphEdge.select(GraphEdge.id)
+                    .where((GraphEdge.from_node == node_id) | (GraphEdge.to_node == node_id))
+                    .tuples()
+                ],
+            ),
+        ]
         cited = elsewhere = False
         for kind, ids in records:
             for part in chunks(ids):
-                live = GraphSource.select(GraphSource.id).join(Event).where(
-                    (GraphSource.kind == kind) & GraphSource.record_id.in_(part) & Event.status.in_(LIVE))
+                live = (
+                    GraphSource.select(GraphSource.id)
+                    .join(Event)
+                    .where((GraphSource.kind == kind) & GraphSource.record_id.in_(part) & Event.status.in_(LIVE))
+                )
                 if live.where(Event.thread.is_null() | (Event.thread != thread_id)).exists():
                     elsewhere = True
                     break
@@ -180,28 +196,37 @@ def auto_context(
 
     hits = search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True) if has_terms else []
     hit_order = [h.event.id for h in hits]
-    special = list(Event.select(Event.id).where(
-        (Event.namespace == ns) & (Event.status.in_(LIVE)) & SPECIAL_EVENT
-    ).order_by(Event.id.desc()).limit(MAX_SPECIAL).tuples())
+    special = list(
+        Event.select(Event.id)
+        .where((Event.namespace == ns) & (Event.status.in_(LIVE)) & SPECIAL_EVENT)
+        .order_by(Event.id.desc())
+        .limit(MAX_SPECIAL)
+        .tuples()
+    )
     candidate_ids = list(dict.fromkeys(hit_order + [i for (i,) in special]))
     rows = {e.id: e for e in Event.select().where(Event.id.in_(candidate_ids))} if candidate_ids else {}
-    excluded_events = {i for i, e in rows.items()
-                       if excluded_thread_id is not None and e.thread_id == excluded_thread_id}
+    excluded_events = {
+        i for i, e in rows.items() if excluded_thread_id is not None and e.thread_id == excluded_thread_id
+    }
     # Pinned and safety events join without a search: what governance withholds is checked here too.
-    hidden = {i: code for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True).items()
-              if kind == "event"}
-    live = [i for i in candidate_ids if i in rows and rows[i].status in LIVE and i not in excluded_events
-            and i not in hidden]
+    hidden = {
+        i: code for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True).items() if kind == "event"
+    }
+    live = [
+        i
+        for i in candidate_ids
+        if i in rows and rows[i].status in LIVE and i not in excluded_events and i not in hidden
+    ]
     weights = {i: event_weight(rows[i], ns.current_turn) for i in live}
     relevance = [i for i in hit_order if i in weights]
-    by_weight = sorted(sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True),
-                       key=lambda i: -weights[i])
+    by_weight = sorted(sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True), key=lambda i: -weights[i])
     fused = rrf([relevance, by_weight]) if live else []
     fused_score = dict(fused)
 
     node_hits = rank_nodes(ns.id, query, NODE_HITS) if has_terms else []
-    excluded_nodes = (_only_from_thread([v.id for v, _ in node_hits], excluded_thread_id)
-                      if excluded_thread_id is not None else set())
+    excluded_nodes = (
+        _only_from_thread([v.id for v, _ in node_hits], excluded_thread_id) if excluded_thread_id is not None else set()
+    )
     nodes = [(v, s) for v, s in node_hits if v.id not in excluded_nodes]
 
     # Interleave the two ranked lists and keep each item only while the text fits.
@@ -259,26 +284,55 @@ def auto_context(
         if untracked:  # pinned/safety events shown without a search hit: observability only
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(untracked)).execute()
         candidates = [
-            {"ref": f"event:{i}", "score": fused_score[i],
-             "components": {"rrf": fused_score[i], "weight": weights[i],
-                            **({"relevance_rank": relevance.index(i) + 1} if i in relevance else {})}}
+            {
+                "ref": f"event:{i}",
+                "score": fused_score[i],
+                "components": {
+                    "rrf": fused_score[i],
+                    "weight": weights[i],
+                    **({"relevance_rank": relevance.index(i) + 1} if i in relevance else {}),
+                },
+            }
             for i, _ in fused
         ] + [{"ref": f"graph-node:{v.id}", "score": s, "components": {"bm25": s}} for v, s in node_hits]
         trace_id = record_trace(
-            ns.id, "context", query=query, candidates=candidates,
+            ns.id,
+            "context",
+            query=query,
+            candidates=candidates,
             selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
-            detail={"tokens": tokens, "token_budget": token_budget, "exclude_thread": exclude_thread,
-                    "excluded_event_ids": sorted(excluded_events), "excluded_node_ids": sorted(excluded_nodes),
-                    "pinned_or_safety": [i for (i,) in special]},
+            detail={
+                "tokens": tokens,
+                "token_budget": token_budget,
+                "exclude_thread": exclude_thread,
+                "excluded_event_ids": sorted(excluded_events),
+                "excluded_node_ids": sorted(excluded_nodes),
+                "pinned_or_safety": [i for (i,) in special],
+            },
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
-        ledger_id = insert_one(LedgerEntry, dict(
-            namespace=ns.id, kind="context", trace_id=trace_id, query=query[:4000],
-            selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
-            excluded=[{"ref": ref, "reason": code} for ref, code in sorted(left_out.items())],
-            tokens=tokens, budget=token_budget, created_at=now_iso())).id
-    return AutoContext(text=text, event_ids=tuple(event_ids), node_ids=tuple(node_ids), tokens=tokens,
-                       trace_id=trace_id, ledger_id=ledger_id)
+        ledger_id = insert_one(
+            LedgerEntry,
+            dict(
+                namespace=ns.id,
+                kind="context",
+                trace_id=trace_id,
+                query=query[:4000],
+                selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
+                excluded=[{"ref": ref, "reason": code} for ref, code in sorted(left_out.items())],
+                tokens=tokens,
+                budget=token_budget,
+                created_at=now_iso(),
+            ),
+        ).id
+    return AutoContext(
+        text=text,
+        event_ids=tuple(event_ids),
+        node_ids=tuple(node_ids),
+        tokens=tokens,
+        trace_id=trace_id,
+        ledger_id=ledger_id,
+    )
 
 
 __all__ = ["AutoContext", "HEADER", "auto_context", "rank_nodes", "render_context"]

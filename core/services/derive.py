@@ -66,12 +66,17 @@ class DeriveReport:
 
 _THREAD = Prepared(lambda thread_id: Thread.select().where(Thread.id == thread_id))
 _BLOCK = Prepared(lambda block_id: Block.select().where(Block.id == block_id))
-_LAST_TURN = Prepared(lambda block_id: Message.select(fn.MAX(Message.ns_turn)).where(Message.block == block_id).tuples())
+_LAST_TURN = Prepared(
+    lambda block_id: Message.select(fn.MAX(Message.ns_turn)).where(Message.block == block_id).tuples()
+)
 
 
 def _neighbor_query(thread_id, sequence, before: bool):
-    query = Block.select().where((Block.thread == thread_id) & Block.l2_keypoints.is_null(False)
-                                 & ((Block.sequence < sequence) if before else (Block.sequence > sequence)))
+    query = Block.select().where(
+        (Block.thread == thread_id)
+        & Block.l2_keypoints.is_null(False)
+        & ((Block.sequence < sequence) if before else (Block.sequence > sequence))
+    )
     return query.order_by(Block.sequence.desc() if before else Block.sequence).limit(1)
 
 
@@ -117,8 +122,12 @@ def _neighbor(block: Block, direction: int) -> dict | None:
     other = _NEIGHBOR.first(block.thread_id, block.sequence, direction < 0)
     if other is None:
         return None
-    return {"block_id": other.id, "sequence": other.sequence, "turns": [other.start_turn, other.end_turn],
-            "keypoints": list(other.l2_keypoints or [])}
+    return {
+        "block_id": other.id,
+        "sequence": other.sequence,
+        "turns": [other.start_turn, other.end_turn],
+        "keypoints": list(other.l2_keypoints or []),
+    }
 
 
 def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
@@ -182,16 +191,27 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         for draft in drafts:
             earlier = [events[i].id for i in draft.pop("supersedes_earlier", [])]  # drafts written before this one
             if earlier:
-                draft["relations"]["supersedes"] = list(dict.fromkeys(draft["relations"].get("supersedes", []) + earlier))
+                draft["relations"]["supersedes"] = list(
+                    dict.fromkeys(draft["relations"].get("supersedes", []) + earlier)
+                )
             latest = max((created_at.get(i) or "" for i in draft["source_message_ids"]), default=None)
-            events.append(write_event(block.namespace_id, draft, block=block, formed_turn=formed_turn,
-                                      mentioned_fallback=latest or block.created_at, index=False))
+            events.append(
+                write_event(
+                    block.namespace_id,
+                    draft,
+                    block=block,
+                    formed_turn=formed_turn,
+                    mentioned_fallback=latest or block.created_at,
+                    index=False,
+                )
+            )
         index_events(block.namespace_id, events)
         event_ids = [event.id for event in events]
         status = "succeeded" if event_ids else "skipped"
         payload = {"events": len(event_ids), "warnings": warnings[:20]} if warnings or event_ids else None
-        update_by_id(Job, job.id, dict(status=status, last_error=None, next_retry_at=None, payload=payload,
-                                       updated_at=now_iso()))
+        update_by_id(
+            Job, job.id, dict(status=status, last_error=None, next_retry_at=None, payload=payload, updated_at=now_iso())
+        )
         if event_ids:
             queue_graph_projection(block.namespace_id, event_ids)
         mark_ready(_BLOCK.get(block.id))
@@ -210,8 +230,12 @@ def _run_import_graph(job: Job, provider: Provider, report: DeriveReport) -> Non
     run_import_graph_job(job, provider, report)
 
 
-HANDLERS = {"summary": _run_summary, "extraction": _run_extraction, "graph": run_graph_job,
-            "import_graph": _run_import_graph}
+HANDLERS = {
+    "summary": _run_summary,
+    "extraction": _run_extraction,
+    "graph": run_graph_job,
+    "import_graph": _run_import_graph,
+}
 
 
 # How often a run that waits for another worker's job looks again.
@@ -287,8 +311,12 @@ def run_pending(
             break
         handler = HANDLERS[job.kind]
         if getattr(prov, "model_backed", False):
-            check = preflight(Namespace.get_by_id(job.namespace_id).name, estimate_job_tokens(job),
-                              purpose=f"{job.kind} job {job.id}", session_spent=report.tokens_allowed)
+            check = preflight(
+                Namespace.get_by_id(job.namespace_id).name,
+                estimate_job_tokens(job),
+                purpose=f"{job.kind} job {job.id}",
+                session_spent=report.tokens_allowed,
+            )
             if check.decision == "block":
                 jobsvc.release(job)
                 report.blocked = f"job {job.id} ({job.kind}) not sent to the model: {check.reason}"

@@ -73,8 +73,15 @@ class _NoPool:
         return None
 
 
-def run_workers(url: str, namespace: str | None = None, *, workers: int = 2, provider: str | None = None,
-                kinds: tuple[str, ...] | None = None, progress: ProgressFn | None = None) -> DeriveReport:
+def run_workers(
+    url: str,
+    namespace: str | None = None,
+    *,
+    workers: int = 2,
+    provider: str | None = None,
+    kinds: tuple[str, ...] | None = None,
+    progress: ProgressFn | None = None,
+) -> DeriveReport:
     """Run due jobs in ``workers`` processes on the store at ``url`` (open in this process too, for
     progress); returns the workers' reports merged. ``provider`` is a provider's name: each worker
     makes its own."""

@@ -182,18 +182,20 @@ def validate_extracted(
         # them into ids once those are written (relations hold event ids only).
         earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
         kept_as[index] = len(drafts)
-        drafts.append({
-            "title": title.strip()[:200],
-            "summary": summary.strip()[:1000],
-            "tags": _clean_strings(raw.get("tags"), 12, 80),
-            "quotes": _clean_strings(raw.get("quotes"), 12, 500),
-            "source_message_ids": list(dict.fromkeys(ids)),
-            "temporal": temporal,
-            "relations": relations,
-            "supersedes_earlier": earlier,
-            "scope": normalize_scope(raw.get("scope")),
-            "criticality": normalize_criticality(raw.get("criticality")),
-        })
+        drafts.append(
+            {
+                "title": title.strip()[:200],
+                "summary": summary.strip()[:1000],
+                "tags": _clean_strings(raw.get("tags"), 12, 80),
+                "quotes": _clean_strings(raw.get("quotes"), 12, 500),
+                "source_message_ids": list(dict.fromkeys(ids)),
+                "temporal": temporal,
+                "relations": relations,
+                "supersedes_earlier": earlier,
+                "scope": normalize_scope(raw.get("scope")),
+                "criticality": normalize_criticality(raw.get("criticality")),
+            }
+        )
     return drafts, warnings
 
 
@@ -240,12 +242,17 @@ def _add_participants(event_id: int, names: Sequence[str]) -> None:
     bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], list(rows.values()))
 
 
-_LINK = Prepared(lambda event_id, kind, target_id: EventLink.insert(
-    event=event_id, kind=kind, target=target_id).on_conflict_ignore())
-_LIVE_TARGETS = Prepared(lambda ids, ns: Event.select().where(
-    Event.id.in_(ids) & Event.status.in_(LIVE) & (Event.namespace == ns)))
-_SUPERSEDE = Prepared(lambda by, now, target: Event.update(
-    status="superseded", superseded_by=by, forced_cap=SUPERSEDED_CAP, updated_at=now).where(Event.id == target))
+_LINK = Prepared(
+    lambda event_id, kind, target_id: EventLink.insert(event=event_id, kind=kind, target=target_id).on_conflict_ignore()
+)
+_LIVE_TARGETS = Prepared(
+    lambda ids, ns: Event.select().where(Event.id.in_(ids) & Event.status.in_(LIVE) & (Event.namespace == ns))
+)
+_SUPERSEDE = Prepared(
+    lambda by, now, target: Event.update(
+        status="superseded", superseded_by=by, forced_cap=SUPERSEDED_CAP, updated_at=now
+    ).where(Event.id == target)
+)
 
 
 def _link(event_id: int, kind: str, target_id: int) -> None:
@@ -276,30 +283,32 @@ def write_event(
     now = now_iso()
     criticality = draft.get("criticality", "routine")
     participants = temporal.get("participants", [])
-    event = insert_one(Event, dict(
-        namespace=namespace,
-        block=block,
-        thread=block.thread_id if block is not None else None,
-        title=draft["title"],
-        summary=draft["summary"],
-        tags=draft.get("tags", []),
-        quotes=draft.get("quotes", []),
-        participants=participants,
-        event_type=normalize_event_type(temporal.get("event_type")),
-        scope=draft.get("scope", "project"),
-        criticality=criticality,
-        formed_turn=formed_turn,
-        last_adopted_turn=formed_turn,
-        floor_weight=floor_for(criticality),
-        origin=origin,
-        fingerprint=fingerprint(draft["title"], draft["summary"]),
-        created_at=now,
-        updated_at=now,
-        **_time_fields(temporal, mentioned_fallback),
-    ))
+    event = insert_one(
+        Event,
+        dict(
+            namespace=namespace,
+            block=block,
+            thread=block.thread_id if block is not None else None,
+            title=draft["title"],
+            summary=draft["summary"],
+            tags=draft.get("tags", []),
+            quotes=draft.get("quotes", []),
+            participants=participants,
+            event_type=normalize_event_type(temporal.get("event_type")),
+            scope=draft.get("scope", "project"),
+            criticality=criticality,
+            formed_turn=formed_turn,
+            last_adopted_turn=formed_turn,
+            floor_weight=floor_for(criticality),
+            origin=origin,
+            fingerprint=fingerprint(draft["title"], draft["summary"]),
+            created_at=now,
+            updated_at=now,
+            **_time_fields(temporal, mentioned_fallback),
+        ),
+    )
     sources = draft.get("source_message_ids", [])
-    bulk_insert(EventSource, ["event_id", "message_id", "position"],
-                [(event.id, m, i) for i, m in enumerate(sources)])
+    bulk_insert(EventSource, ["event_id", "message_id", "position"], [(event.id, m, i) for i, m in enumerate(sources)])
     _add_participants(event.id, participants)
     if index:
         index_events(event.namespace_id, [event])
@@ -320,9 +329,20 @@ def write_event(
     return event
 
 
-_OPEN_GRAPH_JOB = Prepared(lambda ns, priority: Job.select().where(
-    (Job.namespace == ns) & (Job.kind == "graph") & (Job.status == "pending") & (Job.attempts == 0)
-    & (Job.priority == priority)).order_by(Job.id.desc()).limit(1))
+_OPEN_GRAPH_JOB = Prepared(
+    lambda ns, priority: (
+        Job.select()
+        .where(
+            (Job.namespace == ns)
+            & (Job.kind == "graph")
+            & (Job.status == "pending")
+            & (Job.attempts == 0)
+            & (Job.priority == priority)
+        )
+        .order_by(Job.id.desc())
+        .limit(1)
+    )
+)
 
 
 def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority: int = GRAPH_PRIORITY) -> None:
@@ -346,7 +366,9 @@ def queue_graph_projection(namespace_id: int, event_ids: Sequence[int], priority
             update_by_id(Job, open_job.id, dict(payload=payload, updated_at=now_iso()))
             ids = ids[room:]
     for start in range(0, len(ids), GRAPH_BATCH):
-        create_job(namespace_id, "graph", None, priority=priority, payload={"event_ids": ids[start : start + GRAPH_BATCH]})
+        create_job(
+            namespace_id, "graph", None, priority=priority, payload={"event_ids": ids[start : start + GRAPH_BATCH]}
+        )
 
 
 # ----------------------------------------------------------------------------- lifecycle
@@ -435,8 +457,10 @@ def text_words(text: str | None) -> list[str]:
     """The distinct words of a text filter (every one must appear), at most TEXT_WORDS_MAX."""
     words = list(dict.fromkeys((text or "").split()))
     if len(words) > TEXT_WORDS_MAX:
-        raise InvalidInputError(f"the text filter has {len(words)} distinct words; at most {TEXT_WORDS_MAX} can be "
-                                "required (fewer, more distinctive words find the same events)")
+        raise InvalidInputError(
+            f"the text filter has {len(words)} distinct words; at most {TEXT_WORDS_MAX} can be "
+            "required (fewer, more distinctive words find the same events)"
+        )
     return words
 
 
@@ -485,9 +509,19 @@ def _participant_clause(text: str, walk: bool):
     return Event.id.in_(rows)
 
 
-def filter_events(query, namespace_id: int | None, *, event_type: str | None = None, status: str | None = None,
-                  date_from: str | None = None, date_to: str | None = None, dated: bool | None = None,
-                  text: str | None = None, participant: str | None = None, walk: bool = False):
+def filter_events(
+    query,
+    namespace_id: int | None,
+    *,
+    event_type: str | None = None,
+    status: str | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    dated: bool | None = None,
+    text: str | None = None,
+    participant: str | None = None,
+    walk: bool = False,
+):
     """``query`` over events narrowed to one namespace (None: all) and the filters a person sets
     in `strata events` and the workbench timeline; ``walk`` when it reads one page in time order.
 
@@ -539,24 +573,33 @@ def list_events(
     the order (the next page, read along the event_chronology index; ``offset`` counts its way
     there: 3.8 s at half a million events).
     """
-    query = (
-        Event.select(Event, Namespace, Thread.name)
-        .join(Namespace)
-        .switch(Event)
-        .join(Thread, JOIN.LEFT_OUTER)
-    )
+    query = Event.select(Event, Namespace, Thread.name).join(Namespace).switch(Event).join(Thread, JOIN.LEFT_OUTER)
     ns = get_namespace(namespace) if namespace is not None else None
-    query = filter_events(query, ns.id if ns is not None else None, event_type=event_type, status=status,
-                          date_from=date_from, date_to=date_to, text=text, participant=participant,
-                          walk=True)
+    query = filter_events(
+        query,
+        ns.id if ns is not None else None,
+        event_type=event_type,
+        status=status,
+        date_from=date_from,
+        date_to=date_to,
+        text=text,
+        participant=participant,
+        walk=True,
+    )
     if after_event is not None:
-        anchor = (Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
-                  if is_row_id(after_event) else None)
+        anchor = (
+            Event.select(EVENT_CHRONOLOGY.alias("chron")).where(Event.id == after_event).first()
+            if is_row_id(after_event)
+            else None
+        )
         if anchor is None:
             raise NotFoundError(f"event {after_event} does not exist (see `strata events`)")
         query = query.where(after_in_chronology(anchor.chron, after_event))
-    query = query.order_by(EVENT_CHRONOLOGY, Event.id).limit(clamp(limit, 1, LIST_MAX, 100)).offset(
-        clamp(offset, 0, MAX_ROW_ID, 0))
+    query = (
+        query.order_by(EVENT_CHRONOLOGY, Event.id)
+        .limit(clamp(limit, 1, LIST_MAX, 100))
+        .offset(clamp(offset, 0, MAX_ROW_ID, 0))
+    )
     return [event_row(e, e.namespace, e.thread.name if e.thread_id else None) for e in query]
 
 
@@ -580,12 +623,16 @@ def get_event(event_id: int) -> EventCard:
         .order_by(EventSource.position)
     )
     out_links = [
-        (link.kind, link.target) for link in EventLink.select(EventLink, Event)
-        .join(Event, on=(EventLink.target == Event.id)).where(EventLink.event == event)
+        (link.kind, link.target)
+        for link in EventLink.select(EventLink, Event)
+        .join(Event, on=(EventLink.target == Event.id))
+        .where(EventLink.event == event)
     ]
     in_links = [
-        (link.kind, link.event) for link in EventLink.select(EventLink, Event)
-        .join(Event, on=(EventLink.event == Event.id)).where(EventLink.target == event)
+        (link.kind, link.event)
+        for link in EventLink.select(EventLink, Event)
+        .join(Event, on=(EventLink.event == Event.id))
+        .where(EventLink.target == event)
     ]
     return EventCard(
         event=event_row(event, ns, thread),
@@ -620,8 +667,9 @@ class LazyTimeline(UserList):
     ("the Atlas launch", "Notion") when the block's own timeline does not hold what it corrects;
     they join the timeline (on the original too), so a link to one of them is a link into it."""
 
-    def __init__(self, read: Callable[[], list[dict[str, Any]]],
-                 lookup: Callable[[str], list[dict[str, Any]]] | None = None) -> None:
+    def __init__(
+        self, read: Callable[[], list[dict[str, Any]]], lookup: Callable[[str], list[dict[str, Any]]] | None = None
+    ) -> None:
         # no super().__init__: it sets data to []
         self._read = read
         self._lookup = lookup
@@ -647,8 +695,10 @@ class LazyTimeline(UserList):
         self._data = value
 
     def __deepcopy__(self, memo) -> "LazyTimeline":
-        return LazyTimeline(lambda: copy.deepcopy(self.data),
-                            None if self._lookup is None else lambda text: copy.deepcopy(self.look_for(text)))
+        return LazyTimeline(
+            lambda: copy.deepcopy(self.data),
+            None if self._lookup is None else lambda text: copy.deepcopy(self.look_for(text)),
+        )
 
 
 RELEVANT_LIMIT = 8
@@ -679,11 +729,17 @@ _READY_BLOCKS = Prepared(_ready_blocks)
 # By block alone: with the namespace and status in the WHERE clause SQLite walked the
 # (namespace, status) index, every live event of the namespace, to find a few blocks' events.
 _KEYS_IN_BLOCKS = Prepared(lambda ids: Event.select(*_KEYED, Event.status).where(Event.block.in_(ids)).tuples())
-_LIVE_ORPHAN_KEYS = Prepared(lambda ns, exclude, limit: _live(
-    Event.select(*_KEYED).where(Event.block.is_null()), ns, exclude).order_by(
-    Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc()).limit(limit).tuples())
-_LIVE_IDS = Prepared(lambda ids, ns, exclude: _live(Event.select(Event.id).where(Event.id.in_(ids)), ns, exclude)
-                     .tuples())
+_LIVE_ORPHAN_KEYS = Prepared(
+    lambda ns, exclude, limit: (
+        _live(Event.select(*_KEYED).where(Event.block.is_null()), ns, exclude)
+        .order_by(Event.formed_turn.desc(), Event.created_at.desc(), Event.id.desc())
+        .limit(limit)
+        .tuples()
+    )
+)
+_LIVE_IDS = Prepared(
+    lambda ids, ns, exclude: _live(Event.select(Event.id).where(Event.id.in_(ids)), ns, exclude).tuples()
+)
 EVENTS_BY_ID = Prepared(lambda ids: Event.select().where(Event.id.in_(ids)))
 
 
@@ -710,8 +766,11 @@ def _recent_events(namespace_id: int, exclude_block: int | None) -> list[Event]:
             break
         ids = [i for i in sequences if i != exclude_block]  # the namespace's blocks
         if ids:
-            found.extend(((sequences[block], turn or 0, created or "", eid), eid)
-                         for eid, block, turn, created, status in _KEYS_IN_BLOCKS.rows(ids) if status in LIVE)
+            found.extend(
+                ((sequences[block], turn or 0, created or "", eid), eid)
+                for eid, block, turn, created, status in _KEYS_IN_BLOCKS.rows(ids)
+                if status in LIVE
+            )
         below, window = min(sequences.values()), window * 2
     if len(found) < RECENT_LIMIT:
         orphans = _LIVE_ORPHAN_KEYS.rows(namespace_id, exclude_block, RECENT_LIMIT)
@@ -770,8 +829,9 @@ def name_mentions(namespace_id: int, name: str, exclude: Iterable[int] = ()) -> 
     return [f"{e.title}\n{e.summary}" for e in found]
 
 
-def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: int | None,
-               exclude: set[int] = frozenset()) -> list[Event]:
+def _best_live(
+    namespace_id: int, terms: list[str], limit: int, exclude_block: int | None, exclude: set[int] = frozenset()
+) -> list[Event]:
     """The ``limit`` live events (outside ``exclude_block`` and ``exclude``) that score best for
     ``terms``, best first."""
     from core.search.index import bm25_top_kept
@@ -779,16 +839,25 @@ def _best_live(namespace_id: int, terms: list[str], limit: int, exclude_block: i
     if not terms:
         return []
     # Ids first: hydrating the events to keep eight was most of the cost.
-    ids = bm25_top_kept("event", namespace_id, terms, limit,
-                        lambda found: live_event_ids([i for i in found if i not in exclude], namespace_id,
-                                                     exclude_block))
+    ids = bm25_top_kept(
+        "event",
+        namespace_id,
+        terms,
+        limit,
+        lambda found: live_event_ids([i for i in found if i not in exclude], namespace_id, exclude_block),
+    )
     by_id = {e.id: e for e in EVENTS_BY_ID.rows(ids)} if ids else {}
     return [by_id[i] for i in ids if i in by_id]
 
 
 def _timeline_item(e: Event) -> dict[str, Any]:
     return {
-        "id": e.id, "title": e.title, "summary": e.summary, "participants": list(e.participants or ()),
-        "event_type": e.event_type, "status": e.status, "happened_start": e.happened_start,
+        "id": e.id,
+        "title": e.title,
+        "summary": e.summary,
+        "participants": list(e.participants or ()),
+        "event_type": e.event_type,
+        "status": e.status,
+        "happened_start": e.happened_start,
         "mentioned_at": e.mentioned_at,
     }

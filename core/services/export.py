@@ -24,8 +24,19 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 from core.db import chunks, read_snapshot
 from core.errors import InvalidInputError
 from core.models import (
-    Block, Event, EventLink, EventSource, GraphEdge, GraphEnding, GraphFact, GraphNode, GraphSource, IngestionReceipt,
-    Message, Thread, UsageReceipt,
+    Block,
+    Event,
+    EventLink,
+    EventSource,
+    GraphEdge,
+    GraphEnding,
+    GraphFact,
+    GraphNode,
+    GraphSource,
+    IngestionReceipt,
+    Message,
+    Thread,
+    UsageReceipt,
 )
 from core.redact import redact_value
 from core.services.events import event_weight
@@ -102,21 +113,42 @@ def _sections(ns) -> dict[str, Any]:
         for page in _pages(query, Message.id):
             for m in page:
                 yield {
-                    "id": m.id, "thread": threads[m.thread_id].name, "block_id": m.block_id, "position": m.position,
-                    "turn": m.turn, "ns_turn": m.ns_turn, "role": m.role, "speaker": m.speaker, "content": m.content,
-                    "created_at": m.created_at, "external_id": m.external_id, "tool_calls": m.tool_calls,
+                    "id": m.id,
+                    "thread": threads[m.thread_id].name,
+                    "block_id": m.block_id,
+                    "position": m.position,
+                    "turn": m.turn,
+                    "ns_turn": m.ns_turn,
+                    "role": m.role,
+                    "speaker": m.speaker,
+                    "content": m.content,
+                    "created_at": m.created_at,
+                    "external_id": m.external_id,
+                    "tool_calls": m.tool_calls,
                 }
 
     def blocks(query) -> Iterator[dict[str, Any]]:
         for b in query.order_by(Block.sequence, Block.id).iterator():
             yield {
-                "id": b.id, "thread": threads[b.thread_id].name, "sequence": b.sequence, "start_turn": b.start_turn,
-                "end_turn": b.end_turn, "message_count": b.message_count, "created_at": b.created_at,
-                "status": b.status, "l0_title": b.l0_title, "l0_tags": b.l0_tags, "l1_summary": b.l1_summary,
-                "l2_keypoints": b.l2_keypoints, "should_extract": b.should_extract, "l3_text": b.l3_text,
-                "l4_text": b.l4_text, "ready_position": b.ready_position,
+                "id": b.id,
+                "thread": threads[b.thread_id].name,
+                "sequence": b.sequence,
+                "start_turn": b.start_turn,
+                "end_turn": b.end_turn,
+                "message_count": b.message_count,
+                "created_at": b.created_at,
+                "status": b.status,
+                "l0_title": b.l0_title,
+                "l0_tags": b.l0_tags,
+                "l1_summary": b.l1_summary,
+                "l2_keypoints": b.l2_keypoints,
+                "should_extract": b.should_extract,
+                "l3_text": b.l3_text,
+                "l4_text": b.l4_text,
+                "ready_position": b.ready_position,
                 "pointer": [b.pointer_current_level, b.pointer_anchor_level, b.pointer_anchor_position],
-                "last_lifted_at": b.last_lifted_at, "last_lifted_by": b.last_lifted_by,
+                "last_lifted_at": b.last_lifted_at,
+                "last_lifted_by": b.last_lifted_by,
             }
 
     def events(query) -> Iterator[dict[str, Any]]:
@@ -126,97 +158,190 @@ def _sections(ns) -> dict[str, Any]:
             links = _grouped(EventLink, EventLink.event, ids, (EventLink.event, EventLink.kind, EventLink.target))
             for e in page:
                 yield {
-                    "id": e.id, "block_id": e.block_id,
+                    "id": e.id,
+                    "block_id": e.block_id,
                     "thread": threads[e.thread_id].name if e.thread_id in threads else None,
-                    "title": e.title, "summary": e.summary, "tags": e.tags, "quotes": e.quotes,
-                    "participants": e.participants, "participant_node_ids": e.participant_node_ids,
-                    "event_type": e.event_type, "scope": e.scope, "criticality": e.criticality, "status": e.status,
-                    "superseded_by": e.superseded_by, "mentioned_at": e.mentioned_at,
-                    "happened_start": e.happened_start, "happened_end": e.happened_end,
-                    "original_text": e.original_text, "precision": e.precision, "basis": e.basis,
-                    "time_status": e.time_status, "origin": e.origin, "created_at": e.created_at,
-                    "updated_at": e.updated_at, "sources": [r.message_id for r in sources.get(e.id, [])],
+                    "title": e.title,
+                    "summary": e.summary,
+                    "tags": e.tags,
+                    "quotes": e.quotes,
+                    "participants": e.participants,
+                    "participant_node_ids": e.participant_node_ids,
+                    "event_type": e.event_type,
+                    "scope": e.scope,
+                    "criticality": e.criticality,
+                    "status": e.status,
+                    "superseded_by": e.superseded_by,
+                    "mentioned_at": e.mentioned_at,
+                    "happened_start": e.happened_start,
+                    "happened_end": e.happened_end,
+                    "original_text": e.original_text,
+                    "precision": e.precision,
+                    "basis": e.basis,
+                    "time_status": e.time_status,
+                    "origin": e.origin,
+                    "created_at": e.created_at,
+                    "updated_at": e.updated_at,
+                    "sources": [r.message_id for r in sources.get(e.id, [])],
                     "links": [[r.kind, r.target_id] for r in links.get(e.id, [])],
-                    "weight": {"mention_count": e.mention_count, "formed_turn": e.formed_turn,
-                               "last_adopted_turn": e.last_adopted_turn, "pinned": e.pinned,
-                               "floor": e.floor_weight, "forced_cap": e.forced_cap,
-                               "value": round(event_weight(e, ns.current_turn), 6)},
+                    "weight": {
+                        "mention_count": e.mention_count,
+                        "formed_turn": e.formed_turn,
+                        "last_adopted_turn": e.last_adopted_turn,
+                        "pinned": e.pinned,
+                        "floor": e.floor_weight,
+                        "forced_cap": e.forced_cap,
+                        "value": round(event_weight(e, ns.current_turn), 6),
+                    },
                 }
 
     def cited(kind: str, ids: list[int]) -> dict[int, list[int]]:
         # Plain ids, not rows: at a million messages 113 nodes cite 1.45M events (1.3 GB as rows).
         out: dict[int, list[int]] = {}
         for part in chunks(ids):
-            query = (GraphSource.select(GraphSource.record_id, GraphSource.event)
-                     .where((GraphSource.kind == kind) & GraphSource.record_id.in_(part))
-                     .order_by(GraphSource.record_id, GraphSource.event))
+            query = (
+                GraphSource.select(GraphSource.record_id, GraphSource.event)
+                .where((GraphSource.kind == kind) & GraphSource.record_id.in_(part))
+                .order_by(GraphSource.record_id, GraphSource.event)
+            )
             for record, event in query.tuples().iterator():
                 out.setdefault(record, []).append(event)
         return out
 
     def ended(kind: str, ids: list[int]) -> dict[int, list[dict]]:
         rows = _grouped(GraphEnding, GraphEnding.record_id, ids, (GraphEnding.id,), GraphEnding.kind == kind)
-        return {record: sorted(({"cause": r.cause_kind, "id": r.cause_id, "valid_to": r.valid_to,
-                                 "prior_status": r.prior_status, "prior_valid_to": r.prior_valid_to} for r in found),
-                               key=lambda e: (e["cause"], e["id"]))
-                for record, found in rows.items()}
+        return {
+            record: sorted(
+                (
+                    {
+                        "cause": r.cause_kind,
+                        "id": r.cause_id,
+                        "valid_to": r.valid_to,
+                        "prior_status": r.prior_status,
+                        "prior_valid_to": r.prior_valid_to,
+                    }
+                    for r in found
+                ),
+                key=lambda e: (e["cause"], e["id"]),
+            )
+            for record, found in rows.items()
+        }
 
     def nodes(query) -> Iterator[dict[str, Any]]:
         for page in _pages(query, GraphNode.id):
             sources = cited("node", [n.id for n in page])
             for n in page:
-                yield {"id": n.id, "name": n.name, "type": n.type, "aliases": n.aliases, "tags": n.tags,
-                       "provenance": n.provenance, "status": n.status, "confidence": n.confidence,
-                       "created_at": n.created_at, "updated_at": n.updated_at, "sources": sources.get(n.id, [])}
+                yield {
+                    "id": n.id,
+                    "name": n.name,
+                    "type": n.type,
+                    "aliases": n.aliases,
+                    "tags": n.tags,
+                    "provenance": n.provenance,
+                    "status": n.status,
+                    "confidence": n.confidence,
+                    "created_at": n.created_at,
+                    "updated_at": n.updated_at,
+                    "sources": sources.get(n.id, []),
+                }
 
     def facts(query) -> Iterator[dict[str, Any]]:
         for page in _pages(query, GraphFact.id):
             ids = [f.id for f in page]
             sources, endings = cited("fact", ids), ended("fact", ids)
             for f in page:
-                yield {"id": f.id, "node_id": f.node_id, "key": f.key, "value": f.value, "status": f.status,
-                       "valid_from": f.valid_from, "valid_to": f.valid_to, "confidence": f.confidence,
-                       "created_at": f.created_at, "updated_at": f.updated_at, "sources": sources.get(f.id, []),
-                       "ended_by": endings.get(f.id, [])}
+                yield {
+                    "id": f.id,
+                    "node_id": f.node_id,
+                    "key": f.key,
+                    "value": f.value,
+                    "status": f.status,
+                    "valid_from": f.valid_from,
+                    "valid_to": f.valid_to,
+                    "confidence": f.confidence,
+                    "created_at": f.created_at,
+                    "updated_at": f.updated_at,
+                    "sources": sources.get(f.id, []),
+                    "ended_by": endings.get(f.id, []),
+                }
 
     def edges(query) -> Iterator[dict[str, Any]]:
         for page in _pages(query, GraphEdge.id):
             ids = [e.id for e in page]
             sources, endings = cited("edge", ids), ended("edge", ids)
             for e in page:
-                yield {"id": e.id, "from": e.from_node_id, "to": e.to_node_id, "relation": e.relation,
-                       "status": e.status, "valid_from": e.valid_from, "valid_to": e.valid_to,
-                       "confidence": e.confidence, "created_at": e.created_at, "updated_at": e.updated_at,
-                       "sources": sources.get(e.id, []), "ended_by": endings.get(e.id, [])}
+                yield {
+                    "id": e.id,
+                    "from": e.from_node_id,
+                    "to": e.to_node_id,
+                    "relation": e.relation,
+                    "status": e.status,
+                    "valid_from": e.valid_from,
+                    "valid_to": e.valid_to,
+                    "confidence": e.confidence,
+                    "created_at": e.created_at,
+                    "updated_at": e.updated_at,
+                    "sources": sources.get(e.id, []),
+                    "ended_by": endings.get(e.id, []),
+                }
 
     def usage(query) -> Iterator[dict[str, Any]]:
         for r in query.order_by(UsageReceipt.id).iterator():
-            yield {"receipt_id": r.receipt_id, "batch_id": r.batch_id, "event_ids": r.event_ids, "audit": r.audit,
-                   "created_at": r.created_at}
+            yield {
+                "receipt_id": r.receipt_id,
+                "batch_id": r.batch_id,
+                "event_ids": r.event_ids,
+                "audit": r.audit,
+                "created_at": r.created_at,
+            }
 
     def ingestion(query) -> Iterator[dict[str, Any]]:
         for r in query.order_by(IngestionReceipt.id).iterator():
-            yield {"receipt_id": r.receipt_id, "payload_hash": r.payload_hash, "result": r.result,
-                   "created_at": r.created_at}
+            yield {
+                "receipt_id": r.receipt_id,
+                "payload_hash": r.payload_hash,
+                "result": r.result,
+                "created_at": r.created_at,
+            }
 
     return {
         "export_version": EXPORT_VERSION,
-        "namespace": {"name": ns.name, "current_turn": ns.current_turn, "block_turn_size": ns.block_turn_size,
-                      "block_decay_lambda": ns.block_decay_lambda, "created_at": ns.created_at},
-        "threads": [{"name": t.name, "message_count": t.message_count, "turn_count": t.turn_count,
-                     "sealed_turns": t.sealed_turns, "block_count": t.block_count, "ready_count": t.ready_count,
-                     "created_at": t.created_at} for t in threads.values()],
+        "namespace": {
+            "name": ns.name,
+            "current_turn": ns.current_turn,
+            "block_turn_size": ns.block_turn_size,
+            "block_decay_lambda": ns.block_decay_lambda,
+            "created_at": ns.created_at,
+        },
+        "threads": [
+            {
+                "name": t.name,
+                "message_count": t.message_count,
+                "turn_count": t.turn_count,
+                "sealed_turns": t.sealed_turns,
+                "block_count": t.block_count,
+                "ready_count": t.ready_count,
+                "created_at": t.created_at,
+            }
+            for t in threads.values()
+        ],
         "messages": Rows(Message.select().where(Message.namespace == ns), messages),
         "blocks": Rows(Block.select().where(Block.namespace == ns), blocks),
         "events": Rows(Event.select().where(Event.namespace == ns), events),
         "graph": {
             "nodes": Rows(GraphNode.select().where(GraphNode.namespace == ns), nodes),
-            "facts": Rows(GraphFact.select().where(
-                GraphFact.node.in_(GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns))), facts),
+            "facts": Rows(
+                GraphFact.select().where(
+                    GraphFact.node.in_(GraphNode.select(GraphNode.id).where(GraphNode.namespace == ns))
+                ),
+                facts,
+            ),
             "edges": Rows(GraphEdge.select().where(GraphEdge.namespace == ns), edges),
         },
-        "receipts": {"usage": Rows(UsageReceipt.select().where(UsageReceipt.namespace == ns), usage),
-                     "ingestion": Rows(IngestionReceipt.select().where(IngestionReceipt.namespace == ns), ingestion)},
+        "receipts": {
+            "usage": Rows(UsageReceipt.select().where(UsageReceipt.namespace == ns), usage),
+            "ingestion": Rows(IngestionReceipt.select().where(IngestionReceipt.namespace == ns), ingestion),
+        },
     }
 
 
@@ -258,15 +383,28 @@ def write_markdown(data: dict[str, Any], out: TextIO) -> None:
         for text in texts:
             out.write(text + "\n")
 
-    lines(f"# Strata export: {ns['name']}", "",
-          f"current turn {ns['current_turn']}, block size {ns['block_turn_size']}, "
-          f"decay λ {ns['block_decay_lambda']}, created {ns['created_at']}", "")
-    lines("## Threads", "", *[f"- {t['name']}: {t['message_count']} messages, {t['turn_count']} turns, "
-                              f"{t['block_count']} blocks" for t in data["threads"]], "")
+    lines(
+        f"# Strata export: {ns['name']}",
+        "",
+        f"current turn {ns['current_turn']}, block size {ns['block_turn_size']}, "
+        f"decay λ {ns['block_decay_lambda']}, created {ns['created_at']}",
+        "",
+    )
+    lines(
+        "## Threads",
+        "",
+        *[
+            f"- {t['name']}: {t['message_count']} messages, {t['turn_count']} turns, {t['block_count']} blocks"
+            for t in data["threads"]
+        ],
+        "",
+    )
     lines("## Blocks", "")
     for b in data["blocks"]:
-        lines(f"### Block {b['id']} (sequence {b['sequence']}, {b['thread']}, turns {b['start_turn']}-"
-              f"{b['end_turn']}, {b['status']})")
+        lines(
+            f"### Block {b['id']} (sequence {b['sequence']}, {b['thread']}, turns {b['start_turn']}-"
+            f"{b['end_turn']}, {b['status']})"
+        )
         if b["l0_title"]:
             lines(f"**{_md_text(b['l0_title'])}** — tags: {', '.join(b['l0_tags'] or [])}")
         if b["l1_summary"]:
@@ -275,25 +413,31 @@ def write_markdown(data: dict[str, Any], out: TextIO) -> None:
     lines("## Messages", "")
     for m in data["messages"]:
         who = m["speaker"] or m["role"]
-        lines(f"- [{m['id']}] {m['created_at']} {m['thread']}#{m['position']} (block {m['block_id']}) "
-              f"{who}: {_md_text(m['content'])}")
+        lines(
+            f"- [{m['id']}] {m['created_at']} {m['thread']}#{m['position']} (block {m['block_id']}) "
+            f"{who}: {_md_text(m['content'])}"
+        )
     lines("", "## Events", "")
     for e in data["events"]:
         when = e["happened_start"] or f"mentioned {e['mentioned_at']}"
         links = "; ".join(f"{k} {t}" for k, t in e["links"])
-        lines(f"- [{e['id']}] **{_md_text(e['title'])}** ({e['status']}, {e['event_type']}, {when}, "
-              f"weight {e['weight']['value']}): {_md_text(e['summary'])} — sources {e['sources']}"
-              + (f" — links: {links}" if links else ""))
+        lines(
+            f"- [{e['id']}] **{_md_text(e['title'])}** ({e['status']}, {e['event_type']}, {when}, "
+            f"weight {e['weight']['value']}): {_md_text(e['summary'])} — sources {e['sources']}"
+            + (f" — links: {links}" if links else "")
+        )
     lines("", "## Graph", "")
     for n in data["graph"]["nodes"]:
-        lines(f"- node [{n['id']}] {n['name']} ({n['type']}, {n['status']}) aliases {n['aliases']} "
-              f"— sources {n['sources']}")
+        lines(
+            f"- node [{n['id']}] {n['name']} ({n['type']}, {n['status']}) aliases {n['aliases']} "
+            f"— sources {n['sources']}"
+        )
     for f in data["graph"]["facts"]:
-        lines(f"- fact [{f['id']}] node {f['node_id']} {f['key']} = {f['value']} ({f['status']}) "
-              f"— sources {f['sources']}")
+        lines(
+            f"- fact [{f['id']}] node {f['node_id']} {f['key']} = {f['value']} ({f['status']}) — sources {f['sources']}"
+        )
     for e in data["graph"]["edges"]:
-        lines(f"- edge [{e['id']}] {e['from']} -{e['relation']}-> {e['to']} ({e['status']}) "
-              f"— sources {e['sources']}")
+        lines(f"- edge [{e['id']}] {e['from']} -{e['relation']}-> {e['to']} ({e['status']}) — sources {e['sources']}")
     lines("", "## Receipts", "")
     for r in data["receipts"]["usage"]:
         lines(f"- use {r['receipt_id']}: events {r['event_ids']} ({r['created_at']})")
@@ -316,6 +460,7 @@ def _counted(data: Any, progress: Callable[[int, int, str], None], total: int) -
                 done += 1
                 if done % PROGRESS_EVERY == 0:
                     progress(done, total, label)
+
         return Rows(rows.source, produce)
 
     return _each_rows(data, wrap)
@@ -337,8 +482,14 @@ def _records(data: Any) -> int:
     return sum(counts)
 
 
-def write_export(namespace: str, out: TextIO, format: str = "json",
-                 progress: Callable[[int, int, str], None] | None = None, *, redact: bool = False) -> None:
+def write_export(
+    namespace: str,
+    out: TextIO,
+    format: str = "json",
+    progress: Callable[[int, int, str], None] | None = None,
+    *,
+    redact: bool = False,
+) -> None:
     """Write the canonical export of ``namespace`` to ``out`` as it is read (memory stays flat
     whatever the size), from one snapshot of the database: ``json`` (sorted keys) or ``markdown``.
     ``progress(done, total, section)`` is called as records are written. ``redact`` masks
@@ -377,6 +528,7 @@ def relabel_ids(data: dict[str, Any]) -> dict[str, Any]:
     undone in between, so later rows got higher ids) relabel to the same data. Used to
     compare stores, never to store anything.
     """
+
     def ranks(values) -> dict[int, int]:
         return {v: i + 1 for i, v in enumerate(sorted(v for v in values if v is not None))}
 
@@ -442,8 +594,11 @@ def comparable_memory(namespace: str) -> dict[str, Any]:
 
     def strip(value, derived: bool):
         if isinstance(value, dict):
-            return {k: strip(v, derived) for k, v in value.items()
-                    if k not in _WALL_TIMES and not (derived and k == "created_at")}
+            return {
+                k: strip(v, derived)
+                for k, v in value.items()
+                if k not in _WALL_TIMES and not (derived and k == "created_at")
+            }
         if isinstance(value, list):
             return [strip(v, derived) for v in value]
         return value

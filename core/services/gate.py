@@ -28,7 +28,14 @@ from peewee import fn
 from core.db import is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError, ReceiptConflictError, StrataError
 from core.models import (
-    LIVE, BatchRef, Event, GraphEdge, GraphNode, Namespace, RetrievalBatch, UsageReceipt,
+    LIVE,
+    BatchRef,
+    Event,
+    GraphEdge,
+    GraphNode,
+    Namespace,
+    RetrievalBatch,
+    UsageReceipt,
 )
 from core.redact import redact_text
 from core.services.spaces import bump_revision, get_namespace
@@ -39,8 +46,14 @@ from core.vocab import HIDDEN_EVENT_STATUSES
 # ----------------------------------------------------------------------------- vocabulary
 
 STRATEGIES = (
-    "answer", "search_events", "expand_event", "search_graph", "expand_graph_node",
-    "search_raw_memory", "expand_block", "get_blocks",
+    "answer",
+    "search_events",
+    "expand_event",
+    "search_graph",
+    "expand_graph_node",
+    "search_raw_memory",
+    "expand_block",
+    "get_blocks",
 )
 
 # Which retrieval channel each strategy uses ("answer" retrieves nothing).
@@ -111,8 +124,17 @@ class BatchClosedError(StrataError):
 class UseRefusedError(StrataError):
     """``record_use`` found problems with the refs; nothing was recorded."""
 
-    def __init__(self, message: str, *, batch_id: int, batch_status: str, issues: Sequence["UseIssue"],
-                 duplicate_refs: Sequence[str], available_refs: Sequence[str], adopted_refs: Sequence[str]):
+    def __init__(
+        self,
+        message: str,
+        *,
+        batch_id: int,
+        batch_status: str,
+        issues: Sequence["UseIssue"],
+        duplicate_refs: Sequence[str],
+        available_refs: Sequence[str],
+        adopted_refs: Sequence[str],
+    ):
         super().__init__(message)
         self.batch_id = batch_id
         self.batch_status = batch_status
@@ -293,11 +315,15 @@ def refs_for_events(items: Iterable[Any]) -> list[RefSpec]:
     for event_id, title, weight, score in parsed:
         title = title if title is not None else titles.get(event_id)
         components = {k: v for k, v in (("rrf", score), ("weight", weight)) if v is not None}
-        out.append(RefSpec(
-            event_ref(event_id), (event_id,),
-            {"kind": "event", "id": event_id, "title": title, "detail_kind": "event_id"},
-            score, components,
-        ))
+        out.append(
+            RefSpec(
+                event_ref(event_id),
+                (event_id,),
+                {"kind": "event", "id": event_id, "title": title, "detail_kind": "event_id"},
+                score,
+                components,
+            )
+        )
     return out
 
 
@@ -315,8 +341,12 @@ def _node_event_ids(node_ids: Sequence[int], expanded: bool) -> dict[int, list[i
     for node_id in dict.fromkeys(node_ids):
         own = set(newest_sources("node", node_id, LIVE, NODE_REF_EVENTS))
         if expanded:
-            edges = GraphEdge.select(GraphEdge.id).where((GraphEdge.from_node == node_id) | (GraphEdge.to_node == node_id))
-            around = {e for (edge_id,) in edges.tuples() for e in newest_sources("edge", edge_id, LIVE, NODE_REF_EVENTS)}
+            edges = GraphEdge.select(GraphEdge.id).where(
+                (GraphEdge.from_node == node_id) | (GraphEdge.to_node == node_id)
+            )
+            around = {
+                e for (edge_id,) in edges.tuples() for e in newest_sources("edge", edge_id, LIVE, NODE_REF_EVENTS)
+            }
             own |= set(sorted(around, reverse=True)[:NODE_REF_EVENTS])
         out[node_id] = sorted(own, reverse=True)
     return out
@@ -339,16 +369,29 @@ def refs_for_nodes(items: Iterable[Any], *, expanded: bool = False) -> list[RefS
         else:
             nodes.append((item.id, getattr(item, "name", None), score))
     missing = [i for i, name, _ in nodes if name is None]
-    names = dict(GraphNode.select(GraphNode.id, GraphNode.name).where(GraphNode.id.in_(missing)).tuples()) if missing else {}
+    names = (
+        dict(GraphNode.select(GraphNode.id, GraphNode.name).where(GraphNode.id.in_(missing)).tuples())
+        if missing
+        else {}
+    )
     events = _node_event_ids([i for i, _, _ in nodes], expanded)
     out = []
     for node_id, name, score in nodes:
-        out.append(RefSpec(
-            node_ref(node_id, expanded), tuple(events.get(node_id, ())),
-            {"kind": "graph", "id": node_id, "title": name if name is not None else names.get(node_id),
-             "detail_kind": "node_id", "expanded": expanded},
-            score, {"bm25": score} if score is not None else {},
-        ))
+        out.append(
+            RefSpec(
+                node_ref(node_id, expanded),
+                tuple(events.get(node_id, ())),
+                {
+                    "kind": "graph",
+                    "id": node_id,
+                    "title": name if name is not None else names.get(node_id),
+                    "detail_kind": "node_id",
+                    "expanded": expanded,
+                },
+                score,
+                {"bm25": score} if score is not None else {},
+            )
+        )
     return out
 
 
@@ -359,12 +402,22 @@ def refs_for_raw(hits: Iterable[Any]) -> list[RefSpec]:
     for hit in hits:
         message = hit.message
         snippet = " ".join(message.content.split())[:80]
-        out.append(RefSpec(
-            raw_ref(hit.block_id, message.id, message.position), (),
-            {"kind": "raw", "id": message.id, "title": snippet, "detail_kind": "message_id",
-             "block_id": hit.block_id, "thread": message.thread},
-            hit.score, {"bm25": hit.score},
-        ))
+        out.append(
+            RefSpec(
+                raw_ref(hit.block_id, message.id, message.position),
+                (),
+                {
+                    "kind": "raw",
+                    "id": message.id,
+                    "title": snippet,
+                    "detail_kind": "message_id",
+                    "block_id": hit.block_id,
+                    "thread": message.thread,
+                },
+                hit.score,
+                {"bm25": hit.score},
+            )
+        )
     return out
 
 
@@ -372,11 +425,19 @@ def refs_for_blocks(views: Iterable[Any]) -> list[RefSpec]:
     """Refs for rendered blocks (``BlockView``); block refs carry no events."""
     out = []
     for view in views:
-        out.append(RefSpec(
-            block_ref(view.id, view.level), (),
-            {"kind": "block", "id": view.id, "title": f"{view.thread} turns {view.start_turn}-{view.end_turn}",
-             "detail_kind": "block_id", "level": view.level},
-        ))
+        out.append(
+            RefSpec(
+                block_ref(view.id, view.level),
+                (),
+                {
+                    "kind": "block",
+                    "id": view.id,
+                    "title": f"{view.thread} turns {view.start_turn}-{view.end_turn}",
+                    "detail_kind": "block_id",
+                    "level": view.level,
+                },
+            )
+        )
     return out
 
 
@@ -430,11 +491,15 @@ def _specs(refs: Iterable[Any]) -> list[RefSpec]:
             item = RefSpec(item)
         elif not isinstance(item, RefSpec):
             if not isinstance(item, (tuple, list)) or not 1 <= len(item) <= 5:
-                raise InvalidInputError(f"refs[{index}]: expected a RefSpec or (ref, event_ids, citation), got {item!r}")
+                raise InvalidInputError(
+                    f"refs[{index}]: expected a RefSpec or (ref, event_ids, citation), got {item!r}"
+                )
             item = RefSpec(*item)
         ref = item.ref.strip() if isinstance(item.ref, str) else ""
         if not ref or len(ref) > MAX_REF_CHARS:
-            raise InvalidInputError(f"refs[{index}]: ref must be a non-empty string of at most {MAX_REF_CHARS} characters")
+            raise InvalidInputError(
+                f"refs[{index}]: ref must be a non-empty string of at most {MAX_REF_CHARS} characters"
+            )
         ids = list(item.event_ids or ())
         if any(not isinstance(i, int) or isinstance(i, bool) for i in ids):
             raise InvalidInputError(f"refs[{index}]: event_ids must be integers, got {ids!r}")
@@ -451,9 +516,14 @@ def _scope(namespace_id: int, session: str | None):
 def _round(namespace_id: int, session: str | None) -> list[RetrievalBatch]:
     """Open batches of the scope opened after its last recorded batch, oldest first."""
     scope = _scope(namespace_id, session)
-    last = (RetrievalBatch.select(fn.MAX(RetrievalBatch.sequence))
-            .where(scope & (RetrievalBatch.status == "recorded")).scalar()) or 0
-    return list(RetrievalBatch.select().where(scope & (RetrievalBatch.sequence > last)).order_by(RetrievalBatch.sequence))
+    last = (
+        RetrievalBatch.select(fn.MAX(RetrievalBatch.sequence))
+        .where(scope & (RetrievalBatch.status == "recorded"))
+        .scalar()
+    ) or 0
+    return list(
+        RetrievalBatch.select().where(scope & (RetrievalBatch.sequence > last)).order_by(RetrievalBatch.sequence)
+    )
 
 
 def _spent(round_batches: Sequence[RetrievalBatch]) -> dict[str, RetrievalBatch]:
@@ -479,17 +549,26 @@ def _refs_of(batch_ids: Sequence[int]) -> dict[int, list[BatchRef]]:
     return out
 
 
-def _check(ns: Namespace, channel: str, session: str | None, refs: Sequence[str] | None, budget: int | None,
-           round_batches: Sequence[RetrievalBatch]) -> None:
+def _check(
+    ns: Namespace,
+    channel: str,
+    session: str | None,
+    refs: Sequence[str] | None,
+    budget: int | None,
+    round_batches: Sequence[RetrievalBatch],
+) -> None:
     who = f"session {session!r}" if session is not None else f"namespace {ns.name!r} (no session)"
     if budget is not None and len(round_batches) >= budget:
         ids = [b.id for b in round_batches]
         raise BudgetExhaustedError(
             f"retrieval budget exhausted: {who} already opened {len(round_batches)} retrieval batches "
-            f"(budget {budget}) since its last recorded use. Do not search again: answer now with explicit uncertainty, "
+            f"(budget {budget}) since its last recorded use. Do not search again: answer now with explicit "
+            f"uncertainty, "
             f"using only the evidence you already have and saying what is still missing, and close the open batches "
             f"with record_use ({', '.join(batch_label(i) for i in ids)}).",
-            session=session, budget=budget, open_batch_ids=ids,
+            session=session,
+            budget=budget,
+            open_batch_ids=ids,
         )
     previous = next((b for b in reversed(round_batches) if b.channel == channel), None)
     if previous is None or previous.new_refs != 0:
@@ -505,12 +584,20 @@ def _check(ns: Namespace, channel: str, session: str | None, refs: Sequence[str]
         f"strategy switch required: the previous {channel!r} batch of {who} ({batch_label(previous.id)}) "
         f"added no new evidence, so {what} may not be queried again in this round. "
         f"Switch strategy: try {', '.join(alternatives)}.",
-        channel=channel, batch_id=previous.id, alternatives=alternatives,
+        channel=channel,
+        batch_id=previous.id,
+        alternatives=alternatives,
     )
 
 
-def check_batch_allowed(namespace: str, channel: str, refs: Sequence[str] | None = None, *,
-                        session: str | None = None, budget: int | None = DEFAULT_BUDGET) -> None:
+def check_batch_allowed(
+    namespace: str,
+    channel: str,
+    refs: Sequence[str] | None = None,
+    *,
+    session: str | None = None,
+    budget: int | None = DEFAULT_BUDGET,
+) -> None:
     """Raise BudgetExhaustedError / StrategyRepeatError if ``open_batch`` would refuse.
 
     Call it before a retrieval that writes (``expand_block`` re-anchors decay), so a
@@ -536,7 +623,7 @@ def _info(batch: RetrievalBatch, ns_name: str | None = None, refs: list[BatchRef
         ns_name = Namespace.get_by_id(batch.namespace_id).name
     if refs is None:
         refs = _refs_of([batch.id])[batch.id]
-    receipt = (UsageReceipt.select().where(UsageReceipt.batch == batch.id).order_by(UsageReceipt.id).first())
+    receipt = UsageReceipt.select().where(UsageReceipt.batch == batch.id).order_by(UsageReceipt.id).first()
     return BatchInfo(
         id=batch.id,
         namespace=ns_name,
@@ -550,7 +637,8 @@ def _info(batch: RetrievalBatch, ns_name: str | None = None, refs: list[BatchRef
         refs=tuple(BatchRefInfo(r.ref, r.position, tuple(r.event_ids or ()), r.citation) for r in refs),
         assessment=batch.assessment,
         receipt=ReceiptInfo(receipt.receipt_id, tuple(receipt.event_ids or ()), receipt.audit, receipt.created_at)
-        if receipt is not None else None,
+        if receipt is not None
+        else None,
         created_at=batch.created_at,
         updated_at=batch.updated_at,
     )
@@ -578,9 +666,13 @@ def unresolved_batches(namespace: str, session: str | None = None) -> list[Batch
 
 
 def _open_ids(namespace_id: int, session: str | None) -> tuple[int, ...]:
-    return tuple(i for (i,) in RetrievalBatch.select(RetrievalBatch.id).where(
-        _scope(namespace_id, session) & RetrievalBatch.status.in_(OPEN_STATUSES)
-    ).order_by(RetrievalBatch.sequence).tuples())
+    return tuple(
+        i
+        for (i,) in RetrievalBatch.select(RetrievalBatch.id)
+        .where(_scope(namespace_id, session) & RetrievalBatch.status.in_(OPEN_STATUSES))
+        .order_by(RetrievalBatch.sequence)
+        .tuples()
+    )
 
 
 def open_batch(
@@ -616,28 +708,54 @@ def open_batch(
         _check(ns, channel, session, [s.ref for s in specs], budget, round_batches)
         seen = {r.ref for rows in _refs_of([b.id for b in round_batches]).values() for r in rows}
         new_refs = sum(1 for s in specs if s.ref not in seen)
-        sequence = (RetrievalBatch.select(fn.MAX(RetrievalBatch.sequence))
-                    .where(RetrievalBatch.namespace == ns).scalar() or 0) + 1
+        sequence = (
+            RetrievalBatch.select(fn.MAX(RetrievalBatch.sequence)).where(RetrievalBatch.namespace == ns).scalar() or 0
+        ) + 1
         now = now_iso()
         batch = RetrievalBatch.create(
-            namespace=ns, session=session, sequence=sequence, channel=channel, query=query, params=params,
-            status="unresolved", new_refs=new_refs, created_at=now, updated_at=now,
+            namespace=ns,
+            session=session,
+            sequence=sequence,
+            channel=channel,
+            query=query,
+            params=params,
+            status="unresolved",
+            new_refs=new_refs,
+            created_at=now,
+            updated_at=now,
         )
         if specs:
             rows = []
             for position, spec in enumerate(specs):
                 citation = _json_safe(dict(spec.citation or {}), f"citation of {spec.ref}")
                 citation.update(evidence_ref=spec.ref, batch_id=batch.id)
-                rows.append({"batch": batch.id, "ref": spec.ref, "position": position,
-                             "event_ids": list(spec.event_ids), "citation": citation})
+                rows.append(
+                    {
+                        "batch": batch.id,
+                        "ref": spec.ref,
+                        "position": position,
+                        "event_ids": list(spec.event_ids),
+                        "citation": citation,
+                    }
+                )
             BatchRef.insert_many(rows).execute()
         record_trace(
-            ns.id, "search", batch_id=batch.id, channel=channel, query=query,
+            ns.id,
+            "search",
+            batch_id=batch.id,
+            channel=channel,
+            query=query,
             candidates=[{"ref": s.ref, "score": s.score, "components": dict(s.components or {})} for s in specs],
             selected=[s.ref for s in specs],
-            detail={"session": session, "sequence": sequence, "new_refs": new_refs, "params": params,
-                    "round_position": len(round_batches) + 1, "budget": budget,
-                    **({"excluded": [dict(e) for e in excluded]} if excluded else {})},
+            detail={
+                "session": session,
+                "sequence": sequence,
+                "new_refs": new_refs,
+                "params": params,
+                "round_position": len(round_batches) + 1,
+                "budget": budget,
+                **({"excluded": [dict(e) for e in excluded]} if excluded else {}),
+            },
             elapsed_ms=elapsed_ms,
         )
     return get_batch(batch.id)
@@ -645,14 +763,14 @@ def open_batch(
 
 def _resolve(ns: Namespace, batch_id: object, session: str | None) -> RetrievalBatch:
     if batch_id is None:
-        batch = (RetrievalBatch.select().where(_scope(ns.id, session))
-                 .order_by(RetrievalBatch.sequence.desc()).first())
+        batch = RetrievalBatch.select().where(_scope(ns.id, session)).order_by(RetrievalBatch.sequence.desc()).first()
         if batch is None:
             who = f"session {session!r}" if session is not None else "this namespace (no session)"
             raise NotFoundError(f"no retrieval batch exists for {who}; search first")
         return batch
     batch = RetrievalBatch.get_or_none(
-        (RetrievalBatch.id == _parse_batch_id(batch_id)) & (RetrievalBatch.namespace == ns))
+        (RetrievalBatch.id == _parse_batch_id(batch_id)) & (RetrievalBatch.namespace == ns)
+    )
     if batch is None:
         raise NotFoundError(f"retrieval batch {batch_id!r} does not exist in namespace {ns.name!r}")
     return batch
@@ -682,8 +800,14 @@ def _shown(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float, bool)) else repr(value)
 
 
-def normalize_assessment(verdict: object, evidence_refs: object, fit: object, missing: object,
-                         next_strategy: object, available: Sequence[str]) -> dict[str, Any]:
+def normalize_assessment(
+    verdict: object,
+    evidence_refs: object,
+    fit: object,
+    missing: object,
+    next_strategy: object,
+    available: Sequence[str],
+) -> dict[str, Any]:
     """§8.1 rules 1–6, pure: the normalized fields plus rejected refs and notes."""
     requested = verdict if verdict in VERDICTS else "partial"
     available_set = set(available)
@@ -693,7 +817,9 @@ def normalize_assessment(verdict: object, evidence_refs: object, fit: object, mi
     for index, raw in enumerate(_as_list(evidence_refs, "evidence_refs")):
         ref = raw.strip() if isinstance(raw, str) else ""
         if not ref:
-            rejected.append(RejectedRef(index, _shown(raw), "invalid_ref", "an evidence ref must be a non-empty string"))
+            rejected.append(
+                RejectedRef(index, _shown(raw), "invalid_ref", "an evidence ref must be a non-empty string")
+            )
         elif ref in first_seen:
             rejected.append(RejectedRef(index, ref, "duplicate", f"already listed at index {first_seen[ref]}"))
         elif ref not in available_set:
@@ -760,7 +886,8 @@ def assess(
         if batch.status == "recorded":
             raise BatchClosedError(
                 f"{batch_label(batch.id)} was already closed by record_use; it cannot be assessed again. "
-                "Search again for a new batch.")
+                "Search again for a new batch."
+            )
         refs = _refs_of([batch.id])[batch.id]
         result = normalize_assessment(verdict, evidence_refs, fit, missing, next_strategy, [r.ref for r in refs])
         notes = list(result["notes"])
@@ -774,8 +901,10 @@ def assess(
                 blocked = set(spent) | ({batch.channel} if batch.new_refs == 0 else set())
                 replacement = _alternatives(target, blocked)[0]
                 rewritten_from, strategy = strategy, replacement
-                notes.append(f"next_strategy {rewritten_from!r} rewritten to {replacement!r}: the {target!r} "
-                             "channel added no new evidence in this round; switch channel")
+                notes.append(
+                    f"next_strategy {rewritten_from!r} rewritten to {replacement!r}: the {target!r} "
+                    "channel added no new evidence in this round; switch channel"
+                )
         now = now_iso()
         assessment = Assessment(
             batch_id=batch.id,
@@ -795,14 +924,24 @@ def assess(
         )
         stored = _json_safe(assessment.to_json(), "assessment")
         RetrievalBatch.update(assessment=stored, status="assessed", updated_at=now).where(
-            RetrievalBatch.id == batch.id).execute()
+            RetrievalBatch.id == batch.id
+        ).execute()
         record_trace(
-            ns.id, "assess", batch_id=batch.id, channel=batch.channel, query=batch.query,
-            selected=list(assessment.evidence_refs), verdict=assessment.verdict,
+            ns.id,
+            "assess",
+            batch_id=batch.id,
+            channel=batch.channel,
+            query=batch.query,
+            selected=list(assessment.evidence_refs),
+            verdict=assessment.verdict,
             detail={k: v for k, v in stored.items() if k not in ("evidence_refs", "verdict")},
         )
-        latest = (RetrievalBatch.select(RetrievalBatch.id).where(_scope(ns.id, batch.session))
-                  .order_by(RetrievalBatch.sequence.desc()).scalar())
+        latest = (
+            RetrievalBatch.select(RetrievalBatch.id)
+            .where(_scope(ns.id, batch.session))
+            .order_by(RetrievalBatch.sequence.desc())
+            .scalar()
+        )
         open_ids = _open_ids(ns.id, batch.session)
     return Assessment(**{**assessment.__dict__, "latest_batch_id": latest, "unresolved_batch_ids": open_ids})
 
@@ -871,8 +1010,9 @@ def record_use(
                 issues.append(UseIssue(index, ref, "not_in_batch", f"{batch_label(batch.id)} did not return this ref"))
             elif ref not in adopted:
                 used.append(ref)
-                issues.append(UseIssue(index, ref, "not_adopted",
-                                       "not adopted by a sufficient assessment of this batch"))
+                issues.append(
+                    UseIssue(index, ref, "not_adopted", "not adopted by a sufficient assessment of this batch")
+                )
             else:
                 used.append(ref)
         payload = _audit_payload(batch, used, audit)
@@ -882,61 +1022,131 @@ def record_use(
             if existing.batch_id != batch.id or existing.audit != payload:
                 raise ReceiptConflictError(
                     f"use receipt {receipt_id!r} in namespace {ns.name!r} was already recorded with different "
-                    "memory refs or audit")
+                    "memory refs or audit"
+                )
             return UseResult(
-                batch_id=batch.id, receipt_id=receipt_id, batch_status=batch.status, evidence_refs=tuple(used),
-                duplicate_refs=tuple(duplicates), event_ids=tuple(existing.event_ids or ()),
-                incremented=len(existing.event_ids or ()), citations=_citations(rows, used),
-                retrieved=_citations(rows), unresolved_batch_ids=_open_ids(ns.id, batch.session), replayed=True,
+                batch_id=batch.id,
+                receipt_id=receipt_id,
+                batch_status=batch.status,
+                evidence_refs=tuple(used),
+                duplicate_refs=tuple(duplicates),
+                event_ids=tuple(existing.event_ids or ()),
+                incremented=len(existing.event_ids or ()),
+                citations=_citations(rows, used),
+                retrieved=_citations(rows),
+                unresolved_batch_ids=_open_ids(ns.id, batch.session),
+                replayed=True,
             )
         if batch.status == "recorded":
             raise BatchClosedError(
-                f"{batch_label(batch.id)} was already closed by record_use; it cannot be recorded again")
+                f"{batch_label(batch.id)} was already closed by record_use; it cannot be recorded again"
+            )
         if issues:
             listed = "; ".join(f"[{i.input_index}] {i.ref!r}: {i.reason}" for i in issues)
             raise UseRefusedError(
                 f"record_use refused for {batch_label(batch.id)} (status {batch.status}); nothing was recorded. "
                 f"Issues: {listed}. Available refs: {', '.join(available) or '(none)'}. "
                 f"Adopted refs: {', '.join(adopted) or '(none: assess the batch as sufficient first, or pass [])'}.",
-                batch_id=batch.id, batch_status=batch.status, issues=issues, duplicate_refs=duplicates,
-                available_refs=available, adopted_refs=adopted,
+                batch_id=batch.id,
+                batch_status=batch.status,
+                issues=issues,
+                duplicate_refs=duplicates,
+                available_refs=available,
+                adopted_refs=adopted,
             )
 
         by_ref = {r.ref: r for r in rows}
         wanted = list(dict.fromkeys(i for ref in used for i in (by_ref[ref].event_ids or ())))
-        eligible = [i for (i,) in Event.select(Event.id).where(
-            (Event.id.in_(wanted)) & (Event.namespace == ns) & (Event.status.not_in(INELIGIBLE))
-        ).tuples()] if wanted else []
+        eligible = (
+            [
+                i
+                for (i,) in Event.select(Event.id)
+                .where((Event.id.in_(wanted)) & (Event.namespace == ns) & (Event.status.not_in(INELIGIBLE)))
+                .tuples()
+            ]
+            if wanted
+            else []
+        )
         order = {i: n for n, i in enumerate(wanted)}
         eligible.sort(key=order.__getitem__)
         now = now_iso()
         if eligible:
             Event.update(
-                mention_count=Event.mention_count + 1, last_adopted_turn=ns.current_turn, updated_at=now,
+                mention_count=Event.mention_count + 1,
+                last_adopted_turn=ns.current_turn,
+                updated_at=now,
             ).where(Event.id.in_(eligible)).execute()
             bump_revision(ns.id, now)
-        UsageReceipt.create(namespace=ns, receipt_id=receipt_id, batch=batch.id, event_ids=eligible,
-                            audit=payload, created_at=now)
+        UsageReceipt.create(
+            namespace=ns, receipt_id=receipt_id, batch=batch.id, event_ids=eligible, audit=payload, created_at=now
+        )
         RetrievalBatch.update(status="recorded", updated_at=now).where(RetrievalBatch.id == batch.id).execute()
         record_trace(
-            ns.id, "use", batch_id=batch.id, channel=batch.channel, query=batch.query, selected=used,
+            ns.id,
+            "use",
+            batch_id=batch.id,
+            channel=batch.channel,
+            query=batch.query,
+            selected=used,
             verdict=(batch.assessment or {}).get("verdict"),
-            detail={"receipt_id": receipt_id, "event_ids": eligible, "skipped_event_ids":
-                    [i for i in wanted if i not in set(eligible)], "duplicate_refs": duplicates},
+            detail={
+                "receipt_id": receipt_id,
+                "event_ids": eligible,
+                "skipped_event_ids": [i for i in wanted if i not in set(eligible)],
+                "duplicate_refs": duplicates,
+            },
         )
         open_ids = _open_ids(ns.id, batch.session)
     return UseResult(
-        batch_id=batch.id, receipt_id=receipt_id, batch_status="recorded", evidence_refs=tuple(used),
-        duplicate_refs=tuple(duplicates), event_ids=tuple(eligible), incremented=len(eligible),
-        citations=_citations(rows, used), retrieved=_citations(rows), unresolved_batch_ids=open_ids,
+        batch_id=batch.id,
+        receipt_id=receipt_id,
+        batch_status="recorded",
+        evidence_refs=tuple(used),
+        duplicate_refs=tuple(duplicates),
+        event_ids=tuple(eligible),
+        incremented=len(eligible),
+        citations=_citations(rows, used),
+        retrieved=_citations(rows),
+        unresolved_batch_ids=open_ids,
     )
 
 
 __all__ = [
-    "Assessment", "BatchClosedError", "BatchInfo", "BatchRefInfo", "BudgetExhaustedError", "CHANNELS",
-    "CHANNEL_OF_STRATEGY", "DEFAULT_BUDGET", "DEFAULT_MISSING", "DETAIL_CHANNELS", "MAX_ACCEPTED_REFS",
-    "ReceiptInfo", "RefSpec", "RejectedRef", "STRATEGIES", "STRATEGY_OF_CHANNEL", "StrategyRepeatError",
-    "UseIssue", "UseRefusedError", "UseResult", "assess", "batch_label", "block_ref", "check_batch_allowed",
-    "event_ref", "get_batch", "node_ref", "normalize_assessment", "normalize_channel", "open_batch", "raw_ref",
-    "record_use", "refs_for_blocks", "refs_for_events", "refs_for_nodes", "refs_for_raw", "unresolved_batches",
+    "Assessment",
+    "BatchClosedError",
+    "BatchInfo",
+    "BatchRefInfo",
+    "BudgetExhaustedError",
+    "CHANNELS",
+    "CHANNEL_OF_STRATEGY",
+    "DEFAULT_BUDGET",
+    "DEFAULT_MISSING",
+    "DETAIL_CHANNELS",
+    "MAX_ACCEPTED_REFS",
+    "ReceiptInfo",
+    "RefSpec",
+    "RejectedRef",
+    "STRATEGIES",
+    "STRATEGY_OF_CHANNEL",
+    "StrategyRepeatError",
+    "UseIssue",
+    "UseRefusedError",
+    "UseResult",
+    "assess",
+    "batch_label",
+    "block_ref",
+    "check_batch_allowed",
+    "event_ref",
+    "get_batch",
+    "node_ref",
+    "normalize_assessment",
+    "normalize_channel",
+    "open_batch",
+    "raw_ref",
+    "record_use",
+    "refs_for_blocks",
+    "refs_for_events",
+    "refs_for_nodes",
+    "refs_for_raw",
+    "unresolved_batches",
 ]

@@ -27,7 +27,17 @@ from core.dto import MessageIn
 from core.errors import InvalidInputError, NotFoundError
 from core.layers import deterministic_layers
 from core.models import (
-    LIVE, AuditEntry, Block, Event, EventSource, ImportBatch, ImportItem, MemoryRecord, Message, Namespace, Thread,
+    LIVE,
+    AuditEntry,
+    Block,
+    Event,
+    EventSource,
+    ImportBatch,
+    ImportItem,
+    MemoryRecord,
+    Message,
+    Namespace,
+    Thread,
 )
 from core.search.index import index_messages, message_text
 from core.services.events import forget_event, queue_graph_projection, restore_event, write_event
@@ -205,11 +215,26 @@ def parse_evidence(refs: Iterable[Any], namespace_id: int) -> list[str]:
 def _view(r: MemoryRecord, names: dict[int, str] | None = None) -> RecordView:
     ns_name = (names or {}).get(r.namespace_id) or Namespace.get_by_id(r.namespace_id).name
     return RecordView(
-        id=r.id, namespace=ns_name, title=r.title, text=r.text, source=r.source, actor=r.actor, scope=r.scope,
-        privacy=r.privacy, expires_at=r.expires_at, review_by=r.review_by, key=r.canonical_key, status=r.status,
-        evidence=tuple(r.evidence or ()), grade=r.grade, near_duplicate_of=r.near_duplicate_of,
-        event_id=r.event_id, message_id=r.message_id, superseded_by=r.superseded_by,
-        created_at=r.created_at, updated_at=r.updated_at,
+        id=r.id,
+        namespace=ns_name,
+        title=r.title,
+        text=r.text,
+        source=r.source,
+        actor=r.actor,
+        scope=r.scope,
+        privacy=r.privacy,
+        expires_at=r.expires_at,
+        review_by=r.review_by,
+        key=r.canonical_key,
+        status=r.status,
+        evidence=tuple(r.evidence or ()),
+        grade=r.grade,
+        near_duplicate_of=r.near_duplicate_of,
+        event_id=r.event_id,
+        message_id=r.message_id,
+        superseded_by=r.superseded_by,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
     )
 
 
@@ -223,7 +248,7 @@ def _record(record_id: Any) -> MemoryRecord:
 
 def _record_id(value: Any) -> int:
     if isinstance(value, str) and value.startswith("record:"):
-        value = value[len("record:"):]
+        value = value[len("record:") :]
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if not is_row_id(value):
@@ -244,8 +269,9 @@ def list_records(namespace: str, *, status: str | None = None, limit: int = 200)
     return [_view(r, {ns.id: ns.name}) for r in rows]
 
 
-def audit_trail(namespace: str, *, subject: str | None = None, subject_id: int | None = None,
-                limit: int = 1000) -> list[AuditRow]:
+def audit_trail(
+    namespace: str, *, subject: str | None = None, subject_id: int | None = None, limit: int = 1000
+) -> list[AuditRow]:
     """Audit rows oldest first."""
     ns = get_namespace(namespace)
     query = AuditEntry.select().where(AuditEntry.namespace == ns)
@@ -254,16 +280,50 @@ def audit_trail(namespace: str, *, subject: str | None = None, subject_id: int |
     if subject_id is not None:
         query = query.where(AuditEntry.subject_id == subject_id)
     rows = query.order_by(AuditEntry.id).limit(max(1, min(limit, 100_000)))
-    return [AuditRow(id=a.id, namespace=ns.name, subject=a.subject, subject_id=a.subject_id, action=a.action,
-                     from_status=a.from_status, to_status=a.to_status, actor=a.actor, reason=a.reason, at=a.at)
-            for a in rows]
+    return [
+        AuditRow(
+            id=a.id,
+            namespace=ns.name,
+            subject=a.subject,
+            subject_id=a.subject_id,
+            action=a.action,
+            from_status=a.from_status,
+            to_status=a.to_status,
+            actor=a.actor,
+            reason=a.reason,
+            at=a.at,
+        )
+        for a in rows
+    ]
 
 
-def _audit(namespace_id: int, subject: str, subject_id: int, action: str, before: str | None, after: str | None,
-           actor: str, reason: str | None, now: str, detail: dict[str, Any] | None = None) -> None:
-    insert_one(AuditEntry, dict(namespace=namespace_id, subject=subject, subject_id=subject_id, action=action,
-                                from_status=before, to_status=after, actor=actor, reason=reason, detail=detail,
-                                at=now))
+def _audit(
+    namespace_id: int,
+    subject: str,
+    subject_id: int,
+    action: str,
+    before: str | None,
+    after: str | None,
+    actor: str,
+    reason: str | None,
+    now: str,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    insert_one(
+        AuditEntry,
+        dict(
+            namespace=namespace_id,
+            subject=subject,
+            subject_id=subject_id,
+            action=action,
+            from_status=before,
+            to_status=after,
+            actor=actor,
+            reason=reason,
+            detail=detail,
+            at=now,
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------- capture
@@ -275,9 +335,20 @@ class Remembered:
     near_duplicate_of: int | None
 
 
-def remember(namespace: str, text: Any, *, source: str = "agent", actor: Any = None, title: Any = None,
-             scope: str = "project", privacy: str = "normal", expires: Any = None, review_by: Any = None,
-             key: Any = None, evidence: Iterable[Any] = ()) -> Remembered:
+def remember(
+    namespace: str,
+    text: Any,
+    *,
+    source: str = "agent",
+    actor: Any = None,
+    title: Any = None,
+    scope: str = "project",
+    privacy: str = "normal",
+    expires: Any = None,
+    review_by: Any = None,
+    key: Any = None,
+    evidence: Iterable[Any] = (),
+) -> Remembered:
     """Capture a governed record. It lands in quarantine unless the namespace policy trusts its
     source; an exact restatement of a standing record is refused (DuplicateRecordError names it),
     a near one is stored and linked to it."""
@@ -295,20 +366,48 @@ def remember(namespace: str, text: Any, *, source: str = "agent", actor: Any = N
     policy = get_policy(namespace)
     with write_transaction():
         refs = parse_evidence(evidence, ns.id)
-        same = MemoryRecord.get_or_none((MemoryRecord.namespace == ns) & (MemoryRecord.content_hash == digest)
-                                        & MemoryRecord.status.in_(STANDING))
+        same = MemoryRecord.get_or_none(
+            (MemoryRecord.namespace == ns) & (MemoryRecord.content_hash == digest) & MemoryRecord.status.in_(STANDING)
+        )
         if same is not None:
             raise DuplicateRecordError(
-                f"record {same.id} ({same.status}) already says this: {_title_of(same.text)!r}", same.id)
+                f"record {same.id} ({same.status}) already says this: {_title_of(same.text)!r}", same.id
+            )
         near = _near_duplicate(ns.id, body)
         now = now_iso()
-        record = insert_one(MemoryRecord, dict(
-            namespace=ns, title=heading, text=body, source=source, actor=who, scope=scope, privacy=privacy,
-            expires_at=expires_at, review_by=review_at, canonical_key=canonical, status="quarantined",
-            evidence=refs, content_hash=digest, near_duplicate_of=near, created_at=now, updated_at=now,
-        ))
-        _audit(ns.id, "record", record.id, "capture", None, "quarantined", who, None, now,
-               {"source": source, "near_duplicate_of": near} if near else {"source": source})
+        record = insert_one(
+            MemoryRecord,
+            dict(
+                namespace=ns,
+                title=heading,
+                text=body,
+                source=source,
+                actor=who,
+                scope=scope,
+                privacy=privacy,
+                expires_at=expires_at,
+                review_by=review_at,
+                canonical_key=canonical,
+                status="quarantined",
+                evidence=refs,
+                content_hash=digest,
+                near_duplicate_of=near,
+                created_at=now,
+                updated_at=now,
+            ),
+        )
+        _audit(
+            ns.id,
+            "record",
+            record.id,
+            "capture",
+            None,
+            "quarantined",
+            who,
+            None,
+            now,
+            {"source": source, "near_duplicate_of": near} if near else {"source": source},
+        )
         if policy.trusts(source):
             _promote(record, ns, "policy", f"the namespace policy trusts {source} records", now)
     return Remembered(record=get_record(record.id), near_duplicate_of=near)
@@ -319,9 +418,13 @@ def _near_duplicate(namespace_id: int, text: str) -> int | None:
     if not mine:
         return None
     best: tuple[float, int] | None = None
-    rows = (MemoryRecord.select(MemoryRecord.id, MemoryRecord.text)
-            .where((MemoryRecord.namespace == namespace_id) & MemoryRecord.status.in_(STANDING))
-            .order_by(MemoryRecord.id.desc()).limit(NEAR_SCAN).tuples())
+    rows = (
+        MemoryRecord.select(MemoryRecord.id, MemoryRecord.text)
+        .where((MemoryRecord.namespace == namespace_id) & MemoryRecord.status.in_(STANDING))
+        .order_by(MemoryRecord.id.desc())
+        .limit(NEAR_SCAN)
+        .tuples()
+    )
     for rid, other in rows:
         theirs = _word_set(other)
         score = len(mine & theirs) / len(mine | theirs) if theirs else 0.0
@@ -335,12 +438,14 @@ def _near_duplicate(namespace_id: int, text: str) -> int | None:
 
 def _expect(record: MemoryRecord, allowed: Sequence[str], action: str) -> None:
     if record.status not in allowed:
-        raise InvalidInputError(f"record {record.id} is {record.status}; {action} applies to "
-                                f"{' or '.join(allowed)} records")
+        raise InvalidInputError(
+            f"record {record.id} is {record.status}; {action} applies to {' or '.join(allowed)} records"
+        )
 
 
-def verify_record(record_id: Any, *, actor: Any, evidence: Iterable[Any], grade: str | None = None,
-                  reason: Any = None) -> RecordView:
+def verify_record(
+    record_id: Any, *, actor: Any, evidence: Iterable[Any], grade: str | None = None, reason: Any = None
+) -> RecordView:
     """Attach evidence (and a grade) to a quarantined record: it becomes verified, not yet visible."""
     who, why = _actor(actor), _reason(reason, required=False)
     if grade is not None:
@@ -350,16 +455,27 @@ def verify_record(record_id: Any, *, actor: Any, evidence: Iterable[Any], grade:
         _expect(record, WAITING, "verify")
         refs = parse_evidence(evidence, record.namespace_id)
         if not refs:
-            raise InvalidInputError(f"verifying record {record.id} needs at least one evidence ref (message:ID or "
-                                    "event:ID)")
+            raise InvalidInputError(
+                f"verifying record {record.id} needs at least one evidence ref (message:ID or event:ID)"
+            )
         now = now_iso()
         before = record.status
         record.evidence = list(dict.fromkeys(list(record.evidence or []) + refs))
         record.grade = grade or record.grade or "moderate"
         record.status, record.updated_at = "verified", now
         record.save()
-        _audit(record.namespace_id, "record", record.id, "verify", before, "verified", who, why, now,
-               {"evidence": refs, "grade": record.grade})
+        _audit(
+            record.namespace_id,
+            "record",
+            record.id,
+            "verify",
+            before,
+            "verified",
+            who,
+            why,
+            now,
+            {"evidence": refs, "grade": record.grade},
+        )
     return get_record(record.id)
 
 
@@ -377,12 +493,23 @@ def approve_record(record_id: Any, *, actor: Any, evidence: Iterable[Any] = (), 
             record.evidence = list(dict.fromkeys(list(record.evidence or []) + refs))
             record.grade = record.grade or "moderate"
             record.status = "verified"
-            _audit(record.namespace_id, "record", record.id, "verify", before, "verified", who, why, now,
-                   {"evidence": refs})
+            _audit(
+                record.namespace_id,
+                "record",
+                record.id,
+                "verify",
+                before,
+                "verified",
+                who,
+                why,
+                now,
+                {"evidence": refs},
+            )
         if not record.evidence:
             raise InvalidInputError(
                 f"record {record.id} has no evidence: approve it with --evidence message:ID or event:ID (what in "
-                "memory supports it), or verify it first")
+                "memory supports it), or verify it first"
+            )
         _promote(record, Namespace.get_by_id(record.namespace_id), who, why, now)
     return get_record(record.id)
 
@@ -458,16 +585,32 @@ def _promote(record: MemoryRecord, ns: Namespace, actor: str, reason: str | None
             "temporal": {},
             "source_message_ids": list(dict.fromkeys(sources)),
         }
-        event = write_event(ns, draft, block=Block.get_by_id(message.block_id) if message else None,
-                            formed_turn=ns.current_turn, origin="governed", mentioned_fallback=now)
+        event = write_event(
+            ns,
+            draft,
+            block=Block.get_by_id(message.block_id) if message else None,
+            formed_turn=ns.current_turn,
+            origin="governed",
+            mentioned_fallback=now,
+        )
         if record.privacy != "secret":
             queue_graph_projection(ns.id, [event.id])  # a secret never reaches the graph agents read
         record.event_id, record.message_id = event.id, (message.id if message else None)
     record.status, record.updated_at = "promoted", now
     record.save()
     bump_revision(ns.id, now)
-    _audit(ns.id, "record", record.id, "promote", before, "promoted", actor, reason, now,
-           {"event_id": record.event_id, "evidence": list(record.evidence or [])})
+    _audit(
+        ns.id,
+        "record",
+        record.id,
+        "promote",
+        before,
+        "promoted",
+        actor,
+        reason,
+        now,
+        {"event_id": record.event_id, "evidence": list(record.evidence or [])},
+    )
 
 
 def _evidence_messages(refs: Sequence[str]) -> list[int]:
@@ -475,8 +618,13 @@ def _evidence_messages(refs: Sequence[str]) -> list[int]:
     events = [int(r.split(":")[1]) for r in refs if r.startswith("event:")]
     ids += [int(r.split(":")[1]) for r in refs if r.startswith("message:")]
     for part in chunks(events):
-        ids += [m for (m,) in EventSource.select(EventSource.message).where(EventSource.event.in_(part))
-                .order_by(EventSource.event, EventSource.position).tuples()]
+        ids += [
+            m
+            for (m,) in EventSource.select(EventSource.message)
+            .where(EventSource.event.in_(part))
+            .order_by(EventSource.event, EventSource.position)
+            .tuples()
+        ]
     return ids
 
 
@@ -486,24 +634,62 @@ def _write_message(ns: Namespace, record: MemoryRecord, now: str) -> Message:
         thread = insert_one(Thread, dict(namespace=ns, name=THREAD, created_at=now, updated_at=now))
     position = thread.message_count + 1
     speaker = f"{record.source}:{record.actor}" if record.actor and record.actor != record.source else record.source
-    message = insert_one(Message, dict(
-        namespace=ns, thread=thread, position=position, turn=position, ns_turn=ns.current_turn, role="tool",
-        speaker=speaker[:255], content=record.text, created_at=now, created_ts=to_epoch(parse_timestamp(now)),
-        external_id=f"record:{record.id}", has_time=False))
+    message = insert_one(
+        Message,
+        dict(
+            namespace=ns,
+            thread=thread,
+            position=position,
+            turn=position,
+            ns_turn=ns.current_turn,
+            role="tool",
+            speaker=speaker[:255],
+            content=record.text,
+            created_at=now,
+            created_ts=to_epoch(parse_timestamp(now)),
+            external_id=f"record:{record.id}",
+            has_time=False,
+        ),
+    )
     layers = deterministic_layers([MessageIn(role="tool", content=record.text)])
     ns.block_count += 1
     ns.save()
-    block = insert_one(Block, dict(
-        namespace=ns, thread=thread, sequence=ns.block_count, start_turn=position, end_turn=position,
-        message_count=1, created_at=now, status="ready", l0_title=record.title[:120], l0_tags=[GOVERNED_TAG],
-        l1_summary=record.text[:600], l2_keypoints=[record.text[:300]], should_extract=False,
-        l3_text=layers[3], l4_text=layers[4], tokens_l3=estimate_tokens(layers[3]),
-        tokens_l4=estimate_tokens(layers[4]), tokens_l5=estimate_tokens(layers[5]), ready_position=1,
-        pointer_current_level=5, pointer_anchor_level=5, pointer_anchor_position=1))
+    block = insert_one(
+        Block,
+        dict(
+            namespace=ns,
+            thread=thread,
+            sequence=ns.block_count,
+            start_turn=position,
+            end_turn=position,
+            message_count=1,
+            created_at=now,
+            status="ready",
+            l0_title=record.title[:120],
+            l0_tags=[GOVERNED_TAG],
+            l1_summary=record.text[:600],
+            l2_keypoints=[record.text[:300]],
+            should_extract=False,
+            l3_text=layers[3],
+            l4_text=layers[4],
+            tokens_l3=estimate_tokens(layers[3]),
+            tokens_l4=estimate_tokens(layers[4]),
+            tokens_l5=estimate_tokens(layers[5]),
+            ready_position=1,
+            pointer_current_level=5,
+            pointer_anchor_level=5,
+            pointer_anchor_position=1,
+        ),
+    )
     Message.update(block=block).where(Message.id == message.id).execute()
-    Thread.update(message_count=position, turn_count=position, sealed_turns=position,
-                  block_count=Thread.block_count + 1, ready_count=Thread.ready_count + 1,
-                  updated_at=now).where(Thread.id == thread.id).execute()
+    Thread.update(
+        message_count=position,
+        turn_count=position,
+        sealed_turns=position,
+        block_count=Thread.block_count + 1,
+        ready_count=Thread.ready_count + 1,
+        updated_at=now,
+    ).where(Thread.id == thread.id).execute()
     index_messages(ns.id, [(message.id, thread.id, message_text(speaker, record.text, None))])
     message.block_id = block.id
     return message
@@ -539,8 +725,17 @@ def set_pinned(event_id: int, pinned: bool, *, actor: Any, reason: Any = None) -
         now = now_iso()
         Event.update(pinned=pinned, updated_at=now).where(Event.id == event.id).execute()
         bump_revision(event.namespace_id, now)
-        _audit(event.namespace_id, "event", event.id, "pin" if pinned else "unpin", event.status, event.status,
-               who, why, now)
+        _audit(
+            event.namespace_id,
+            "event",
+            event.id,
+            "pin" if pinned else "unpin",
+            event.status,
+            event.status,
+            who,
+            why,
+            now,
+        )
 
 
 def _event(event_id: Any) -> Event:
@@ -553,8 +748,9 @@ def _event(event_id: Any) -> Event:
 # ----------------------------------------------------------------------------- what readers may see
 
 
-def withheld(*, message_ids: Iterable[int] = (), event_ids: Iterable[int] = (), for_agent: bool = False,
-             today: str | None = None) -> dict[tuple[str, int], str]:
+def withheld(
+    *, message_ids: Iterable[int] = (), event_ids: Iterable[int] = (), for_agent: bool = False, today: str | None = None
+) -> dict[tuple[str, int], str]:
     """Why each of these messages/events (those a governed record wrote) must not be handed out,
     as ``{("message"|"event", id): reason code}``; what is absent may be shown. An agent is never
     handed a secret record; nobody is handed one that is not promoted, expired, past its review
@@ -603,9 +799,15 @@ def _reason_code(r: MemoryRecord, for_agent: bool, day: str, clashing: set[tuple
 def _clashing_keys(keys: set[tuple[int, str]]) -> set[tuple[int, str]]:
     clashing = set()
     for namespace_id, key in keys:
-        count = MemoryRecord.select().where((MemoryRecord.namespace == namespace_id)
-                                            & (MemoryRecord.canonical_key == key)
-                                            & (MemoryRecord.status == "promoted")).count()
+        count = (
+            MemoryRecord.select()
+            .where(
+                (MemoryRecord.namespace == namespace_id)
+                & (MemoryRecord.canonical_key == key)
+                & (MemoryRecord.status == "promoted")
+            )
+            .count()
+        )
         if count > 1:
             clashing.add((namespace_id, key))
     return clashing
@@ -621,14 +823,28 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
     ns = get_namespace(namespace)
     day = today or now_iso()[:10]
     items: list[ReviewItem] = []
-    for r in (MemoryRecord.select().where((MemoryRecord.namespace == ns) & MemoryRecord.status.in_(WAITING))
-              .order_by(MemoryRecord.id.desc())):
+    for r in (
+        MemoryRecord.select()
+        .where((MemoryRecord.namespace == ns) & MemoryRecord.status.in_(WAITING))
+        .order_by(MemoryRecord.id.desc())
+    ):
         dup = f"; near record {r.near_duplicate_of}" if r.near_duplicate_of else ""
-        items.append(ReviewItem("record", f"record:{r.id}", r.title,
-                                f"{r.source} record by {r.actor}, privacy {r.privacy}{dup}", r.status, r.created_at,
-                                r.source))
-    promoted = list(MemoryRecord.select().where((MemoryRecord.namespace == ns) & (MemoryRecord.status == "promoted"))
-                    .order_by(MemoryRecord.id.desc()))
+        items.append(
+            ReviewItem(
+                "record",
+                f"record:{r.id}",
+                r.title,
+                f"{r.source} record by {r.actor}, privacy {r.privacy}{dup}",
+                r.status,
+                r.created_at,
+                r.source,
+            )
+        )
+    promoted = list(
+        MemoryRecord.select()
+        .where((MemoryRecord.namespace == ns) & (MemoryRecord.status == "promoted"))
+        .order_by(MemoryRecord.id.desc())
+    )
     by_key: dict[str, list[MemoryRecord]] = {}
     for r in promoted:
         if r.canonical_key:
@@ -636,23 +852,53 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
     for key, group in sorted(by_key.items()):
         if len(group) > 1:
             ids = ", ".join(f"record {r.id}" for r in group)
-            items.append(ReviewItem("key_conflict", f"key:{key}", f"two promoted records say {key!r}",
-                                    f"{ids}: both withheld until one is revoked", "conflict", group[0].updated_at))
+            items.append(
+                ReviewItem(
+                    "key_conflict",
+                    f"key:{key}",
+                    f"two promoted records say {key!r}",
+                    f"{ids}: both withheld until one is revoked",
+                    "conflict",
+                    group[0].updated_at,
+                )
+            )
     for r in promoted:
         if r.review_by and r.review_by < day:
-            items.append(ReviewItem("stale", f"record:{r.id}", r.title, f"review was due {r.review_by}",
-                                    "promoted", r.updated_at, r.source))
-    waiting = (ImportItem.select(ImportItem, ImportBatch).join(ImportBatch)
-               .where((ImportBatch.namespace_name == ns.name)
-                      & ImportBatch.status.in_(("awaiting_confirmation", "ready"))
-                      & (ImportItem.requires_confirmation == True)  # noqa: E712
-                      & ImportItem.choice_action.is_null())
-               .order_by(ImportItem.batch.desc(), ImportItem.position))
+            items.append(
+                ReviewItem(
+                    "stale",
+                    f"record:{r.id}",
+                    r.title,
+                    f"review was due {r.review_by}",
+                    "promoted",
+                    r.updated_at,
+                    r.source,
+                )
+            )
+    waiting = (
+        ImportItem.select(ImportItem, ImportBatch)
+        .join(ImportBatch)
+        .where(
+            (ImportBatch.namespace_name == ns.name)
+            & ImportBatch.status.in_(("awaiting_confirmation", "ready"))
+            & (ImportItem.requires_confirmation == True)  # noqa: E712
+            & ImportItem.choice_action.is_null()
+        )
+        .order_by(ImportItem.batch.desc(), ImportItem.position)
+    )
     for item in waiting:
         title = str((item.candidate or {}).get("title") or "")[:120]
-        items.append(ReviewItem("import_item", f"import:{item.batch_id}:{item.position}", title,
-                                f"proposed {item.action} at confidence {item.confidence or 0:.2f}", "pending",
-                                item.updated_at, "import"))
+        items.append(
+            ReviewItem(
+                "import_item",
+                f"import:{item.batch_id}:{item.position}",
+                title,
+                f"proposed {item.action} at confidence {item.confidence or 0:.2f}",
+                "pending",
+                item.updated_at,
+                "import",
+            )
+        )
     return items
 
 
@@ -660,8 +906,9 @@ SHOWS = ("waiting", "promoted", "closed", "all")
 _SHOWN = {"promoted": ("promoted",), "closed": ("rejected", "revoked", "superseded", "decayed")}
 
 
-def review_items(namespace: str, *, show: str = "waiting", today: str | None = None,
-                 limit: int = 500) -> list[ReviewItem]:
+def review_items(
+    namespace: str, *, show: str = "waiting", today: str | None = None, limit: int = 500
+) -> list[ReviewItem]:
     """The review queue (``show="waiting"``), or the namespace's records in other states, newest first:
     ``promoted`` (to revoke or pin), ``closed`` (rejected, revoked …, to restore) or ``all``."""
     if show not in SHOWS:
@@ -673,8 +920,18 @@ def review_items(namespace: str, *, show: str = "waiting", today: str | None = N
     if show in _SHOWN:
         query = query.where(MemoryRecord.status.in_(_SHOWN[show]))
     rows = query.order_by(MemoryRecord.id.desc()).limit(max(1, min(limit, 10_000)))
-    return [ReviewItem("record", f"record:{r.id}", r.title, f"{r.source} record by {r.actor}, privacy {r.privacy}",
-                       r.status, r.updated_at, r.source) for r in rows]
+    return [
+        ReviewItem(
+            "record",
+            f"record:{r.id}",
+            r.title,
+            f"{r.source} record by {r.actor}, privacy {r.privacy}",
+            r.status,
+            r.updated_at,
+            r.source,
+        )
+        for r in rows
+    ]
 
 
 def default_actor() -> str:
@@ -692,8 +949,28 @@ def default_actor() -> str:
 
 
 __all__ = [
-    "AuditRow", "DuplicateRecordError", "RecordView", "Remembered", "ReviewItem", "approve_record", "audit_trail",
-    "content_hash", "forget", "get_record", "list_records", "parse_evidence", "reject_record", "remember",
-    "restore", "restore_record", "review_items", "review_queue", "revoke_record", "set_pinned", "verify_record",
-    "withheld", "default_actor", "SHOWS",
+    "AuditRow",
+    "DuplicateRecordError",
+    "RecordView",
+    "Remembered",
+    "ReviewItem",
+    "approve_record",
+    "audit_trail",
+    "content_hash",
+    "forget",
+    "get_record",
+    "list_records",
+    "parse_evidence",
+    "reject_record",
+    "remember",
+    "restore",
+    "restore_record",
+    "review_items",
+    "review_queue",
+    "revoke_record",
+    "set_pinned",
+    "verify_record",
+    "withheld",
+    "default_actor",
+    "SHOWS",
 ]

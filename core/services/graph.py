@@ -16,7 +16,15 @@ from peewee import fn
 from core.db import LIST_MAX, Prepared, any_of, chunks, clamp, db, is_row_id, is_sqlite
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
-    CURRENT, EVENT_STATUS_INDEX, LIVE, Event, GraphEdge, GraphFact, GraphNode, GraphSource, Namespace,
+    CURRENT,
+    EVENT_STATUS_INDEX,
+    LIVE,
+    Event,
+    GraphEdge,
+    GraphFact,
+    GraphNode,
+    GraphSource,
+    Namespace,
 )
 from core.vocab import NODE_TYPES
 from core.search.tokenize import normalize as norm_text
@@ -31,8 +39,9 @@ GRAPH_PROVENANCE_LIMIT = 6
 _STATUSES = Prepared(lambda ids: Event.select(Event.id, Event.status).where(Event.id.in_(ids)).tuples())
 NODES_BY_ID = Prepared(lambda ids: GraphNode.select().where(GraphNode.id.in_(ids)))
 # What an edge shows of its other end (no JSON columns decoded for a hub's hundred neighbours).
-_NODE_NAMES = Prepared(lambda ids: GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.type).where(
-    GraphNode.id.in_(ids)).tuples())
+_NODE_NAMES = Prepared(
+    lambda ids: GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.type).where(GraphNode.id.in_(ids)).tuples()
+)
 
 
 def event_statuses(ids: Iterable[int]) -> dict[int, str]:
@@ -185,18 +194,20 @@ def _sources_of(kind: str, record_ids: Sequence[int], more: set[int] | None = No
     out: dict[int, list[tuple[int, str]]] = {}
     ids = list(dict.fromkeys(record_ids))
     for start in range(0, len(ids), 200):  # SQLite allows 500 terms in a compound select
-        part = ids[start:start + 200]
+        part = ids[start : start + 200]
         key = (len(part), SOURCE_WINDOW, type(database))
         sql = _WINDOW_SQL.get(key)
         if sql is None:
             q = database.quote[0] + "{}" + database.quote[1]
             hint = f" INDEXED BY {EVENT_STATUS_INDEX}" if is_sqlite() else ""  # see the index's note
-            term = (f"SELECT * FROM (SELECT s.{q.format('record_id')}, s.{q.format('event_id')}, "
-                    f"e.{q.format('status')} "
-                    f"FROM {q.format(GraphSource._meta.table_name)} s JOIN {q.format(Event._meta.table_name)} e{hint} "
-                    f"ON e.{q.format('id')} = s.{q.format('event_id')} WHERE s.{q.format('kind')} = {database.param} "
-                    f"AND s.{q.format('record_id')} = {database.param} ORDER BY s.{q.format('event_id')} DESC "
-                    f"LIMIT {SOURCE_WINDOW + 1}) AS w{{}}")
+            term = (
+                f"SELECT * FROM (SELECT s.{q.format('record_id')}, s.{q.format('event_id')}, "
+                f"e.{q.format('status')} "
+                f"FROM {q.format(GraphSource._meta.table_name)} s JOIN {q.format(Event._meta.table_name)} e{hint} "
+                f"ON e.{q.format('id')} = s.{q.format('event_id')} WHERE s.{q.format('kind')} = {database.param} "
+                f"AND s.{q.format('record_id')} = {database.param} ORDER BY s.{q.format('event_id')} DESC "
+                f"LIMIT {SOURCE_WINDOW + 1}) AS w{{}}"
+            )
             sql = _WINDOW_SQL[key] = " UNION ALL ".join(term.format(i) for i in range(len(part)))
         params = [value for record_id in part for value in (kind, record_id)]
         for record_id, event_id, status in database.execute_sql(sql, params):
@@ -218,15 +229,17 @@ def _sources_of(kind: str, record_ids: Sequence[int], more: set[int] | None = No
     return out
 
 
-def visible_metadata(node: GraphNode, kind: str, node_sources: list[tuple[int, str]],
-                      statuses: dict[int, str]) -> list[str]:
+def visible_metadata(
+    node: GraphNode, kind: str, node_sources: list[tuple[int, str]], statuses: dict[int, str]
+) -> list[str]:
     prov = node.provenance if isinstance(node.provenance, dict) else {}
     values = [v for v in (node.aliases if kind == "aliases" else node.tags) or [] if isinstance(v, str)]
     if not prov:
         exposed = bool(node_sources) and all(s in LIVE for _, s in node_sources)
         return values if exposed else []
     shown = {
-        entity_key(entry.get("value", "")) for entry in prov.get(kind, [])
+        entity_key(entry.get("value", ""))
+        for entry in prov.get(kind, [])
         if isinstance(entry, dict) and any(statuses.get(i) in LIVE for i in entry.get("source_event_ids", []))
     }
     return [v for v in values if entity_key(v) in shown]
@@ -234,16 +247,26 @@ def visible_metadata(node: GraphNode, kind: str, node_sources: list[tuple[int, s
 
 # What a person's view of some nodes reads (node_view, list_nodes, search_graph): rendered once each.
 _FACTS_OF_NODES = Prepared(lambda ids: GraphFact.select().where(GraphFact.node.in_(ids)).order_by(GraphFact.id))
-_EDGES_TOUCHING = Prepared(lambda ids: GraphEdge.select().where(
-    GraphEdge.from_node.in_(ids) | GraphEdge.to_node.in_(ids)).order_by(GraphEdge.id))
-_NODE_STATUSES = Prepared(lambda ids: GraphNode.select(GraphNode.id, GraphNode.status).where(
-    GraphNode.id.in_(ids)).tuples())
-_ALL_SOURCES = Prepared(lambda kind, ids: GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
-                        .join(Event, on=(GraphSource.event == Event.id))
-                        .where((GraphSource.kind == kind) & GraphSource.record_id.in_(ids))
-                        .order_by(GraphSource.event.desc()).tuples())
-_EVENT_REFS = Prepared(lambda ids: Event.select(Event.id, Event.title, Event.status, Event.happened_start).where(
-    Event.id.in_(ids)))
+_EDGES_TOUCHING = Prepared(
+    lambda ids: (
+        GraphEdge.select().where(GraphEdge.from_node.in_(ids) | GraphEdge.to_node.in_(ids)).order_by(GraphEdge.id)
+    )
+)
+_NODE_STATUSES = Prepared(
+    lambda ids: GraphNode.select(GraphNode.id, GraphNode.status).where(GraphNode.id.in_(ids)).tuples()
+)
+_ALL_SOURCES = Prepared(
+    lambda kind, ids: (
+        GraphSource.select(GraphSource.record_id, GraphSource.event, Event.status)
+        .join(Event, on=(GraphSource.event == Event.id))
+        .where((GraphSource.kind == kind) & GraphSource.record_id.in_(ids))
+        .order_by(GraphSource.event.desc())
+        .tuples()
+    )
+)
+_EVENT_REFS = Prepared(
+    lambda ids: Event.select(Event.id, Event.title, Event.status, Event.happened_start).where(Event.id.in_(ids))
+)
 _NAMESPACE = Prepared(lambda namespace_id: Namespace.select().where(Namespace.id == namespace_id))
 
 
@@ -311,16 +334,25 @@ def compute_views(nodes: Sequence[GraphNode]) -> dict[int, Computed]:
                 )
     for view in out.values():
         view.visible = view.node.status in CURRENT and bool(
-            view.node_sources or view.current_facts or view.historical_facts
-            or view.current_edges or view.historical_edges
+            view.node_sources
+            or view.current_facts
+            or view.historical_facts
+            or view.current_edges
+            or view.historical_edges
         )
     return out
 
 
-_NEWEST_SOURCES = Prepared(lambda kind, record_id, statuses, limit: GraphSource.select(GraphSource.event).join(
-    Event, on=(GraphSource.event == Event.id)).where(
-    (GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses)
-).order_by(GraphSource.event.desc()).limit(limit).tuples())
+_NEWEST_SOURCES = Prepared(
+    lambda kind, record_id, statuses, limit: (
+        GraphSource.select(GraphSource.event)
+        .join(Event, on=(GraphSource.event == Event.id))
+        .where((GraphSource.kind == kind) & (GraphSource.record_id == record_id) & Event.status.in_(statuses))
+        .order_by(GraphSource.event.desc())
+        .limit(limit)
+        .tuples()
+    )
+)
 
 
 def newest_sources(kind: str, record_id: int, statuses: Sequence[str], limit: int) -> list[int]:
@@ -342,9 +374,15 @@ def first_mention(records: dict[str, Sequence[int]], statuses: Sequence[str]) ->
     cited = [(GraphSource.kind == kind) & GraphSource.record_id.in_(list(ids)) for kind, ids in records.items() if ids]
     if not cited:
         return None
-    first = (GraphSource.select(GraphSource.event).join(Event, on=(GraphSource.event == Event.id))
-             .where(any_of(cited) & Event.status.in_(list(statuses)))
-             .order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id).limit(1).tuples().first())
+    first = (
+        GraphSource.select(GraphSource.event)
+        .join(Event, on=(GraphSource.event == Event.id))
+        .where(any_of(cited) & Event.status.in_(list(statuses)))
+        .order_by(fn.COALESCE(Event.mentioned_ts, 0), Event.id)
+        .limit(1)
+        .tuples()
+        .first()
+    )
     return first[0] if first else None
 
 
@@ -365,9 +403,15 @@ def render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
 
 def _fact_view(fact: GraphFact, sources: list[int], ended_by: tuple[EndedBy, ...] = ()) -> FactView:
     return FactView(
-        id=fact.id, key=fact.key, value=fact.value, status=fact.status, valid_from=fact.valid_from,
-        valid_to=fact.valid_to, confidence=fact.confidence,
-        source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]), ended_by=ended_by,
+        id=fact.id,
+        key=fact.key,
+        value=fact.value,
+        status=fact.status,
+        valid_from=fact.valid_from,
+        valid_to=fact.valid_to,
+        confidence=fact.confidence,
+        source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+        ended_by=ended_by,
     )
 
 
@@ -385,35 +429,55 @@ def node_views(node_ids: Sequence[int]) -> dict[int, NodeView]:
     Nodes that do not exist or have no visible evidence are left out."""
     nodes = [n for part in chunks(list(dict.fromkeys(node_ids))) for n in NODES_BY_ID.rows(list(part))]
     views = {i: v for i, v in compute_views(nodes).items() if v.visible}
-    other_ids = {i for v in views.values() for e, _ in v.current_edges + v.historical_edges
-                 for i in (e.from_node_id, e.to_node_id)}
+    other_ids = {
+        i
+        for v in views.values()
+        for e, _ in v.current_edges + v.historical_edges
+        for i in (e.from_node_id, e.to_node_id)
+    }
     others = {i: (name, kind) for part in chunks(list(other_ids)) for i, name, kind in _NODE_NAMES.rows(list(part))}
     support = {i: v.all_sources()[:GRAPH_PROVENANCE_LIMIT] for i, v in views.items()}
     wanted = sorted({e for ids in support.values() for e in ids})
     refs = {r.id: r for part in chunks(wanted) for r in _EVENT_REFS.rows(list(part))}
     namespaces = {ns_id: _NAMESPACE.get(ns_id).name for ns_id in {n.namespace_id for n in nodes}}
-    ended = {"fact": reasons("fact", [f.id for v in views.values() for f, _ in v.historical_facts]),
-             "edge": reasons("edge", [e.id for v in views.values() for e, _ in v.historical_edges])}
+    ended = {
+        "fact": reasons("fact", [f.id for v in views.values() for f, _ in v.historical_facts]),
+        "edge": reasons("edge", [e.id for v in views.values() for e, _ in v.historical_edges]),
+    }
     out = {}
     for node in nodes:
         view = views.get(node.id)
         if view is not None:
-            out[node.id] = _node_view(node, view, others, refs, support[node.id], namespaces[node.namespace_id],
-                                      ended)
+            out[node.id] = _node_view(node, view, others, refs, support[node.id], namespaces[node.namespace_id], ended)
     return out
 
 
-def _node_view(node: GraphNode, view: Computed, others: dict[int, tuple[str, str]], refs: dict[int, Event],
-               support: list[int], namespace: str, ended: dict[str, dict[int, tuple[EndedBy, ...]]]) -> NodeView:
+def _node_view(
+    node: GraphNode,
+    view: Computed,
+    others: dict[int, tuple[str, str]],
+    refs: dict[int, Event],
+    support: list[int],
+    namespace: str,
+    ended: dict[str, dict[int, tuple[EndedBy, ...]]],
+) -> NodeView:
     node_id = node.id
 
     def edge_view(edge: GraphEdge, sources: list[int], current: bool) -> EdgeView:
         other_id = edge.to_node_id if edge.from_node_id == node_id else edge.from_node_id
         other_name, other_type = others[other_id]
         return EdgeView(
-            id=edge.id, relation=edge.relation, status=edge.status, current=current, other_id=other_id,
-            other_name=other_name, other_type=other_type, valid_from=edge.valid_from, valid_to=edge.valid_to,
-            confidence=edge.confidence, source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
+            id=edge.id,
+            relation=edge.relation,
+            status=edge.status,
+            current=current,
+            other_id=other_id,
+            other_name=other_name,
+            other_type=other_type,
+            valid_from=edge.valid_from,
+            valid_to=edge.valid_to,
+            confidence=edge.confidence,
+            source_event_ids=tuple(sorted(sources, reverse=True)[:GRAPH_PROVENANCE_LIMIT]),
             ended_by=() if current else ended["edge"].get(edge.id, ()),
         )
 
@@ -422,8 +486,11 @@ def _node_view(node: GraphNode, view: Computed, others: dict[int, tuple[str, str
     ]
     edges_out = tuple(edge_view(e, s, c) for e, s, c in ordered if e.from_node_id == node_id)
     edges_in = tuple(edge_view(e, s, c) for e, s, c in ordered if e.to_node_id == node_id)
-    events = [EventRef(r.id, r.title, r.status, r.happened_start) for r in (refs.get(i) for i in support)
-              if r is not None and r.status in LIVE]
+    events = [
+        EventRef(r.id, r.title, r.status, r.happened_start)
+        for r in (refs.get(i) for i in support)
+        if r is not None and r.status in LIVE
+    ]
     return NodeView(
         id=node.id,
         namespace=namespace,
@@ -435,16 +502,19 @@ def _node_view(node: GraphNode, view: Computed, others: dict[int, tuple[str, str
         confidence=node.confidence,
         current_state=render_state(view.current_facts),
         current_facts=tuple(_fact_view(f, s) for f, s in view.current_facts),
-        historical_facts=tuple(_fact_view(f, s, ended["fact"].get(f.id, ()))
-                               for f, s in sorted(view.historical_facts, key=lambda p: -p[0].id)),
+        historical_facts=tuple(
+            _fact_view(f, s, ended["fact"].get(f.id, ()))
+            for f, s in sorted(view.historical_facts, key=lambda p: -p[0].id)
+        ),
         edges_out=edges_out,
         edges_in=edges_in,
         events=tuple(events),
     )
 
 
-def list_nodes(namespace: str | None = None, type: str | None = None, query: str | None = None,
-               limit: int = 200) -> list[NodeRow]:
+def list_nodes(
+    namespace: str | None = None, type: str | None = None, query: str | None = None, limit: int = 200
+) -> list[NodeRow]:
     """Visible nodes, best supported first; ``query`` matches a substring of name or aliases."""
     if type is not None and type not in NODE_TYPES:
         raise InvalidInputError(f"node type must be one of {', '.join(NODE_TYPES)}, got {type!r}")
@@ -457,25 +527,30 @@ def list_nodes(namespace: str | None = None, type: str | None = None, query: str
     names = {n.id: n.name for n in Namespace.select(Namespace.id, Namespace.name)}
     needle = norm_text(query) if query and query.strip() else None
     if needle:  # cheap pre-filter on the stored names; visibility of aliases is checked below
-        nodes = [n for n in nodes if any(
-            needle in norm_text(v) for v in [n.name, *(a for a in n.aliases or [] if isinstance(a, str))])]
+        nodes = [
+            n
+            for n in nodes
+            if any(needle in norm_text(v) for v in [n.name, *(a for a in n.aliases or [] if isinstance(a, str))])
+        ]
     rows = []
     for view in compute_views(nodes).values():
         if not view.visible:
             continue
         if needle and not any(needle in norm_text(v) for v in [view.node.name, *view.aliases]):
             continue
-        rows.append(NodeRow(
-            id=view.node.id,
-            namespace=names.get(view.node.namespace_id, ""),
-            name=view.node.name,
-            type=view.node.type,
-            aliases=tuple(view.aliases),
-            facts=len(view.current_facts),
-            edges=len(view.current_edges) + len(view.historical_edges),
-            events=len(view.all_sources()),
-            events_more=view.sources_more,
-        ))
+        rows.append(
+            NodeRow(
+                id=view.node.id,
+                namespace=names.get(view.node.namespace_id, ""),
+                name=view.node.name,
+                type=view.node.type,
+                aliases=tuple(view.aliases),
+                facts=len(view.current_facts),
+                edges=len(view.current_edges) + len(view.historical_edges),
+                events=len(view.all_sources()),
+                events_more=view.sources_more,
+            )
+        )
     rows.sort(key=lambda r: (-r.events, -r.facts - r.edges, r.name.casefold(), r.id))
     return rows[: clamp(limit, 1, LIST_MAX, 200)]
 
@@ -502,7 +577,22 @@ def find_node(ref: str | int, namespace: str | None = None) -> int:
 
 
 __all__ = [
-    "Computed", "EdgeView", "EventRef", "FactView", "GRAPH_PROVENANCE_LIMIT", "NODES_BY_ID", "NodeRow", "NodeView",
-    "compute_views", "event_statuses", "find_node", "first_mention", "list_nodes", "newest_sources", "node_view",
-    "node_views", "render_state", "visible_metadata",
+    "Computed",
+    "EdgeView",
+    "EventRef",
+    "FactView",
+    "GRAPH_PROVENANCE_LIMIT",
+    "NODES_BY_ID",
+    "NodeRow",
+    "NodeView",
+    "compute_views",
+    "event_statuses",
+    "find_node",
+    "first_mention",
+    "list_nodes",
+    "newest_sources",
+    "node_view",
+    "node_views",
+    "render_state",
+    "visible_metadata",
 ]

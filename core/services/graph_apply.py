@@ -39,6 +39,7 @@ MAX_FACT_ITEMS = 40
 MAX_RELATION = 100
 DEFAULT_CONFIDENCE = 0.8
 
+
 def _value_key(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(sorted(norm_text(v) for v in value))
@@ -66,16 +67,29 @@ def clip(text: str, limit: int) -> str:
 
 # The statements every projection runs, rendered once (see core.db.Prepared).
 _BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(Event.id.in_(ids) & (Event.namespace == ns)))
-_FACTS_OF = Prepared(lambda node, key: GraphFact.select().where(
-    (GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id))
-_EDGES_FROM = Prepared(lambda source, relation, target, to_target, current: GraphEdge.select().where(
-    (GraphEdge.from_node == source) & (GraphEdge.relation == relation) & (
-        ((GraphEdge.to_node == target) | GraphEdge.status.in_(CURRENT)) if to_target and current
-        else (GraphEdge.to_node == target) if to_target else GraphEdge.status.in_(CURRENT))))
-_SET_PARTICIPANTS = Prepared(lambda stored, event_id: Event.update(
-    {Event.participant_node_ids: Value(stored)}).where(Event.id == event_id))
-_TOUCH = {model: Prepared(lambda now, ids, model=model: model.update(updated_at=now).where(model.id.in_(ids)))
-          for model in (GraphFact, GraphEdge)}
+_FACTS_OF = Prepared(
+    lambda node, key: GraphFact.select().where((GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id)
+)
+_EDGES_FROM = Prepared(
+    lambda source, relation, target, to_target, current: GraphEdge.select().where(
+        (GraphEdge.from_node == source)
+        & (GraphEdge.relation == relation)
+        & (
+            ((GraphEdge.to_node == target) | GraphEdge.status.in_(CURRENT))
+            if to_target and current
+            else (GraphEdge.to_node == target)
+            if to_target
+            else GraphEdge.status.in_(CURRENT)
+        )
+    )
+)
+_SET_PARTICIPANTS = Prepared(
+    lambda stored, event_id: Event.update({Event.participant_node_ids: Value(stored)}).where(Event.id == event_id)
+)
+_TOUCH = {
+    model: Prepared(lambda now, ids, model=model: model.update(updated_at=now).where(model.id.in_(ids)))
+    for model in (GraphFact, GraphEdge)
+}
 
 
 def _chronology(event: Event) -> tuple[float, str] | None:
@@ -175,8 +189,19 @@ def _provenance_ids(*lists: Iterable[int]) -> list[int]:
     return sorted(set(_merge_ids(*lists)))[-PROVENANCE_IDS:]
 
 
-_NODE_COLUMNS = ("namespace", "name", "name_norm", "type", "aliases", "tags", "provenance", "status", "confidence",
-                 "created_at", "updated_at")
+_NODE_COLUMNS = (
+    "namespace",
+    "name",
+    "name_norm",
+    "type",
+    "aliases",
+    "tags",
+    "provenance",
+    "status",
+    "confidence",
+    "created_at",
+    "updated_at",
+)
 
 
 class _Applier:
@@ -288,8 +313,9 @@ class _Applier:
                 out[key] = text
         return list(out.values())[:limit]
 
-    def _proven(self, kind: str, ref: str, values: list[str],
-                provenance: dict[str, list[int]]) -> list[tuple[str, list[int]]]:
+    def _proven(
+        self, kind: str, ref: str, values: list[str], provenance: dict[str, list[int]]
+    ) -> list[tuple[str, list[int]]]:
         kept = []
         for value in values:
             ids = provenance.get(entity_key(value))
@@ -303,8 +329,12 @@ class _Applier:
     def _legacy_keys(node: GraphNode) -> tuple[set[str], set[str]]:
         """(name keys, alias keys) resolution may match on a legacy node (no field provenance):
         its name while any source is visible, its aliases only while all of them are."""
-        ids = [s for (s,) in GraphSource.select(GraphSource.event).where(
-            (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).tuples()]
+        ids = [
+            s
+            for (s,) in GraphSource.select(GraphSource.event)
+            .where((GraphSource.kind == "node") & (GraphSource.record_id == node.id))
+            .tuples()
+        ]
         known = event_statuses(ids)
         names = {entity_key(node.name)} if any(known.get(i) in LIVE for i in ids) else set()
         if not ids or not all(known.get(i) in LIVE for i in ids):
@@ -366,7 +396,8 @@ class _Applier:
         if not prov:
             return bool(self._legacy_keys(node)[1] & wanted)
         return any(
-            isinstance(entry, dict) and entity_key(entry.get("value", "")) in wanted
+            isinstance(entry, dict)
+            and entity_key(entry.get("value", "")) in wanted
             and self._any_live(entry.get("source_event_ids", []))
             for entry in prov.get("aliases", [])
         )
@@ -377,15 +408,17 @@ class _Applier:
         name_key = entity_key(plan.name)
         aliases = self._clean_values(raw.get("aliases"), MAX_ALIASES, 255, {name_key})
         tags = self._clean_values(raw.get("tags"), MAX_TAGS, 80, set())
-        kept_aliases = self._proven("alias", plan.ref, aliases,
-                                    _metadata_provenance(provenance.get("aliases"), self.sources))
+        kept_aliases = self._proven(
+            "alias", plan.ref, aliases, _metadata_provenance(provenance.get("aliases"), self.sources)
+        )
         kept_tags = self._proven("tag", plan.ref, tags, _metadata_provenance(provenance.get("tags"), self.sources))
         confidence = raw.get("confidence")
         if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
             confidence = DEFAULT_CONFIDENCE
 
         node = self._renamed(plan, name_key, kept_aliases) or self.resolve(
-            plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases])
+            plan.type, [name_key] + [entity_key(a) for a, _ in kept_aliases]
+        )
         if node is None:
             # Built in memory and inserted once with its metadata.
             node = GraphNode(
@@ -421,8 +454,9 @@ class _Applier:
             save_one(node)
         self._index_node(node)
 
-        cited = _merge_ids(plan.sources, plan.name_sources, *(ids for _, ids in kept_aliases),
-                           *(ids for _, ids in kept_tags))
+        cited = _merge_ids(
+            plan.sources, plan.name_sources, *(ids for _, ids in kept_aliases), *(ids for _, ids in kept_tags)
+        )
         self._cite("node", node.id, cited)
         for event_id in cited:
             self._cites.setdefault(event_id, set()).add(node.id)
@@ -435,8 +469,11 @@ class _Applier:
         name, with the wrong name kept as an alias (old events still say it); None when there is
         none, or when a node already bears the right name (the two are not merged)."""
         raw = plan.raw.get("renames")
-        wrong = [entity_key(v) for v in raw[:MAX_ALIASES] if isinstance(v, str) and v.strip()] if isinstance(
-            raw, list) else []
+        wrong = (
+            [entity_key(v) for v in raw[:MAX_ALIASES] if isinstance(v, str) and v.strip()]
+            if isinstance(raw, list)
+            else []
+        )
         if not wrong or self.resolve(plan.type, [name_key]) is not None:
             return None
         node = self.resolve(plan.type, wrong)
@@ -452,16 +489,22 @@ class _Applier:
     @staticmethod
     def _seed_provenance(node: GraphNode) -> dict[str, Any]:
         """Field provenance for a legacy node: every metadata value cites the node's sources."""
-        ids = [i for (i,) in GraphSource.select(GraphSource.event).where(
-            (GraphSource.kind == "node") & (GraphSource.record_id == node.id)).order_by(GraphSource.event).tuples()]
+        ids = [
+            i
+            for (i,) in GraphSource.select(GraphSource.event)
+            .where((GraphSource.kind == "node") & (GraphSource.record_id == node.id))
+            .order_by(GraphSource.event)
+            .tuples()
+        ]
         return {
             "name": list(ids),
             "aliases": [{"value": a, "source_event_ids": list(ids)} for a in node.aliases or [] if isinstance(a, str)],
             "tags": [{"value": t, "source_event_ids": list(ids)} for t in node.tags or [] if isinstance(t, str)],
         }
 
-    def _add_metadata(self, node: GraphNode, ref: str, aliases: list[tuple[str, list[int]]],
-                      tags: list[tuple[str, list[int]]]) -> None:
+    def _add_metadata(
+        self, node: GraphNode, ref: str, aliases: list[tuple[str, list[int]]], tags: list[tuple[str, list[int]]]
+    ) -> None:
         prov = node.provenance
         name_key = entity_key(node.name)
         current_aliases = list(node.aliases or [])
@@ -476,8 +519,9 @@ class _Applier:
                 prov["aliases"].append(entry)
             if entry is None:
                 if len(current_aliases) >= MAX_ALIASES:
-                    self.warn(f"Dropped metadata value alias {value!r} of node {ref!r}: "
-                              f"the node has {MAX_ALIASES} aliases")
+                    self.warn(
+                        f"Dropped metadata value alias {value!r} of node {ref!r}: the node has {MAX_ALIASES} aliases"
+                    )
                     continue
                 prov["aliases"].append({"value": value, "source_event_ids": list(ids)})
                 current_aliases.append(value)
@@ -560,8 +604,16 @@ class _Applier:
             else:
                 self._write_fact(node, key, value, sources, valid_from, latest)
 
-    def _end_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], stated: str,
-                  latest: float | None, valid_to: str | None) -> None:
+    def _end_fact(
+        self,
+        node: GraphNode,
+        key: str,
+        value: Any,
+        sources: list[int],
+        stated: str,
+        latest: float | None,
+        valid_to: str | None,
+    ) -> None:
         """A fact stated as ended ("stopped using Vim"): the current fact with that value ends
         when the statement says (``valid_to``, else the time of its events); with none current,
         it is kept as history. A current fact that began after the statement is left alone."""
@@ -572,17 +624,28 @@ class _Applier:
         fact = next((f for f in same if f.status == "superseded"), None)
         created = fact is None
         if fact is None:
-            fact = insert_one(GraphFact, dict(
-                node=node.id, key=key, value=value, status="superseded", valid_from=None,  # start unknown
-                valid_to=valid_to or stated, confidence=node.confidence, created_at=self.now, updated_at=self.now,
-            ))
+            fact = insert_one(
+                GraphFact,
+                dict(
+                    node=node.id,
+                    key=key,
+                    value=value,
+                    status="superseded",
+                    valid_from=None,  # start unknown
+                    valid_to=valid_to or stated,
+                    confidence=node.confidence,
+                    created_at=self.now,
+                    updated_at=self.now,
+                ),
+            )
         else:
             self._touched[GraphFact].add(fact.id)
         self._history("fact", fact, created, [("event", i) for i in sources], _status_of(node))
         self._cite("fact", fact.id, sources)
 
-    def _write_fact(self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str,
-                    latest: float | None) -> None:
+    def _write_fact(
+        self, node: GraphNode, key: str, value: Any, sources: list[int], valid_from: str, latest: float | None
+    ) -> None:
         status = _status_of(node)
         valid_to = None
         newer: list[GraphFact] = []  # the current values an older one arriving late is history behind
@@ -608,10 +671,20 @@ class _Applier:
         fact = next((f for f in same if f.status == status), None)
         created = fact is None
         if fact is None:
-            fact = insert_one(GraphFact, dict(
-                node=node.id, key=key, value=value, status=status, valid_from=valid_from, valid_to=valid_to,
-                confidence=node.confidence, created_at=self.now, updated_at=self.now,
-            ))
+            fact = insert_one(
+                GraphFact,
+                dict(
+                    node=node.id,
+                    key=key,
+                    value=value,
+                    status=status,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    confidence=node.confidence,
+                    created_at=self.now,
+                    updated_at=self.now,
+                ),
+            )
         else:
             self._touched[GraphFact].add(fact.id)
             if status in CURRENT:
@@ -623,8 +696,9 @@ class _Applier:
             self._supersede("fact", rival, valid_from, [("fact", fact.id)])
         self._cite("fact", fact.id, sources)
 
-    def _end(self, kind: str, records: list, stated: str, latest: float | None, valid_to: str | None,
-             sources: list[int]) -> list:
+    def _end(
+        self, kind: str, records: list, stated: str, latest: float | None, valid_to: str | None, sources: list[int]
+    ) -> list:
         """End the current ``records`` a statement says have ended (one begun after the statement
         stays): superseded at ``valid_to``, else the statement's time, citing the statement."""
         ending = [r for r in records if r.status in CURRENT and self._older_than(latest, [r.valid_from]) is None]
@@ -633,8 +707,9 @@ class _Applier:
             self._cite(kind, record.id, sources)
         return ending
 
-    def _supersede(self, kind: str, record: GraphFact | GraphEdge, valid_to: str,
-                   causes: list[tuple[str, int]]) -> None:
+    def _supersede(
+        self, kind: str, record: GraphFact | GraphEdge, valid_to: str, causes: list[tuple[str, int]]
+    ) -> None:
         """A current fact or edge becomes history, ending at ``valid_to`` because of ``causes``.
 
         It never ends before it began: a change dated "last week" ends a value said to hold on a
@@ -646,8 +721,9 @@ class _Applier:
         record.status, record.valid_to, record.updated_at = "superseded", valid_to, self.now
         save_one(record)
 
-    def _history(self, kind: str, record: GraphFact | GraphEdge, created: bool, causes: list[tuple[str, int]],
-                 would_be: str) -> None:
+    def _history(
+        self, kind: str, record: GraphFact | GraphEdge, created: bool, causes: list[tuple[str, int]], would_be: str
+    ) -> None:
         """Note why a record written as history is history. A new one could have been ``would_be``
         (what it goes back to once no reason stands); an old one only gains another reason."""
         self._endings.add(kind, record.id, causes, record.valid_to, would_be if created else None, None)
@@ -672,12 +748,16 @@ class _Applier:
             return None
         if any(r.status in CURRENT and (_epoch(r.valid_from) or 0.0) <= latest for r in records):
             return None
-        ended = [(e, r.id, r) for r in records if r.status == "superseded"
-                 and (e := _epoch(r.valid_to)) is not None and latest < e]
+        ended = [
+            (e, r.id, r)
+            for r in records
+            if r.status == "superseded" and (e := _epoch(r.valid_to)) is not None and latest < e
+        ]
         return min(ended)[2] if ended else None
 
-    def _held_earlier(self, record: GraphFact | GraphEdge, valid_from: str,
-                      others: Callable[[], Sequence[GraphFact | GraphEdge]]) -> None:
+    def _held_earlier(
+        self, record: GraphFact | GraphEdge, valid_from: str, others: Callable[[], Sequence[GraphFact | GraphEdge]]
+    ) -> None:
         """A record said again by an older statement held since then: its start moves back, unless
         an ended record among ``others()`` (another value of a one-value slot, or another stretch of
         this value; read only when the start would move) overlaps the time between."""
@@ -724,16 +804,34 @@ class _Applier:
             if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 <= confidence <= 1:
                 confidence = DEFAULT_CONFIDENCE
             valid_to = _given_time(raw.get("valid_to"))
-            edge = self._write_edge(source, target, relation, status, sources,
-                                    self.valid_from(raw.get("valid_from"), sources),
-                                    self.latest(raw.get("valid_from"), sources), valid_to, float(confidence),
-                                    given_from=_given_time(raw.get("valid_from")))
+            edge = self._write_edge(
+                source,
+                target,
+                relation,
+                status,
+                sources,
+                self.valid_from(raw.get("valid_from"), sources),
+                self.latest(raw.get("valid_from"), sources),
+                valid_to,
+                float(confidence),
+                given_from=_given_time(raw.get("valid_from")),
+            )
             if edge.id not in self.result.edge_ids:
                 self.result.edge_ids.append(edge.id)
 
-    def _write_edge(self, source: GraphNode, target: GraphNode, relation: str, status: str, sources: list[int],
-                    valid_from: str, latest: float | None, valid_to: str | None, confidence: float,
-                    given_from: str | None = None) -> GraphEdge:
+    def _write_edge(
+        self,
+        source: GraphNode,
+        target: GraphNode,
+        relation: str,
+        status: str,
+        sources: list[int],
+        valid_from: str,
+        latest: float | None,
+        valid_to: str | None,
+        confidence: float,
+        given_from: str | None = None,
+    ) -> GraphEdge:
         # Read only what the decision needs — the edges to this target and, for a functional
         # relation, the current ones — never every edge of a much-connected node. The loaded
         # edges are kept for the rest of the projection and follow its own writes.
@@ -752,8 +850,9 @@ class _Applier:
         if status == "superseded":
             # Stated as ended ("no longer works at Acme"): the current edge to that target ends
             # when the statement says, unless it began after the statement (it started again).
-            ending = self._end("edge", [e for e in known if e.to_node_id == target.id], valid_from, latest, valid_to,
-                               sources)
+            ending = self._end(
+                "edge", [e for e in known if e.to_node_id == target.id], valid_from, latest, valid_to, sources
+            )
             if ending:
                 return ending[0]
             # History only: it ended when stated; when it began is unknown unless the proposal says.
@@ -762,8 +861,10 @@ class _Applier:
         def slot() -> list[GraphEdge]:
             return _edge_slot(source.id, relation, target.id, functional)
 
-        if status in CURRENT and (stretch := self._stretch_of([e for e in known if e.to_node_id == target.id],
-                                                               latest)) is not None:
+        if (
+            status in CURRENT
+            and (stretch := self._stretch_of([e for e in known if e.to_node_id == target.id], latest)) is not None
+        ):
             self._touched[GraphEdge].add(stretch.id)
             self._held_earlier(stretch, valid_from, slot)
             self._cite("edge", stretch.id, sources)
@@ -780,11 +881,21 @@ class _Applier:
         edge = next((e for e in known if e.to_node_id == target.id and e.status == status), None)
         created = edge is None
         if edge is None:
-            edge = insert_one(GraphEdge, dict(
-                namespace=self.namespace_id, from_node=source.id, to_node=target.id, relation=relation,
-                status=status, valid_from=valid_from, valid_to=valid_to, confidence=confidence,
-                created_at=self.now, updated_at=self.now,
-            ))
+            edge = insert_one(
+                GraphEdge,
+                dict(
+                    namespace=self.namespace_id,
+                    from_node=source.id,
+                    to_node=target.id,
+                    relation=relation,
+                    status=status,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    confidence=confidence,
+                    created_at=self.now,
+                    updated_at=self.now,
+                ),
+            )
             loaded[edge.id] = edge
         else:
             self._touched[GraphEdge].add(edge.id)

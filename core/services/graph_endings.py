@@ -39,8 +39,15 @@ class EndingLog:
         self._overruled: set[tuple[str, int, str, int]] = set()
         self._restated: dict[tuple[str, int], float] = {}
 
-    def add(self, kind: str, record_id: int, causes: Iterable[tuple[str, int]], valid_to: str | None,
-            prior_status: str | None, prior_valid_to: str | None) -> None:
+    def add(
+        self,
+        kind: str,
+        record_id: int,
+        causes: Iterable[tuple[str, int]],
+        valid_to: str | None,
+        prior_status: str | None,
+        prior_valid_to: str | None,
+    ) -> None:
         """``prior_status`` is what the record was before it ended (None when it already was history:
         the reason is added to the ones it has, and only the first reason says what to go back to)."""
         for cause_kind, cause_id in causes:
@@ -64,16 +71,23 @@ class EndingLog:
         for kind in MODELS:
             said = {r: t for (k, r), t in self._restated.items() if k == kind}
             for part in chunks(sorted(said)):
-                stale = [e.id for e in GraphEnding.select(GraphEnding.id, GraphEnding.record_id, GraphEnding.valid_to)
-                         .where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part))
-                         if _ended_by_then(e.valid_to, said[e.record_id])]
+                stale = [
+                    e.id
+                    for e in GraphEnding.select(GraphEnding.id, GraphEnding.record_id, GraphEnding.valid_to).where(
+                        (GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)
+                    )
+                    if _ended_by_then(e.valid_to, said[e.record_id])
+                ]
                 if stale:
                     GraphEnding.delete().where(GraphEnding.id.in_(stale)).execute()
         self._restated.clear()
         for kind, record_id, cause_kind, cause_id in sorted(self._overruled - set(self._rows)):
-            GraphEnding.delete().where((GraphEnding.kind == kind) & (GraphEnding.record_id == record_id)
-                                       & (GraphEnding.cause_kind == cause_kind)
-                                       & (GraphEnding.cause_id == cause_id)).execute()
+            GraphEnding.delete().where(
+                (GraphEnding.kind == kind)
+                & (GraphEnding.record_id == record_id)
+                & (GraphEnding.cause_kind == cause_kind)
+                & (GraphEnding.cause_id == cause_id)
+            ).execute()
         self._overruled.clear()
         bulk_insert(GraphEnding, _COLUMNS, list(self._rows.values()), ignore_conflicts=True)
         self._rows.clear()
@@ -98,8 +112,12 @@ class EndedBy:
 def describe(ended_by: Iterable[EndedBy], limit: int = 60) -> str:
     """One line for people: 'said ended in event 12 “Ann stopped using Vim”; replaced by Oslo'
     (each text clipped to ``limit`` characters)."""
-    parts = [f"said ended in event {r.id} “{clip(r.text, limit)}”" if r.cause == "event"
-             else f"replaced by {clip(r.text, limit)}" for r in ended_by]
+    parts = [
+        f"said ended in event {r.id} “{clip(r.text, limit)}”"
+        if r.cause == "event"
+        else f"replaced by {clip(r.text, limit)}"
+        for r in ended_by
+    ]
     return "; ".join(parts)
 
 
@@ -120,17 +138,26 @@ def affected_by(event_ids: Iterable[int]) -> set[tuple[str, int]]:
     ids = sorted(set(event_ids))
     found: set[tuple[str, int]] = set()
     for part in chunks(ids):
-        found.update(GraphEnding.select(GraphEnding.kind, GraphEnding.record_id).where(
-            (GraphEnding.cause_kind == "event") & GraphEnding.cause_id.in_(part)).tuples())
-        found.update(GraphSource.select(GraphSource.kind, GraphSource.record_id).where(
-            GraphSource.event.in_(part) & GraphSource.kind.in_(list(MODELS))).tuples())
+        found.update(
+            GraphEnding.select(GraphEnding.kind, GraphEnding.record_id)
+            .where((GraphEnding.cause_kind == "event") & GraphEnding.cause_id.in_(part))
+            .tuples()
+        )
+        found.update(
+            GraphSource.select(GraphSource.kind, GraphSource.record_id)
+            .where(GraphSource.event.in_(part) & GraphSource.kind.in_(list(MODELS)))
+            .tuples()
+        )
     frontier = set(found)
     while frontier:
         reached: set[tuple[str, int]] = set()
         for kind in MODELS:
             for part in chunks(sorted(r for k, r in frontier if k == kind)):
-                reached.update(GraphEnding.select(GraphEnding.kind, GraphEnding.record_id).where(
-                    (GraphEnding.cause_kind == kind) & GraphEnding.cause_id.in_(part)).tuples())
+                reached.update(
+                    GraphEnding.select(GraphEnding.kind, GraphEnding.record_id)
+                    .where((GraphEnding.cause_kind == kind) & GraphEnding.cause_id.in_(part))
+                    .tuples()
+                )
         frontier = reached - found
         found |= frontier
     return found
@@ -140,9 +167,14 @@ def _cited_by(kind: str, record_ids: Iterable[int], statuses: Sequence[str]) -> 
     """Which of the records cite at least one event with one of ``statuses``."""
     out: set[int] = set()
     for part in chunks(sorted(set(record_ids))):
-        out.update(r for (r,) in GraphSource.select(GraphSource.record_id).distinct().join(
-            Event, on=(GraphSource.event == Event.id)).where(
-            (GraphSource.kind == kind) & GraphSource.record_id.in_(part) & Event.status.in_(list(statuses))).tuples())
+        out.update(
+            r
+            for (r,) in GraphSource.select(GraphSource.record_id)
+            .distinct()
+            .join(Event, on=(GraphSource.event == Event.id))
+            .where((GraphSource.kind == kind) & GraphSource.record_id.in_(part) & Event.status.in_(list(statuses)))
+            .tuples()
+        )
     return out
 
 
@@ -178,13 +210,19 @@ def settle(records: Iterable[tuple[str, int]], now: str) -> Settled:
         endings: dict[int, list[GraphEnding]] = {}
         rows: dict[int, object] = {}
         for part in chunks(sorted(ids)):
-            for ending in GraphEnding.select().where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)) \
-                    .order_by(GraphEnding.id):
+            for ending in (
+                GraphEnding.select()
+                .where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part))
+                .order_by(GraphEnding.id)
+            ):
                 endings.setdefault(ending.record_id, []).append(ending)
             rows.update({r.id: r for r in MODELS[kind].select().where(MODELS[kind].id.in_(part))})
         event_causes = [e.cause_id for es in endings.values() for e in es if e.cause_kind == "event"]
-        live_events = {i for part in chunks(sorted(set(event_causes)))
-                       for (i,) in Event.select(Event.id).where(Event.id.in_(part) & Event.status.in_(LIVE)).tuples()}
+        live_events = {
+            i
+            for part in chunks(sorted(set(event_causes)))
+            for (i,) in Event.select(Event.id).where(Event.id.in_(part) & Event.status.in_(LIVE)).tuples()
+        }
         rivals: dict[str, set[int]] = {}
         for es in endings.values():
             for e in es:
@@ -238,23 +276,36 @@ def reasons(kind: str, record_ids: Iterable[int]) -> dict[int, tuple[EndedBy, ..
         for ending in GraphEnding.select().where((GraphEnding.kind == kind) & GraphEnding.record_id.in_(part)):
             rows.setdefault(ending.record_id, []).append(ending)
     events = {e.cause_id for es in rows.values() for e in es if e.cause_kind == "event"}
-    titles = {i: t for part in chunks(sorted(events)) for i, t in Event.select(Event.id, Event.title).where(
-        Event.id.in_(part) & Event.status.in_(LIVE)).tuples()}
+    titles = {
+        i: t
+        for part in chunks(sorted(events))
+        for i, t in Event.select(Event.id, Event.title).where(Event.id.in_(part) & Event.status.in_(LIVE)).tuples()
+    }
     rivals = {k: {e.cause_id for es in rows.values() for e in es if e.cause_kind == k} for k in MODELS}
     live = {k: _cited_by(k, ids, LIVE) for k, ids in rivals.items()}
     texts: dict[tuple[str, int], str] = {}
     for part in chunks(sorted(live["fact"])):
         texts.update((("fact", f.id), render_value(f.value)) for f in GraphFact.select().where(GraphFact.id.in_(part)))
     for part in chunks(sorted(live["edge"])):
-        query = GraphEdge.select(GraphEdge.id, GraphNode.name).join(
-            GraphNode, on=(GraphEdge.to_node == GraphNode.id)).where(GraphEdge.id.in_(part)).tuples()
+        query = (
+            GraphEdge.select(GraphEdge.id, GraphNode.name)
+            .join(GraphNode, on=(GraphEdge.to_node == GraphNode.id))
+            .where(GraphEdge.id.in_(part))
+            .tuples()
+        )
         texts.update((("edge", i), name) for i, name in query)
     out: dict[int, tuple[EndedBy, ...]] = {}
     for record_id, es in rows.items():
-        shown = [EndedBy("event", e.cause_id, titles[e.cause_id])
-                 for e in sorted(es, key=lambda e: -e.cause_id) if e.cause_kind == "event" and e.cause_id in titles]
-        shown += [EndedBy(e.cause_kind, e.cause_id, texts[(e.cause_kind, e.cause_id)])
-                  for e in es if (e.cause_kind, e.cause_id) in texts]
+        shown = [
+            EndedBy("event", e.cause_id, titles[e.cause_id])
+            for e in sorted(es, key=lambda e: -e.cause_id)
+            if e.cause_kind == "event" and e.cause_id in titles
+        ]
+        shown += [
+            EndedBy(e.cause_kind, e.cause_id, texts[(e.cause_kind, e.cause_id)])
+            for e in es
+            if (e.cause_kind, e.cause_id) in texts
+        ]
         if shown:
             out[record_id] = tuple(shown)
     return out

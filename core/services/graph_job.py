@@ -12,7 +12,12 @@ from core.models import CURRENT, LIVE, Event, EventSource, GraphEdge, GraphFact,
 from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.services import jobs as jobsvc
 from core.services.graph import (
-    NODES_BY_ID, Computed, event_statuses, newest_sources, render_state, visible_metadata,
+    NODES_BY_ID,
+    Computed,
+    event_statuses,
+    newest_sources,
+    render_state,
+    visible_metadata,
 )
 from core.services.graph_apply import apply_projection, as_id, clip
 from core.services.graph_names import entity_key, node_names, padded
@@ -33,8 +38,11 @@ CONTEXT_VALUE_ITEMS = 12
 CONTEXT_ITEM_CHARS = 160
 CONTEXT_SOURCES = 16
 
-_LIVE_BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(
-    Event.id.in_(ids) & (Event.namespace == ns) & Event.status.in_(LIVE)).order_by(Event.id))
+_LIVE_BATCH_EVENTS = Prepared(
+    lambda ids, ns: (
+        Event.select().where(Event.id.in_(ids) & (Event.namespace == ns) & Event.status.in_(LIVE)).order_by(Event.id)
+    )
+)
 
 
 # ----------------------------------------------------------------------------- what the projector sees
@@ -43,39 +51,57 @@ _LIVE_BATCH_EVENTS = Prepared(lambda ids, ns: Event.select().where(
 def _newest_facts(node_ids):
     """The newest current facts per node, ranked in SQL so a hub's fact list is not hydrated."""
     rank = fn.ROW_NUMBER().over(partition_by=[GraphFact.node], order_by=[GraphFact.id.desc()])
-    inner = (GraphFact.select(GraphFact, rank.alias("rank"))
-             .where(GraphFact.node.in_(node_ids) & GraphFact.status.in_(CURRENT)))
+    inner = GraphFact.select(GraphFact, rank.alias("rank")).where(
+        GraphFact.node.in_(node_ids) & GraphFact.status.in_(CURRENT)
+    )
     newest = GraphFact.select(inner.c.id).from_(inner).where(inner.c.rank <= CONTEXT_FACTS * 2)
     return GraphFact.select().where(GraphFact.id.in_(newest)).order_by(GraphFact.id)
 
 
 _NEWEST_FACTS = Prepared(_newest_facts)
-_EDGES_AMONG = Prepared(lambda sources, targets: GraphEdge.select().where(
-    GraphEdge.from_node.in_(sources) & GraphEdge.to_node.in_(targets) & GraphEdge.status.in_(CURRENT)
-).order_by(GraphEdge.id).limit(CONTEXT_EDGES * 4))
+_EDGES_AMONG = Prepared(
+    lambda sources, targets: (
+        GraphEdge.select()
+        .where(GraphEdge.from_node.in_(sources) & GraphEdge.to_node.in_(targets) & GraphEdge.status.in_(CURRENT))
+        .order_by(GraphEdge.id)
+        .limit(CONTEXT_EDGES * 4)
+    )
+)
 
 
 def _cited_by_active_query(model, kind: str):
     def build(ids):
         # EXISTS stops at a record's first active citation; selecting the distinct record ids of
         # the active citations read every citation of a hub (thousands, more every day).
-        active = GraphSource.select(GraphSource.id).join(Event, on=(GraphSource.event == Event.id)).where(
-            (GraphSource.kind == kind) & (GraphSource.record_id == model.id) & (Event.status == "active"))
+        active = (
+            GraphSource.select(GraphSource.id)
+            .join(Event, on=(GraphSource.event == Event.id))
+            .where((GraphSource.kind == kind) & (GraphSource.record_id == model.id) & (Event.status == "active"))
+        )
         return model.select(model.id).where(model.id.in_(ids) & fn.EXISTS(active)).tuples()
+
     return Prepared(build)
 
 
-_CITED_BY_ACTIVE = {kind: _cited_by_active_query(model, kind) for kind, model in (("fact", GraphFact),
-                                                                                  ("edge", GraphEdge))}
+_CITED_BY_ACTIVE = {
+    kind: _cited_by_active_query(model, kind) for kind, model in (("fact", GraphFact), ("edge", GraphEdge))
+}
 
 
 def _metadata_statuses(nodes: Sequence[GraphNode]) -> dict[int, str]:
     """Event statuses enough to tell which alias and tag entries of the nodes have a live source
     (``visible_metadata``): each entry's newest source, then every source only of entries whose
     newest is not live. A hub's entries cite up to 64 events each, nearly always the newest live."""
-    entries = [ids for n in nodes if isinstance(n.provenance, dict)
-               for kind in ("aliases", "tags") for entry in n.provenance.get(kind, []) if isinstance(entry, dict)
-               for ids in [[i for i in entry.get("source_event_ids", []) if isinstance(i, int)]] if ids]
+    entries = [
+        ids
+        for n in nodes
+        if isinstance(n.provenance, dict)
+        for kind in ("aliases", "tags")
+        for entry in n.provenance.get(kind, [])
+        if isinstance(entry, dict)
+        for ids in [[i for i in entry.get("source_event_ids", []) if isinstance(i, int)]]
+        if ids
+    ]
     statuses = event_statuses(max(ids) for ids in entries)
     statuses.update(event_statuses(i for ids in entries if statuses.get(max(ids)) not in LIVE for i in ids))
     return statuses
@@ -112,7 +138,8 @@ def _context_views(nodes: Sequence[GraphNode]) -> dict[int, Computed]:
     for view in out.values():
         view.current_facts = view.current_facts[-CONTEXT_FACTS:]
         view.visible = view.node.status in CURRENT and bool(
-            view.node_sources or view.current_facts or view.current_edges)
+            view.node_sources or view.current_facts or view.current_edges
+        )
     return out
 
 
@@ -126,7 +153,8 @@ def _cited_by_active(kind: str, record_ids: Sequence[int]) -> set[int]:
 
 def _event_item(event: Event) -> dict[str, Any]:
     temporal = {
-        key: value for key, value in (
+        key: value
+        for key, value in (
             ("mentioned_at", event.mentioned_at),
             ("happened_start", event.happened_start),
             ("happened_end", event.happened_end),
@@ -136,7 +164,8 @@ def _event_item(event: Event) -> dict[str, Any]:
             ("status", event.time_status),
             ("event_type", event.event_type),
             ("participants", list(event.participants or [])),
-        ) if value not in (None, "")
+        )
+        if value not in (None, "")
     }
     return {
         "id": event.id,
@@ -156,9 +185,9 @@ def _event_item(event: Event) -> dict[str, Any]:
 def _related_nodes(namespace_id: int, events: Sequence[Event]) -> list[GraphNode]:
     """Existing nodes most related to the events: participant matches, then text mentions."""
     participants = {entity_key(p) for e in events for p in (e.participants or []) if isinstance(p, str)}
-    text = padded(" ".join(
-        " ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events
-    ))
+    text = padded(
+        " ".join(" ".join([e.title, e.summary, " ".join(e.quotes or []), " ".join(e.tags or [])]) for e in events)
+    )
     names = node_names(namespace_id)
     named = names.with_keys(participants, first_names=True)  # "Priya" finds "Priya Raman"
     scored = [(2, i) for i in named] + [(1, i) for i in names.mentioned_in(text) - named]
@@ -174,8 +203,9 @@ def _context_value(value: Any) -> Any:
     return clip(str(value), CONTEXT_VALUE_CHARS)
 
 
-def projection_context(job_id: int | None, namespace_id: int, events: Sequence[Event], *,
-                       mentions: bool = False) -> dict[str, Any]:
+def projection_context(
+    job_id: int | None, namespace_id: int, events: Sequence[Event], *, mentions: bool = False
+) -> dict[str, Any]:
     """What the projector sees: the events and the visible nodes and edges they likely touch.
 
     With ``mentions`` (a provider that reads its context in process), ``context["mentions"]`` is
@@ -189,25 +219,30 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
     edges: dict[int, dict[str, Any]] = {}
     for view in chosen:
         facts = view.current_facts[-CONTEXT_FACTS:]
-        nodes.append({
-            "id": view.node.id,
-            "name": view.node.name,
-            "type": view.node.type,
-            "aliases": view.aliases[:CONTEXT_LIST],
-            "tags": view.tags[:CONTEXT_LIST],
-            "current_state": clip(render_state(view.current_facts), CONTEXT_STATE_CHARS),
-            "facts": [{"key": f.key, "value": _context_value(f.value), "status": f.status} for f, _ in facts],
-            "source_event_ids": view.all_sources()[:CONTEXT_SOURCES],
-        })
+        nodes.append(
+            {
+                "id": view.node.id,
+                "name": view.node.name,
+                "type": view.node.type,
+                "aliases": view.aliases[:CONTEXT_LIST],
+                "tags": view.tags[:CONTEXT_LIST],
+                "current_state": clip(render_state(view.current_facts), CONTEXT_STATE_CHARS),
+                "facts": [{"key": f.key, "value": _context_value(f.value), "status": f.status} for f, _ in facts],
+                "source_event_ids": view.all_sources()[:CONTEXT_SOURCES],
+            }
+        )
         for edge, _ in view.current_edges:
             if edge.from_node_id in chosen_ids and edge.to_node_id in chosen_ids and len(edges) < CONTEXT_EDGES:
-                edges.setdefault(edge.id, {
-                    "id": edge.id,
-                    "from_node_id": edge.from_node_id,
-                    "to_node_id": edge.to_node_id,
-                    "relation": edge.relation,
-                    "status": edge.status,
-                })
+                edges.setdefault(
+                    edge.id,
+                    {
+                        "id": edge.id,
+                        "from_node_id": edge.from_node_id,
+                        "to_node_id": edge.to_node_id,
+                        "relation": edge.relation,
+                        "status": edge.status,
+                    },
+                )
     context = {
         "job_id": job_id,
         "projector_version": PROJECTOR_VERSION,
@@ -224,10 +259,15 @@ def projection_context(job_id: int | None, namespace_id: int, events: Sequence[E
     return context
 
 
-_SPEAKERS = Prepared(lambda event_ids: Message.select(Message.speaker, Message.role).distinct().join(
-    EventSource, on=(EventSource.message == Message.id)).where(
-    EventSource.event.in_(event_ids) & Message.role.in_(["user", "assistant"])
-).tuples())
+_SPEAKERS = Prepared(
+    lambda event_ids: (
+        Message.select(Message.speaker, Message.role)
+        .distinct()
+        .join(EventSource, on=(EventSource.message == Message.id))
+        .where(EventSource.event.in_(event_ids) & Message.role.in_(["user", "assistant"]))
+        .tuples()
+    )
+)
 
 
 def _speakers(events: Sequence[Event]) -> list[str]:
@@ -262,8 +302,11 @@ def propose_projection(job: Job, provider: Any) -> tuple[list[int], dict[str, An
         events.extend(_LIVE_BATCH_EVENTS.rows(list(part), job.namespace_id))
     proposal: Any = {"reason": "no live events in this batch", "nodes": [], "edges": []}
     if events:
-        proposal = provider.project_graph(projection_context(
-            job.id, job.namespace_id, events, mentions=getattr(provider, "reads_context_lazily", False)))
+        proposal = provider.project_graph(
+            projection_context(
+                job.id, job.namespace_id, events, mentions=getattr(provider, "reads_context_lazily", False)
+            )
+        )
         if not isinstance(proposal, dict):
             raise ProviderOutputError("graph projection result is not an object")
     return batch, proposal
@@ -282,15 +325,18 @@ def run_graph_job(job: Job, provider: Any, report: Any) -> None:
         if not jobsvc.still_claimed(job):
             return
         result = apply_projection(job.namespace_id, batch, proposal)
-        payload.update({
-            "projector_version": PROJECTOR_VERSION,
-            "node_ids": result.node_ids,
-            "edge_ids": result.edge_ids,
-            "reason": _reason(result.warnings, proposal.get("reason")),
-        })
+        payload.update(
+            {
+                "projector_version": PROJECTOR_VERSION,
+                "node_ids": result.node_ids,
+                "edge_ids": result.edge_ids,
+                "reason": _reason(result.warnings, proposal.get("reason")),
+            }
+        )
         now = now_iso()
-        update_by_id(Job, job.id, dict(status="succeeded", last_error=None, next_retry_at=None, payload=payload,
-                                       updated_at=now))
+        update_by_id(
+            Job, job.id, dict(status="succeeded", last_error=None, next_retry_at=None, payload=payload, updated_at=now)
+        )
         if result.node_ids or result.edge_ids:
             bump_revision(job.namespace_id, now)
     report.succeeded += 1

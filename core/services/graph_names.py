@@ -64,9 +64,20 @@ class _Node:
 
 
 _COUNT = Prepared(lambda ns: GraphNode.select(fn.COUNT(GraphNode.id)).where(GraphNode.namespace == ns).tuples())
-_CHANGED = Prepared(lambda ns, seen: GraphNode.select(
-    GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.type, GraphNode.status, GraphNode.updated_at,
-).where((GraphNode.namespace == ns) & (GraphNode.updated_at > seen)).tuples())
+_CHANGED = Prepared(
+    lambda ns, seen: (
+        GraphNode.select(
+            GraphNode.id,
+            GraphNode.name,
+            GraphNode.aliases,
+            GraphNode.type,
+            GraphNode.status,
+            GraphNode.updated_at,
+        )
+        .where((GraphNode.namespace == ns) & (GraphNode.updated_at > seen))
+        .tuples()
+    )
+)
 
 
 @dataclass
@@ -87,18 +98,23 @@ class NodeNames:
         if count != len(self.nodes):
             # Deleted nodes (an undone import) or ids left by a rolled-back write: start over.
             self.__init__(self.namespace_id)
-        for node_id, name, aliases, node_type, status, updated_at in _CHANGED.rows(self.namespace_id,
-                                                                                  self.seen_updated):
+        for node_id, name, aliases, node_type, status, updated_at in _CHANGED.rows(
+            self.namespace_id, self.seen_updated
+        ):
             self.note(node_id, name, aliases or [], node_type, status, updated_at)
 
-    def note(self, node_id: int, name: str, aliases: Iterable[str], node_type: str, status: str,
-             updated_at: str) -> None:
+    def note(
+        self, node_id: int, name: str, aliases: Iterable[str], node_type: str, status: str, updated_at: str
+    ) -> None:
         """Record a node as written (the projector calls this for its own writes)."""
         self.drop(node_id)
         names = [name] + [a for a in aliases if isinstance(a, str)]
         keys = frozenset(entity_key(n) for n in names)
-        first = frozenset(entity_key(n.split()[0]) for n in names if len(n.split()) > 1) \
-            if node_type == "person" else frozenset()
+        first = (
+            frozenset(entity_key(n.split()[0]) for n in names if len(n.split()) > 1)
+            if node_type == "person"
+            else frozenset()
+        )
         needles = tuple(dict.fromkeys(x for x in (needle(n) for n in names) if x))
         self.nodes[node_id] = _Node(node_type, status, keys, first, needles)
         for key in keys:
@@ -145,7 +161,7 @@ class NodeNames:
         for start, word in enumerate(words):
             # Only where some needle starts, and only the lengths such needles have.
             for size in self.starts.get(word, ()):
-                hit = self.by_needle.get(f" {' '.join(words[start:start + size])} ")
+                hit = self.by_needle.get(f" {' '.join(words[start : start + size])} ")
                 if hit:
                     found |= hit
         for text, ids in self.han_needles.items():

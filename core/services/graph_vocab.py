@@ -10,14 +10,49 @@ from typing import Any
 
 # Keys and relations that hold one value at a time: a new value supersedes the old one.
 # Everything else (likes, uses, hobby, has_pet, knows, visited, …) accumulates.
-FUNCTIONAL_RELATIONS = frozenset({
-    "lives_in", "lives_at", "residence", "current_city", "location", "located_in",
-    "works_at", "works_for", "employer", "role", "job_title", "title", "current_job", "occupation",
-    "age", "birthday", "born_in", "birthplace", "hometown", "nationality",
-    "status", "state", "relationship_status", "marital_status", "spouse", "married_to",
-    "reports_to", "current_project",
-    "位于", "属于", "住在", "居住地", "所在地", "工作于", "职位", "年龄", "状态", "生日", "出生地",
-})
+FUNCTIONAL_RELATIONS = frozenset(
+    {
+        "lives_in",
+        "lives_at",
+        "residence",
+        "current_city",
+        "location",
+        "located_in",
+        "works_at",
+        "works_for",
+        "employer",
+        "role",
+        "job_title",
+        "title",
+        "current_job",
+        "occupation",
+        "age",
+        "birthday",
+        "born_in",
+        "birthplace",
+        "hometown",
+        "nationality",
+        "status",
+        "state",
+        "relationship_status",
+        "marital_status",
+        "spouse",
+        "married_to",
+        "reports_to",
+        "current_project",
+        "位于",
+        "属于",
+        "住在",
+        "居住地",
+        "所在地",
+        "工作于",
+        "职位",
+        "年龄",
+        "状态",
+        "生日",
+        "出生地",
+    }
+)
 
 
 def relation_key(text: str) -> str:

@@ -141,11 +141,18 @@ class UndoResult:
 def _candidate_row(data: dict[str, Any]) -> CandidateRow:
     temporal = data.get("temporal") or {}
     return CandidateRow(
-        title=data.get("title", ""), summary=data.get("summary", ""), tags=tuple(data.get("tags") or ()),
-        participants=tuple(temporal.get("participants") or ()), mentioned_at=temporal.get("mentioned_at"),
-        happened_start=temporal.get("happened_start"), happened_end=temporal.get("happened_end"),
-        precision=temporal.get("precision", "unknown"), memory_kind=data.get("memory_kind"),
-        category=data.get("category"), confidence=data.get("confidence"), data=data,
+        title=data.get("title", ""),
+        summary=data.get("summary", ""),
+        tags=tuple(data.get("tags") or ()),
+        participants=tuple(temporal.get("participants") or ()),
+        mentioned_at=temporal.get("mentioned_at"),
+        happened_start=temporal.get("happened_start"),
+        happened_end=temporal.get("happened_end"),
+        precision=temporal.get("precision", "unknown"),
+        memory_kind=data.get("memory_kind"),
+        category=data.get("category"),
+        confidence=data.get("confidence"),
+        data=data,
     )
 
 
@@ -170,18 +177,33 @@ def effective_action(item: ImportItem) -> tuple[str | None, tuple[int, ...]]:
 def item_row(item: ImportItem, outside: Mapping[int, MatchRow] | None = None) -> ImportItemRow:
     action, targets = effective_action(item)
     known = {m["event_id"] for m in item.matches or ()}
-    chosen = tuple(outside[i] for i in dict.fromkeys([*(item.choice_target_ids or ()), *(item.final_target_ids or ())])
-                   if i not in known and outside and i in outside)
+    chosen = tuple(
+        outside[i]
+        for i in dict.fromkeys([*(item.choice_target_ids or ()), *(item.final_target_ids or ())])
+        if i not in known and outside and i in outside
+    )
     return ImportItemRow(
-        position=item.position, candidate=_candidate_row(item.candidate), state=item.state, action=item.action,
-        target_ids=tuple(item.target_ids or ()), reason=item.reason, confidence=item.confidence,
-        requires_confirmation=bool(item.requires_confirmation), duplicate_of_event=item.duplicate_of_event,
+        position=item.position,
+        candidate=_candidate_row(item.candidate),
+        state=item.state,
+        action=item.action,
+        target_ids=tuple(item.target_ids or ()),
+        reason=item.reason,
+        confidence=item.confidence,
+        requires_confirmation=bool(item.requires_confirmation),
+        duplicate_of_event=item.duplicate_of_event,
         duplicate_of_item=item.duplicate_of_item,
-        matches=tuple(MatchRow(m["event_id"], m["title"], m["summary"], m["status"], m["score"])
-                      for m in item.matches or ()),
-        choice_action=item.choice_action, choice_target_ids=tuple(item.choice_target_ids or ()),
-        effective_action=action, effective_target_ids=targets, created_event_id=item.created_event_id,
-        model_calls=item.model_calls, chosen_events=chosen, matched=item.matched or None,
+        matches=tuple(
+            MatchRow(m["event_id"], m["title"], m["summary"], m["status"], m["score"]) for m in item.matches or ()
+        ),
+        choice_action=item.choice_action,
+        choice_target_ids=tuple(item.choice_target_ids or ()),
+        effective_action=action,
+        effective_target_ids=targets,
+        created_event_id=item.created_event_id,
+        model_calls=item.model_calls,
+        chosen_events=chosen,
+        matched=item.matched or None,
         usage=usage_acct.normalized(item.usage) if item.usage else None,
     )
 
@@ -199,17 +221,37 @@ def batch_row(batch: ImportBatch, items: Sequence[ImportItem] | None = None) -> 
         action, _ = effective_action(item)
         if action:
             counts[action] += 1
-        if item.state == "decided" and item.requires_confirmation and item.choice_action is None \
-                and item.final_action is None:
+        if (
+            item.state == "decided"
+            and item.requires_confirmation
+            and item.choice_action is None
+            and item.final_action is None
+        ):
             waiting += 1
     return ImportBatchRow(
-        id=batch.id, namespace=batch.namespace_name, format=batch.format, source_name=batch.source_name,
-        source_system=batch.source_system, status=batch.status, recovered=bool(batch.recovered), total=batch.total,
-        processed=batch.processed, top_k=batch.top_k, threshold=batch.threshold, provider=batch.provider,
-        preview_revision=batch.preview_revision, source_block_id=batch.source_block_id,
-        imported_count=batch.imported_count, counts=counts, needs_confirmation=waiting,
-        warnings=tuple(batch.warnings or ()), last_error=batch.last_error, created_at=batch.created_at,
-        updated_at=batch.updated_at, committed_at=batch.committed_at, undone_at=batch.undone_at,
+        id=batch.id,
+        namespace=batch.namespace_name,
+        format=batch.format,
+        source_name=batch.source_name,
+        source_system=batch.source_system,
+        status=batch.status,
+        recovered=bool(batch.recovered),
+        total=batch.total,
+        processed=batch.processed,
+        top_k=batch.top_k,
+        threshold=batch.threshold,
+        provider=batch.provider,
+        preview_revision=batch.preview_revision,
+        source_block_id=batch.source_block_id,
+        imported_count=batch.imported_count,
+        counts=counts,
+        needs_confirmation=waiting,
+        warnings=tuple(batch.warnings or ()),
+        last_error=batch.last_error,
+        created_at=batch.created_at,
+        updated_at=batch.updated_at,
+        committed_at=batch.committed_at,
+        undone_at=batch.undone_at,
         usage=None if usage_acct.is_empty(spent) else spent,
     )
 
@@ -236,12 +278,19 @@ def get_batch(batch_id: int | str) -> ImportPreview:
 def outside_targets(items: Sequence[ImportItem]) -> dict[int, MatchRow]:
     """The events chosen as targets that are not among their item's matches, read in one go so that
     a view can name them as it names matches (whatever their status is now)."""
-    wanted = sorted({t for i in items for t in [*(i.choice_target_ids or ()), *(i.final_target_ids or ())]
-                     if t not in {m["event_id"] for m in i.matches or ()}})
+    wanted = sorted(
+        {
+            t
+            for i in items
+            for t in [*(i.choice_target_ids or ()), *(i.final_target_ids or ())]
+            if t not in {m["event_id"] for m in i.matches or ()}
+        }
+    )
     found: dict[int, MatchRow] = {}
     for part in chunks(wanted):
-        for event_id, title, summary, status in Event.select(Event.id, Event.title, Event.summary,
-                                                             Event.status).where(Event.id.in_(part)).tuples():
+        for event_id, title, summary, status in (
+            Event.select(Event.id, Event.title, Event.summary, Event.status).where(Event.id.in_(part)).tuples()
+        ):
             found[event_id] = MatchRow(event_id, title, summary, status, 0.0)
     return found
 
@@ -269,8 +318,28 @@ def row_image(row: dict[str, Any] | Any, fields: Sequence[str]) -> dict[str, Any
 
 
 __all__ = [
-    "ACTIONS", "CandidateRow", "DEFAULT_THRESHOLD", "DEFAULT_TOP_K", "EVENT_IMAGE", "GRAPH_TABLES", "IMPORT_GRAPH_KIND",
-    "ImportBatchRow", "ImportItemRow", "ImportPreview", "MatchRow", "STATUSES", "TARGETED", "UndoResult",
-    "batch_items", "batch_row", "effective_action", "get_batch", "item_row", "list_batches", "load_batch",
-    "namespace_revision", "outside_targets", "row_image",
+    "ACTIONS",
+    "CandidateRow",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_TOP_K",
+    "EVENT_IMAGE",
+    "GRAPH_TABLES",
+    "IMPORT_GRAPH_KIND",
+    "ImportBatchRow",
+    "ImportItemRow",
+    "ImportPreview",
+    "MatchRow",
+    "STATUSES",
+    "TARGETED",
+    "UndoResult",
+    "batch_items",
+    "batch_row",
+    "effective_action",
+    "get_batch",
+    "item_row",
+    "list_batches",
+    "load_batch",
+    "namespace_revision",
+    "outside_targets",
+    "row_image",
 ]

@@ -10,7 +10,15 @@ from core.errors import InvalidInputError, NotFoundError
 from core.models import ImportBatch, ImportItem, Namespace
 from core.services.events import live_event_ids
 from core.services.import_batches import (
-    ACTIONS, TARGETED, ImportItemRow, ImportPreview, batch_items, get_batch, item_row, load_batch, outside_targets,
+    ACTIONS,
+    TARGETED,
+    ImportItemRow,
+    ImportPreview,
+    batch_items,
+    get_batch,
+    item_row,
+    load_batch,
+    outside_targets,
 )
 from core.timeutil import now_iso
 
@@ -61,7 +69,8 @@ def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence
                 raise InvalidInputError(
                     f"{action} needs a target event: pass one of item {position}'s matches "
                     f"({', '.join(map(str, allowed)) or 'none'}) or any live event of namespace "
-                    f"{batch.namespace_name!r}; or choose add or ignore")
+                    f"{batch.namespace_name!r}; or choose add or ignore"
+                )
             outside = [t for t in targets if t not in allowed]
             live = _live_in(batch.namespace_name, outside)
             bad = [t for t in outside if t not in live]
@@ -69,7 +78,8 @@ def decide(batch_id: int | str, position: int, action: str, target_ids: Sequence
                 raise InvalidInputError(
                     f"event {bad[0]} is neither among item {position}'s matches "
                     f"({', '.join(map(str, allowed)) or 'none'}) nor a live event of namespace "
-                    f"{batch.namespace_name!r}")
+                    f"{batch.namespace_name!r}"
+                )
         item.choice_action, item.choice_target_ids, item.updated_at = action, targets, now_iso()
         item.save()
         _settle_status(batch)
@@ -86,7 +96,8 @@ def reset_choice(batch_id: int | str, position: int | None = None) -> ImportPrev
             batch = load_batch(batch_id)
             _check_choosable(batch)
             ImportItem.update(choice_action=None, choice_target_ids=None, updated_at=now_iso()).where(
-                ImportItem.batch == batch.id).execute()
+                ImportItem.batch == batch.id
+            ).execute()
         else:
             batch, item = _choice_item(batch_id, position)
             item.choice_action, item.choice_target_ids, item.updated_at = None, None, now_iso()
@@ -103,13 +114,18 @@ def _check_choosable(batch: ImportBatch) -> None:
 def _choice_item(batch_id: int | str, position: int) -> tuple[ImportBatch, ImportItem]:
     batch = load_batch(batch_id)
     _check_choosable(batch)
-    item = (ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
-            if is_row_id(position) else None)
+    item = (
+        ImportItem.get_or_none((ImportItem.batch == batch.id) & (ImportItem.position == position))
+        if is_row_id(position)
+        else None
+    )
     if item is None:
         raise NotFoundError(f"import batch {batch.id} has no item {position} (items 1-{batch.total})")
     if item.state != "decided":
-        raise InvalidInputError(f"item {position} of import batch {batch.id} has no preview decision yet; "
-                                f"run `strata import resume {batch.id}` first")
+        raise InvalidInputError(
+            f"item {position} of import batch {batch.id} has no preview decision yet; "
+            f"run `strata import resume {batch.id}` first"
+        )
     return batch, item
 
 

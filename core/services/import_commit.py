@@ -16,7 +16,17 @@ from core.dto import MessageIn
 from core.errors import InvalidInputError, StorageConflictError
 from core.layers import deterministic_layers
 from core.models import (
-    Block, Event, GraphEdge, GraphFact, GraphNode, ImportBatch, ImportChange, ImportItem, Job, Message, Namespace,
+    Block,
+    Event,
+    GraphEdge,
+    GraphFact,
+    GraphNode,
+    ImportBatch,
+    ImportChange,
+    ImportItem,
+    Job,
+    Message,
+    Namespace,
     Thread,
 )
 from core.providers import Provider
@@ -25,8 +35,18 @@ from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.search.index import index_events, index_messages, message_text
 from core.services.events import LIVE, write_event
 from core.services.import_batches import (
-    ACTIONS, EVENT_IMAGE, GRAPH_TABLES, IMPORT_GRAPH_KIND, TARGETED, ImportPreview, batch_items, effective_action,
-    get_batch, load_batch, namespace_revision, row_image,
+    ACTIONS,
+    EVENT_IMAGE,
+    GRAPH_TABLES,
+    IMPORT_GRAPH_KIND,
+    TARGETED,
+    ImportPreview,
+    batch_items,
+    effective_action,
+    get_batch,
+    load_batch,
+    namespace_revision,
+    row_image,
 )
 from core.services.import_choices import decide
 from core.services.import_preview import ProgressFn, preview_batch, spent_since, usage_of, user_names
@@ -53,11 +73,13 @@ class StalePreviewError(StorageConflictError):
 
 def _record_change(batch_id: int, table: str, record_id: int, before: dict | None, after: dict | None) -> None:
     """Keep the first pre-image of a row for this batch and its latest post-image."""
-    existing = ImportChange.get_or_none((ImportChange.batch == batch_id) & (ImportChange.table == table)
-                                        & (ImportChange.record_id == record_id))
+    existing = ImportChange.get_or_none(
+        (ImportChange.batch == batch_id) & (ImportChange.table == table) & (ImportChange.record_id == record_id)
+    )
     if existing is None:
-        ImportChange.create(batch=batch_id, table=table, record_id=record_id, before=before, after=after,
-                            created_at=now_iso())
+        ImportChange.create(
+            batch=batch_id, table=table, record_id=record_id, before=before, after=after, created_at=now_iso()
+        )
     else:
         ImportChange.update(after=after).where(ImportChange.id == existing.id).execute()
 
@@ -72,8 +94,11 @@ def _block_views(batch: ImportBatch, items: Sequence[ImportItem], applied: dict[
     title = clip(f"Imported memory from {origin} ({batch.total} item{'s' if batch.total != 1 else ''})", 80)
     outcome = ", ".join(f"{n} {a}" for a, n in applied.items() if n) or "nothing applied"
     exported = (batch.meta or {}).get("exported_at")
-    summary = (f"External memory exported by {origin}" + (f" on {exported}" if exported else "")
-               + f", imported as batch {batch.id}: {outcome}. The full original text is this block's L5.")
+    summary = (
+        f"External memory exported by {origin}"
+        + (f" on {exported}" if exported else "")
+        + f", imported as batch {batch.id}: {outcome}. The full original text is this block's L5."
+    )
     points = [clip(f"{i.candidate['title']}: {i.candidate['summary']}", 240) for i in items[:8]]
     if not points and batch.text.strip():
         points = [clip(_first_line(batch.text), 240)]
@@ -113,8 +138,13 @@ def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], u
     if about_user(title, summary):
         # Where nobody has spoken yet the user is unnamed, as extraction calls them; where several
         # people speak as users, only the replaced cards can tell which one is meant.
-        who = users[0] if len(users) == 1 else UNNAMED_USER if not users and not targets else next(
-            (p for names in targets for p in names if p.strip().casefold() not in ASSISTANT_NAMES), None)
+        who = (
+            users[0]
+            if len(users) == 1
+            else UNNAMED_USER
+            if not users and not targets
+            else next((p for names in targets for p in names if p.strip().casefold() not in ASSISTANT_NAMES), None)
+        )
         if who:
             names.insert(0, who)
     out: dict[str, str] = {}
@@ -123,8 +153,14 @@ def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], u
     return [name for name in out.values() if name][:24]
 
 
-def _draft(candidate: dict[str, Any], message_id: int, action: str, targets: Sequence[int],
-           fallback_time: str, participants: Sequence[str] = ()) -> dict[str, Any]:
+def _draft(
+    candidate: dict[str, Any],
+    message_id: int,
+    action: str,
+    targets: Sequence[int],
+    fallback_time: str,
+    participants: Sequence[str] = (),
+) -> dict[str, Any]:
     temporal = dict(candidate.get("temporal") or {})
     temporal["mentioned_at"] = _mention_time(candidate, fallback_time)
     temporal["participants"] = list(participants)
@@ -134,30 +170,72 @@ def _draft(candidate: dict[str, Any], message_id: int, action: str, targets: Seq
     elif action == "conflict":
         relations["conflicts"] = list(targets)
     return {
-        "title": candidate["title"], "summary": candidate["summary"], "tags": list(candidate.get("tags") or []),
-        "quotes": list(candidate.get("quotes") or []), "source_message_ids": [message_id], "temporal": temporal,
-        "relations": relations, "scope": candidate.get("scope", "user"),
+        "title": candidate["title"],
+        "summary": candidate["summary"],
+        "tags": list(candidate.get("tags") or []),
+        "quotes": list(candidate.get("quotes") or []),
+        "source_message_ids": [message_id],
+        "temporal": temporal,
+        "relations": relations,
+        "scope": candidate.get("scope", "user"),
         "criticality": candidate.get("criticality", "routine"),
     }
 
 
-def _create_source_block(ns: Namespace, batch: ImportBatch, views: dict[str, Any], now: str,
-                         has_time: bool) -> tuple[Block, Message]:
+def _create_source_block(
+    ns: Namespace, batch: ImportBatch, views: dict[str, Any], now: str, has_time: bool
+) -> tuple[Block, Message]:
     """The synthetic source block: one message holding the whole imported text (L5)."""
     stamp = parse_timestamp(now)
-    thread = Thread.create(namespace=ns, name=f"external-import:{batch.id}", message_count=1, turn_count=1,
-                           sealed_turns=1, block_count=1, ready_count=1, created_at=now, updated_at=now)
-    message = Message.create(namespace=ns, thread=thread, position=1, turn=1, ns_turn=ns.current_turn, role="user",
-                             speaker=None, content=batch.text, created_at=now, created_ts=to_epoch(stamp),
-                             external_id=f"import:{batch.id}", has_time=has_time)
+    thread = Thread.create(
+        namespace=ns,
+        name=f"external-import:{batch.id}",
+        message_count=1,
+        turn_count=1,
+        sealed_turns=1,
+        block_count=1,
+        ready_count=1,
+        created_at=now,
+        updated_at=now,
+    )
+    message = Message.create(
+        namespace=ns,
+        thread=thread,
+        position=1,
+        turn=1,
+        ns_turn=ns.current_turn,
+        role="user",
+        speaker=None,
+        content=batch.text,
+        created_at=now,
+        created_ts=to_epoch(stamp),
+        external_id=f"import:{batch.id}",
+        has_time=has_time,
+    )
     layers = deterministic_layers([MessageIn(role="user", content=batch.text)])
     ns.block_count += 1
     block = Block.create(
-        namespace=ns, thread=thread, sequence=ns.block_count, start_turn=1, end_turn=1, message_count=1,
-        created_at=now, status="ready", l0_title=views["title"], l0_tags=[IMPORT_TAG], l1_summary=views["summary"],
-        l2_keypoints=views["points"], should_extract=False, l3_text=layers[3], l4_text=layers[4],
-        tokens_l3=estimate_tokens(layers[3]), tokens_l4=estimate_tokens(layers[4]),
-        tokens_l5=estimate_tokens(layers[5]), ready_position=1, pointer_current_level=5, pointer_anchor_level=5,
+        namespace=ns,
+        thread=thread,
+        sequence=ns.block_count,
+        start_turn=1,
+        end_turn=1,
+        message_count=1,
+        created_at=now,
+        status="ready",
+        l0_title=views["title"],
+        l0_tags=[IMPORT_TAG],
+        l1_summary=views["summary"],
+        l2_keypoints=views["points"],
+        should_extract=False,
+        l3_text=layers[3],
+        l4_text=layers[4],
+        tokens_l3=estimate_tokens(layers[3]),
+        tokens_l4=estimate_tokens(layers[4]),
+        tokens_l5=estimate_tokens(layers[5]),
+        ready_position=1,
+        pointer_current_level=5,
+        pointer_anchor_level=5,
         pointer_anchor_position=1,
     )
     Message.update(block=block).where(Message.id == message.id).execute()
@@ -174,17 +252,24 @@ def _check_committable(batch: ImportBatch) -> None:
     if batch.status == "undone":
         raise InvalidInputError(
             f"import batch {batch.id} was undone at {batch.undone_at}; an undone batch cannot be committed again "
-            "(preview the export again to import it anew)")
+            "(preview the export again to import it anew)"
+        )
     if batch.status == "committed":
         raise InvalidInputError(f"import batch {batch.id} was already committed at {batch.committed_at}")
     if batch.status == "processing":
         raise InvalidInputError(
             f"the preview of import batch {batch.id} is not finished ({batch.processed} of {batch.total} items "
-            f"decided); run `strata import resume {batch.id}` first")
+            f"decided); run `strata import resume {batch.id}` first"
+        )
 
 
-def commit_batch(batch_id: int | str, *, choices: Mapping[int, Any] | None = None,
-                 provider: Provider | str | None = None, progress: ProgressFn | None = None) -> ImportPreview:
+def commit_batch(
+    batch_id: int | str,
+    *,
+    choices: Mapping[int, Any] | None = None,
+    provider: Provider | str | None = None,
+    progress: ProgressFn | None = None,
+) -> ImportPreview:
     """Apply a previewed batch in one transaction (all of it or nothing).
 
     ``choices`` maps an item position to an action or ``(action, [target ids])``: a person's
@@ -208,7 +293,9 @@ def commit_batch(batch_id: int | str, *, choices: Mapping[int, Any] | None = Non
         raise StalePreviewError(
             f"import batch {batch.id}: namespace {batch.namespace_name!r} changed since the preview (revision "
             f"{stale.previewed} then, {stale.current} now); nothing was written. The preview was refreshed: "
-            f"review it (`strata import show {batch.id}`) and commit again", preview=refreshed) from None
+            f"review it (`strata import show {batch.id}`) and commit again",
+            preview=refreshed,
+        ) from None
     return result
 
 
@@ -249,33 +336,54 @@ def _commit(batch_id: int, has_time: bool) -> ImportPreview:
     before = {e.id: row_image(e, EVENT_IMAGE) for e in Event.select().where(Event.id.in_(replaced))} if replaced else {}
 
     targeted = sorted({t for _, action, targets in plan if action in TARGETED for t in targets})
-    cast = {i: names for part in chunks(targeted) for i, names in
-            Event.select(Event.id, Event.participants).where(Event.id.in_(part)).tuples()}
+    cast = {
+        i: names
+        for part in chunks(targeted)
+        for i, names in Event.select(Event.id, Event.participants).where(Event.id.in_(part)).tuples()
+    }
     created: list[Event] = []
     for item, action, targets in plan:
         event_id = None
         if action and action != "ignore":
             source = item.merged if action == "merge" and item.merged else item.candidate
             who = _participants(source, [cast.get(t) or [] for t in targets], users)
-            event = write_event(ns.id, _draft(source, message.id, action, targets, fallback_time, who), block=block,
-                                formed_turn=ns.current_turn, origin="import", mentioned_fallback=fallback_time,
-                                index=False)
+            event = write_event(
+                ns.id,
+                _draft(source, message.id, action, targets, fallback_time, who),
+                block=block,
+                formed_turn=ns.current_turn,
+                origin="import",
+                mentioned_fallback=fallback_time,
+                index=False,
+            )
             created.append(event)
             event_id = event.id
-        ImportItem.update(final_action=action or "ignore", final_target_ids=list(targets), created_event_id=event_id,
-                          updated_at=now).where(ImportItem.id == item.id).execute()
+        ImportItem.update(
+            final_action=action or "ignore", final_target_ids=list(targets), created_event_id=event_id, updated_at=now
+        ).where(ImportItem.id == item.id).execute()
     index_events(ns.id, created)
     for event in Event.select().where(Event.id.in_(list(before))) if before else ():
         _record_change(batch.id, "event", event.id, before[event.id], row_image(event, EVENT_IMAGE))
     ids = [e.id for e in created]
     for start in range(0, len(ids), GRAPH_BATCH):
-        create_job(ns, IMPORT_GRAPH_KIND, None, priority=IMPORT_GRAPH_PRIORITY,
-                   payload={"event_ids": ids[start:start + GRAPH_BATCH], "import_batch": batch.id})
+        create_job(
+            ns,
+            IMPORT_GRAPH_KIND,
+            None,
+            priority=IMPORT_GRAPH_PRIORITY,
+            payload={"event_ids": ids[start : start + GRAPH_BATCH], "import_batch": batch.id},
+        )
     ns.revision += 1
     ns.updated_at = now
     ns.save()
-    ImportBatch.update(status="committed", source_block_id=block.id, imported_count=len(created), committed_at=now,
-                       updated_at=now, last_error=None).where(ImportBatch.id == batch.id).execute()
+    ImportBatch.update(
+        status="committed",
+        source_block_id=block.id,
+        imported_count=len(created),
+        committed_at=now,
+        updated_at=now,
+        last_error=None,
+    ).where(ImportBatch.id == batch.id).execute()
     return get_batch(batch.id)
 
 
@@ -305,8 +413,11 @@ def _graph_snapshot(namespace_id: int, proposal: dict[str, Any]) -> tuple[dict[s
     keys = _node_keys(proposal)
     node_ids: set[int] = set()
     if keys:
-        rows = GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases).where(
-            GraphNode.namespace == namespace_id).tuples()
+        rows = (
+            GraphNode.select(GraphNode.id, GraphNode.name_norm, GraphNode.aliases)
+            .where(GraphNode.namespace == namespace_id)
+            .tuples()
+        )
         for node_id, name_norm, aliases in rows:
             names = {name_norm} | {entity_key(a)[:255] for a in aliases or [] if isinstance(a, str)}
             if names & keys:
@@ -316,8 +427,10 @@ def _graph_snapshot(namespace_id: int, proposal: dict[str, Any]) -> tuple[dict[s
         ids = list(node_ids)
         snap["graph_node"] = {r["id"]: r for r in GraphNode.select().where(GraphNode.id.in_(ids)).dicts()}
         snap["graph_fact"] = {r["id"]: r for r in GraphFact.select().where(GraphFact.node.in_(ids)).dicts()}
-        snap["graph_edge"] = {r["id"]: r for r in GraphEdge.select().where(
-            GraphEdge.from_node.in_(ids) | GraphEdge.to_node.in_(ids)).dicts()}
+        snap["graph_edge"] = {
+            r["id"]: r
+            for r in GraphEdge.select().where(GraphEdge.from_node.in_(ids) | GraphEdge.to_node.in_(ids)).dicts()
+        }
     maxes = {table: model.select(fn.MAX(model.id)).scalar() or 0 for table, model in GRAPH_TABLES.items()}
     return snap, maxes
 
@@ -341,8 +454,10 @@ def _record_graph_changes(batch_id: int, snap: dict[str, dict[int, dict]], maxes
     stray = [i for i in result.node_ids if i not in known_nodes] + [i for i in result.edge_ids if i not in known_edges]
     if stray:
         # Undo could not restore what it never saw: refuse the projection rather than lose exactness.
-        raise ProviderOutputError(f"import graph projection changed graph record(s) {stray[:5]} outside its "
-                                  "recorded pre-images; nothing was applied")
+        raise ProviderOutputError(
+            f"import graph projection changed graph record(s) {stray[:5]} outside its "
+            "recorded pre-images; nothing was applied"
+        )
 
 
 def _charge_batch(batch_id: Any, spent: dict[str, int] | None) -> None:
@@ -378,16 +493,19 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
         now = now_iso()
         if batch is None or batch.status != "committed":
             Job.update(status="skipped", last_error=None, next_retry_at=None, updated_at=now).where(
-                Job.id == job.id).execute()
+                Job.id == job.id
+            ).execute()
             report.skipped += 1
             return
         snap, maxes = _graph_snapshot(job.namespace_id, proposal)
         result = apply_projection(job.namespace_id, ids, proposal)
         _record_graph_changes(batch.id, snap, maxes, result)
-        payload.update({"node_ids": result.node_ids, "edge_ids": result.edge_ids,
-                        "reason": "; ".join(result.warnings)[:500]})
+        payload.update(
+            {"node_ids": result.node_ids, "edge_ids": result.edge_ids, "reason": "; ".join(result.warnings)[:500]}
+        )
         Job.update(status="succeeded", last_error=None, next_retry_at=None, payload=payload, updated_at=now).where(
-            Job.id == job.id).execute()
+            Job.id == job.id
+        ).execute()
         if result.node_ids or result.edge_ids:
             bump_revision(job.namespace_id, now)
     report.succeeded += 1

@@ -10,14 +10,32 @@ from typing import Any
 from core.db import write_transaction
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
-    Block, Event, EventLink, GraphEdge, GraphFact, GraphSource, ImportBatch, ImportChange, Job, Message, Namespace,
-    Thread, UsageReceipt,
+    Block,
+    Event,
+    EventLink,
+    GraphEdge,
+    GraphFact,
+    GraphSource,
+    ImportBatch,
+    ImportChange,
+    Job,
+    Message,
+    Namespace,
+    Thread,
+    UsageReceipt,
 )
 from core.search.index import unindex_events, unindex_messages
 from core.services.events import LIVE
 from core.services.graph_endings import affected_by, forget_endings_by_events, forget_endings_of, settle
 from core.services.import_batches import (
-    EVENT_IMAGE, GRAPH_TABLES, IMPORT_GRAPH_KIND, UndoResult, batch_items, batch_row, load_batch, row_image,
+    EVENT_IMAGE,
+    GRAPH_TABLES,
+    IMPORT_GRAPH_KIND,
+    UndoResult,
+    batch_items,
+    batch_row,
+    load_batch,
+    row_image,
 )
 from core.timeutil import now_iso
 
@@ -39,8 +57,9 @@ def _undo_graph(batch_id: int, removed: set[int]) -> tuple[int, int]:
     """Delete graph rows the batch's projection created (while nothing else cites them) and
     restore the rows it changed. A row changed again later keeps the later values of the
     fields that later write touched."""
-    changes = list(ImportChange.select().where((ImportChange.batch == batch_id)
-                                               & ImportChange.table.in_(list(GRAPH_TABLES))))
+    changes = list(
+        ImportChange.select().where((ImportChange.batch == batch_id) & ImportChange.table.in_(list(GRAPH_TABLES)))
+    )
     removed_count = restored = 0
     for table, kind in (("graph_fact", "fact"), ("graph_edge", "edge"), ("graph_node", "node")):
         model = GRAPH_TABLES[table]
@@ -51,9 +70,10 @@ def _undo_graph(batch_id: int, removed: set[int]) -> tuple[int, int]:
             cited = GraphSource.select().where((GraphSource.kind == kind) & (GraphSource.record_id == row.id)).exists()
             if cited:
                 continue  # later events cite it: it is theirs now
-            if kind == "node" and (GraphFact.select().where(GraphFact.node == row.id).exists()
-                                   or GraphEdge.select().where((GraphEdge.from_node == row.id)
-                                                               | (GraphEdge.to_node == row.id)).exists()):
+            if kind == "node" and (
+                GraphFact.select().where(GraphFact.node == row.id).exists()
+                or GraphEdge.select().where((GraphEdge.from_node == row.id) | (GraphEdge.to_node == row.id)).exists()
+            ):
                 continue
             if kind != "node":
                 forget_endings_of(kind, [row.id])
@@ -67,8 +87,10 @@ def _undo_graph(batch_id: int, removed: set[int]) -> tuple[int, int]:
         if current == change.after:
             _restore_row(model, change.record_id, change.before)
         else:
-            merged = {k: (change.before.get(k) if current.get(k) == (change.after or {}).get(k) else current.get(k))
-                      for k in current}
+            merged = {
+                k: (change.before.get(k) if current.get(k) == (change.after or {}).get(k) else current.get(k))
+                for k in current
+            }
             if "provenance" in merged:
                 merged["provenance"] = _scrub_provenance(merged["provenance"], removed)
             _restore_row(model, change.record_id, merged)
@@ -79,8 +101,10 @@ def _undo_graph(batch_id: int, removed: set[int]) -> tuple[int, int]:
 def _undo_events(batch_id: int, removed: set[int], now: str) -> list[int]:
     """Give back the events a merge or supersede replaced their earlier state."""
     restored: list[int] = []
-    images = {c.record_id: c for c in ImportChange.select().where((ImportChange.batch == batch_id)
-                                                                  & (ImportChange.table == "event"))}
+    images = {
+        c.record_id: c
+        for c in ImportChange.select().where((ImportChange.batch == batch_id) & (ImportChange.table == "event"))
+    }
     affected = {e.id: e for e in Event.select().where(Event.superseded_by.in_(list(removed)))} if removed else {}
     for event_id in sorted(set(images) | set(affected)):
         event = affected.get(event_id) or Event.get_or_none(Event.id == event_id)
@@ -92,10 +116,18 @@ def _undo_events(batch_id: int, removed: set[int], now: str) -> list[int]:
             Event.update(**change.before).where(Event.id == event_id).execute()
         else:
             # Changed again since (or replaced by another batch): follow §10.2 step 4.
-            others = [link.event_id for link in EventLink.select().join(Event, on=(EventLink.event == Event.id))
-                      .where((EventLink.target == event_id) & (EventLink.kind == "supersedes")
-                             & EventLink.event.not_in(list(removed)) & Event.status.in_(LIVE))
-                      .order_by(EventLink.event.desc())]
+            others = [
+                link.event_id
+                for link in EventLink.select()
+                .join(Event, on=(EventLink.event == Event.id))
+                .where(
+                    (EventLink.target == event_id)
+                    & (EventLink.kind == "supersedes")
+                    & EventLink.event.not_in(list(removed))
+                    & Event.status.in_(LIVE)
+                )
+                .order_by(EventLink.event.desc())
+            ]
             if others and event.status == "superseded":
                 Event.update(superseded_by=others[0], updated_at=now).where(Event.id == event_id).execute()
             else:
@@ -103,8 +135,12 @@ def _undo_events(batch_id: int, removed: set[int], now: str) -> list[int]:
                 status = event.status
                 if status == "superseded":
                     status = prior.get("status") if prior.get("status") in ("active", "superseded") else "active"
-                Event.update(status=status, superseded_by=prior.get("superseded_by"),
-                             forced_cap=prior.get("forced_cap"), updated_at=now).where(Event.id == event_id).execute()
+                Event.update(
+                    status=status,
+                    superseded_by=prior.get("superseded_by"),
+                    forced_cap=prior.get("forced_cap"),
+                    updated_at=now,
+                ).where(Event.id == event_id).execute()
         restored.append(event_id)
     return restored
 
@@ -121,11 +157,11 @@ def undo_batch(batch_id: int | str) -> UndoResult:
     with write_transaction():
         batch = load_batch(batch_id)
         if batch.status == "undone":
-            raise InvalidInputError(
-                f"import batch {batch.id} was already undone at {batch.undone_at}; nothing changed")
+            raise InvalidInputError(f"import batch {batch.id} was already undone at {batch.undone_at}; nothing changed")
         if batch.status != "committed":
             raise InvalidInputError(
-                f"import batch {batch.id} is {batch.status}, not committed; there is nothing to undo")
+                f"import batch {batch.id} is {batch.status}, not committed; there is nothing to undo"
+            )
         ns = Namespace.get_or_none(Namespace.name == batch.namespace_name)
         if ns is None:
             raise NotFoundError(f"namespace {batch.namespace_name!r} of import batch {batch.id} no longer exists")
@@ -172,8 +208,13 @@ def undo_batch(batch_id: int | str) -> UndoResult:
         ns.save()
         ImportBatch.update(status="undone", undone_at=now, updated_at=now).where(ImportBatch.id == batch.id).execute()
         row = batch_row(load_batch(batch.id))
-    return UndoResult(batch=row, removed_event_ids=tuple(sorted(removed)), restored_event_ids=tuple(restored),
-                      graph_removed=graph_removed, graph_restored=graph_restored)
+    return UndoResult(
+        batch=row,
+        removed_event_ids=tuple(sorted(removed)),
+        restored_event_ids=tuple(restored),
+        graph_removed=graph_removed,
+        graph_restored=graph_restored,
+    )
 
 
 __all__ = ["undo_batch"]

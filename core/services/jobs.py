@@ -98,8 +98,8 @@ def failed_for_good():
     """SQL: failed, out of attempts, on a failure that does not pass by itself (``is_dead``)."""
     # Spelled out rather than NOT _retryable(): a job failed before schema 20 has no transient
     # flag, and NOT over a NULL comparison is NULL, which would leave it out.
-    return (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & (
-        (Job.transient == False) | Job.transient.is_null())  # noqa: E712
+    not_passing = (Job.transient == False) | Job.transient.is_null()  # noqa: E712
+    return (Job.status == "failed") & (Job.attempts >= MAX_ATTEMPTS) & not_passing
 
 
 def _claimable(now: float):
@@ -111,7 +111,8 @@ def _claimable(now: float):
 def is_due(job: Job, now: float) -> bool:
     return job.attempts < MAX_ATTEMPTS and (
         job.status == "pending"
-        or (job.status == "failed" and job.next_retry_at is not None and job.next_retry_at <= now))
+        or (job.status == "failed" and job.next_retry_at is not None and job.next_retry_at <= now)
+    )
 
 
 def is_dead(job: Job | JobRow) -> bool:
@@ -133,20 +134,47 @@ _PENDING = Prepared(lambda namespace_id, kinds: _due_query(False, None, namespac
 _DUE_RETRY = Prepared(lambda now, namespace_id, kinds: _due_query(True, now, namespace_id, kinds))
 _JOB = Prepared(lambda job_id: Job.select().where(Job.id == job_id))
 # The earliest block of a namespace still waiting for its summary or extraction.
-_HEAD_BLOCK = Prepared(lambda ns: Block.select(Block.id, Block.thread, Block.sequence).where(
-    (Block.namespace == ns) & (Block.status == "pending")).order_by(Block.sequence).limit(1))
-_NEXT_IN_THREAD = Prepared(lambda thread_id, sequence: Block.select(Block.id, Block.status, Block.l2_keypoints).where(
-    (Block.thread == thread_id) & (Block.sequence > sequence)).order_by(Block.sequence).limit(1))
-_BLOCK_JOB = Prepared(lambda block_id, kind: Job.select().where(
-    (Job.kind == kind) & (Job.block == block_id)).order_by(Job.id.desc()).limit(1))
+_HEAD_BLOCK = Prepared(
+    lambda ns: (
+        Block.select(Block.id, Block.thread, Block.sequence)
+        .where((Block.namespace == ns) & (Block.status == "pending"))
+        .order_by(Block.sequence)
+        .limit(1)
+    )
+)
+_NEXT_IN_THREAD = Prepared(
+    lambda thread_id, sequence: (
+        Block.select(Block.id, Block.status, Block.l2_keypoints)
+        .where((Block.thread == thread_id) & (Block.sequence > sequence))
+        .order_by(Block.sequence)
+        .limit(1)
+    )
+)
+_BLOCK_JOB = Prepared(
+    lambda block_id, kind: (
+        Job.select().where((Job.kind == kind) & (Job.block == block_id)).order_by(Job.id.desc()).limit(1)
+    )
+)
 # The first unfinished job of one graph kind and status in a namespace (a seek per kind and status:
 # an IN over both would sort every unfinished graph job of the namespace on each claim).
-_FIRST_OF = Prepared(lambda ns, kind, status: Job.select().where(
-    (Job.namespace == ns) & (Job.kind == kind) & (Job.status == status)
-    & _retryable()).order_by(Job.priority.desc(), Job.id).limit(1))
-_UNFINISHED_NAMESPACES = Prepared(lambda kinds: Job.select(Job.namespace).where(
-    Job.kind.in_(kinds) & (Job.status.in_(["pending", "running"]) | ((Job.status == "failed") & _retryable()))
-).distinct().tuples())
+_FIRST_OF = Prepared(
+    lambda ns, kind, status: (
+        Job.select()
+        .where((Job.namespace == ns) & (Job.kind == kind) & (Job.status == status) & _retryable())
+        .order_by(Job.priority.desc(), Job.id)
+        .limit(1)
+    )
+)
+_UNFINISHED_NAMESPACES = Prepared(
+    lambda kinds: (
+        Job.select(Job.namespace)
+        .where(
+            Job.kind.in_(kinds) & (Job.status.in_(["pending", "running"]) | ((Job.status == "failed") & _retryable()))
+        )
+        .distinct()
+        .tuples()
+    )
+)
 
 
 def _summary_due(namespace_id: int | None, now: float) -> Job | None:
@@ -187,8 +215,9 @@ def namespaces_with_work(namespace_id: int | None = None, kinds: tuple[str, ...]
     return sorted(row[0] for row in _UNFINISHED_NAMESPACES.rows(list(kinds)))
 
 
-def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None,
-               namespaces: list[int] | None = None) -> Job | None:
+def claim_next(
+    namespace_id: int | None = None, *, kinds: tuple[str, ...] | None = None, namespaces: list[int] | None = None
+) -> Job | None:
     """Take the next job that may run (see the module's docstring): any due summary first, then the
     one ordered job of the first namespace (of ``namespaces``, else of those with work) that has one.
     A namespace found to have no ordered work left is dropped from a ``namespaces`` list passed in,
@@ -217,8 +246,17 @@ def claim_next(namespace_id: int | None = None, *, kinds: tuple[str, ...] | None
         job.attempts += 1
         job.updated_at = now_iso()
         job.claimed_by, job.claimed_at = claimant(), now
-        update_by_id(Job, job.id, dict(status=job.status, attempts=job.attempts, updated_at=job.updated_at,
-                                       claimed_by=job.claimed_by, claimed_at=job.claimed_at))
+        update_by_id(
+            Job,
+            job.id,
+            dict(
+                status=job.status,
+                attempts=job.attempts,
+                updated_at=job.updated_at,
+                claimed_by=job.claimed_by,
+                claimed_at=job.claimed_at,
+            ),
+        )
     return job
 
 
@@ -322,8 +360,17 @@ def release(job: Job) -> bool:
     with write_transaction():
         if not still_claimed(job):
             return False
-        update_by_id(Job, job.id, dict(status="pending", attempts=max(0, job.attempts - 1), claimed_by=None,
-                                       claimed_at=None, updated_at=now_iso()))
+        update_by_id(
+            Job,
+            job.id,
+            dict(
+                status="pending",
+                attempts=max(0, job.attempts - 1),
+                claimed_by=None,
+                claimed_at=None,
+                updated_at=now_iso(),
+            ),
+        )
     return True
 
 
@@ -353,13 +400,17 @@ def recover_interrupted() -> int:
         with write_transaction():
             for job_id, by, at in stuck:
                 # Only if nobody finished, failed or re-claimed it since it was read.
-                recovered += Job.update(
-                    status="failed",
-                    last_error="interrupted: the process stopped while this job was running",
-                    next_retry_at=Case(None, [(Job.attempts < MAX_ATTEMPTS, now)], None),
-                    transient=True,
-                    updated_at=now_iso(),
-                ).where((Job.id == job_id) & (Job.status == "running") & _same_claim(by, at)).execute()
+                recovered += (
+                    Job.update(
+                        status="failed",
+                        last_error="interrupted: the process stopped while this job was running",
+                        next_retry_at=Case(None, [(Job.attempts < MAX_ATTEMPTS, now)], None),
+                        transient=True,
+                        updated_at=now_iso(),
+                    )
+                    .where((Job.id == job_id) & (Job.status == "running") & _same_claim(by, at))
+                    .execute()
+                )
     except StoreUnavailableError:
         return 0  # another writer holds the lock: the next open recovers
     return recovered
@@ -428,8 +479,26 @@ def claimable_count(namespace_id: int | None = None, kinds: tuple[str, ...] | No
     return query.count()
 
 
-def create_job(namespace: Namespace | int, kind: str, block: Block | int | None = None, *,
-               status: str = "pending", priority: int = 0, payload=None) -> Job:
+def create_job(
+    namespace: Namespace | int,
+    kind: str,
+    block: Block | int | None = None,
+    *,
+    status: str = "pending",
+    priority: int = 0,
+    payload=None,
+) -> Job:
     now = now_iso()
-    return insert_one(Job, dict(namespace=namespace, kind=kind, block=block, status=status, priority=priority,
-                                payload=payload, created_at=now, updated_at=now))
+    return insert_one(
+        Job,
+        dict(
+            namespace=namespace,
+            kind=kind,
+            block=block,
+            status=status,
+            priority=priority,
+            payload=payload,
+            created_at=now,
+            updated_at=now,
+        ),
+    )

@@ -39,10 +39,23 @@ def list_ledger(namespace: str, *, kind: str | None = None, limit: int = 100) ->
     if kind is not None:
         query = query.where(LedgerEntry.kind == kind)
     rows = query.order_by(LedgerEntry.id.desc()).limit(max(1, min(limit, 10_000)))
-    return [LedgerRow(id=r.id, namespace=ns.name, kind=r.kind, trace_id=r.trace_id, query=r.query,
-                      selected=tuple(r.selected or ()), excluded=tuple(r.excluded or ()), tokens=r.tokens,
-                      budget=r.budget, decision=r.decision, reason=r.reason, created_at=r.created_at)
-            for r in rows]
+    return [
+        LedgerRow(
+            id=r.id,
+            namespace=ns.name,
+            kind=r.kind,
+            trace_id=r.trace_id,
+            query=r.query,
+            selected=tuple(r.selected or ()),
+            excluded=tuple(r.excluded or ()),
+            tokens=r.tokens,
+            budget=r.budget,
+            decision=r.decision,
+            reason=r.reason,
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
 
 
 __all__ = ["KINDS", "LedgerRow", "list_ledger"]

@@ -46,8 +46,11 @@ class Policy:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"trust": list(self.trust)}
-        budgets = {k: v for k, v in (("session_tokens", self.budgets.session_tokens),
-                                     ("daily_tokens", self.budgets.daily_tokens)) if v is not None}
+        budgets = {
+            k: v
+            for k, v in (("session_tokens", self.budgets.session_tokens), ("daily_tokens", self.budgets.daily_tokens))
+            if v is not None
+        }
         if budgets:
             out["budgets"] = budgets
         return out
@@ -67,8 +70,9 @@ def parse_policy(data: Any, where: str = "policy") -> Policy:
         raise InvalidInputError(f"{where}: 'trust' must be a list of sources ({', '.join(RECORD_SOURCES)})")
     wrong = [s for s in trust if s not in RECORD_SOURCES]
     if wrong:
-        raise InvalidInputError(f"{where}: 'trust' names an unknown source {wrong[0]!r} "
-                                f"(known: {', '.join(RECORD_SOURCES)})")
+        raise InvalidInputError(
+            f"{where}: 'trust' names an unknown source {wrong[0]!r} (known: {', '.join(RECORD_SOURCES)})"
+        )
     return Policy(trust=tuple(dict.fromkeys(trust)), budgets=_budgets(data.get("budgets"), where))
 
 

@@ -39,25 +39,31 @@ class Preflight:
 
 def spent_today(namespace_id: int, day: str | None = None) -> int:
     day = day or now_iso()[:10]
-    total = (LedgerEntry.select(fn.SUM(LedgerEntry.tokens))
-             .where((LedgerEntry.namespace == namespace_id) & (LedgerEntry.kind == "preflight")
-                    & LedgerEntry.decision.in_(("allow", "mitigate")) & (LedgerEntry.created_at >= day)
-                    & (LedgerEntry.created_at < f"{day}~")).scalar())
+    total = (
+        LedgerEntry.select(fn.SUM(LedgerEntry.tokens))
+        .where(
+            (LedgerEntry.namespace == namespace_id)
+            & (LedgerEntry.kind == "preflight")
+            & LedgerEntry.decision.in_(("allow", "mitigate"))
+            & (LedgerEntry.created_at >= day)
+            & (LedgerEntry.created_at < f"{day}~")
+        )
+        .scalar()
+    )
     return int(total or 0)
 
 
-def preflight(namespace: str, estimate: int, *, purpose: str, session_spent: int = 0,
-              can_shrink_to: int | None = None) -> Preflight:
+def preflight(
+    namespace: str, estimate: int, *, purpose: str, session_spent: int = 0, can_shrink_to: int | None = None
+) -> Preflight:
     """Decide one model request of ``estimate`` tokens for ``purpose`` (a job kind, "import decision"
     …). ``session_spent`` is what this session's earlier requests were allowed; ``can_shrink_to``
     the smallest size the caller could shrink the request to (None: it cannot shrink)."""
     ns = get_namespace(namespace)
     budgets = get_policy(namespace).budgets
     with write_transaction():
-        remaining_session = (None if budgets.session_tokens is None
-                             else max(0, budgets.session_tokens - session_spent))
-        remaining_daily = (None if budgets.daily_tokens is None
-                           else max(0, budgets.daily_tokens - spent_today(ns.id)))
+        remaining_session = None if budgets.session_tokens is None else max(0, budgets.session_tokens - session_spent)
+        remaining_daily = None if budgets.daily_tokens is None else max(0, budgets.daily_tokens - spent_today(ns.id))
         limits = [r for r in (remaining_session, remaining_daily) if r is not None]
         room = min(limits) if limits else None
         if room is None or estimate <= room:
@@ -70,11 +76,28 @@ def preflight(namespace: str, estimate: int, *, purpose: str, session_spent: int
             decision, allowed = "block", 0
             which = "session" if room == remaining_session else "daily"
             reason = f"estimate {estimate} exceeds the {room} tokens left of the {which} budget"
-        row = insert_one(LedgerEntry, dict(
-            namespace=ns.id, kind="preflight", query=purpose[:200], tokens=allowed, budget=room,
-            decision=decision, reason=reason, created_at=now_iso()))
-    return Preflight(decision=decision, estimate=estimate, allowed=allowed, remaining_session=remaining_session,
-                     remaining_daily=remaining_daily, reason=reason, ledger_id=row.id)
+        row = insert_one(
+            LedgerEntry,
+            dict(
+                namespace=ns.id,
+                kind="preflight",
+                query=purpose[:200],
+                tokens=allowed,
+                budget=room,
+                decision=decision,
+                reason=reason,
+                created_at=now_iso(),
+            ),
+        )
+    return Preflight(
+        decision=decision,
+        estimate=estimate,
+        allowed=allowed,
+        remaining_session=remaining_session,
+        remaining_daily=remaining_daily,
+        reason=reason,
+        ledger_id=row.id,
+    )
 
 
 __all__ = ["DECISIONS", "Preflight", "preflight", "spent_today"]

@@ -66,9 +66,9 @@ _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|me|my|mine|we|our|us)\b", re.IGNO
 _ABOUT_EVENTS = re.compile(
     r"\b(?:did|was|were|had|happened|used\s+to|before|ago|last|(?:has|have)\s+(?:(?:not|never|just|already|ever)\s+)?"
     r"(?:been|\w+ed|lost|got|gotten|gone|done|made|taken|seen|found|left|become|begun|bought|met|won|told|heard))\b",
-    re.IGNORECASE)
-_WHO_IS = re.compile(r"^\W*(?:who|what)(?:\s+is|'s|\s+was)\b|\b(?:tell\s+me|remind\s+me|know)\s+about\b",
-                     re.IGNORECASE)
+    re.IGNORECASE,
+)
+_WHO_IS = re.compile(r"^\W*(?:who|what)(?:\s+is|'s|\s+was)\b|\b(?:tell\s+me|remind\s+me|know)\s+about\b", re.IGNORECASE)
 _WORK_ON = re.compile(r"\bwork(?:s|ed|ing)?\s+on\b", re.IGNORECASE)
 _HOW_OLD = re.compile(r"\bhow\s+old\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|month|year|time)|how long ago|which (year|month|day))\b", re.IGNORECASE)
@@ -230,8 +230,11 @@ def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
 
     by_event = dict(zip(event_ids.tolist(), scores.tolist()))
     support: dict[int, float] = {}
-    rows = rows_by_ids("SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
-                       "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')", list(by_event))
+    rows = rows_by_ids(
+        "SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
+        "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')",
+        list(by_event),
+    )
     for message_id, event_id in rows:
         support[message_id] = max(support.get(message_id, 0.0), by_event[event_id])
     return support
@@ -250,19 +253,41 @@ _WORK = "work job company employer office"
 _JOB = "job role position title occupation profession work living"  # "what does Tomás do for work?"
 _HOME = "live home city town country based"
 STATE_WORDS = {
-    "works_at": _WORK, "works_for": _WORK, "employer": _WORK, "current_job": _JOB, "role": _JOB, "job_title": _JOB,
-    "title": _JOB, "occupation": _JOB, "lives_in": _HOME, "lives_at": _HOME, "residence": _HOME,
-    "current_city": _HOME, "location": _HOME, "age": "age", "birthday": "birthday born",
-    "born_in": "born birthplace", "birthplace": "born birthplace", "hometown": "hometown grew up",
-    "relationship_status": "relationship married single partner dating", "marital_status": "married single",
-    "spouse": "spouse married husband wife", "married_to": "married husband wife spouse",
-    "reports_to": "report manager boss", "current_project": "project working",
+    "works_at": _WORK,
+    "works_for": _WORK,
+    "employer": _WORK,
+    "current_job": _JOB,
+    "role": _JOB,
+    "job_title": _JOB,
+    "title": _JOB,
+    "occupation": _JOB,
+    "lives_in": _HOME,
+    "lives_at": _HOME,
+    "residence": _HOME,
+    "current_city": _HOME,
+    "location": _HOME,
+    "age": "age",
+    "birthday": "birthday born",
+    "born_in": "born birthplace",
+    "birthplace": "born birthplace",
+    "hometown": "hometown grew up",
+    "relationship_status": "relationship married single partner dating",
+    "marital_status": "married single",
+    "spouse": "spouse married husband wife",
+    "married_to": "married husband wife spouse",
+    "reports_to": "report manager boss",
+    "current_project": "project working",
 }
 
 
 # Rendered once per shape (core.db.Prepared): peewee's rendering cost more than the read.
-_FACTS_WITH_KEYS = Prepared(lambda nodes, keys: GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status).where(
-    GraphFact.node.in_(nodes) & GraphFact.key.in_(keys)).tuples())
+_FACTS_WITH_KEYS = Prepared(
+    lambda nodes, keys: (
+        GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.status)
+        .where(GraphFact.node.in_(nodes) & GraphFact.key.in_(keys))
+        .tuples()
+    )
+)
 
 
 @lru_cache(maxsize=None)
@@ -295,7 +320,8 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
     terms = analyze(question)
     named = _named_nodes(ns, question)
     events = _state_events(question, terms, named, params.fact_limit) or _bridging_events(
-        ns, terms, named[0], params.fact_limit)
+        ns, terms, named[0], params.fact_limit
+    )
     return cited_messages(events)[: params.fact_limit]
 
 
@@ -305,8 +331,13 @@ def _cited(kind: str, scored: list[tuple[int, ...]], limit: int) -> list[int]:
     from core.models import LIVE
     from core.services.graph import newest_sources
 
-    return list(dict.fromkeys(event_id for *_, record in sorted(scored)[:limit]
-                              for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES)))
+    return list(
+        dict.fromkeys(
+            event_id
+            for *_, record in sorted(scored)[:limit]
+            for event_id in newest_sources(kind, -record, LIVE, FACT_SOURCES)
+        )
+    )
 
 
 def _named_nodes(ns: Namespace, question: str) -> tuple[set[int], set[str]]:
@@ -317,7 +348,8 @@ def _named_nodes(ns: Namespace, question: str) -> tuple[set[int], set[str]]:
     names = node_names(ns.id)
     words = re.findall(r"[\w'’-]+", question)
     nodes = names.mentioned_in(padded(question)) | names.with_keys(
-        {entity_key(w) for w in words}, "person", first_names=True)
+        {entity_key(w) for w in words}, "person", first_names=True
+    )
     named = {t for i in nodes for t in analyze(" ".join(names.nodes[i].needles))}
     if not nodes and _FIRST_PERSON.search(question):
         users = user_speakers(ns)
@@ -364,11 +396,24 @@ def _introductions(nodes: list[int]) -> list[int]:
 
     out: list[int] = []
     for node in nodes:
-        edges = GraphEdge.select(GraphEdge.id).where(
-            ((GraphEdge.from_node == node) | (GraphEdge.to_node == node)) & GraphEdge.status.in_(CURRENT)
-            & (GraphEdge.relation != "knows")).order_by(GraphEdge.id).limit(INTRODUCING_RECORDS).tuples()
-        facts = GraphFact.select(GraphFact.id).where((GraphFact.node == node) & GraphFact.status.in_(CURRENT)).order_by(
-            GraphFact.id).limit(INTRODUCING_RECORDS).tuples()
+        edges = (
+            GraphEdge.select(GraphEdge.id)
+            .where(
+                ((GraphEdge.from_node == node) | (GraphEdge.to_node == node))
+                & GraphEdge.status.in_(CURRENT)
+                & (GraphEdge.relation != "knows")
+            )
+            .order_by(GraphEdge.id)
+            .limit(INTRODUCING_RECORDS)
+            .tuples()
+        )
+        facts = (
+            GraphFact.select(GraphFact.id)
+            .where((GraphFact.node == node) & GraphFact.status.in_(CURRENT))
+            .order_by(GraphFact.id)
+            .limit(INTRODUCING_RECORDS)
+            .tuples()
+        )
         event = first_mention({"edge": [e for (e,) in edges], "fact": [f for (f,) in facts]}, LIVE)
         if event is None:
             event = first_mention({"node": [node]}, LIVE)
@@ -396,12 +441,20 @@ def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: in
         return []
     # A hub's facts run to thousands: only those whose text holds an unknown word's stem (or the
     # start of a long one) are read, the newest first.
-    holds = any_of([GraphFact.key.contains(probe) | GraphFact.value.contains(probe)
-                    for probe in sorted({_stem_probe(t) for t in unknown})])
+    holds = any_of(
+        [
+            GraphFact.key.contains(probe) | GraphFact.value.contains(probe)
+            for probe in sorted({_stem_probe(t) for t in unknown})
+        ]
+    )
     scored = []
-    for fact_id, key, value in GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value).where(
-            GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds).order_by(
-            GraphFact.id.desc()).limit(BRIDGE_FACTS).tuples():
+    for fact_id, key, value in (
+        GraphFact.select(GraphFact.id, GraphFact.key, GraphFact.value)
+        .where(GraphFact.node.in_(nodes) & GraphFact.status.in_(CURRENT) & holds)
+        .order_by(GraphFact.id.desc())
+        .limit(BRIDGE_FACTS)
+        .tuples()
+    ):
         words = set(analyze(f"{key.replace('_', ' ')} {render_value(value)}"))
         shared = sum(1 for u in unknown if any(_same_word(u, w) for w in words))
         if shared:
@@ -429,8 +482,9 @@ def _stem_probe(term: str) -> str:
     return term[:-1] if term.endswith("i") and len(term) > 3 else term
 
 
-_USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[int, frozenset[str]]]]" = \
+_USER_SPEAKERS: "weakref.WeakKeyDictionary[object, dict[tuple[int, str], tuple[int, frozenset[str]]]]" = (
     weakref.WeakKeyDictionary()
+)
 
 
 def user_speakers(ns: Namespace) -> frozenset[str]:
@@ -448,15 +502,16 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
     if seen > current.size:  # documents were dropped: count again
         seen, found = 0, frozenset()
     if seen < current.size:
-        codes = current.doc_speaker[seen:current.size][current.doc_user[seen:current.size] == 1]
+        codes = current.doc_speaker[seen : current.size][current.doc_user[seen : current.size] == 1]
         # A user message with no speaker is the graph's UNNAMED_USER.
         found = found | {current.speaker_names[c] if c >= 0 else UNNAMED_USER for c in np.unique(codes).tolist()}
         known[key] = (current.size, found)
     return found
 
 
-def _diversify(order: list[int], threads: dict[int, int], raw: dict[int, float],
-               structured: frozenset[int] = frozenset()) -> list[int]:
+def _diversify(
+    order: list[int], threads: dict[int, int], raw: dict[int, float], structured: frozenset[int] = frozenset()
+) -> list[int]:
     """Each thread's best message first (in order), then everything else in order.
 
     Only a thread whose best message is a good match in its own right is lifted: a raw score of at
@@ -480,9 +535,11 @@ def _diversify(order: list[int], threads: dict[int, int], raw: dict[int, float],
 CORRECTION_REACH = 10  # of the best messages, those whose statements were corrected bring the correction
 # The superseded events citing some messages. CROSS JOIN keeps SQLite on the message index: joined plainly
 # it walked every superseded event of the store by the status index (5k at 100k messages, 15 ms a question).
-SUPERSEDED_CITING = ("SELECT es.message_id, e.superseded_by FROM eventsource es CROSS JOIN event e "
-                     "WHERE es.message_id IN ({ids}) AND e.id = es.event_id AND e.status = 'superseded' "
-                     "AND e.superseded_by IS NOT NULL")
+SUPERSEDED_CITING = (
+    "SELECT es.message_id, e.superseded_by FROM eventsource es CROSS JOIN event e "
+    "WHERE es.message_id IN ({ids}) AND e.id = es.event_id AND e.status = 'superseded' "
+    "AND e.superseded_by IS NOT NULL"
+)
 CORRECTION_HOPS = 4  # a correction corrected in turn: followed this far to what holds now
 
 
@@ -501,8 +558,11 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
     successor: dict[int, int] = {}
     frontier = {by for _, by in superseded}
     for _ in range(CORRECTION_HOPS):  # a correction that was corrected again: on to the newest
-        rows = rows_by_ids("SELECT id, superseded_by FROM event WHERE id IN ({ids}) AND status = 'superseded' "
-                           "AND superseded_by IS NOT NULL", sorted(frontier))
+        rows = rows_by_ids(
+            "SELECT id, superseded_by FROM event WHERE id IN ({ids}) AND status = 'superseded' "
+            "AND superseded_by IS NOT NULL",
+            sorted(frontier),
+        )
         if not rows:
             break
         successor.update(rows)
@@ -520,8 +580,9 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
         targets.setdefault(message_id, set()).add(newest(by))
     cited: dict[int, list[int]] = {}
     for event_id, message_id in rows_by_ids(
-            "SELECT event_id, message_id FROM eventsource WHERE event_id IN ({ids}) ORDER BY message_id",
-            sorted(set().union(*targets.values()))):
+        "SELECT event_id, message_id FROM eventsource WHERE event_id IN ({ids}) ORDER BY message_id",
+        sorted(set().union(*targets.values())),
+    ):
         cited.setdefault(event_id, []).append(message_id)
     rank = {mid: i for i, mid in enumerate(order)}
     placed: list[int] = []
@@ -543,8 +604,15 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
     return placed, added
 
 
-def default_retrieval(namespace: str, question: str, *, question_time: str | None = None, limit: int = 50,
-                      params: RetrievalParams = DEFAULT_PARAMS, for_agent: bool = False) -> list[RetrievedMessage]:
+def default_retrieval(
+    namespace: str,
+    question: str,
+    *,
+    question_time: str | None = None,
+    limit: int = 50,
+    params: RetrievalParams = DEFAULT_PARAMS,
+    for_agent: bool = False,
+) -> list[RetrievedMessage]:
     """Source messages for a question, best first (at most ``limit``). Messages of governed
     records that may not be shown (``core.services.governance.withheld``) are left out."""
     ns = get_namespace(namespace)
@@ -574,8 +642,17 @@ def default_retrieval(namespace: str, question: str, *, question_time: str | Non
     for mid in order:
         if mid not in threads:
             continue
-        channels = tuple(c for c, hit in (("raw", mid in raw_set), ("events", mid in event_set),
-                                          ("facts", mid in fact_set), ("correction", mid in corrected)) if hit)
-        out.append(RetrievedMessage(mid, external.get(mid), names.get(threads[mid], ""), round(score[mid], 6),
-                                    channels))
+        channels = tuple(
+            c
+            for c, hit in (
+                ("raw", mid in raw_set),
+                ("events", mid in event_set),
+                ("facts", mid in fact_set),
+                ("correction", mid in corrected),
+            )
+            if hit
+        )
+        out.append(
+            RetrievedMessage(mid, external.get(mid), names.get(threads[mid], ""), round(score[mid], 6), channels)
+        )
     return out

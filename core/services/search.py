@@ -72,14 +72,24 @@ def messages_by_id(ids: Sequence[int]) -> dict[int, RawMessage]:
 
 
 def _nearby(message: RawMessage, thread_id: int) -> tuple[RawMessage, ...]:
-    rows = (Message.select(Message, Thread.name).join(Thread)
-            .where((Message.thread == thread_id) & Message.position.between(message.position - 1, message.position + 1))
-            .order_by(Message.position))
+    rows = (
+        Message.select(Message, Thread.name)
+        .join(Thread)
+        .where((Message.thread == thread_id) & Message.position.between(message.position - 1, message.position + 1))
+        .order_by(Message.position)
+    )
     return tuple(raw_from_row(m, m.thread.name) for m in rows)
 
 
-def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None = None,
-               for_agent: bool = False, excluded: list[dict[str, str]] | None = None) -> list[RawHit]:
+def search_raw(
+    namespace: str,
+    query: str,
+    limit: int = 6,
+    *,
+    thread: str | None = None,
+    for_agent: bool = False,
+    excluded: list[dict[str, str]] | None = None,
+) -> list[RawHit]:
     """Raw messages ranked by BM25 — sealed blocks and the open tail alike.
 
     A query with no searchable token returns nothing (the zero-match rule). Messages of governed
@@ -108,30 +118,48 @@ def search_raw(namespace: str, query: str, limit: int = 6, *, thread: str | None
     hidden_near = withheld(message_ids=[r[0] for rows in around.values() for r in rows], for_agent=for_agent)
     around = {t: [r for r in rows if ("message", r[0]) not in hidden_near] for t, rows in around.items()}
     block_ids = sorted({found[i][9] for i in ids if found[i][9]})
-    blocks = {b: (start, end) for b, start, end in rows_by_ids(
-        "SELECT id, start_turn, end_turn FROM block WHERE id IN ({ids})", block_ids)}
+    blocks = {
+        b: (start, end)
+        for b, start, end in rows_by_ids("SELECT id, start_turn, end_turn FROM block WHERE id IN ({ids})", block_ids)
+    }
     hits = []
     for message_id in ids:
         row = found[message_id]
         thread_id, position = row[-1], row[5]
-        hits.append(RawHit(
-            message=_raw(row), block_id=row[9], turn_range=blocks.get(row[9]),
-            score=round(scores[message_id], 6),
-            nearby=tuple(_raw(r) for r in around.get(thread_id, []) if abs(r[5] - position) <= 1),
-        ))
+        hits.append(
+            RawHit(
+                message=_raw(row),
+                block_id=row[9],
+                turn_range=blocks.get(row[9]),
+                score=round(scores[message_id], 6),
+                nearby=tuple(_raw(r) for r in around.get(thread_id, []) if abs(r[5] - position) <= 1),
+            )
+        )
     return hits
 
 
-_RAW_SELECT = ("SELECT m.id, m.role, m.content, m.created_at, t.name, m.position, m.turn, m.speaker, m.external_id, "
-               "m.block_id, m.tool_calls, m.thread_id FROM message m JOIN thread t ON t.id = m.thread_id")
+_RAW_SELECT = (
+    "SELECT m.id, m.role, m.content, m.created_at, t.name, m.position, m.turn, m.speaker, m.external_id, "
+    "m.block_id, m.tool_calls, m.thread_id FROM message m JOIN thread t ON t.id = m.thread_id"
+)
 
 
 def _raw(row: tuple) -> RawMessage:
     """A RawMessage from a ``_RAW_SELECT`` row (what ``raw_from_row`` makes of a model)."""
     calls = json.loads(row[10]) if row[10] else None
-    return RawMessage(id=row[0], role=row[1], content=row[2], created_at=row[3], thread=row[4], position=row[5],
-                      turn=row[6], speaker=row[7], external_id=row[8], block_id=row[9],
-                      tool_calls=tuple(ToolTrace(**t) for t in (calls or [])))
+    return RawMessage(
+        id=row[0],
+        role=row[1],
+        content=row[2],
+        created_at=row[3],
+        thread=row[4],
+        position=row[5],
+        turn=row[6],
+        speaker=row[7],
+        external_id=row[8],
+        block_id=row[9],
+        tool_calls=tuple(ToolTrace(**t) for t in (calls or [])),
+    )
 
 
 # ----------------------------------------------------------------------------- events
@@ -210,14 +238,24 @@ def search_events(
             names.setdefault(row.event_id, []).append(row.name)
         lists.append({i for i in candidates if all(any(_fuzzy(p, n) for n in names.get(i, [])) for p in participants)})
     if event_type:
-        lists.append({i for i, e in candidates.items()
-                      if e.event_type == wanted or _fuzzy(event_type, f"{e.title} {e.summary} {' '.join(e.tags or [])}")})
+        lists.append(
+            {
+                i
+                for i, e in candidates.items()
+                if e.event_type == wanted or _fuzzy(event_type, f"{e.title} {e.summary} {' '.join(e.tags or [])}")
+            }
+        )
     low, high = range_bounds(happened_from, happened_to, "happened_from/happened_to")
     if low is not None or high is not None:
-        lists.append({
-            i for i, e in candidates.items() if e.happened_start_ts is not None
-            and (low is None or e.happened_end_ts >= low) and (high is None or e.happened_start_ts <= high)
-        })
+        lists.append(
+            {
+                i
+                for i, e in candidates.items()
+                if e.happened_start_ts is not None
+                and (low is None or e.happened_end_ts >= low)
+                and (high is None or e.happened_start_ts <= high)
+            }
+        )
     text_rank = sorted(text_scores, key=lambda i: (-text_scores[i], i))
     rankings: list[list[int]] = []
     if lists:
@@ -254,12 +292,20 @@ def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[in
 def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tuple[int, float]]:
     """The ``limit`` best live events by BM25 with their RRF scores (1 / (61 + rank)), as
     ``rrf([text ranking of live events])`` would give them, reading only as deep as needed."""
-    return [(i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(best_live_events(namespace_id, terms, limit))]
+    return [
+        (i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(best_live_events(namespace_id, terms, limit))
+    ]
 
 
 # Read on every event search: rendered once (core.db.Prepared), not per call.
-_SOURCE_MESSAGES = Prepared(lambda ids: EventSource.select(EventSource.event, EventSource.message).where(
-    EventSource.event.in_(ids)).order_by(EventSource.position).tuples())
+_SOURCE_MESSAGES = Prepared(
+    lambda ids: (
+        EventSource.select(EventSource.event, EventSource.message)
+        .where(EventSource.event.in_(ids))
+        .order_by(EventSource.position)
+        .tuples()
+    )
+)
 
 
 def source_messages(event_ids: Sequence[int]) -> dict[int, list[int]]:
@@ -284,8 +330,14 @@ def mark_retrieved(event_ids: Sequence[int]) -> None:
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(list(event_ids))).execute()
 
 
-def _event_hits(ns: Namespace, fused: list[tuple[int, float]], candidates: dict[int, Event],
-                track: bool, for_agent: bool, excluded: list[dict[str, str]] | None = None) -> list[EventHit]:
+def _event_hits(
+    ns: Namespace,
+    fused: list[tuple[int, float]],
+    candidates: dict[int, Event],
+    track: bool,
+    for_agent: bool,
+    excluded: list[dict[str, str]] | None = None,
+) -> list[EventHit]:
     hidden = withheld(event_ids=[i for i, _ in fused], for_agent=for_agent)
     fused = [(i, score) for i, score in fused if ("event", i) not in hidden]
     _note_excluded(excluded, {k: v for k, v in hidden.items() if k[0] == "event"})
@@ -324,8 +376,15 @@ class NodeHit:
 
 # §7.5 field weights for node search.
 GRAPH_FIELD_WEIGHTS = {
-    "name": 6, "aliases": 5, "tags": 5, "type": 2, "currentFacts": 4, "historicalFacts": 2,
-    "currentEdgeEndpoints": 4, "historicalEdgeEndpoints": 2, "relations": 1,
+    "name": 6,
+    "aliases": 5,
+    "tags": 5,
+    "type": 2,
+    "currentFacts": 4,
+    "historicalFacts": 2,
+    "currentEdgeEndpoints": 4,
+    "historicalEdgeEndpoints": 2,
+    "relations": 1,
 }
 
 
@@ -379,26 +438,36 @@ def _node_corpus(namespace_id: int, fingerprint: tuple | None = None) -> tuple[d
     cached = _NODE_CORPORA.get(key)
     if cached is not None:
         return cached
-    nodes = list(GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.tags, GraphNode.type)
-                 .where((GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))))
+    nodes = list(
+        GraphNode.select(GraphNode.id, GraphNode.name, GraphNode.aliases, GraphNode.tags, GraphNode.type).where(
+            (GraphNode.namespace == namespace_id) & (GraphNode.status.in_(CURRENT))
+        )
+    )
     names = {n.id: n.name for n in nodes}
     facts: dict[int, list[str]] = {}
-    for node_id, key_, value in (GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value).join(GraphNode)
-                                 .where((GraphNode.namespace == namespace_id) & GraphFact.status.in_(CURRENT))
-                                 .tuples()):
+    for node_id, key_, value in (
+        GraphFact.select(GraphFact.node, GraphFact.key, GraphFact.value)
+        .join(GraphNode)
+        .where((GraphNode.namespace == namespace_id) & GraphFact.status.in_(CURRENT))
+        .tuples()
+    ):
         facts.setdefault(node_id, []).append(f"{key_.replace('_', ' ')} {render_value(value)}")
     ends: dict[int, list[str]] = {}
     relations: dict[int, list[str]] = {}
-    for src, dst, relation in (GraphEdge.select(GraphEdge.from_node, GraphEdge.to_node, GraphEdge.relation)
-                               .where((GraphEdge.namespace == namespace_id) & GraphEdge.status.in_(CURRENT)).tuples()):
+    for src, dst, relation in (
+        GraphEdge.select(GraphEdge.from_node, GraphEdge.to_node, GraphEdge.relation)
+        .where((GraphEdge.namespace == namespace_id) & GraphEdge.status.in_(CURRENT))
+        .tuples()
+    ):
         for a, b in ((src, dst), (dst, src)):
             ends.setdefault(a, []).append(names.get(b, ""))
             relations.setdefault(a, []).append(relation.replace("_", " "))
     w = GRAPH_FIELD_WEIGHTS
     counts, lengths, own_names = {}, {}, {}
     for node in nodes:
-        own_names[node.id] = frozenset(analyze(" ".join([node.name, *(a for a in node.aliases or []
-                                                                      if isinstance(a, str))])))
+        own_names[node.id] = frozenset(
+            analyze(" ".join([node.name, *(a for a in node.aliases or [] if isinstance(a, str))]))
+        )
         tokens = (
             analyze(node.name) * w["name"]
             + analyze(" ".join(a for a in node.aliases or [] if isinstance(a, str))) * w["aliases"]
@@ -448,7 +517,8 @@ def _view_fingerprint(namespace_id: int) -> tuple:
         f"SELECT (SELECT MAX(updated_at) FROM event WHERE namespace_id = {marker}), "
         f"(SELECT MAX(id) FROM event WHERE namespace_id = {marker}), "
         f"(SELECT MAX(id) FROM searchremoval WHERE kind = 'event'), (SELECT MAX(id) FROM graphsource)",
-        (namespace_id, namespace_id)).fetchone()
+        (namespace_id, namespace_id),
+    ).fetchone()
     return (_graph_fingerprint(namespace_id), *row)
 
 
@@ -494,7 +564,7 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     views: dict = {}
     for position, nid in enumerate(ranked):
         if nid not in views:  # the next ``limit`` candidates' views in one batch, as far as needed
-            views.update(_cached_node_views(ns.id, fingerprint, ranked[position:position + limit]))
+            views.update(_cached_node_views(ns.id, fingerprint, ranked[position : position + limit]))
         view = views[nid]
         if isinstance(view, NotFoundError):
             continue
@@ -505,14 +575,27 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
         current = any(f in matched for f in ("name", "aliases", "tags", "type", "currentFacts", "currentEdgeEndpoints"))
         historical = any(f in matched for f in ("historicalFacts", "historicalEdgeEndpoints"))
         match_type = "both" if current and historical else ("historical" if historical else "current")
-        sources = [i for fact in view.current_facts + view.historical_facts
-                   if wanted & set(analyze(_fact_text(fact))) for i in fact.source_event_ids]
+        sources = [
+            i
+            for fact in view.current_facts + view.historical_facts
+            if wanted & set(analyze(_fact_text(fact)))
+            for i in fact.source_event_ids
+        ]
         sources.extend(e.id for e in view.events)
-        hits.append(NodeHit(
-            node_id=nid, name=view.name, type=view.type, aliases=view.aliases, current_state=view.current_state[:500],
-            status=view.status, rank_score=round(scores[nid], 6), matched_fields=matched, match_type=match_type,
-            provenance_event_ids=tuple(dict.fromkeys(sources))[:6],
-        ))
+        hits.append(
+            NodeHit(
+                node_id=nid,
+                name=view.name,
+                type=view.type,
+                aliases=view.aliases,
+                current_state=view.current_state[:500],
+                status=view.status,
+                rank_score=round(scores[nid], 6),
+                matched_fields=matched,
+                match_type=match_type,
+                provenance_event_ids=tuple(dict.fromkeys(sources))[:6],
+            )
+        )
         if len(hits) >= limit:
             break
     return hits

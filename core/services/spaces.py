@@ -29,8 +29,9 @@ class NamespaceInfo:
     messages: int
 
 
-_BUMP = Prepared(lambda now, ns: Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(
-    Namespace.id == ns))
+_BUMP = Prepared(
+    lambda now, ns: Namespace.update(revision=Namespace.revision + 1, updated_at=now).where(Namespace.id == ns)
+)
 
 
 def bump_revision(namespace_id: int, now: str | None = None) -> None:
@@ -58,15 +59,17 @@ def validate_name(name: object, what: str = "namespace") -> str:
     bad = _SURROGATE.search(name)
     if bad:
         shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise InvalidInputError(f"{what} name '{shown}' is not valid UTF-8 text "
-                                f"(\\u{ord(bad.group()):04x} at position {bad.start()})")
+        raise InvalidInputError(
+            f"{what} name '{shown}' is not valid UTF-8 text (\\u{ord(bad.group()):04x} at position {bad.start()})"
+        )
     text = unicodedata.normalize("NFC", name.strip())
     if not text:
         raise InvalidInputError(f"{what} name cannot be empty (got {name!r}); give a non-empty string")
     bad = _CONTROL.search(text)
     if bad:
-        raise InvalidInputError(f"{what} name {text!r} holds a control character "
-                                f"({bad.group()!r} at position {bad.start()})")
+        raise InvalidInputError(
+            f"{what} name {text!r} holds a control character ({bad.group()!r} at position {bad.start()})"
+        )
     if len(text) > MAX_NAME_LENGTH:
         raise InvalidInputError(f"{what} name is longer than {MAX_NAME_LENGTH} characters")
     return text
@@ -127,9 +130,7 @@ def configure_namespace(
     """Change settings. A new turn size applies to future blocks only; sealed blocks stay."""
     if block_turn_size is not None and (not isinstance(block_turn_size, int) or block_turn_size < 1):
         raise InvalidInputError(f"block_turn_size must be an integer >= 1, got {block_turn_size!r}")
-    if block_decay_lambda is not None and (
-        not isinstance(block_decay_lambda, (int, float)) or block_decay_lambda < 0
-    ):
+    if block_decay_lambda is not None and (not isinstance(block_decay_lambda, (int, float)) or block_decay_lambda < 0):
         raise InvalidInputError(f"block_decay_lambda must be a number >= 0, got {block_decay_lambda!r}")
     with write_transaction():
         row = get_or_create_namespace(name)

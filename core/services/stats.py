@@ -31,9 +31,7 @@ def stats(namespace: str | None = None) -> Stats:
     def scoped(query, model):
         return query.where(model.namespace == ns) if ns is not None else query
 
-    blocks = dict(
-        scoped(Block.select(Block.status, fn.COUNT(Block.id)), Block).group_by(Block.status).tuples()
-    )
+    blocks = dict(scoped(Block.select(Block.status, fn.COUNT(Block.id)), Block).group_by(Block.status).tuples())
     return Stats(
         namespace=namespace,
         namespaces=1 if ns is not None else Namespace.select().count(),

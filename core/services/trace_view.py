@@ -13,6 +13,7 @@ from core.models import Namespace, RetrievalTrace
 from core.services.gate import BatchInfo, get_batch
 from core.services.traces import TraceRow, trace_row
 
+
 @dataclass(frozen=True)
 class TraceDetail:
     trace: TraceRow

@@ -58,8 +58,11 @@ def _candidate(item: Any, index: int) -> dict[str, Any]:
     if not isinstance(components, Mapping):
         raise InvalidInputError(f"candidates[{index}]: components must be a mapping")
     clean = {str(k): _number(v) for k, v in components.items()}
-    return {"ref": item["ref"], "score": _number(item.get("score")),
-            "components": {k: v for k, v in clean.items() if v is not None}}
+    return {
+        "ref": item["ref"],
+        "score": _number(item.get("score")),
+        "components": {k: v for k, v in clean.items() if v is not None},
+    }
 
 
 def _namespace_id(namespace: Namespace | int | str) -> int:
@@ -133,8 +136,9 @@ def trace_row(trace: RetrievalTrace, names: Mapping[int, str]) -> TraceRow:
     )
 
 
-def list_traces(namespace: str | None = None, limit: int = 50, before_id: int | None = None,
-                kind: str | None = None) -> list[TraceRow]:
+def list_traces(
+    namespace: str | None = None, limit: int = 50, before_id: int | None = None, kind: str | None = None
+) -> list[TraceRow]:
     """Traces newest first; page with ``before_id`` = the last id of the previous page."""
     query = RetrievalTrace.select()
     if namespace is not None:
@@ -144,8 +148,15 @@ def list_traces(namespace: str | None = None, limit: int = 50, before_id: int | 
     if kind is not None:
         query = query.where(RetrievalTrace.kind == kind)
     rows = list(query.order_by(RetrievalTrace.id.desc()).limit(clamp(limit, 1, TRACES_MAX, 50)))
-    names = dict(Namespace.select(Namespace.id, Namespace.name).where(
-        Namespace.id.in_({r.namespace_id for r in rows})).tuples()) if rows else {}
+    names = (
+        dict(
+            Namespace.select(Namespace.id, Namespace.name)
+            .where(Namespace.id.in_({r.namespace_id for r in rows}))
+            .tuples()
+        )
+        if rows
+        else {}
+    )
     return [trace_row(r, names) for r in rows]
 
 

@@ -39,8 +39,12 @@ def memory(store):
     """Two conversations in namespace 'ns' (block size 2), derived, then aged by later turns."""
     configure_namespace("ns", block_turn_size=2)
     for user, assistant in TURNS:
-        append_turn("ns", "chat-1", {"role": "user", "content": user, "speaker": "Caroline"},
-                    {"role": "assistant", "content": assistant, "speaker": "Bot"})
+        append_turn(
+            "ns",
+            "chat-1",
+            {"role": "user", "content": user, "speaker": "Caroline"},
+            {"role": "assistant", "content": assistant, "speaker": "Bot"},
+        )
     append_turn("ns", "chat-2", "The cat Miso needs a vet visit in May.", "I will remind you.")
     append_turn("ns", "chat-2", "Other thread chatter.", "Sure.")
     assert run_pending("ns").failed == 0
@@ -69,8 +73,18 @@ def once() -> MemoryTools:
 def test_schemas_are_valid_json_schema_objects():
     schemas = MemoryTools.schemas()
     assert [s["name"] for s in schemas] == list(TOOL_NAMES)
-    assert set(TOOL_NAMES) == {"search_events", "search_graph", "search_raw", "get_blocks", "expand_block",
-                               "expand_event", "expand_graph_node", "assess", "record_use", "remember"}
+    assert set(TOOL_NAMES) == {
+        "search_events",
+        "search_graph",
+        "search_raw",
+        "get_blocks",
+        "expand_block",
+        "expand_event",
+        "expand_graph_node",
+        "assess",
+        "record_use",
+        "remember",
+    }
     for spec in schemas:
         assert set(spec) == {"name", "description", "inputSchema"} and len(spec["description"]) > 40
         schema = spec["inputSchema"]
@@ -102,8 +116,14 @@ def test_example_calls_validate_against_their_schema():
         "expand_block": {"id": "block:1:level:3", "target": "raw"},
         "expand_event": {"id": 3},
         "expand_graph_node": {"id": "graph-node:1"},
-        "assess": {"batch_id": "batch_1", "verdict": "partial", "evidence_refs": [], "fit": "", "missing": "x",
-                   "next_strategy": "search_raw"},
+        "assess": {
+            "batch_id": "batch_1",
+            "verdict": "partial",
+            "evidence_refs": [],
+            "fit": "",
+            "missing": "x",
+            "next_strategy": "search_raw",
+        },
         "record_use": {"evidence_refs": []},
         "remember": {"text": "Prefers short answers.", "privacy": "normal", "evidence_refs": ["event:3"]},
     }
@@ -112,27 +132,40 @@ def test_example_calls_validate_against_their_schema():
         check_arguments(spec["name"], examples[spec["name"]])
 
 
-@pytest.mark.parametrize("name, args, field", [
-    ("search_events", {}, "query"),
-    ("search_events", {"query": "x", "limit": 0}, "limit"),
-    ("search_events", {"query": "x", "limit": "lots"}, "limit"),
-    ("search_events", {"query": "x", "temporal_intent": "soon"}, "temporal_intent"),
-    ("search_events", {"query": "x", "participants": "Caroline"}, "participants"),
-    ("search_events", {"query": "x", "participants": ["Caroline", 3]}, "participants[1]"),
-    ("search_events", {"query": 5}, "query"),
-    ("search_events", {"query": "x", "when": "now"}, "when"),
-    ("search_raw", {"query": "x", "scope": "everywhere"}, "scope"),
-    ("expand_event", {}, "id"),
-    ("expand_event", {"id": "graph-node:x"}, "id"),
-    ("expand_block", {"id": 1, "target": [1]}, "target"),
-    ("expand_block", {"id": 1, "target": "inf"}, "target"),
-    ("expand_block", {"id": 1, "target": "L9"}, "target"),
-    ("expand_block", {"id": 1, "target": 7}, "target"),
-    ("assess", {"verdict": "partial", "evidence_refs": [], "fit": "", "missing": ""}, "next_strategy"),
-    ("assess", {"batch_id": "b-one", "verdict": "partial", "evidence_refs": [], "fit": "", "missing": "",
-                "next_strategy": "search_events"}, "batch_id"),
-    ("record_use", {"evidence_refs": {"a": 1}}, "evidence_refs"),
-])
+@pytest.mark.parametrize(
+    "name, args, field",
+    [
+        ("search_events", {}, "query"),
+        ("search_events", {"query": "x", "limit": 0}, "limit"),
+        ("search_events", {"query": "x", "limit": "lots"}, "limit"),
+        ("search_events", {"query": "x", "temporal_intent": "soon"}, "temporal_intent"),
+        ("search_events", {"query": "x", "participants": "Caroline"}, "participants"),
+        ("search_events", {"query": "x", "participants": ["Caroline", 3]}, "participants[1]"),
+        ("search_events", {"query": 5}, "query"),
+        ("search_events", {"query": "x", "when": "now"}, "when"),
+        ("search_raw", {"query": "x", "scope": "everywhere"}, "scope"),
+        ("expand_event", {}, "id"),
+        ("expand_event", {"id": "graph-node:x"}, "id"),
+        ("expand_block", {"id": 1, "target": [1]}, "target"),
+        ("expand_block", {"id": 1, "target": "inf"}, "target"),
+        ("expand_block", {"id": 1, "target": "L9"}, "target"),
+        ("expand_block", {"id": 1, "target": 7}, "target"),
+        ("assess", {"verdict": "partial", "evidence_refs": [], "fit": "", "missing": ""}, "next_strategy"),
+        (
+            "assess",
+            {
+                "batch_id": "b-one",
+                "verdict": "partial",
+                "evidence_refs": [],
+                "fit": "",
+                "missing": "",
+                "next_strategy": "search_events",
+            },
+            "batch_id",
+        ),
+        ("record_use", {"evidence_refs": {"a": 1}}, "evidence_refs"),
+    ],
+)
 def test_bad_arguments_name_the_field(memory, name, args, field):
     with pytest.raises(ToolError) as caught:
         tools().call(name, args)
@@ -159,8 +192,14 @@ def test_search_events_returns_a_batch_with_compact_events(memory):
     top = out["results"][0]
     assert "PostgreSQL" in top["title"] and top["ref"] == f"event:{top['id']}"
     assert out["evidence_refs"] == [r["ref"] for r in out["results"]]
-    assert set(top["temporal"]) == {"mentioned_at", "happened_start", "happened_end", "precision", "status",
-                                    "event_type"}
+    assert set(top["temporal"]) == {
+        "mentioned_at",
+        "happened_start",
+        "happened_end",
+        "precision",
+        "status",
+        "event_type",
+    }
     assert top["source_block_id"] is not None and top["source_time"]
     assert top["status"] == "active" and top["criticality"] and top["scope"]
     assert isinstance(top["rank_score"], float) and "not a confidence" in out["score_meaning"]
@@ -174,8 +213,7 @@ def test_search_events_clips_long_summaries_and_accepts_filters(memory):
     long_hit = next(r for r in out["results"] if r["title"].startswith("The migration plan"))
     assert len(long_hit["title"]) <= 240 and len(long_hit["summary"]) <= SUMMARY_LIMIT
     assert long_hit["summary"].endswith("…")
-    filtered = once().call("search_events", {"query": "", "participants": ["Caroline"],
-                                                         "temporal_intent": "first"})
+    filtered = once().call("search_events", {"query": "", "participants": ["Caroline"], "temporal_intent": "first"})
     assert filtered["results"] and all("Caroline" in r["participants"] for r in filtered["results"])
     with pytest.raises(ToolError) as caught:
         once().call("search_events", {"query": "   "})
@@ -187,8 +225,16 @@ def test_search_graph_returns_compact_nodes(memory):
     assert out["results"], list_nodes("ns")
     node = out["results"][0]
     assert node["ref"] == f"graph-node:{node['id']}" and node["name"]
-    assert set(node) >= {"type", "aliases", "current_state", "status", "rank_score", "matched_fields",
-                         "match_reason", "match_type"}
+    assert set(node) >= {
+        "type",
+        "aliases",
+        "current_state",
+        "status",
+        "rank_score",
+        "matched_fields",
+        "match_reason",
+        "match_type",
+    }
     assert len(node["current_state"]) <= 500 and sum(map(len, node["aliases"])) <= 160
     assert out["evidence_refs"] == [r["ref"] for r in out["results"]]
 
@@ -268,8 +314,11 @@ def test_a_namespace_nothing_was_captured_into_is_not_found_and_not_created(memo
     """A mistyped namespace used to be created by the first read, which answered "nothing found"
     and left a second namespace behind (every command without --namespace then failed)."""
     typo = MemoryTools("nss", session="s")
-    for name, args in [("search_events", {"query": "PostgreSQL"}), ("get_blocks", {"scope": "namespace"}),
-                       ("record_use", {"evidence_refs": []})]:
+    for name, args in [
+        ("search_events", {"query": "PostgreSQL"}),
+        ("get_blocks", {"scope": "namespace"}),
+        ("record_use", {"evidence_refs": []}),
+    ]:
         error = typo.call_safe(name, args)["error"]
         assert error["code"] == "not_found" and error["tool"] == name
         assert "namespace 'nss' does not exist yet" in error["message"] and "ns" in error["message"]
@@ -290,13 +339,27 @@ def test_a_new_namespace_starts_with_its_first_captured_turn(store):
     assert found["results"] and found["batch_id"].startswith("batch_")
 
 
-@pytest.mark.parametrize("name, args", [
-    ("expand_block", {"id": 10**30}), ("expand_block", {"id": "block:99999999999999999999"}),
-    ("expand_event", {"id": 10**30}), ("expand_graph_node", {"id": "graph-node:99999999999999999999"}),
-    ("record_use", {"batch_id": 10**30, "evidence_refs": []}),
-    ("assess", {"batch_id": "batch_99999999999999999999", "verdict": "partial", "evidence_refs": [], "fit": "",
-                "missing": "", "next_strategy": "search_raw"}),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("expand_block", {"id": 10**30}),
+        ("expand_block", {"id": "block:99999999999999999999"}),
+        ("expand_event", {"id": 10**30}),
+        ("expand_graph_node", {"id": "graph-node:99999999999999999999"}),
+        ("record_use", {"batch_id": 10**30, "evidence_refs": []}),
+        (
+            "assess",
+            {
+                "batch_id": "batch_99999999999999999999",
+                "verdict": "partial",
+                "evidence_refs": [],
+                "fit": "",
+                "missing": "",
+                "next_strategy": "search_raw",
+            },
+        ),
+    ],
+)
 def test_ids_past_64_bits_are_not_found(memory, name, args):
     error = tools().call_safe(name, args)["error"]
     assert error["code"] == "not_found" and "does not exist" in error["message"]
@@ -366,11 +429,28 @@ def test_a_historical_record_says_why_it_ended():
     from core.services.graph import FactView
     from core.services.graph_endings import EndedBy
 
-    fact = FactView(id=1, key="lives_in", value="Oslo", status="superseded", valid_from="2024", valid_to="2025",
-                    confidence=0.8, source_event_ids=(3,), ended_by=(EndedBy("fact", 9, "Paris"),))
+    fact = FactView(
+        id=1,
+        key="lives_in",
+        value="Oslo",
+        status="superseded",
+        valid_from="2024",
+        valid_to="2025",
+        confidence=0.8,
+        source_event_ids=(3,),
+        ended_by=(EndedBy("fact", 9, "Paris"),),
+    )
     assert _fact(fact)["ended_by"] == [{"cause": "fact", "id": 9, "text": "Paris"}]
-    current = FactView(id=2, key="lives_in", value="Paris", status="active", valid_from="2025", valid_to=None,
-                       confidence=0.8, source_event_ids=(4,))
+    current = FactView(
+        id=2,
+        key="lives_in",
+        value="Paris",
+        status="active",
+        valid_from="2025",
+        valid_to=None,
+        confidence=0.8,
+        source_event_ids=(4,),
+    )
     assert "ended_by" not in _fact(current)
 
 
@@ -394,8 +474,17 @@ def test_full_loop_reinforces_the_used_event(memory):
     before = get_event(event_id)
     assert before.event.weight < 1 and before.mention_count == 1
 
-    judged = t.call("assess", {"batch_id": out["batch_id"], "verdict": "sufficient", "evidence_refs": [ref],
-                               "fit": "states the database decision", "missing": "", "next_strategy": "answer"})
+    judged = t.call(
+        "assess",
+        {
+            "batch_id": out["batch_id"],
+            "verdict": "sufficient",
+            "evidence_refs": [ref],
+            "fit": "states the database decision",
+            "missing": "",
+            "next_strategy": "answer",
+        },
+    )
     assert judged["verdict"] == "sufficient" and judged["evidence_refs"] == [ref]
     assert judged["batch_status"] == "assessed" and judged["unresolved_batch_ids"] == [out["batch_id"]]
     assert get_event(event_id).mention_count == 1  # assessing alone never reinforces
@@ -420,13 +509,29 @@ def test_full_loop_reinforces_the_used_event(memory):
 def test_assess_rejects_refs_not_in_the_batch(memory):
     t = tools()
     out = t.call("search_events", {"query": "PostgreSQL billing"})
-    judged = t.call("assess", {"batch_id": out["batch_id"], "verdict": "sufficient",
-                               "evidence_refs": ["event:424242", out["evidence_refs"][0]],
-                               "fit": "ok", "missing": "", "next_strategy": "answer"})
+    judged = t.call(
+        "assess",
+        {
+            "batch_id": out["batch_id"],
+            "verdict": "sufficient",
+            "evidence_refs": ["event:424242", out["evidence_refs"][0]],
+            "fit": "ok",
+            "missing": "",
+            "next_strategy": "answer",
+        },
+    )
     assert [(r["ref"], r["reason"]) for r in judged["rejected_evidence_refs"]] == [("event:424242", "not_in_batch")]
     assert judged["evidence_refs"] == [out["evidence_refs"][0]] and judged["verdict"] == "sufficient"
-    only_foreign = t.call("assess", {"verdict": "sufficient", "evidence_refs": ["event:424242"],
-                                     "fit": "ok", "missing": "", "next_strategy": "answer"})
+    only_foreign = t.call(
+        "assess",
+        {
+            "verdict": "sufficient",
+            "evidence_refs": ["event:424242"],
+            "fit": "ok",
+            "missing": "",
+            "next_strategy": "answer",
+        },
+    )
     assert only_foreign["batch_id"] == out["batch_id"]  # batch_id omitted: this session's latest batch
     assert only_foreign["verdict"] == "partial" and only_foreign["next_strategy"] != "answer"
     assert only_foreign["missing"]  # the default "still missing" text
@@ -435,11 +540,29 @@ def test_assess_rejects_refs_not_in_the_batch(memory):
 def test_assess_speaks_tool_names_for_strategies(memory):
     t = tools()
     out = t.call("search_events", {"query": "PostgreSQL"})
-    judged = t.call("assess", {"batch_id": out["batch_id"], "verdict": "partial", "evidence_refs": [],
-                               "fit": "", "missing": "the exact wording", "next_strategy": "search_raw"})
+    judged = t.call(
+        "assess",
+        {
+            "batch_id": out["batch_id"],
+            "verdict": "partial",
+            "evidence_refs": [],
+            "fit": "",
+            "missing": "the exact wording",
+            "next_strategy": "search_raw",
+        },
+    )
     assert judged["next_strategy"] == "search_raw" and judged["verdict"] == "partial"
-    odd = t.call("assess", {"batch_id": out["batch_id"], "verdict": "great", "evidence_refs": [],
-                            "fit": "", "missing": "", "next_strategy": "ask_a_friend"})
+    odd = t.call(
+        "assess",
+        {
+            "batch_id": out["batch_id"],
+            "verdict": "great",
+            "evidence_refs": [],
+            "fit": "",
+            "missing": "",
+            "next_strategy": "ask_a_friend",
+        },
+    )
     assert odd["verdict"] == "partial" and odd["next_strategy"] == "search_events"  # §8.1 normalization
 
 
@@ -448,8 +571,17 @@ def test_record_use_refuses_refs_not_adopted(memory):
     out = t.call("search_events", {"query": "Miso cat", "limit": 5})
     assert len(out["evidence_refs"]) >= 1
     adopted = out["evidence_refs"][0]
-    t.call("assess", {"batch_id": out["batch_id"], "verdict": "partial", "evidence_refs": [adopted],
-                      "fit": "related", "missing": "when", "next_strategy": "search_raw"})
+    t.call(
+        "assess",
+        {
+            "batch_id": out["batch_id"],
+            "verdict": "partial",
+            "evidence_refs": [adopted],
+            "fit": "related",
+            "missing": "when",
+            "next_strategy": "search_raw",
+        },
+    )
     event_id = out["results"][0]["id"]
     with pytest.raises(ToolError) as caught:
         t.call("record_use", {"batch_id": out["batch_id"], "evidence_refs": [adopted]})
@@ -505,8 +637,9 @@ def test_sessions_keep_their_own_batches(memory):
     a, b = tools("chat-1"), tools("chat-2")
     first = a.call("search_events", {"query": "PostgreSQL"})
     b.call("search_events", {"query": "vet visit"})
-    judged = a.call("assess", {"verdict": "wrong", "evidence_refs": [], "fit": "", "missing": "",
-                               "next_strategy": "search_graph"})
+    judged = a.call(
+        "assess", {"verdict": "wrong", "evidence_refs": [], "fit": "", "missing": "", "next_strategy": "search_graph"}
+    )
     assert judged["batch_id"] == first["batch_id"]
     closed = a.call("record_use", {"evidence_refs": []})
     assert closed["batch_id"] == first["batch_id"] and closed["receipt_id"].startswith("strata:chat-1:")

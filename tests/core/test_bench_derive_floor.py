@@ -12,9 +12,12 @@ from core.db import db
 
 def _derived(path) -> list[tuple]:
     with sqlite3.connect(path) as conn:
-        return (conn.execute("SELECT title, summary, status, superseded_by, happened_start FROM event ORDER BY id")
-                .fetchall()
-                + conn.execute("SELECT key, value, status FROM graphfact ORDER BY id").fetchall())
+        return (
+            conn.execute(
+                "SELECT title, summary, status, superseded_by, happened_start FROM event ORDER BY id"
+            ).fetchall()
+            + conn.execute("SELECT key, value, status FROM graphfact ORDER BY id").fetchall()
+        )
 
 
 @pytest.mark.sqlite_only(reason="the benchmark builds and measures SQLite files in its workdir")

@@ -6,8 +6,15 @@ import math
 
 import pytest
 
-from core.bench.metrics import (aggregate, dedupe_keep_order, ndcg_any_at_k, percentile, recall_all_at_k,
-                                recall_any_at_k, recall_at_k)
+from core.bench.metrics import (
+    aggregate,
+    dedupe_keep_order,
+    ndcg_any_at_k,
+    percentile,
+    recall_all_at_k,
+    recall_any_at_k,
+    recall_at_k,
+)
 
 
 def test_dedupe_keeps_first_occurrences_in_order():

@@ -16,16 +16,27 @@ from tests.stores import TEST_DB, engine_name
 def tiny(tmp_path_factory):
     """One run of every section at a tiny size (its stores stay in the workdir for the tests below)."""
     workdir = tmp_path_factory.mktemp("reliability")
-    report = run_reliability(workdir=workdir, engine=engine_name(), server_url=TEST_DB or None, kills=2, fuzz=300,
-                             round_trips=3, turns=15, seed=11)
+    report = run_reliability(
+        workdir=workdir,
+        engine=engine_name(),
+        server_url=TEST_DB or None,
+        kills=2,
+        fuzz=300,
+        round_trips=3,
+        turns=15,
+        seed=11,
+    )
     return workdir, report
 
 
 def test_a_tiny_run_of_every_section_finds_no_failure(tiny):
     _, report = tiny
     assert set(report["sections"]) == set(reliability.SECTIONS)
-    problems = {name: {f: s["examples"].get(f) for f in s["failures"]} for name, s in report["sections"].items()
-                if s["failures"]}
+    problems = {
+        name: {f: s["examples"].get(f) for f in s["failures"]}
+        for name, s in report["sections"].items()
+        if s["failures"]
+    }
     assert report["failures"] == 0, problems
     kills = report["sections"]["kills"]["figures"]
     assert kills["kills landed"] + kills["finished before the kill"] == 2

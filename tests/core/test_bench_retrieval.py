@@ -18,8 +18,7 @@ from rank_bm25 import BM25Okapi
 
 from core.bench.locomo import KS as LOCOMO_KS, run_locomo
 from core.bench.longmemeval import KS as LME_KS, run_longmemeval, select_questions, session_of, split_of
-from core.bench.retrieval import (Bm25Baseline, DefaultRetriever, RawBM25Retriever, Retriever,
-                                  message_external_ids)
+from core.bench.retrieval import Bm25Baseline, DefaultRetriever, RawBM25Retriever, Retriever, message_external_ids
 from core.errors import InvalidInputError
 from core.tokens import estimate_tokens
 from tests.stores import fresh_url
@@ -39,7 +38,8 @@ LOCOMO = [
     {
         "sample_id": "conv-26",
         "conversation": {
-            "speaker_a": "Alice", "speaker_b": "Bob",
+            "speaker_a": "Alice",
+            "speaker_b": "Bob",
             "session_1_date_time": DATE_1,
             "session_1": [
                 t("Alice", "D1:1", "I adopted a puppy named Biscuit last week."),
@@ -56,17 +56,26 @@ LOCOMO = [
         },
         "qa": [
             {"question": "What breed is Alice's puppy?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
-            {"question": "What instrument does Bob learn and where did Alice hike?", "answer": "violin; Alps",
-             "evidence": ["D2:1; D2:2"], "category": 1},
-            {"question": "What is Bob's puppy called?", "adversarial_answer": "Biscuit", "evidence": ["D1:1"],
-             "category": 5},
+            {
+                "question": "What instrument does Bob learn and where did Alice hike?",
+                "answer": "violin; Alps",
+                "evidence": ["D2:1; D2:2"],
+                "category": 1,
+            },
+            {
+                "question": "What is Bob's puppy called?",
+                "adversarial_answer": "Biscuit",
+                "evidence": ["D1:1"],
+                "category": 5,
+            },
             {"question": "Would Alice enjoy mountains?", "answer": "yes", "evidence": [], "category": 3},
         ],
     },
     {
         "sample_id": "conv-30",
         "conversation": {
-            "speaker_a": "Carol", "speaker_b": "Dan",
+            "speaker_a": "Carol",
+            "speaker_b": "Dan",
             "session_1_date_time": DATE_1,
             "session_1": [
                 t("Carol", "D1:1", "My sister moved to Lisbon in 2021."),
@@ -80,15 +89,23 @@ LOCOMO = [
             ],
         },
         "qa": [
-            {"question": "When did Carol's sister move to Lisbon?", "answer": "2021", "evidence": ["D:1:01"],
-             "category": 2},
+            {
+                "question": "When did Carol's sister move to Lisbon?",
+                "answer": "2021",
+                "evidence": ["D:1:01"],
+                "category": 2,
+            },
             {"question": "What colour is the boat?", "answer": "?", "evidence": ["D9:9"], "category": 4},
         ],
     },
     {  # a test-split conversation: never ingested or scored by a dev run
         "sample_id": "conv-44",
-        "conversation": {"speaker_a": "Eve", "speaker_b": "Finn", "session_1_date_time": DATE_1,
-                         "session_1": [t("Eve", "D1:1", "Hello there.")]},
+        "conversation": {
+            "speaker_a": "Eve",
+            "speaker_b": "Finn",
+            "session_1_date_time": DATE_1,
+            "session_1": [t("Eve", "D1:1", "Hello there.")],
+        },
         "qa": [{"question": "Who says hello?", "answer": "Eve", "evidence": ["D1:1"], "category": 4}],
     },
 ]
@@ -105,34 +122,48 @@ def turns(*pairs: tuple[str, str]) -> list[dict]:
 
 LME = [
     {
-        "question_id": "q-alpha", "question_type": "single-session-user",
-        "question": "What is the name of my cat?", "answer": "Miso",
+        "question_id": "q-alpha",
+        "question_type": "single-session-user",
+        "question": "What is the name of my cat?",
+        "answer": "Miso",
         "question_date": "2023/05/30 (Tue) 23:40",
         "haystack_session_ids": ["s1", "s2", "s3"],
         "haystack_dates": ["2023/05/01 (Mon) 10:00", "2023/05/02 (Tue) 11:00", "2023/05/03 (Wed) 12:00"],
         "haystack_sessions": [
             turns(("user", "I moved my aquarium to the living room."), ("assistant", "Fish like calm rooms.")),
             turns(("user", "What is a good pasta recipe?"), ("assistant", "Try a carbonara.")),
-            turns(("user", "My cat is named Miso and she sleeps all day."), ("assistant", ""),
-                  ("assistant", "Miso is a lovely name for a cat.")),
+            turns(
+                ("user", "My cat is named Miso and she sleeps all day."),
+                ("assistant", ""),
+                ("assistant", "Miso is a lovely name for a cat."),
+            ),
         ],
         "answer_session_ids": ["s3"],
     },
     {
-        "question_id": "q-gamma_abs", "question_type": "single-session-user",
-        "question": "What is the name of my dog?", "answer": "unknown",
+        "question_id": "q-gamma_abs",
+        "question_type": "single-session-user",
+        "question": "What is the name of my dog?",
+        "answer": "unknown",
         "question_date": "2023/05/30 (Tue) 23:40",
-        "haystack_session_ids": ["a1"], "haystack_dates": ["2023/05/01 (Mon) 10:00"],
+        "haystack_session_ids": ["a1"],
+        "haystack_dates": ["2023/05/01 (Mon) 10:00"],
         "haystack_sessions": [turns(("user", "I like tea."), ("assistant", "Tea is nice."))],
         "answer_session_ids": ["a1"],
     },
     {
-        "question_id": "q-beta", "question_type": "multi-session",
-        "question": "How many marathons and triathlons did I run?", "answer": "3",
+        "question_id": "q-beta",
+        "question_type": "multi-session",
+        "question": "How many marathons and triathlons did I run?",
+        "answer": "3",
         "question_date": "2024/01/10 (Wed) 08:05",
         "haystack_session_ids": ["t1", "t2", "t1", "t3"],
-        "haystack_dates": ["2023/06/01 (Thu) 09:00", "2023/07/01 (Sat) 09:00", "2023/07/05 (Wed) 09:00",
-                           "2023/08/01 (Tue) 09:00"],
+        "haystack_dates": [
+            "2023/06/01 (Thu) 09:00",
+            "2023/07/01 (Sat) 09:00",
+            "2023/07/05 (Wed) 09:00",
+            "2023/08/01 (Tue) 09:00",
+        ],
         "haystack_sessions": [
             turns(("user", "I ran my second marathon in Boston."), ("assistant", "Congratulations on the marathon!")),
             turns(("user", "Recommend a sci-fi novel."), ("assistant", "Read Dune.")),
@@ -176,8 +207,7 @@ class GoldFirst:
 
         ns = Namespace.get_or_none(Namespace.name == namespace)
         stored = Message.select().where(Message.namespace == ns).count() if ns else 0
-        self.calls.append({"namespace": namespace, "question_time": question_time, "limit": limit,
-                           "stored": stored})
+        self.calls.append({"namespace": namespace, "question_time": question_time, "limit": limit, "stored": stored})
         if self.lme:
             gold = self.gold[namespace]
             return [f"{sid}:0" for sid in gold] + [f"{gold[0]}:1"]  # a second message of a seen session
@@ -208,7 +238,7 @@ def direct_locomo_rankings() -> dict[tuple[str, str], list[str]]:
                 ids.append(turn["dia_id"])
                 docs.append(baseline_tokens(text))
         bm25 = BM25Okapi(docs)
-        for (sid, question) in LOCOMO_GOLD:
+        for sid, question in LOCOMO_GOLD:
             if sid == sample["sample_id"]:
                 scores = bm25.get_scores(baseline_tokens(question))
                 out[(sid, question)] = [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])]
@@ -221,8 +251,12 @@ def direct_locomo_rankings() -> dict[tuple[str, str], list[str]]:
 def test_locomo_gold_first_report_shape(locomo_file):
     fake = GoldFirst(LOCOMO_GOLD)
     seen = []
-    report = run_locomo(locomo_file, "dev", retriever_factory=lambda: fake,
-                        progress=lambda done, total, label: seen.append((done, total, label)))
+    report = run_locomo(
+        locomo_file,
+        "dev",
+        retriever_factory=lambda: fake,
+        progress=lambda done, total, label: seen.append((done, total, label)),
+    )
 
     assert {"benchmark", "split", "provider", "commit", "questions", "results", "timing", "per_question"} <= set(report)
     assert (report["benchmark"], report["split"], report["provider"]) == ("locomo", "dev", "offline")
@@ -245,8 +279,13 @@ def test_locomo_gold_first_report_shape(locomo_file):
                 assert metric["open-domain"] == {str(k): None for k in LOCOMO_KS}  # no such question here
     strata = results["strata"]
     # gold first: everything found by k=2; the two-evidence question misses its second id at k=1
-    assert strata["turn"]["recall"]["overall"] == {"1": round((1 + 0.5 + 1) / 3, 4), "5": 1.0, "10": 1.0,
-                                                    "20": 1.0, "50": 1.0}
+    assert strata["turn"]["recall"]["overall"] == {
+        "1": round((1 + 0.5 + 1) / 3, 4),
+        "5": 1.0,
+        "10": 1.0,
+        "20": 1.0,
+        "50": 1.0,
+    }
     assert strata["turn"]["recall_all"]["overall"]["1"] == round(2 / 3, 4)
     assert strata["turn"]["recall"]["multi-hop"]["1"] == 0.5
     # the two-evidence question's ids sit in one session each: D2 both → session recall@1 is 1
@@ -299,8 +338,13 @@ def test_locomo_with_raw_bm25_fallback(locomo_file):
     by_id = {q["id"]: q for q in report["per_question"]}
     assert by_id["conv-30#0"]["ranked"]["strata"][0] == "D1:1"  # "sister ... Lisbon" is one turn only
     assert by_id["conv-44#0"]["ranked"]["strata"] == ["D1:1"]  # its own conversation only
-    known = {turn["dia_id"] for s in LOCOMO for key, v in s["conversation"].items()
-             if key.startswith("session_") and isinstance(v, list) for turn in v}
+    known = {
+        turn["dia_id"]
+        for s in LOCOMO
+        for key, v in s["conversation"].items()
+        if key.startswith("session_") and isinstance(v, list)
+        for turn in v
+    }
     assert all(set(q["ranked"]["strata"]) <= known for q in report["per_question"])
 
 
@@ -402,11 +446,15 @@ def test_default_retriever_falls_back_to_raw_bm25(monkeypatch, store):
     from core.services.capture import append_messages
 
     monkeypatch.setattr(retrieval, "_load_default_retrieval", lambda: None)
-    append_messages("ns", "main", [
-        {"role": "user", "speaker": "Ann", "content": "The violin lesson is on Friday.", "external_id": "D1:1"},
-        {"role": "assistant", "content": "Noted, violin on Friday.", "external_id": "D1:2"},
-        {"role": "user", "content": "Also buy bread.", "external_id": "D1:3"},
-    ])
+    append_messages(
+        "ns",
+        "main",
+        [
+            {"role": "user", "speaker": "Ann", "content": "The violin lesson is on Friday.", "external_id": "D1:1"},
+            {"role": "assistant", "content": "Noted, violin on Friday.", "external_id": "D1:2"},
+            {"role": "user", "content": "Also buy bread.", "external_id": "D1:3"},
+        ],
+    )
     default = DefaultRetriever()
     assert isinstance(default, Retriever)
     assert default.name == "raw-bm25-fallback"
@@ -422,11 +470,15 @@ def test_default_retriever_uses_default_retrieval_when_present(monkeypatch, stor
     from core.models import Message
     from core.services.capture import append_messages
 
-    append_messages("ns", "main", [
-        {"role": "user", "content": "one", "external_id": "D1:1"},
-        {"role": "user", "content": "two", "external_id": "D1:2"},
-        {"role": "user", "content": "three", "external_id": "D1:3"},
-    ])
+    append_messages(
+        "ns",
+        "main",
+        [
+            {"role": "user", "content": "one", "external_id": "D1:1"},
+            {"role": "user", "content": "two", "external_id": "D1:2"},
+            {"role": "user", "content": "three", "external_id": "D1:3"},
+        ],
+    )
     pk = {m.external_id: m.id for m in Message.select()}
     asked = {}
 
@@ -445,8 +497,9 @@ def test_default_retriever_uses_default_retrieval_when_present(monkeypatch, stor
 
 
 def test_bm25_baseline_ties_keep_corpus_order_and_dedupe():
-    baseline = Bm25Baseline(["a", "b", "c", "d", "b"],
-                            ["red apple", "green pear", "blue sky", "yellow sun", "pear pear"])
+    baseline = Bm25Baseline(
+        ["a", "b", "c", "d", "b"], ["red apple", "green pear", "blue sky", "yellow sun", "pear pear"]
+    )
     assert baseline.rank("nothing matches") == ["a", "b", "c", "d"]  # all zero: corpus order, b once
     assert baseline.rank("pear")[0] == "b"
     assert baseline.rank("pear", limit=1) == ["b"]
@@ -466,8 +519,12 @@ def test_cli_locomo_and_longmemeval(locomo_file, lme_file, tmp_path, capsys, mon
     assert json.loads(out.read_text())["questions"] == 3
 
     out = tmp_path / "lme-report.json"
-    assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--limit", "3",
-                 "--json-out", str(out)]) == 0
+    assert (
+        main(
+            ["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--limit", "3", "--json-out", str(out)]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "recall_any" in printed and "knowledge-update" in printed
     assert json.loads(out.read_text())["questions"] == 2
@@ -483,21 +540,23 @@ def test_longmemeval_with_db_runs_in_one_process_unless_told_otherwise(lme_file,
     url = fresh_url(tmp_path, "lme.db")
     assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["workers"] == 1
-    assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url,
-                 "--workers", "2"]) == 2
+    assert main(["bench", "longmemeval", "--data", str(lme_file), "--split", "all", "--db", url, "--workers", "2"]) == 2
     assert "pass --workers 1 (the default with --db), or drop --db" in " ".join(capsys.readouterr().err.split())
 
 
-@pytest.mark.parametrize("argv", [
-    ["locomo", "--data", "{locomo}", "--json-out", "{missing}"],
-    ["coverage", "--data", "{locomo}", "--json-out", "{missing}"],
-    ["longmemeval", "--data", "{lme}", "--json-out", "{missing}"],
-    ["import", "--candidates", "5", "--json-out", "{missing}"],
-    ["ui", "--events", "50", "--json-out", "{missing}"],
-    ["scale", "--messages", "100", "--svg", "{missing}"],
-    ["scale", "--messages", "100", "--json-out", "{tmp}"],
-    ["scale", "--messages", "100", "--workdir", "{locomo}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["locomo", "--data", "{locomo}", "--json-out", "{missing}"],
+        ["coverage", "--data", "{locomo}", "--json-out", "{missing}"],
+        ["longmemeval", "--data", "{lme}", "--json-out", "{missing}"],
+        ["import", "--candidates", "5", "--json-out", "{missing}"],
+        ["ui", "--events", "50", "--json-out", "{missing}"],
+        ["scale", "--messages", "100", "--svg", "{missing}"],
+        ["scale", "--messages", "100", "--json-out", "{tmp}"],
+        ["scale", "--messages", "100", "--workdir", "{locomo}"],
+    ],
+)
 def test_bench_output_paths_are_checked_before_the_run(argv, locomo_file, lme_file, tmp_path, capsys, monkeypatch):
     """A report path that cannot be written is refused up front, not after a run of hours."""
     import core.bench.coverage
@@ -511,9 +570,14 @@ def test_bench_output_paths_are_checked_before_the_run(argv, locomo_file, lme_fi
     def ran(*args, **kwargs):
         pytest.fail("the benchmark ran")
 
-    for module, name in ((core.bench.locomo, "run_locomo"), (core.bench.coverage, "run_coverage"),
-                         (core.bench.longmemeval, "run_longmemeval"), (core.bench.imports, "run_import_bench"),
-                         (workbench.bench_ui, "run"), (core.bench.scale, "run_scale")):
+    for module, name in (
+        (core.bench.locomo, "run_locomo"),
+        (core.bench.coverage, "run_coverage"),
+        (core.bench.longmemeval, "run_longmemeval"),
+        (core.bench.imports, "run_import_bench"),
+        (workbench.bench_ui, "run"),
+        (core.bench.scale, "run_scale"),
+    ):
         monkeypatch.setattr(module, name, ran)
     names = {"locomo": locomo_file, "lme": lme_file, "missing": tmp_path / "no" / "report.json", "tmp": tmp_path}
     assert main(["bench", *(a.format(**names) for a in argv)]) == 2
@@ -521,18 +585,21 @@ def test_bench_output_paths_are_checked_before_the_run(argv, locomo_file, lme_fi
     assert err.startswith("strata: error: --") and ("does not exist" in err or "a directory" in err)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["import", "--candidates", "0"], "--candidates: expected an integer from 1 to 200, got 0"),
-    (["import", "--candidates", "500"], "--candidates: expected an integer from 1 to 200, got 500"),
-    (["import", "--people", "0"], "--people: expected an integer from 1 to 20, got 0"),
-    (["import", "--top-k", "0"], "--top-k: expected an integer from 1 to 20, got 0"),
-    (["import", "--threshold", "1.5"], "--threshold: must be from 0 to 1, got 1.5"),
-    (["ui", "--events", "-5"], "--events: expected an integer from 1 to 2^63-1, got -5"),
-    (["scale", "--queries", "-1"], "--queries: expected an integer from 1 to 2^63-1, got -1"),
-    (["scale", "--derive-limit", "0"], "--derive-limit: expected an integer from 1 to 2^63-1, got 0"),
-    (["longmemeval", "--data", "x", "--limit", "0"], "--limit: expected an integer from 1 to 2^63-1, got 0"),
-    (["longmemeval", "--data", "x", "--workers", "many"], "--workers: expected an integer, got 'many'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["import", "--candidates", "0"], "--candidates: expected an integer from 1 to 200, got 0"),
+        (["import", "--candidates", "500"], "--candidates: expected an integer from 1 to 200, got 500"),
+        (["import", "--people", "0"], "--people: expected an integer from 1 to 20, got 0"),
+        (["import", "--top-k", "0"], "--top-k: expected an integer from 1 to 20, got 0"),
+        (["import", "--threshold", "1.5"], "--threshold: must be from 0 to 1, got 1.5"),
+        (["ui", "--events", "-5"], "--events: expected an integer from 1 to 2^63-1, got -5"),
+        (["scale", "--queries", "-1"], "--queries: expected an integer from 1 to 2^63-1, got -1"),
+        (["scale", "--derive-limit", "0"], "--derive-limit: expected an integer from 1 to 2^63-1, got 0"),
+        (["longmemeval", "--data", "x", "--limit", "0"], "--limit: expected an integer from 1 to 2^63-1, got 0"),
+        (["longmemeval", "--data", "x", "--workers", "many"], "--workers: expected an integer, got 'many'"),
+    ],
+)
 def test_bench_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     from workbench.cli import main
 

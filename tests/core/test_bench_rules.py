@@ -8,8 +8,19 @@ import json
 import pytest
 
 from core.bench.rules import (
-    BASELINE, CORPUS, FAMILIES, CaseResult, CorpusError, Derived, aggregate, below_baseline, load_baseline,
-    load_corpus, parse_case, run_rules, score_case,
+    BASELINE,
+    CORPUS,
+    FAMILIES,
+    CaseResult,
+    CorpusError,
+    Derived,
+    aggregate,
+    below_baseline,
+    load_baseline,
+    load_corpus,
+    parse_case,
+    run_rules,
+    score_case,
 )
 from workbench.cli import main
 
@@ -42,23 +53,36 @@ def _corpus(tmp_path, *lines: str):
     return folder
 
 
-GOOD = json.dumps({"id": "type-en-001", "lang": "en", "date": "2023-05-08T14:00:00",
-                   "turns": [{"speaker": "Ann", "text": "We decided to move."}], "expect": {"type": "decision"}})
+GOOD = json.dumps(
+    {
+        "id": "type-en-001",
+        "lang": "en",
+        "date": "2023-05-08T14:00:00",
+        "turns": [{"speaker": "Ann", "text": "We decided to move."}],
+        "expect": {"type": "decision"},
+    }
+)
 
 
-@pytest.mark.parametrize("line, said", [
-    ("{not json", "not valid JSON"),
-    (GOOD.replace('"decision"', '"decided"'), "type must be one of"),
-    (GOOD.replace('"speaker": "Ann", ', ""), "turn 1 needs a speaker and a text"),
-    (GOOD.replace('"lang": "en"', '"lang": "fr"'), "lang must be one of"),
-    (GOOD.replace('"date": "2023-05-08T14:00:00"', '"date": "May 8"'), "is not an ISO date"),
-    (GOOD.replace('{"type": "decision"}', '{}'), "expect must name at least one expectation"),
-    (GOOD.replace('{"type": "decision"}', '{"facts": [["Ann", "lives_in"]]}'), "a fact is [subject, relation, value]"),
-    (GOOD.replace('{"type": "decision"}', '{"supersedes": [[1, 2]]}'), "[later turn, earlier turn]"),
-    (GOOD.replace('{"type": "decision"}', '{"time": {"start": "soon", "precision": "day"}}'), "time start"),
-    (GOOD.replace('{"type": "decision"}', '{"not_people": {"planet": ["Mars"]}}'), "not_people maps a kind"),
-    (GOOD.replace('"expect"', '"expected"'), "unknown field(s) expected"),
-])
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ("{not json", "not valid JSON"),
+        (GOOD.replace('"decision"', '"decided"'), "type must be one of"),
+        (GOOD.replace('"speaker": "Ann", ', ""), "turn 1 needs a speaker and a text"),
+        (GOOD.replace('"lang": "en"', '"lang": "fr"'), "lang must be one of"),
+        (GOOD.replace('"date": "2023-05-08T14:00:00"', '"date": "May 8"'), "is not an ISO date"),
+        (GOOD.replace('{"type": "decision"}', "{}"), "expect must name at least one expectation"),
+        (
+            GOOD.replace('{"type": "decision"}', '{"facts": [["Ann", "lives_in"]]}'),
+            "a fact is [subject, relation, value]",
+        ),
+        (GOOD.replace('{"type": "decision"}', '{"supersedes": [[1, 2]]}'), "[later turn, earlier turn]"),
+        (GOOD.replace('{"type": "decision"}', '{"time": {"start": "soon", "precision": "day"}}'), "time start"),
+        (GOOD.replace('{"type": "decision"}', '{"not_people": {"planet": ["Mars"]}}'), "not_people maps a kind"),
+        (GOOD.replace('"expect"', '"expected"'), "unknown field(s) expected"),
+    ],
+)
 def test_a_malformed_line_is_an_error_naming_its_file_and_line(tmp_path, line, said):
     folder = _corpus(tmp_path, GOOD.replace("001", "000"), "// a comment", line)
     with pytest.raises(CorpusError) as caught:
@@ -96,14 +120,27 @@ def test_precision_and_recall_are_summed_over_cases_then_divided():
 
 
 def _case(expect, turns=(("Ann", "text"),)):
-    return parse_case({"id": "x", "lang": "en", "date": "2023-05-08T14:00:00",
-                       "turns": [{"speaker": s, "text": t} for s, t in turns], "expect": expect}, "t.jsonl", 1)
+    return parse_case(
+        {
+            "id": "x",
+            "lang": "en",
+            "date": "2023-05-08T14:00:00",
+            "turns": [{"speaker": s, "text": t} for s, t in turns],
+            "expect": expect,
+        },
+        "t.jsonl",
+        1,
+    )
 
 
 def test_participants_are_sets_of_people_and_a_name_may_have_spellings():
     case = _case({"participants": ["Ann", ["Dr. Patel", "Patel"], "Tom"]})
-    derived = Derived(cards=[{"id": 1, "turn": 1, "sources": [1], "participants": ["Ann", "Patel", "Lisbon", "Bo"],
-                              "supersedes": []}], persons={"patel", "bo"})
+    derived = Derived(
+        cards=[
+            {"id": 1, "turn": 1, "sources": [1], "participants": ["Ann", "Patel", "Lisbon", "Bo"], "supersedes": []}
+        ],
+        persons={"patel", "bo"},
+    )
     [result] = score_case(case, derived)
     score = result.score
     # Ann (a speaker) and Patel right; Bo is a person nobody expected; Tom is missing; Lisbon is no person
@@ -112,15 +149,18 @@ def test_participants_are_sets_of_people_and_a_name_may_have_spellings():
 
 
 def test_facts_match_normalised_values_symmetric_relations_and_ended_slots():
-    case = _case({"facts": [["Ann", "lives_in", "Lisbon"], ["Bo", "sibling_of", "Ann"]],
-                  "ends": [["Ann", "lives_in", "Berlin"]]})
-    derived = Derived(records=[
-        ("Ann", "lives_in", "the Lisbon", "active", 2),
-        ("Ann", "sibling_of", "Bo", "active", 1),  # read either way
-        ("Ann", "lives_in", "Berlin", "active", 1),  # older value of a one-at-a-time slot: ended by Lisbon
-        ("Ann", "knows", "Bo", "active", 1),  # not scored
-        ("Ann", "likes", "tea", "active", 1),  # not expected
-    ])
+    case = _case(
+        {"facts": [["Ann", "lives_in", "Lisbon"], ["Bo", "sibling_of", "Ann"]], "ends": [["Ann", "lives_in", "Berlin"]]}
+    )
+    derived = Derived(
+        records=[
+            ("Ann", "lives_in", "the Lisbon", "active", 2),
+            ("Ann", "sibling_of", "Bo", "active", 1),  # read either way
+            ("Ann", "lives_in", "Berlin", "active", 1),  # older value of a one-at-a-time slot: ended by Lisbon
+            ("Ann", "knows", "Bo", "active", 1),  # not scored
+            ("Ann", "likes", "tea", "active", 1),  # not expected
+        ]
+    )
     facts, ends = score_case(case, derived)
     assert (facts.score.tp, facts.score.fp, facts.score.fn) == (2, 2, 0)  # Berlin is no current fact here
     assert (ends.score.tp, ends.score.fp, ends.score.fn) == (1, 0, 0)
@@ -128,8 +168,19 @@ def test_facts_match_normalised_values_symmetric_relations_and_ended_slots():
 
 def test_a_case_expecting_no_time_counts_a_dated_card_against_precision():
     case = _case({"time": None})
-    dated = Derived(cards=[{"id": 1, "turn": 1, "sources": [1], "start": "2023-05-01", "precision": "range",
-                            "participants": [], "supersedes": []}])
+    dated = Derived(
+        cards=[
+            {
+                "id": 1,
+                "turn": 1,
+                "sources": [1],
+                "start": "2023-05-01",
+                "precision": "range",
+                "participants": [],
+                "supersedes": [],
+            }
+        ]
+    )
     [result] = score_case(case, dated)
     assert (result.score.tp, result.score.fp, result.score.fn) == (0, 1, 0)
     [result] = score_case(case, Derived(cards=[{**dated.cards[0], "start": None, "precision": "unknown"}]))
@@ -155,10 +206,12 @@ def test_no_family_falls_below_its_baseline(report):
     failing = {name: [f["id"] for f in report.families[name].failures] for name in fallen}
     assert not fallen, (
         f"fewer correct cases than {BASELINE.name} records: "
-        + "; ".join(f"{name} {now} < {floor} (failing now: {', '.join(failing[name])})"
-                    for name, (now, floor) in fallen.items())
+        + "; ".join(
+            f"{name} {now} < {floor} (failing now: {', '.join(failing[name])})" for name, (now, floor) in fallen.items()
+        )
         + ". Run `strata bench rules --failures` to see what broke. When a change improves a family instead, "
-          "record it with `strata bench rules --update-baseline`.")
+        "record it with `strata bench rules --update-baseline`."
+    )
 
 
 def test_strata_bench_rules_prints_every_family_and_the_failures(tmp_path, capsys):

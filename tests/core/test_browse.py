@@ -25,11 +25,20 @@ def test_event_pages_follow_time_order_without_gaps(demo):
     assert seen == expected
 
 
-@pytest.mark.parametrize("filters", [
-    {"participant": "maya"}, {"event_type": "plan"}, {"status": "superseded"}, {"date_from": "2026-02"},
-    {"date_to": "2026-02-07"}, {"date_from": "2026-02-01", "date_to": "2026-03-31"}, {"text": "plan"},
-    {"participant": "maya", "date_from": "2026", "text": "a"},
-], ids=lambda f: ",".join(f))
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"participant": "maya"},
+        {"event_type": "plan"},
+        {"status": "superseded"},
+        {"date_from": "2026-02"},
+        {"date_to": "2026-02-07"},
+        {"date_from": "2026-02-01", "date_to": "2026-03-31"},
+        {"text": "plan"},
+        {"participant": "maya", "date_from": "2026", "text": "a"},
+    ],
+    ids=lambda f: ",".join(f),
+)
 def test_cli_listing_and_timeline_pages_filter_alike(demo, filters):
     """`strata events` and the workbench timeline read through one filter builder."""
     from core.services.browse import EventFilter, event_page
@@ -131,8 +140,10 @@ def test_threads_jobs_weight_and_traces(demo):
     tools = MemoryTools(demo, session="s1", budget=None)
     found = tools.call("search_events", {"query": "Atlas launch date"})
     ref = found["evidence_refs"][0]
-    tools.call("assess", {"verdict": "sufficient", "evidence_refs": [ref], "fit": "direct", "missing": "",
-                          "next_strategy": "answer"})
+    tools.call(
+        "assess",
+        {"verdict": "sufficient", "evidence_refs": [ref], "fit": "direct", "missing": "", "next_strategy": "answer"},
+    )
     tools.call("record_use", {"evidence_refs": [ref]})
     traces = trace_page(demo)
     assert traces and traces[0].id > traces[-1].id
@@ -165,15 +176,29 @@ def test_a_type_filter_lists_a_rare_type_by_id_with_the_same_result(demo_templat
     other = get_namespace("other-space")
     with write_transaction():  # another namespace's event of every type the demo has: never listed here
         for kind in {e.event_type for e in Event.select(Event.event_type)}:
-            write_event(other.id, {"title": f"elsewhere {kind}", "summary": "elsewhere", "participants": [],
-                                   "source_message_ids": [], "event_type": kind, "temporal": {}},
-                        block=None, formed_turn=0)
+            write_event(
+                other.id,
+                {
+                    "title": f"elsewhere {kind}",
+                    "summary": "elsewhere",
+                    "participants": [],
+                    "source_message_ids": [],
+                    "event_type": kind,
+                    "temporal": {},
+                },
+                block=None,
+                formed_turn=0,
+            )
 
     def everything(kind: str):
         flt = EventFilter(event_type=kind)
         days = event_day_counts(demo, flt)
-        return ([r.id for r in event_page(demo, flt, limit=1000).rows], days.dated, days.undated,
-                [e.id for e in list_events(demo, event_type=kind, limit=1000)])
+        return (
+            [r.id for r in event_page(demo, flt, limit=1000).rows],
+            days.dated,
+            days.undated,
+            [e.id for e in list_events(demo, event_type=kind, limit=1000)],
+        )
 
     kinds = sorted({e.event_type for e in Event.select(Event.event_type).where(Event.namespace == get_namespace(demo))})
     assert len(kinds) >= 3

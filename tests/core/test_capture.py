@@ -15,7 +15,14 @@ from core.api import open_store
 
 def _turns(ns: str, thread: str, count: int, start: int = 1, **kw) -> list:
     return [
-        append_turn(ns, thread, f"user says {i}", f"assistant answers {i}", created_at=f"2026-01-0{1 + i % 9}T10:00:00+02:00", **kw)
+        append_turn(
+            ns,
+            thread,
+            f"user says {i}",
+            f"assistant answers {i}",
+            created_at=f"2026-01-0{1 + i % 9}T10:00:00+02:00",
+            **kw,
+        )
         for i in range(start, start + count)
     ]
 
@@ -35,11 +42,17 @@ def test_nineteen_turns_of_six_seal_three_blocks_and_leave_one_open(store):
 
 def test_block_keeps_trailing_non_user_messages_until_next_user(store):
     configure_namespace("ns", block_turn_size=2)
-    append_messages("ns", "t", [
-        {"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
-        {"role": "user", "content": "q2"}, {"role": "assistant", "content": "calling a tool"},
-        {"role": "tool", "content": '{"ok": true}'},
-    ])
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "calling a tool"},
+            {"role": "tool", "content": '{"ok": true}'},
+        ],
+    )
     # Two user turns but the last one may still get messages: not sealed yet.
     assert Block.select().count() == 0
     append_messages("ns", "t", [{"role": "assistant", "content": "done"}, {"role": "user", "content": "q3"}])
@@ -51,18 +64,33 @@ def test_block_keeps_trailing_non_user_messages_until_next_user(store):
 
 def test_close_turn_seals_a_full_tail_immediately(store):
     configure_namespace("ns", block_turn_size=2)
-    append_messages("ns", "t", [
-        {"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
-        {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "a2"},
+        ],
+        close_turn=True,
+    )
     assert Block.select().count() == 1
     assert thread_messages("ns", "t", open_tail_only=True) == []
 
 
 def test_messages_before_first_user_belong_to_first_block(store):
     configure_namespace("ns", block_turn_size=1)
-    append_messages("ns", "t", [{"role": "system", "content": "be kind"}, {"role": "user", "content": "hi"},
-                                {"role": "assistant", "content": "hello"}], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "system", "content": "be kind"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+        ],
+        close_turn=True,
+    )
     block = Block.get()
     assert (block.start_turn, block.end_turn, block.message_count) == (1, 1, 3)
 
@@ -166,11 +194,18 @@ def test_bad_messages_are_refused_and_nothing_is_written(store, message, fragmen
 
 
 def test_tool_calls_are_stored_and_returned(store):
-    append_messages("ns", "t", [
-        {"role": "user", "content": "check the build"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"name": "ci_status", "arguments": {"branch": "main"}, "result": {"ok": True}}]},
-    ])
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": "check the build"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"name": "ci_status", "arguments": {"branch": "main"}, "result": {"ok": True}}],
+            },
+        ],
+    )
     msg = thread_messages("ns", "t")[1]
     assert msg.tool_calls[0].name == "ci_status"
     assert msg.tool_calls[0].arguments == {"branch": "main"} and msg.tool_calls[0].result == {"ok": True}
@@ -179,10 +214,17 @@ def test_tool_calls_are_stored_and_returned(store):
 def test_sealed_block_layers_respect_token_order(store):
     configure_namespace("ns", block_turn_size=2)
     paste = "def build():\n    return compile_everything(now=True)  # long enough to be a paste candidate here"
-    append_messages("ns", "t", [
-        {"role": "user", "content": f"look:\n\n{paste}"}, {"role": "assistant", "content": "ok"},
-        {"role": "user", "content": f"again:\n\n{paste}"}, {"role": "assistant", "content": "Thanks! The fix is in."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": f"look:\n\n{paste}"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": f"again:\n\n{paste}"},
+            {"role": "assistant", "content": "Thanks! The fix is in."},
+        ],
+        close_turn=True,
+    )
     block = Block.get()
     assert block.tokens_l3 <= block.tokens_l4 <= block.tokens_l5
     assert "[repeated paste omitted" in block.l3_text

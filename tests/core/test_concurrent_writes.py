@@ -30,8 +30,9 @@ print(json.dumps(errors))
 
 
 def _run(db_url: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", _APPEND, db_url, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _APPEND, db_url, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _errors(processes: list[subprocess.Popen]) -> list[str]:
@@ -50,12 +51,16 @@ def test_two_processes_appending_to_one_thread_lose_and_repeat_nothing(store, db
     assert _errors(writers) == []
     open_store(db_url)
     thread = Thread.get(Thread.name == "shared")
-    positions = [p for (p,) in Message.select(Message.position).where(Message.thread == thread).order_by(
-        Message.position).tuples()]
+    positions = [
+        p
+        for (p,) in Message.select(Message.position).where(Message.thread == thread).order_by(Message.position).tuples()
+    ]
     assert positions == list(range(1, 601))  # 2 writers x 150 turns x 2 messages, no gap, no clash
     said = [c for (c,) in Message.select(Message.content).where(Message.role == "user").tuples()]
     assert sorted(said) == sorted(f"{who} says number {i}" for who in ("ana", "ben") for i in range(150))
-    turns = [t for (t,) in Message.select(Message.ns_turn).where(Message.role == "user").order_by(Message.ns_turn).tuples()]
+    turns = [
+        t for (t,) in Message.select(Message.ns_turn).where(Message.role == "user").order_by(Message.ns_turn).tuples()
+    ]
     assert turns == list(range(1, 301))
 
 
@@ -88,8 +93,16 @@ def test_each_job_is_claimed_by_exactly_one_of_several_workers(store, db_url):
     for i in range(60):
         append_turn("ns", "t", f"turn {i} about the harbour", "ok")
     db.close()
-    workers = [subprocess.Popen([sys.executable, "-c", _CLAIM, db_url], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLAIM, db_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     claimed = []
     for worker in workers:
         line = worker.stdout.readline()

@@ -16,16 +16,41 @@ def _graph(store):
     append_turn("ns", "t", "user", "Priya moved to Lisbon and uses Figma.")
     with write_transaction():
         ns = get_namespace("ns")
-        events = [Event.create(namespace=ns, title=f"event {i}", summary=f"summary {i}", status=status,
-                               created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z")
-                  for i, status in enumerate(["active", "superseded", "forgotten", "active"])]
+        events = [
+            Event.create(
+                namespace=ns,
+                title=f"event {i}",
+                summary=f"summary {i}",
+                status=status,
+                created_at="2026-01-01T00:00:00Z",
+                updated_at="2026-01-01T00:00:00Z",
+            )
+            for i, status in enumerate(["active", "superseded", "forgotten", "active"])
+        ]
     ids = [e.id for e in events]
-    apply_projection(ns.id, ids[:2], {"nodes": [
-        {"ref": "p", "name": "Priya", "type": "person", "source_event_ids": [ids[0]],
-         "provenance": {"name": [ids[0]]}},
-        {"ref": "l", "name": "Lisbon", "type": "place", "source_event_ids": [ids[1]],
-         "provenance": {"name": [ids[1]]}},
-    ], "edges": []})
+    apply_projection(
+        ns.id,
+        ids[:2],
+        {
+            "nodes": [
+                {
+                    "ref": "p",
+                    "name": "Priya",
+                    "type": "person",
+                    "source_event_ids": [ids[0]],
+                    "provenance": {"name": [ids[0]]},
+                },
+                {
+                    "ref": "l",
+                    "name": "Lisbon",
+                    "type": "place",
+                    "source_event_ids": [ids[1]],
+                    "provenance": {"name": [ids[1]]},
+                },
+            ],
+            "edges": [],
+        },
+    )
     return ns, ids
 
 
@@ -33,14 +58,17 @@ def test_rows_equal_the_built_query_for_every_shape(store):
     ns, ids = _graph(store)
     statuses = Prepared(lambda wanted: Event.select(Event.id, Event.status).where(Event.id.in_(wanted)).tuples())
     for wanted in ([ids[0]], ids[:3], ids, ids[::-1], [ids[2], 10_000]):
-        assert statuses.rows(wanted) == list(
-            Event.select(Event.id, Event.status).where(Event.id.in_(wanted)).tuples())
-    nodes = Prepared(lambda ns_id, kind: GraphNode.select().where(
-        (GraphNode.namespace == ns_id) & (GraphNode.type == kind)).order_by(GraphNode.id))
+        assert statuses.rows(wanted) == list(Event.select(Event.id, Event.status).where(Event.id.in_(wanted)).tuples())
+    nodes = Prepared(
+        lambda ns_id, kind: (
+            GraphNode.select().where((GraphNode.namespace == ns_id) & (GraphNode.type == kind)).order_by(GraphNode.id)
+        )
+    )
     for kind in ("person", "place", "tool"):
         got = nodes.rows(ns.id, kind)
-        want = list(GraphNode.select().where((GraphNode.namespace == ns.id) & (GraphNode.type == kind))
-                    .order_by(GraphNode.id))
+        want = list(
+            GraphNode.select().where((GraphNode.namespace == ns.id) & (GraphNode.type == kind)).order_by(GraphNode.id)
+        )
         assert [n.__data__ for n in got] == [n.__data__ for n in want]
         assert all(isinstance(n, GraphNode) and not n._dirty for n in got)
     assert nodes.first(ns.id, "person").name == "Priya"
@@ -57,7 +85,12 @@ def _same_rows(got: list, want: list) -> None:
             assert a == b and list(a) == list(b)  # keys in the same order too
         else:
             assert (a.__data__, list(a.__data__), a._dirty, a.__rel__, a.__dict__.keys()) == (
-                b.__data__, list(b.__data__), b._dirty, b.__rel__, b.__dict__.keys())
+                b.__data__,
+                list(b.__data__),
+                b._dirty,
+                b.__rel__,
+                b.__dict__.keys(),
+            )
 
 
 @pytest.mark.parametrize("shape", ["model", "model-some-fields", "model-alias", "dict", "tuple", "join"])
@@ -69,16 +102,23 @@ def test_later_runs_convert_rows_as_the_first_did(store, shape):
     Event.update(tags=["a", "b"], quotes=[{"text": "q"}]).where(Event.id == ids[0]).execute()
     build = {
         "model": lambda wanted: Event.select().where(Event.id.in_(wanted)).order_by(Event.id),
-        "model-some-fields": lambda wanted: Event.select(Event.id, Event.block, Event.tags, Event.namespace_id)
-        .where(Event.id.in_(wanted)).order_by(Event.id),
-        "model-alias": lambda wanted: Event.select(Event.id, Event.title.alias("label"))
-        .where(Event.id.in_(wanted)).order_by(Event.id),
-        "dict": lambda wanted: Event.select(Event.id, Event.tags, Event.namespace).where(Event.id.in_(wanted))
-        .order_by(Event.id).dicts(),
-        "tuple": lambda wanted: Event.select(Event.id, Event.quotes, Event.title).where(Event.id.in_(wanted))
-        .order_by(Event.id).tuples(),
-        "join": lambda wanted: Event.select(Event, Namespace).join(Namespace).where(Event.id.in_(wanted))
-        .order_by(Event.id),
+        "model-some-fields": lambda wanted: (
+            Event.select(Event.id, Event.block, Event.tags, Event.namespace_id)
+            .where(Event.id.in_(wanted))
+            .order_by(Event.id)
+        ),
+        "model-alias": lambda wanted: (
+            Event.select(Event.id, Event.title.alias("label")).where(Event.id.in_(wanted)).order_by(Event.id)
+        ),
+        "dict": lambda wanted: (
+            Event.select(Event.id, Event.tags, Event.namespace).where(Event.id.in_(wanted)).order_by(Event.id).dicts()
+        ),
+        "tuple": lambda wanted: (
+            Event.select(Event.id, Event.quotes, Event.title).where(Event.id.in_(wanted)).order_by(Event.id).tuples()
+        ),
+        "join": lambda wanted: (
+            Event.select(Event, Namespace).join(Namespace).where(Event.id.in_(wanted)).order_by(Event.id)
+        ),
     }[shape]
     statement = Prepared(build)
     for wanted in ([10_000], ids[:2], ids, [ids[0]], ids[1:]):  # the first run finds nothing: nothing learnt
@@ -97,13 +137,24 @@ def test_later_runs_convert_rows_as_the_first_did(store, shape):
 
 def test_none_and_booleans_change_the_statement(store):
     _ns, ids = _graph(store)
-    pick = Prepared(lambda event_id, only_active: Event.select(Event.id).where(
-        (Event.id == event_id) & (Event.status == "active") if only_active else Event.id == event_id).tuples())
+    pick = Prepared(
+        lambda event_id, only_active: (
+            Event.select(Event.id)
+            .where((Event.id == event_id) & (Event.status == "active") if only_active else Event.id == event_id)
+            .tuples()
+        )
+    )
     assert pick.rows(ids[1], False) == [(ids[1],)]
     assert pick.rows(ids[1], True) == []
     assert pick.rows(ids[0], True) == [(ids[0],)]
-    blocks = Prepared(lambda block: Event.select(Event.id).where(
-        Event.block.is_null() if block is None else Event.block == block).order_by(Event.id).tuples())
+    blocks = Prepared(
+        lambda block: (
+            Event.select(Event.id)
+            .where(Event.block.is_null() if block is None else Event.block == block)
+            .order_by(Event.id)
+            .tuples()
+        )
+    )
     assert blocks.rows(None) == [(i,) for i in ids]
 
 
@@ -118,8 +169,9 @@ def test_a_converted_argument_is_refused_not_silently_wrong(store):
 
 def test_updates_count_rows_and_convert_json(store):
     ns, ids = _graph(store)
-    touch = Prepared(lambda stored, event_id: Event.update(
-        {Event.participant_node_ids: Value(stored)}).where(Event.id == event_id))
+    touch = Prepared(
+        lambda stored, event_id: Event.update({Event.participant_node_ids: Value(stored)}).where(Event.id == event_id)
+    )
     with write_transaction():
         assert touch.execute(Event.participant_node_ids.db_value([3, 1]), ids[0]) == 1
         assert touch.execute("[]", 10_000) == 0
@@ -155,8 +207,10 @@ def test_save_one_writes_every_loaded_field_like_save(store):
 
 def test_float_arguments_compare_as_floats(store):
     ns, _ids = _graph(store)
-    early, late = (Job.create(namespace=ns, kind="graph", status="failed", next_retry_at=at, created_at="x",
-                              updated_at="x") for at in (10.5, 20.25))
+    early, late = (
+        Job.create(namespace=ns, kind="graph", status="failed", next_retry_at=at, created_at="x", updated_at="x")
+        for at in (10.5, 20.25)
+    )
     due = Prepared(lambda now: Job.select(Job.id).where(Job.next_retry_at <= now).order_by(Job.id).tuples())
     assert due.rows(15.0) == [(early.id,)]
     assert due.rows(20.25) == [(early.id,), (late.id,)]
@@ -173,7 +227,8 @@ def test_in_lists_render_once_per_size_class(store):
     with pytest.raises(TypeError, match="all of one type"):
         statuses.rows([ids[0], "x"])
     assert statuses.rows([True, ids[1]]) == list(  # a stray boolean id binds as peewee binds it
-        Event.select(Event.id).where(Event.id.in_([True, ids[1]])).order_by(Event.id).tuples())
+        Event.select(Event.id).where(Event.id.in_([True, ids[1]])).order_by(Event.id).tuples()
+    )
     assert statuses.rows([]) == []
 
 
@@ -190,6 +245,11 @@ def test_distinct_values_equal_select_distinct(store, monkeypatch, seeks):
     names = [n for _, n in pairs]
     with write_transaction():
         bulk_insert(EventParticipant, ["event_id", "name", "name_norm"], [(ids[e], n.title(), n) for e, n in pairs])
-    expected = [n for (n,) in EventParticipant.select(EventParticipant.name_norm).distinct()
-                .order_by(EventParticipant.name_norm).tuples()]
+    expected = [
+        n
+        for (n,) in EventParticipant.select(EventParticipant.name_norm)
+        .distinct()
+        .order_by(EventParticipant.name_norm)
+        .tuples()
+    ]
     assert distinct_values(EventParticipant.name_norm) == expected == sorted(set(names))

@@ -33,8 +33,20 @@ def test_decay_other_lambdas_and_anchor():
 
 @pytest.mark.parametrize(
     "target, current, expected",
-    [("raw", 1, 5), ("L5", 0, 5), (5, 2, 5), ("next", 2, 3), ("+1", 4, 5), (None, 3, 4), ("next", 5, 5),
-     ("L2", 4, 2), ("l2", 4, 2), (" RAW ", 0, 5), ("3", 0, 3), (0, 3, 0)],
+    [
+        ("raw", 1, 5),
+        ("L5", 0, 5),
+        (5, 2, 5),
+        ("next", 2, 3),
+        ("+1", 4, 5),
+        (None, 3, 4),
+        ("next", 5, 5),
+        ("L2", 4, 2),
+        ("l2", 4, 2),
+        (" RAW ", 0, 5),
+        ("3", 0, 3),
+        (0, 3, 0),
+    ],
 )
 def test_expand_targets(target, current, expected):
     assert normalize_target(target, current) == expected

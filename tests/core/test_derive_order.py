@@ -44,9 +44,17 @@ def _build(namespaces: tuple[str, ...] = ("ns-a", "ns-b")) -> None:
         messages = []
         for i, (speaker, text) in enumerate(SAID[n:] + SAID[:n]):
             day = f"2026-0{1 + i // 6}-{10 + i % 6:02d}"
-            messages.append({"role": "user", "speaker": speaker, "content": text, "created_at": f"{day}T10:00:00+00:00"})
-            messages.append({"role": "assistant", "speaker": "Assistant", "content": f"Noted: {text.lower()}",
-                             "created_at": f"{day}T10:00:05+00:00"})
+            messages.append(
+                {"role": "user", "speaker": speaker, "content": text, "created_at": f"{day}T10:00:00+00:00"}
+            )
+            messages.append(
+                {
+                    "role": "assistant",
+                    "speaker": "Assistant",
+                    "content": f"Noted: {text.lower()}",
+                    "created_at": f"{day}T10:00:05+00:00",
+                }
+            )
         append_messages(name, "t", messages)
         close_thread(name, "t")
 
@@ -189,8 +197,12 @@ def test_several_processes_opening_a_new_store_at_once_create_it_once(tmp_path):
 
     for round_ in range(3):
         url = fresh_url(tmp_path, f"new{round_}.db", empty=True)
-        openers = [subprocess.Popen([sys.executable, "-c", _OPEN, url], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True) for _ in range(5)]
+        openers = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(5)
+        ]
         results = [opener.communicate(timeout=60) for opener in openers]
         assert [out.strip() for out, _ in results] == ["ok"] * 5, [err for _, err in results if err]
     open_store(url)
@@ -210,8 +222,9 @@ def test_comparable_memory_relabels_the_message_ids_a_receipt_names(tmp_path):
         open_store(fresh_url(tmp_path, f"{name}.db"))
         if detour:  # other rows first: the same turns get other ids
             append_turn("elsewhere", "x", "unrelated", "ok")
-        append_turn("ns", "t", "The launch is on March 3.", "Noted.", receipt_id="r1",
-                    created_at="2026-01-10T10:00:00+00:00")
+        append_turn(
+            "ns", "t", "The launch is on March 3.", "Noted.", receipt_id="r1", created_at="2026-01-10T10:00:00+00:00"
+        )
         memories.append(comparable_memory("ns"))
         db.close()
     assert memories[0]["receipts"]["ingestion"][0]["result"]["message_ids"] == [1, 2]

@@ -16,7 +16,14 @@ from core.providers.scripted import ScriptedProvider
 from core.services.capture import append_turn
 from core.services.derive import extraction_context, run_pending
 from core.services.events import (
-    LazyTimeline, extraction_timeline, forget_event, get_event, list_events, restore_event, validate_extracted, write_event,
+    LazyTimeline,
+    extraction_timeline,
+    forget_event,
+    get_event,
+    list_events,
+    restore_event,
+    validate_extracted,
+    write_event,
 )
 from core.services.spaces import configure_namespace, get_namespace
 from tests.stores import say_and_derive
@@ -24,8 +31,13 @@ from core.weights import memory_weight
 
 
 def _event(ns_id: int, title: str, **temporal) -> Event:
-    draft = {"title": title, "summary": f"{title}.", "source_message_ids": [], "temporal": temporal,
-             "relations": temporal.pop("relations", {})}
+    draft = {
+        "title": title,
+        "summary": f"{title}.",
+        "source_message_ids": [],
+        "temporal": temporal,
+        "relations": temporal.pop("relations", {}),
+    }
     with write_transaction():
         return write_event(ns_id, draft, block=None, formed_turn=0)
 
@@ -45,8 +57,15 @@ def test_validation_drops_bad_events_and_keeps_good_ones():
         {"title": "t", "summary": "s", "source_message_ids": []},
         {"title": "t", "summary": "s", "source_message_ids": [1, 99]},
         {"title": "t", "summary": "s", "source_message_ids": ["1"]},
-        {"title": " Good ", "summary": " kept ", "source_message_ids": [2, 2, 1], "scope": "galaxy",
-         "criticality": "urgent", "tags": ["a", "a", "b", 3], "temporal": {"event_type": "版本发布"}},
+        {
+            "title": " Good ",
+            "summary": " kept ",
+            "source_message_ids": [2, 2, 1],
+            "scope": "galaxy",
+            "criticality": "urgent",
+            "tags": ["a", "a", "b", 3],
+            "temporal": {"event_type": "版本发布"},
+        },
     ]
     drafts, warnings = validate_extracted(raw, allowed_message_ids=[1, 2])
     assert len(drafts) == 1 and len(warnings) == 4
@@ -57,32 +76,64 @@ def test_validation_drops_bad_events_and_keeps_good_ones():
 
 
 def test_validation_clamps_lengths():
-    raw = [{"title": "t" * 500, "summary": "s" * 5000, "source_message_ids": [1], "quotes": [f"q{i}" for i in range(30)]}]
+    raw = [
+        {"title": "t" * 500, "summary": "s" * 5000, "source_message_ids": [1], "quotes": [f"q{i}" for i in range(30)]}
+    ]
     draft = validate_extracted(raw, allowed_message_ids=[1])[0][0]
     assert len(draft["title"]) == 200 and len(draft["summary"]) == 1000 and len(draft["quotes"]) == 12
 
 
 def test_relation_ids_are_bounded_to_the_timeline():
-    raw = [{"title": "t", "summary": "s", "source_message_ids": [1], "temporal": {
-        "supersedes_event_ids": [5, 6], "conflicts_with_event_ids": [7], "same_event_id": 9,
-        "related_event_ids": ["5"], "before_event_ids": []}}]
+    raw = [
+        {
+            "title": "t",
+            "summary": "s",
+            "source_message_ids": [1],
+            "temporal": {
+                "supersedes_event_ids": [5, 6],
+                "conflicts_with_event_ids": [7],
+                "same_event_id": 9,
+                "related_event_ids": ["5"],
+                "before_event_ids": [],
+            },
+        }
+    ]
     draft = validate_extracted(raw, allowed_message_ids=[1], timeline_ids=[5, 9])[0][0]
     assert draft["relations"] == {"supersedes": [5], "same_event": [9]}
     draft = validate_extracted(raw, allowed_message_ids=[1], timeline_ids=[])[0][0]
     assert draft["relations"] == {}
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("Release", "release"), ("版本发布", "release"), ("task-completed", "task_completed"), ("Task_Completed", "task_completed"),
-    ("决定", "decision"), ("CANCELED", "cancellation"), ("迁移", "migration"), ("birthday", "other"), (None, "other"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("Release", "release"),
+        ("版本发布", "release"),
+        ("task-completed", "task_completed"),
+        ("Task_Completed", "task_completed"),
+        ("决定", "decision"),
+        ("CANCELED", "cancellation"),
+        ("迁移", "migration"),
+        ("birthday", "other"),
+        (None, "other"),
+    ],
+)
 def test_event_type_normalization(value, expected):
     assert normalize_event_type(value) == expected
 
 
 def test_temporal_normalization_drops_bad_fields_not_the_event():
-    out = normalize_temporal({"participants": ["Ann", 3], "happened_start": 2023, "precision": "day", "basis": "explicit",
-                              "original_text": "yesterday", "supersedes_event_ids": [1, "x"], "status": "done"})
+    out = normalize_temporal(
+        {
+            "participants": ["Ann", 3],
+            "happened_start": 2023,
+            "precision": "day",
+            "basis": "explicit",
+            "original_text": "yesterday",
+            "supersedes_event_ids": [1, "x"],
+            "status": "done",
+        }
+    )
     assert "participants" not in out and "supersedes_event_ids" not in out and "status" not in out
     assert out["original_text"] == "yesterday"
     unknown = normalize_temporal({"happened_start": "2024", "precision": "unknown", "basis": "relative"})
@@ -144,10 +195,26 @@ def test_restore_is_active_when_its_successor_is_gone(ns):
 
 
 def test_list_events_filters(ns):
-    _event(ns, "Dentist", participants=["Maya"], event_type="meeting", happened_start="2026-02-10",
-           happened_end="2026-02-10", precision="day", basis="explicit")
-    _event(ns, "Trip", participants=["Tomás"], event_type="plan", happened_start="2026-04", happened_end="2026-04",
-           precision="month", basis="explicit")
+    _event(
+        ns,
+        "Dentist",
+        participants=["Maya"],
+        event_type="meeting",
+        happened_start="2026-02-10",
+        happened_end="2026-02-10",
+        precision="day",
+        basis="explicit",
+    )
+    _event(
+        ns,
+        "Trip",
+        participants=["Tomás"],
+        event_type="plan",
+        happened_start="2026-04",
+        happened_end="2026-04",
+        precision="month",
+        basis="explicit",
+    )
     _event(ns, "No date", participants=["Maya"])
     assert [e.title for e in list_events("ns", participant="maya")] == ["Dentist", "No date"]
     assert [e.title for e in list_events("ns", event_type="plan")] == ["Trip"]
@@ -183,7 +250,8 @@ def test_a_long_text_filter_is_one_flat_condition(ns):
     words = " ".join(f"w{i}" for i in range(150))
     assert list_events("ns", text=words) == []
     assert [e.title for e in list_events("ns", text="lisbon " * 500 + "maya booked")] == [
-        "Maya booked flights to Lisbon for April"]
+        "Maya booked flights to Lisbon for April"
+    ]
     with pytest.raises(InvalidInputError, match="201 distinct words; at most 200"):
         list_events("ns", text=" ".join(f"w{i}" for i in range(201)))
 
@@ -198,8 +266,12 @@ def _block_with_events(ns_name: str, text: str, titles: list[str]) -> Block:
     block = Block.select().order_by(Block.sequence.desc()).first()
     with write_transaction():  # as extraction does: a block's events and its ready state together
         for title in titles:
-            write_event(block.namespace_id, {"title": title, "summary": title, "source_message_ids": [],
-                                             "temporal": {}}, block=block, formed_turn=0)
+            write_event(
+                block.namespace_id,
+                {"title": title, "summary": title, "source_message_ids": [], "temporal": {}},
+                block=block,
+                formed_turn=0,
+            )
         mark_ready(block)
     return block
 
@@ -219,8 +291,12 @@ def test_timeline_is_eight_relevant_plus_four_recent_without_forgotten(ns):
 
 def test_timeline_recency_reaches_past_blocks_without_live_events(ns):
     with write_transaction():
-        orphan = write_event(ns, {"title": "imported fact", "summary": "imported fact", "source_message_ids": [],
-                                  "temporal": {}}, block=None, formed_turn=0)
+        orphan = write_event(
+            ns,
+            {"title": "imported fact", "summary": "imported fact", "source_message_ids": [], "temporal": {}},
+            block=None,
+            formed_turn=0,
+        )
     old = [_block_with_events("ns", f"early {i}", [f"early item {i}"]) for i in range(3)]
     for i in range(20):  # newer blocks whose events are all forgotten: the walk must go past them
         block = _block_with_events("ns", f"noise {i}", [f"noise {i}"])
@@ -235,7 +311,9 @@ def test_timeline_includes_superseded_history(ns):
     old = _event(ns, "Maya keeps notes in Notion")
     _event(ns, "Maya writes notes in Obsidian now", relations={"supersedes": [old.id]})
     assert {t["title"] for t in extraction_timeline(ns, "notes")} == {
-        "Maya keeps notes in Notion", "Maya writes notes in Obsidian now"}
+        "Maya keeps notes in Notion",
+        "Maya writes notes in Obsidian now",
+    }
 
 
 class Meddler(OfflineProvider):
@@ -288,10 +366,14 @@ def test_the_offline_extractor_reads_the_timeline_only_for_a_change(ns, monkeypa
 def test_malformed_extraction_fails_the_job_and_keeps_the_store(ns, monkeypatch):
     monkeypatch.setattr("core.services.jobs.wall", lambda: 1e9)
     append_turn("ns", "t", "We decided to use Postgres.", "Good.")
-    provider = ScriptedProvider({
-        "summarize_block": [{"title": "db", "summary": "chose postgres", "tags": [], "keypoints": [], "should_extract": True}],
-        "extract_events": [{"should_extract": "maybe", "events": []}],
-    })
+    provider = ScriptedProvider(
+        {
+            "summarize_block": [
+                {"title": "db", "summary": "chose postgres", "tags": [], "keypoints": [], "should_extract": True}
+            ],
+            "extract_events": [{"should_extract": "maybe", "events": []}],
+        }
+    )
     run_pending("ns", provider=provider, wait_for_retries=False)
     job = Job.get(Job.kind == "extraction")
     assert job.status == "failed" and "should_extract" in job.last_error and job.next_retry_at == 1e9 + 1
@@ -300,10 +382,14 @@ def test_malformed_extraction_fails_the_job_and_keeps_the_store(ns, monkeypatch)
 
 def test_valid_empty_extraction_is_skipped_and_terminal(ns):
     append_turn("ns", "t", "ok", "thanks")
-    provider = ScriptedProvider({
-        "summarize_block": [{"title": "chat", "summary": "small talk", "tags": [], "keypoints": [], "should_extract": True}],
-        "extract_events": [{"should_extract": False, "reason": "noise", "events": []}],
-    })
+    provider = ScriptedProvider(
+        {
+            "summarize_block": [
+                {"title": "chat", "summary": "small talk", "tags": [], "keypoints": [], "should_extract": True}
+            ],
+            "extract_events": [{"should_extract": False, "reason": "noise", "events": []}],
+        }
+    )
     run_pending("ns", provider=provider)
     assert Job.get(Job.kind == "extraction").status == "skipped" and Block.get().status == "ready"
 
@@ -324,11 +410,19 @@ def test_formed_turn_uses_the_namespace_clock(ns):
 
 def test_weight_formula():
     assert memory_weight(status="active", current_turn=10, last_adopted_turn=10, mention_count=1) == 1.0
-    assert memory_weight(status="active", current_turn=20, last_adopted_turn=10, mention_count=1) == pytest.approx(math.exp(-1.5))
+    assert memory_weight(status="active", current_turn=20, last_adopted_turn=10, mention_count=1) == pytest.approx(
+        math.exp(-1.5)
+    )
     slower = 0.15 / (1 + 1.5 * math.log(3))
-    assert memory_weight(status="active", current_turn=20, last_adopted_turn=10, mention_count=3) == pytest.approx(math.exp(-slower * 10))
-    assert memory_weight(status="active", current_turn=1000, last_adopted_turn=0, mention_count=1, floor_weight=0.9) == 0.9
-    assert memory_weight(status="superseded", current_turn=0, last_adopted_turn=0, mention_count=1, forced_cap=0.1) == 0.1
+    assert memory_weight(status="active", current_turn=20, last_adopted_turn=10, mention_count=3) == pytest.approx(
+        math.exp(-slower * 10)
+    )
+    assert (
+        memory_weight(status="active", current_turn=1000, last_adopted_turn=0, mention_count=1, floor_weight=0.9) == 0.9
+    )
+    assert (
+        memory_weight(status="superseded", current_turn=0, last_adopted_turn=0, mention_count=1, forced_cap=0.1) == 0.1
+    )
     assert memory_weight(status="active", current_turn=999, last_adopted_turn=0, mention_count=1, pinned=True) == 1.0
     assert memory_weight(status="forgotten", current_turn=0, last_adopted_turn=0, mention_count=1, pinned=True) == 0.0
 
@@ -339,8 +433,12 @@ def test_an_event_may_supersede_an_earlier_one_of_the_same_extraction():
     raw = [
         {"title": "Dentist on March 3", "summary": "s", "source_message_ids": [1]},
         {"title": "", "summary": "dropped", "source_message_ids": [1]},
-        {"title": "Dentist moved to March 10", "summary": "s", "source_message_ids": [2],
-         "temporal": {"supersedes_earlier": [0, 1, 2, 7]}},
+        {
+            "title": "Dentist moved to March 10",
+            "summary": "s",
+            "source_message_ids": [2],
+            "temporal": {"supersedes_earlier": [0, 1, 2, 7]},
+        },
     ]
     drafts, _ = validate_extracted(raw, allowed_message_ids=[1, 2])
     assert [d["title"] for d in drafts] == ["Dentist on March 3", "Dentist moved to March 10"]
@@ -358,13 +456,23 @@ def test_a_relation_kind_write_event_does_not_know_is_no_link(ns):
 def test_a_correction_later_in_the_same_block_supersedes_the_earlier_card(store):
     """'my appointment is on March 3' then 'moved my appointment to March 10' in one block: the
     first card is superseded by the second (it used to stay active beside it)."""
-    say_and_derive("ns", [("user", "My dentist appointment is on March 3 at 9am."), ("assistant", "Noted."),
-                          ("user", "The dentist moved my appointment to March 10, same time."),
-                          ("assistant", "Updated.")], first_day="2026-02-20")
+    say_and_derive(
+        "ns",
+        [
+            ("user", "My dentist appointment is on March 3 at 9am."),
+            ("assistant", "Noted."),
+            ("user", "The dentist moved my appointment to March 10, same time."),
+            ("assistant", "Updated."),
+        ],
+        first_day="2026-02-20",
+    )
     first, second = (Event.get(Event.title.contains(word)) for word in ("March 3", "March 10"))
     assert (first.status, second.status) == ("superseded", "active")
-    assert EventLink.select().where((EventLink.event == second.id) & (EventLink.target == first.id)
-                                    & (EventLink.kind == "supersedes")).exists()
+    assert (
+        EventLink.select()
+        .where((EventLink.event == second.id) & (EventLink.target == first.id) & (EventLink.kind == "supersedes"))
+        .exists()
+    )
 
 
 @pytest.mark.parametrize("lookup", [True, False])
@@ -378,12 +486,20 @@ def test_a_correction_finds_what_it_names_beyond_the_blocks_timeline(store, monk
     monkeypatch.setattr(derive, "extraction_timeline", lambda *args, **kwargs: [])
     if not lookup:
         monkeypatch.setattr(derive, "correction_lookup", lambda *args, **kwargs: [])
-    say_and_derive("ns", [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
-                          ("user", "We're targeting a customer launch on Tuesday, March 3rd."), ("assistant", "Great."),
-                          ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
-                          ("assistant", "Updated."),
-                          ("user", "Update: we moved the launch to Tuesday, March 17."), ("assistant", "Updated.")],
-                   close_turn=True)
+    say_and_derive(
+        "ns",
+        [
+            ("user", "I keep all my meeting notes in Notion."),
+            ("assistant", "Noted."),
+            ("user", "We're targeting a customer launch on Tuesday, March 3rd."),
+            ("assistant", "Great."),
+            ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
+            ("assistant", "Updated."),
+            ("user", "Update: we moved the launch to Tuesday, March 17."),
+            ("assistant", "Updated."),
+        ],
+        close_turn=True,
+    )
     notion, launch = (Event.get(Event.title.contains(words)) for words in ("notes in Notion", "customer launch"))
     assert (notion.status, launch.status) == (("superseded", "superseded") if lookup else ("active", "active"))
     if lookup:

@@ -48,9 +48,14 @@ def test_export_memory_stays_flat_as_the_store_grows(store, monkeypatch):
     """Gigabytes at a million messages: the writer holds a page of rows, never the whole namespace."""
     monkeypatch.setattr(export, "ROWS_PER_READ", 100)
     for batch in range(30):
-        append_messages("big", f"t{batch % 3}", [
-            {"role": "user" if i % 2 else "assistant", "content": f"message {batch}-{i}: " + "lorem ipsum " * 20}
-            for i in range(100)])
+        append_messages(
+            "big",
+            f"t{batch % 3}",
+            [
+                {"role": "user" if i % 2 else "assistant", "content": f"message {batch}-{i}: " + "lorem ipsum " * 20}
+                for i in range(100)
+            ],
+        )
     sink = _Counting()
     tracemalloc.start()
     try:
@@ -156,6 +161,9 @@ def test_export_reports_progress_and_writes_the_same(demo, monkeypatch):
         assert done == sorted(done) and calls[0][0] == 0 and calls[-1][0] == calls[-1][1] > 0
         assert {"messages", "events"} <= {label for _, _, label in calls}
     data = export.export_data("demo")
-    records = sum(len(data[k]) for k in ("messages", "blocks", "events")) + sum(
-        len(v) for v in data["graph"].values()) + sum(len(v) for v in data["receipts"].values())
+    records = (
+        sum(len(data[k]) for k in ("messages", "blocks", "events"))
+        + sum(len(v) for v in data["graph"].values())
+        + sum(len(v) for v in data["receipts"].values())
+    )
     assert calls[-1][1] == records and calls[-2][0] == records - records % 50

@@ -10,9 +10,26 @@ from core.models import BatchRef, GraphNode, GraphSource, Namespace, RetrievalBa
 from core.services.capture import append_turn
 from core.services.events import forget_event, get_event, write_event
 from core.services.gate import (
-    DEFAULT_MISSING, BatchClosedError, BudgetExhaustedError, RefSpec, StrategyRepeatError, UseRefusedError,
-    assess, block_ref, check_batch_allowed, event_ref, get_batch, node_ref, normalize_assessment, open_batch,
-    raw_ref, record_use, refs_for_events, refs_for_nodes, refs_for_raw, unresolved_batches,
+    DEFAULT_MISSING,
+    BatchClosedError,
+    BudgetExhaustedError,
+    RefSpec,
+    StrategyRepeatError,
+    UseRefusedError,
+    assess,
+    block_ref,
+    check_batch_allowed,
+    event_ref,
+    get_batch,
+    node_ref,
+    normalize_assessment,
+    open_batch,
+    raw_ref,
+    record_use,
+    refs_for_events,
+    refs_for_nodes,
+    refs_for_raw,
+    unresolved_batches,
 )
 from core.services.search import search_events, search_raw
 from core.services.spaces import configure_namespace, get_namespace
@@ -54,8 +71,14 @@ def test_every_assessment_rejection_reason_with_its_input_index():
     result = normalize_assessment("sufficient", refs, "fit", "gap", "answer", available)
     reasons = [(r.input_index, r.reason) for r in result["rejected"]]
     assert reasons == [
-        (1, "invalid_ref"), (2, "invalid_ref"), (3, "duplicate"), (4, "not_in_batch"), (5, "invalid_ref"),
-        (6, "invalid_ref"), (14, "limit_exceeded"), (15, "limit_exceeded"),
+        (1, "invalid_ref"),
+        (2, "invalid_ref"),
+        (3, "duplicate"),
+        (4, "not_in_batch"),
+        (5, "invalid_ref"),
+        (6, "invalid_ref"),
+        (14, "limit_exceeded"),
+        (15, "limit_exceeded"),
     ]
     assert result["evidence_refs"] == [f"event:{i}" for i in range(1, 9)]
     assert result["verdict"] == "sufficient" and result["missing"] == "" and result["next_strategy"] == "answer"
@@ -74,16 +97,19 @@ def test_fit_and_missing_are_trimmed_collapsed_and_cut():
     assert normalize_assessment("partial", [], None, 42, "search_graph", [])["fit"] == ""
 
 
-@pytest.mark.parametrize("verdict, refs, strategy, expected, next_expected", [
-    ("sufficient", ["event:1"], "answer", "sufficient", "answer"),
-    ("sufficient", [], "answer", "partial", "search_events"),              # no accepted ref
-    ("sufficient", ["event:9"], "answer", "partial", "search_events"),     # ref not in batch
-    ("sufficient", ["event:1"], "search_graph", "partial", "search_graph"),  # next is not answer
-    ("sufficient", ["event:1"], "teleport", "partial", "search_events"),   # unknown strategy
-    ("wrong", ["event:1"], "answer", "wrong", "search_events"),
-    ("maybe", ["event:1"], "answer", "partial", "search_events"),          # unknown verdict
-    ("partial", ["event:1"], "expand_event", "partial", "expand_event"),
-])
+@pytest.mark.parametrize(
+    "verdict, refs, strategy, expected, next_expected",
+    [
+        ("sufficient", ["event:1"], "answer", "sufficient", "answer"),
+        ("sufficient", [], "answer", "partial", "search_events"),  # no accepted ref
+        ("sufficient", ["event:9"], "answer", "partial", "search_events"),  # ref not in batch
+        ("sufficient", ["event:1"], "search_graph", "partial", "search_graph"),  # next is not answer
+        ("sufficient", ["event:1"], "teleport", "partial", "search_events"),  # unknown strategy
+        ("wrong", ["event:1"], "answer", "wrong", "search_events"),
+        ("maybe", ["event:1"], "answer", "partial", "search_events"),  # unknown verdict
+        ("partial", ["event:1"], "expand_event", "partial", "expand_event"),
+    ],
+)
 def test_sufficient_only_with_fresh_evidence_and_answer(verdict, refs, strategy, expected, next_expected):
     result = normalize_assessment(verdict, refs, "f", "", strategy, ["event:1"])
     assert result["verdict"] == expected
@@ -237,11 +263,16 @@ def test_record_use_reports_every_issue_and_records_nothing(ns):
     batch = _events_batch([a, b, c])
     assess("ns", batch.id, "sufficient", [event_ref(a), event_ref(b)], "fits", "", "answer")
     with pytest.raises(UseRefusedError) as info:
-        record_use("ns", batch.id, [event_ref(a), "", "  ", event_ref(a), "event:999", event_ref(c), 5],
-                   receipt_id="bad")
+        record_use(
+            "ns", batch.id, [event_ref(a), "", "  ", event_ref(a), "event:999", event_ref(c), 5], receipt_id="bad"
+        )
     err = info.value
     assert [(i.input_index, i.reason) for i in err.issues] == [
-        (1, "invalid_ref"), (2, "invalid_ref"), (4, "not_in_batch"), (5, "not_adopted"), (6, "invalid_ref"),
+        (1, "invalid_ref"),
+        (2, "invalid_ref"),
+        (4, "not_in_batch"),
+        (5, "not_adopted"),
+        (6, "invalid_ref"),
     ]
     assert err.duplicate_refs == (event_ref(a),)
     assert err.available_refs == (event_ref(a), event_ref(b), event_ref(c))
@@ -333,8 +364,9 @@ def test_graph_node_refs_reinforce_the_node_source_events(ns):
     a, b, c = _event(ns, "Alice joined"), _event(ns, "Alice moved"), _event(ns, "Unrelated")
     now = now_iso()
     with write_transaction():
-        node = GraphNode.create(namespace=ns, name="Alice", name_norm="alice", type="person",
-                                created_at=now, updated_at=now)
+        node = GraphNode.create(
+            namespace=ns, name="Alice", name_norm="alice", type="person", created_at=now, updated_at=now
+        )
         for event_id in (a, b):
             GraphSource.create(kind="node", record_id=node.id, event=event_id)
     specs = refs_for_nodes([node.id])
@@ -358,11 +390,13 @@ def test_a_node_ref_stands_for_its_newest_live_sources(ns, monkeypatch):
     met = [_event(ns, f"Alice met Bo {i}") for i in range(5)]
     now = now_iso()
     with write_transaction():
-        alice = GraphNode.create(namespace=ns, name="Alice", name_norm="alice", type="person",
-                                 created_at=now, updated_at=now)
+        alice = GraphNode.create(
+            namespace=ns, name="Alice", name_norm="alice", type="person", created_at=now, updated_at=now
+        )
         bo = GraphNode.create(namespace=ns, name="Bo", name_norm="bo", type="person", created_at=now, updated_at=now)
-        edge = GraphEdge.create(namespace=ns, from_node=alice, to_node=bo, relation="knows", status="active",
-                                created_at=now, updated_at=now)
+        edge = GraphEdge.create(
+            namespace=ns, from_node=alice, to_node=bo, relation="knows", status="active", created_at=now, updated_at=now
+        )
         for event_id in ids:
             GraphSource.create(kind="node", record_id=alice.id, event=event_id)
         for event_id in met:

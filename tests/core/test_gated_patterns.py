@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 
-
 def _gated_corpus() -> list[str]:
     import json
     from pathlib import Path
@@ -16,11 +15,23 @@ def _gated_corpus() -> list[str]:
 
     texts = [json.loads(line)["content"] for line in Path(demo_source()).read_text().splitlines() if line.strip()]
     texts += [m["content"] for _, batch in conversation(400, seed=5) for m in batch]
-    texts += ["Woodhaven, a small town in the Midwest.", "the game was called Counter-Strike", "Ivy's nickname is Bean",
-              "We got another cat named Bailey.", "She resigned from Acme Inc.", "'Connected LGBTQ Activists'",
-              "Tomás goes by Tom", "KING OF GONDOR", "Café Central is a café called Landtmann",
-              "Tomás TEACHES physics at a school", "I'm strictly vegetarian now", "Ana is a huge fan of jazz",
-              "We really like the new flat", "she doesn't enjoy crowds", "Tomás taught English in Spain"]
+    texts += [
+        "Woodhaven, a small town in the Midwest.",
+        "the game was called Counter-Strike",
+        "Ivy's nickname is Bean",
+        "We got another cat named Bailey.",
+        "She resigned from Acme Inc.",
+        "'Connected LGBTQ Activists'",
+        "Tomás goes by Tom",
+        "KING OF GONDOR",
+        "Café Central is a café called Landtmann",
+        "Tomás TEACHES physics at a school",
+        "I'm strictly vegetarian now",
+        "Ana is a huge fan of jazz",
+        "We really like the new flat",
+        "she doesn't enjoy crowds",
+        "Tomás taught English in Spain",
+    ]
     return [s for text in texts for s in [text, *sentences(text)]]
 
 
@@ -61,7 +72,13 @@ def test_the_safety_cue_finds_the_same_with_its_needles():
     from core.text import CaselessPattern
 
     plain = CaselessPattern(_SAFETY.pattern)
-    corpus = _gated_corpus() + ["She takes 20 mg of lisinopril.", "Ivy is on atorvastatin now", "EpiPen in the bag",
-                                "Do not give him ibuprofen.", "a seizure last week", "prescribed Zoloft"]
+    corpus = _gated_corpus() + [
+        "She takes 20 mg of lisinopril.",
+        "Ivy is on atorvastatin now",
+        "EpiPen in the bag",
+        "Do not give him ibuprofen.",
+        "a seizure last week",
+        "prescribed Zoloft",
+    ]
     assert [_SAFETY.found_in(t) for t in corpus] == [plain.found_in(t) for t in corpus]
     assert sum(map(_SAFETY.found_in, corpus)) >= 6

@@ -65,9 +65,14 @@ def test_approval_needs_evidence_and_a_named_actor_then_readers_find_it(said):
     cited = gov._evidence_messages([f"event:{record.event_id}"])
     assert record.message_id in cited and said in cited  # the card cites its own text and the evidence
     assert Job.select().where(Job.kind == "graph").count() == 1
-    actions = [(a.action, a.to_status, a.actor, a.reason) for a in gov.audit_trail(NS, subject="record", subject_id=rid)]
-    assert actions == [("capture", "quarantined", "agent", None), ("verify", "verified", "alice", "she said so"),
-                       ("promote", "promoted", "alice", "she said so")]
+    actions = [
+        (a.action, a.to_status, a.actor, a.reason) for a in gov.audit_trail(NS, subject="record", subject_id=rid)
+    ]
+    assert actions == [
+        ("capture", "quarantined", "agent", None),
+        ("verify", "verified", "alice", "she said so"),
+        ("promote", "promoted", "alice", "she said so"),
+    ]
 
 
 def test_revoke_hides_it_everywhere_and_restore_brings_it_back(said):
@@ -115,9 +120,14 @@ def test_exact_duplicates_are_refused_and_near_ones_linked(said):
 
 
 def test_bad_input_is_refused_naming_the_field(store):
-    for kwargs, field in (({"source": "robot"}, "source"), ({"privacy": "public"}, "privacy"),
-                          ({"expires": "next week"}, "expires"), ({"review_by": "2026-13-01"}, "review-by"),
-                          ({"key": "k" * 161}, "key"), ({"evidence": ["blob:3"]}, "evidence")):
+    for kwargs, field in (
+        ({"source": "robot"}, "source"),
+        ({"privacy": "public"}, "privacy"),
+        ({"expires": "next week"}, "expires"),
+        ({"review_by": "2026-13-01"}, "review-by"),
+        ({"key": "k" * 161}, "key"),
+        ({"evidence": ["blob:3"]}, "evidence"),
+    ):
         with pytest.raises(InvalidInputError, match=field):
             gov.remember(NS, "A fact.", **kwargs)
     for text, what in (("", "empty"), ("x" * 4001, "4001 characters"), ("a\x00b", "NUL"), (3, "must be text")):
@@ -136,7 +146,9 @@ def test_secret_records_never_reach_an_agent(said):
     codes = gov.withheld(message_ids=[record.message_id], event_ids=[record.event_id], for_agent=True)
     assert record.message_id is None and set(codes.values()) == {"privacy_denied"}
     person = [h.event.id for h in search_events(NS, "passport number")]
-    assert record.event_id in person and record.event_id not in [h.event.id for h in search_events(NS, "passport number", for_agent=True)]
+    assert record.event_id in person and record.event_id not in [
+        h.event.id for h in search_events(NS, "passport number", for_agent=True)
+    ]
 
 
 def test_expired_stale_and_key_conflicts_are_withheld_with_their_reason(said):
@@ -152,8 +164,12 @@ def test_expired_stale_and_key_conflicts_are_withheld_with_their_reason(said):
     ok = promoted("Maya drinks oat flat whites.")
     codes = gov.withheld(event_ids=[r.event_id for r in (expired, stale, home_a, home_b, ok)], today="2026-06-01")
     codes = {k: v for k, v in codes.items() if k[0] == "event"}  # their messages are withheld alike
-    assert codes == {("event", expired.event_id): "expired", ("event", stale.event_id): "stale",
-                     ("event", home_a.event_id): "key_conflict", ("event", home_b.event_id): "key_conflict"}
+    assert codes == {
+        ("event", expired.event_id): "expired",
+        ("event", stale.event_id): "stale",
+        ("event", home_a.event_id): "key_conflict",
+        ("event", home_b.event_id): "key_conflict",
+    }
     assert set(gov.withheld(event_ids=[expired.event_id], today="2025-12-31")) == set()
     queue = gov.review_queue(NS, today="2026-06-01")
     kinds = {(i.kind, i.id) for i in queue}
@@ -179,13 +195,16 @@ def test_a_trusted_source_skips_quarantine(said):
     assert promote[0].actor == "policy"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("trust: [robots]", "unknown source 'robots'"),
-    ("trust: user", "must be a list"),
-    ("trusts: [user]", "unknown key 'trusts'"),
-    ("trust: [user\n  - x", "not valid YAML at line"),
-    ("- user", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("trust: [robots]", "unknown source 'robots'"),
+        ("trust: user", "must be a list"),
+        ("trusts: [user]", "unknown key 'trusts'"),
+        ("trust: [user\n  - x", "not valid YAML at line"),
+        ("- user", "expected a mapping"),
+    ],
+)
 def test_a_bad_policy_says_what_and_where(text, message):
     with pytest.raises(InvalidInputError, match=message):
         read_policy_text(text, "policy.yaml")
@@ -202,10 +221,16 @@ def test_forget_restore_pin_and_unpin_are_audited(said):
     assert Event.get_by_id(event_id).status == "forgotten"
     gov.restore(event_id, actor="bob")
     gov.set_pinned(event_id, False, actor="alice")
-    trail = [(a.action, a.from_status, a.to_status, a.actor, a.reason)
-             for a in gov.audit_trail(NS, subject="event", subject_id=event_id)]
-    assert trail == [("pin", "active", "active", "alice", "keep it"), ("forget", "active", "forgotten", "bob", "private"),
-                     ("restore", "forgotten", "active", "bob", None), ("unpin", "active", "active", "alice", None)]
+    trail = [
+        (a.action, a.from_status, a.to_status, a.actor, a.reason)
+        for a in gov.audit_trail(NS, subject="event", subject_id=event_id)
+    ]
+    assert trail == [
+        ("pin", "active", "active", "alice", "keep it"),
+        ("forget", "active", "forgotten", "bob", "private"),
+        ("restore", "forgotten", "active", "bob", None),
+        ("unpin", "active", "active", "alice", None),
+    ]
 
 
 def test_audit_rows_are_only_ever_added(said):
@@ -233,9 +258,13 @@ def test_an_agent_writes_through_its_tool_and_reads_only_what_was_promoted(said)
 
     def seen() -> str:  # a fresh session each time: the gate's round rules are not under test here
         reader = MemoryTools(NS, session=f"reader-{next(readers)}", budget=None)
-        return json.dumps([reader.call("search_events", {"query": "window seat trains"}),
-                           reader.call("search_raw", {"query": "window seat trains"}),
-                           reader.call("get_blocks", {"scope": "namespace"})])
+        return json.dumps(
+            [
+                reader.call("search_events", {"query": "window seat trains"}),
+                reader.call("search_raw", {"query": "window seat trains"}),
+                reader.call("get_blocks", {"scope": "namespace"}),
+            ]
+        )
 
     assert "window seat on trains" not in seen()
     gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
@@ -253,10 +282,16 @@ def test_a_secret_never_appears_in_any_agent_tool_output(said):
     event_id = gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"]).event_id
     run_pending(NS)
     tools = MemoryTools(NS, session="agent-8", budget=None)
-    outputs = [tools.call_safe(name, args) for name, args in (
-        ("search_events", {"query": "passport number"}), ("search_raw", {"query": "passport number X1234567"}),
-        ("search_graph", {"query": "passport"}), ("get_blocks", {"scope": "namespace"}),
-        ("expand_event", {"id": event_id}))]
+    outputs = [
+        tools.call_safe(name, args)
+        for name, args in (
+            ("search_events", {"query": "passport number"}),
+            ("search_raw", {"query": "passport number X1234567"}),
+            ("search_graph", {"query": "passport"}),
+            ("get_blocks", {"scope": "namespace"}),
+            ("expand_event", {"id": event_id}),
+        )
+    ]
     assert "X1234567" not in json.dumps(outputs)
     assert outputs[-1]["error"]["code"] == "not_found"
 

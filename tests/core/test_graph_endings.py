@@ -99,8 +99,13 @@ def test_forgetting_the_newer_value_of_a_functional_key_brings_back_the_older(st
 
 def test_a_chain_of_values_goes_back_only_to_the_newest_that_still_stands(store):
     e1, e2, e3 = (_event(happened_start=f"202{i}-01-01") for i in (3, 4, 5))
-    ann = lambda event, city: [_node("p", "Ann", "person", [event], facts=[("lives_in", city, None)]),  # noqa: E731
-                               _node("c", city, "place", [event])]
+
+    def ann(event, city):
+        return [
+            _node("p", "Ann", "person", [event], facts=[("lives_in", city, None)]),
+            _node("c", city, "place", [event]),
+        ]
+
     pid = None
     for event, city in ((e1, "Paris"), (e2, "Berlin"), (e3, "Oslo")):
         result = _apply([event], ann(event, city), [_edge("p", "c", "lives_in", [event])])
@@ -180,8 +185,11 @@ def test_views_say_why_a_record_is_history_while_the_reason_is_visible(store):
     f1, f2, f3 = (_event(happened_start=f"202{i}-01-01") for i in (3, 4, 5))
     pid = None
     for event, city in ((f1, "Paris"), (f2, "Berlin"), (f3, "Oslo")):
-        result = _apply([event], [_node("p", "Bo", "person", [event], facts=[("lives_in", city, None)]),
-                                  _node("c", city, "place", [event])], [_edge("p", "c", "lives_in", [event])])
+        result = _apply(
+            [event],
+            [_node("p", "Bo", "person", [event], facts=[("lives_in", city, None)]), _node("c", city, "place", [event])],
+            [_edge("p", "c", "lives_in", [event])],
+        )
         pid = pid or result.node_ids[0]
     history = {f.value: [(r.cause, r.text) for r in f.ended_by] for f in node_view(pid).historical_facts}
     assert history == {"Paris": [("fact", "Berlin")], "Berlin": [("fact", "Oslo")]}
@@ -199,8 +207,14 @@ def test_verify_reports_reasons_that_disagree_with_the_graph(store):
     assert verify("ns").ok
     vim = GraphFact.get(GraphFact.value == "Vim")
     GraphFact.update(status="active", valid_to=None).where(GraphFact.id == vim.id).execute()  # a bad write
-    GraphEnding.create(kind="edge", record_id=9999, cause_kind="event", cause_id=e2, prior_status="active",
-                       created_at="2026-03-02T00:00:00+00:00")
+    GraphEnding.create(
+        kind="edge",
+        record_id=9999,
+        cause_kind="event",
+        cause_id=e2,
+        prior_status="active",
+        created_at="2026-03-02T00:00:00+00:00",
+    )
     problems = verify("ns").problems
     assert f"graph fact {vim.id} is current though event {e2} says it ended" in problems
     assert "graph ending of edge 9999, which does not exist" in problems

@@ -13,9 +13,19 @@ from core.api import open_store
 
 def _node(ns_id: int, name: str, type_: str = "person", aliases=(), status="active", stamp="2026-01-01") -> int:
     with write_transaction():
-        return GraphNode.create(namespace=ns_id, name=name, name_norm=re.sub(r"[\s_-]", "", name.casefold()),
-                                type=type_, aliases=list(aliases), tags=[], provenance={}, status=status,
-                                confidence=0.8, created_at=stamp, updated_at=stamp).id
+        return GraphNode.create(
+            namespace=ns_id,
+            name=name,
+            name_norm=re.sub(r"[\s_-]", "", name.casefold()),
+            type=type_,
+            aliases=list(aliases),
+            tags=[],
+            provenance={},
+            status=status,
+            confidence=0.8,
+            created_at=stamp,
+            updated_at=stamp,
+        ).id
 
 
 def _scan(ns_id: int, text: str) -> set[int]:
@@ -32,13 +42,29 @@ def _scan(ns_id: int, text: str) -> set[int]:
 def test_mentions_match_a_whole_word_scan_of_every_node(store):
     with write_transaction():
         ns = get_or_create_namespace("ns").id
-    ids = {name: _node(ns, name, t, aliases) for name, t, aliases in [
-        ("Priya Raman", "person", ()), ("Ray", "person", ()), ("New York City", "place", ["NYC"]),
-        ("St. Louis", "place", ()), ("北京", "place", ()), ("Notion", "tool", ()), ("O'Brien", "person", ()),
-        ("Old Co", "organization", ())]}
+    ids = {
+        name: _node(ns, name, t, aliases)
+        for name, t, aliases in [
+            ("Priya Raman", "person", ()),
+            ("Ray", "person", ()),
+            ("New York City", "place", ["NYC"]),
+            ("St. Louis", "place", ()),
+            ("北京", "place", ()),
+            ("Notion", "tool", ()),
+            ("O'Brien", "person", ()),
+            ("Old Co", "organization", ()),
+        ]
+    }
     _node(ns, "Gone Person", status="merged")
-    texts = ["Priya Raman moved to New York City with Ray.", "ray-tracing at st louis; nyc later",
-             "我们去北京了", "o brien uses NOTION", "Priyanka and Raymond met", "Gone Person said hi", "old  co."]
+    texts = [
+        "Priya Raman moved to New York City with Ray.",
+        "ray-tracing at st louis; nyc later",
+        "我们去北京了",
+        "o brien uses NOTION",
+        "Priyanka and Raymond met",
+        "Gone Person said hi",
+        "old  co.",
+    ]
     for raw in texts:
         text = padded(raw)
         assert node_names(ns).mentioned_in(text) == _scan(ns, text), raw

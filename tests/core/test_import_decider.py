@@ -14,33 +14,49 @@ from core.services.spaces import get_or_create_namespace
 
 
 def m(event_id, summary, participants=(), title=None, **extra):
-    return {"id": event_id, "title": title or summary.rstrip("."), "summary": summary,
-            "participants": list(participants), "status": "active", **extra}
+    return {
+        "id": event_id,
+        "title": title or summary.rstrip("."),
+        "summary": summary,
+        "participants": list(participants),
+        "status": "active",
+        **extra,
+    }
 
 
 def decide(summary, matches, title=None, user=None, **candidate):
     temporal = candidate.pop("temporal", {})
-    return decide_offline({"candidate": {"title": title or summary.rstrip("."), "summary": summary,
-                                         "temporal": temporal, **candidate}, "matches": matches,
-                           **({"user": user} if user else {})})
+    return decide_offline(
+        {
+            "candidate": {"title": title or summary.rstrip("."), "summary": summary, "temporal": temporal, **candidate},
+            "matches": matches,
+            **({"user": user} if user else {}),
+        }
+    )
 
 
-STORE = [m(1, "Maya lives in Lisbon.", ["Maya"]), m(2, "Maya works at Acme as a designer.", ["Maya"]),
-         m(3, "Ben has a dog named Rex.", ["Ben"])]
+STORE = [
+    m(1, "Maya lives in Lisbon.", ["Maya"]),
+    m(2, "Maya works at Acme as a designer.", ["Maya"]),
+    m(3, "Ben has a dog named Rex.", ["Ben"]),
+]
 
 
-@pytest.mark.parametrize("summary, action, target, confident", [
-    ("Maya is based in Lisbon.", "ignore", 1, True),
-    ("Maya lives in Lisbon, in a flat near the river with her partner.", "merge", 1, True),
-    ("Maya moved to Porto in 2025.", "supersede", 1, True),
-    ("Maya no longer lives in Lisbon.", "supersede", 1, True),
-    ("Maya does not live in Lisbon.", "conflict", 1, True),
-    ("Maya used to live in Madrid.", "add", None, False),
-    ("Ben's dog is called Rex.", "ignore", 3, True),
-    ("Priya plays the cello.", "add", None, True),
-    ("User said hello and asked how the assistant was doing.", "ignore", None, True),
-    ("Maya is tired today.", "ignore", None, True),
-])
+@pytest.mark.parametrize(
+    "summary, action, target, confident",
+    [
+        ("Maya is based in Lisbon.", "ignore", 1, True),
+        ("Maya lives in Lisbon, in a flat near the river with her partner.", "merge", 1, True),
+        ("Maya moved to Porto in 2025.", "supersede", 1, True),
+        ("Maya no longer lives in Lisbon.", "supersede", 1, True),
+        ("Maya does not live in Lisbon.", "conflict", 1, True),
+        ("Maya used to live in Madrid.", "add", None, False),
+        ("Ben's dog is called Rex.", "ignore", 3, True),
+        ("Priya plays the cello.", "add", None, True),
+        ("User said hello and asked how the assistant was doing.", "ignore", None, True),
+        ("Maya is tired today.", "ignore", None, True),
+    ],
+)
 def test_decisions_follow_the_evidence(summary, action, target, confident):
     result = decide(summary, STORE)
     assert result["action"] == action, result
@@ -86,7 +102,7 @@ def test_a_negation_counts_where_it_touches_the_shared_value():
 
 
 def test_numbers_compare_as_numbers_whether_written_in_words_or_digits():
-    """"aged 6" restates "six-year-old"; "is seven" is an age, so another value than six."""
+    """ "aged 6" restates "six-year-old"; "is seven" is an age, so another value than six."""
     stored = [m(1, "Maya lives with Tomás and their six-year-old daughter Ivy.", ["Maya", "Tomás", "Ivy"])]
     assert decide("Maya and Tomás have a daughter, Ivy, aged 6.", stored)["action"] == "ignore"
     assert decide("Ivy is 6 years old.", stored)["action"] == "ignore"
@@ -107,8 +123,13 @@ def test_superseding_a_card_that_says_more_waits_for_a_person():
     single = [m(1, "Ivy is six years old.", ["Ivy"])]
     plain = decide("Ivy is seven now.", single)
     assert (plain["action"], plain["existing_event_ids"]) == ("supersede", [1]) and plain["confidence"] >= 0.85
-    card = [m(2, "Maya lives in Utrecht with Tomás and their six-year-old daughter Ivy, and moved from Dublin.",
-              ["Maya", "Tomás", "Ivy"])]
+    card = [
+        m(
+            2,
+            "Maya lives in Utrecht with Tomás and their six-year-old daughter Ivy, and moved from Dublin.",
+            ["Maya", "Tomás", "Ivy"],
+        )
+    ]
     held = decide("Ivy is seven now.", card)
     assert (held["action"], held["existing_event_ids"]) == ("supersede", [2])
     assert held["confidence"] < 0.85 and "also says other things" in held["reason"]
@@ -122,8 +143,13 @@ def test_subjects_of_subjectless_memories_are_the_user():
 
 
 def test_a_value_named_outside_the_stated_preference_is_another_value():
-    stored = [m(1, "Maya would rather have meetings in the morning, ideally before 12. Afternoons are her "
-                   "deep-work time.", ["Maya"])]
+    stored = [
+        m(
+            1,
+            "Maya would rather have meetings in the morning, ideally before 12. Afternoons are her deep-work time.",
+            ["Maya"],
+        )
+    ]
     other = decide("Maya prefers meetings in the afternoon.", stored)
     assert (other["action"], other["existing_event_ids"]) == ("conflict", [1]) and other["confidence"] < 0.85
     assert "morning" in other["reason"]
@@ -141,8 +167,10 @@ def test_a_subjectless_statement_opening_with_its_verb_is_about_the_user():
 def test_the_users_own_name_is_the_user():
     """An export says "Uses Notion" where the memory's cards say "Maya … uses Notion": with the one
     name the user goes by in the namespace they are about the same person."""
-    notion = [m(1, "Maya keeps her meeting notes in Notion.", ["Maya"]),
-              m(2, "By the way, Maya no longer uses Notion, she switched to Obsidian last weekend.", ["Maya"])]
+    notion = [
+        m(1, "Maya keeps her meeting notes in Notion.", ["Maya"]),
+        m(2, "By the way, Maya no longer uses Notion, she switched to Obsidian last weekend.", ["Maya"]),
+    ]
     known = decide("Uses Notion for meeting notes.", notion, user={"names": ["Maya"]})
     assert (known["action"], known["existing_event_ids"]) == ("conflict", [2]) and known["confidence"] < 0.85
     assert decide("Uses Notion for meeting notes.", notion)["action"] == "add"  # who "the user" is, unknown
@@ -154,8 +182,13 @@ def test_the_users_own_name_is_the_user():
     ended = decide("Is vegetarian.", diet, user={"names": ["Maya Brennan"]})
     assert ended["action"] == "conflict" and ended["reason"].startswith("event 3 says this has ended")
     # A part of a card naming no one ("He's four") is not the user's part: the card is read whole.
-    dog = [m(4, "And there's Biscuit, Maya's beagle. He's four and has been limping since the weekend.",
-             ["Maya", "Biscuit"])]
+    dog = [
+        m(
+            4,
+            "And there's Biscuit, Maya's beagle. He's four and has been limping since the weekend.",
+            ["Maya", "Biscuit"],
+        )
+    ]
     assert decide("Has a beagle named Biscuit.", dog, user={"names": ["Maya"]})["action"] == "ignore"
     # The user's own part of a card about several people is theirs ("…, Tomás likes the window").
     seats = [m(5, "We fly from Schiphol. Maya prefers an aisle seat, Tomás likes the window.", ["Maya", "Tomás"])]
@@ -185,8 +218,10 @@ def test_user_names_are_the_speakers_of_user_messages(store):
 
 def test_merge_decisions_carry_a_merged_candidate():
     result = decide("Maya lives in Lisbon, in a flat near the river with her partner.", STORE)
-    assert result["merged_candidate"]["summary"].startswith("Maya lives in Lisbon") and \
-        "Maya" in result["merged_candidate"]["temporal"]["participants"]
+    assert (
+        result["merged_candidate"]["summary"].startswith("Maya lives in Lisbon")
+        and "Maya" in result["merged_candidate"]["temporal"]["participants"]
+    )
 
 
 # ----------------------------------------------------------------------------- held-out set
@@ -218,7 +253,12 @@ HELD_CASES = [
     ("merge", "car", "Marco drives a red Volvo estate that he bought second-hand in 2019.", {}),
     ("merge", "kid", "Ines has a daughter called Lucia who is six and loves drawing horses.", {}),
     ("merge", "deadline", "The Atlas project launches on June 12 with a press event in Madrid.", {}),
-    ("merge", "gym", "Marco trains at the gym on Monday and Thursday evenings, mostly lifting weights with a coach.", {}),
+    (
+        "merge",
+        "gym",
+        "Marco trains at the gym on Monday and Thursday evenings, mostly lifting weights with a coach.",
+        {},
+    ),
     ("supersede", "car", "Marco sold the Volvo and now drives a Tesla.", {"mentionedAt": "2025-03-01"}),
     ("supersede", "standup", "The team standup moved to Wednesday at 10:00.", {"mentionedAt": "2025-01-10"}),
     ("supersede", "deadline", "The Atlas launch was pushed back to September 3.", {"mentionedAt": "2024-05-15"}),
@@ -259,8 +299,11 @@ def _seed(namespace: str, cards) -> dict[str, int]:
 
 def _decide_stored(namespace: str, title: str, summary: str, temporal: dict) -> dict:
     """Decide one exported statement against the namespace's Top-5 matches, as a preview does."""
-    envelope = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-                "candidates": [{"title": title, "summary": summary, "temporal": temporal}]}
+    envelope = {
+        "schemaVersion": "stratagate.external-memory.v2",
+        "sourceType": "external_ai_memory_export",
+        "candidates": [{"title": title, "summary": summary, "temporal": temporal}],
+    }
     candidate = parse_v2_object(envelope, namespace).candidates[0]
     return decide_offline({"candidate": candidate, "matches": _match_items(namespace, candidate, 5)})
 
@@ -271,8 +314,9 @@ def test_held_out_cases(store):
     wrong = []
     for expected, key, summary, temporal in HELD_CASES:
         result = _decide_stored("held", summary[:40], summary, temporal)
-        ok = result["action"] == expected and (key is None or expected in ("add", "ignore")
-                                               or ids[key] in result["existing_event_ids"])
+        ok = result["action"] == expected and (
+            key is None or expected in ("add", "ignore") or ids[key] in result["existing_event_ids"]
+        )
         right += ok
         if result["confidence"] >= 0.85:
             auto += 1
@@ -296,8 +340,10 @@ def test_benchmark_on_a_small_generated_set():
 
 
 def test_a_subjectless_memory_is_about_the_user():
-    stored = [m(1, "User lives in Berlin with User's partner Alex.", ["User", "Berlin", "Alex"]),
-              m(2, "User work as a backend engineer at Zalando.", ["User", "Zalando"])]
+    stored = [
+        m(1, "User lives in Berlin with User's partner Alex.", ["User", "Berlin", "Alex"]),
+        m(2, "User work as a backend engineer at Zalando.", ["User", "Zalando"]),
+    ]
     moved = decide("Moved to Hamburg", stored)
     assert (moved["action"], moved["existing_event_ids"][:1]) == ("supersede", [1])
     assert decide("Works as a backend engineer at Zalando", stored)["action"] == "ignore"
@@ -317,20 +363,36 @@ def test_events_about_people_equal_filtering_every_scored_event(store):
 
     rng = random.Random(4)
     people = ["Maya", "Ben", "Priya Raman", "Ola"]
-    topics = ["lives in Lisbon", "works at Acme", "adopted a dog", "moved to Porto", "plays the cello",
-              "started a new job", "visited Berlin", "bought a flat near the river"]
+    topics = [
+        "lives in Lisbon",
+        "works at Acme",
+        "adopted a dog",
+        "moved to Porto",
+        "plays the cello",
+        "started a new job",
+        "visited Berlin",
+        "bought a flat near the river",
+    ]
     with write_transaction():
         ns = get_or_create_namespace("about")
         for i in range(400):
             who = rng.sample(people, rng.choice([0, 1, 1, 2]))
             text = f"{' and '.join(who) or 'Someone'} {rng.choice(topics)} in week {i % 13}."
-            write_event(ns.id, {"title": text[:60], "summary": text, "temporal": {"participants": who}},
-                        block=None, formed_turn=i)
+            write_event(
+                ns.id,
+                {"title": text[:60], "summary": text, "temporal": {"participants": who}},
+                block=None,
+                formed_turn=i,
+            )
     for event_id in rng.sample([i for (i,) in Event.select(Event.id).tuples()], 60):
         forget_event(event_id)
     live = {i for (i,) in Event.select(Event.id).where(Event.status.in_(["active", "superseded"])).tuples()}
-    for query, who in (("Maya moved to Porto", ["Maya"]), ("works at Acme", ["Ben", "Ola"]),
-                       ("Priya plays the cello", ["Priya Raman"]), ("Lisbon flat", ["Nobody"])):
+    for query, who in (
+        ("Maya moved to Porto", ["Maya"]),
+        ("works at Acme", ["Ben", "Ola"]),
+        ("Priya plays the cello", ["Priya Raman"]),
+        ("Lisbon flat", ["Nobody"]),
+    ):
         names = list(dict.fromkeys(analyze(" ".join(who))))
         naming = {e for (e,) in EventTerm.select(EventTerm.event).where(EventTerm.term.in_(names)).tuples()}
         scores = bm25_reference("event", ns.id, analyze(query) + names)
@@ -347,23 +409,52 @@ def test_events_about_people_equal_filtering_every_scored_event(store):
 # assistant's echoes, states that have ended. A fact is compared with what its subject's part
 # of a card says, never with the words other people's parts happen to share.
 CONVERSATION_STORE = [
-    ("seats", ["Maya", "Schiphol", "Tomás", "Ivy"], "Flights: we'd fly from Schiphol.",
-     "Flights: we'd fly from Schiphol. Maya prefers an aisle seat, Tomás likes the window, and Ivy wants the "
-     "window too, which is a problem.", "2026-01-22"),
-    ("notes", ["Maya", "Notion", "Obsidian", "Markdown"], "Maya needs to write the postmortem.",
-     "Maya needs to write the postmortem for the duplicate orders incident. By the way, Maya no longer use "
-     "Notion, Maya switched to Obsidian last weekend, so give it to Maya as plain Markdown for Maya's vault.",
-     "2026-02-23"),
-    ("home", ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"], "Maya lives in Utrecht with Maya's partner Tomás.",
-     "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás and "
-     "our daughter Ivy, who's six. We moved here from Dublin two years ago.", "2026-01-13"),
-    ("diet", ["Maya"], "Small update about Maya.",
-     "Small update about Maya: Maya started eating fish again last week, so Maya is pescatarian now, not "
-     "vegetarian.", "2026-02-16"),
-    ("manager", ["Maya", "Priya Raman"], "Priya Raman signed off.",
-     "Priya Raman, Maya's manager and our head of data, signed off on that date on Friday.", "2026-01-12"),
-    ("flights", ["Assistant", "KLM", "TAP", "Amsterdam", "Lisbon"], "Both KLM and TAP fly direct.",
-     "Yes, both KLM and TAP fly direct from Amsterdam to Lisbon, about three hours.", "2026-01-22"),
+    (
+        "seats",
+        ["Maya", "Schiphol", "Tomás", "Ivy"],
+        "Flights: we'd fly from Schiphol.",
+        "Flights: we'd fly from Schiphol. Maya prefers an aisle seat, Tomás likes the window, and Ivy wants the "
+        "window too, which is a problem.",
+        "2026-01-22",
+    ),
+    (
+        "notes",
+        ["Maya", "Notion", "Obsidian", "Markdown"],
+        "Maya needs to write the postmortem.",
+        "Maya needs to write the postmortem for the duplicate orders incident. By the way, Maya no longer use "
+        "Notion, Maya switched to Obsidian last weekend, so give it to Maya as plain Markdown for Maya's vault.",
+        "2026-02-23",
+    ),
+    (
+        "home",
+        ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"],
+        "Maya lives in Utrecht with Maya's partner Tomás.",
+        "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás and "
+        "our daughter Ivy, who's six. We moved here from Dublin two years ago.",
+        "2026-01-13",
+    ),
+    (
+        "diet",
+        ["Maya"],
+        "Small update about Maya.",
+        "Small update about Maya: Maya started eating fish again last week, so Maya is pescatarian now, not "
+        "vegetarian.",
+        "2026-02-16",
+    ),
+    (
+        "manager",
+        ["Maya", "Priya Raman"],
+        "Priya Raman signed off.",
+        "Priya Raman, Maya's manager and our head of data, signed off on that date on Friday.",
+        "2026-01-12",
+    ),
+    (
+        "flights",
+        ["Assistant", "KLM", "TAP", "Amsterdam", "Lisbon"],
+        "Both KLM and TAP fly direct.",
+        "Yes, both KLM and TAP fly direct from Amsterdam to Lisbon, about three hours.",
+        "2026-01-22",
+    ),
 ]
 
 CONVERSATION_CASES = [
@@ -395,8 +486,10 @@ def test_conversation_cards_are_compared_by_their_subjects_part(store, expected,
 def test_an_age_belongs_to_whom_it_describes():
     """'Maya lives with Tomás and their six-year-old daughter Ivy' gives Ivy's age, not Maya's; and
     'the old dates' is no age at all."""
-    stored = [m(1, "Maya lives with Tomás and their six-year-old daughter Ivy.", ["Maya", "Tomás", "Ivy"]),
-              m(2, "The old dates (freeze February 20, launch March 3) are superseded.", [])]
+    stored = [
+        m(1, "Maya lives with Tomás and their six-year-old daughter Ivy.", ["Maya", "Tomás", "Ivy"]),
+        m(2, "The old dates (freeze February 20, launch March 3) are superseded.", []),
+    ]
     assert decide("Maya is 34 years old.", stored)["action"] == "add"
     assert decide("Ivy turned 7 in March.", stored)["action"] == "conflict"
     assert "age" not in read_fact("", "The old dates are superseded.").preds
@@ -416,20 +509,29 @@ def test_what_a_relative_clause_says_is_said_of_its_name():
 
 # ----------------------------------------------------------------------------- subject, slot, value
 
+
 def test_a_conversational_card_stating_most_of_a_candidate_is_a_restatement():
     """A card from a conversation carries many words of its own; those are no other value. The card
     that states most of the candidate is the one it restates, named with what was matched."""
-    cards = [m(1, "The dance studio is on tenuous grounds right now, but Jon is staying positive. Jon got a temp "
-                  "job to help cover expenses while Jon looks for investors.", ["Jon"]),
-             m(2, "Jon is wrapping up the business plan and looking for investors.", ["Jon"])]
-    result = decide("The studio is on shaky ground, so Jon took a temporary job to cover expenses while he looks "
-                    "for investors.", cards)
+    cards = [
+        m(
+            1,
+            "The dance studio is on tenuous grounds right now, but Jon is staying positive. Jon got a temp "
+            "job to help cover expenses while Jon looks for investors.",
+            ["Jon"],
+        ),
+        m(2, "Jon is wrapping up the business plan and looking for investors.", ["Jon"]),
+    ]
+    result = decide(
+        "The studio is on shaky ground, so Jon took a temporary job to cover expenses while he looks for investors.",
+        cards,
+    )
     assert result["action"] in ("ignore", "merge") and result["existing_event_ids"] == [1], result
     assert "Jon" in result["reason"] and "investor" in result["reason"]
 
 
 def test_a_change_needs_a_change_word_or_a_later_date():
-    """"Started", "joined" or "since" open restatements as often as updates: no supersede on them alone."""
+    """ "Started", "joined" or "since" open restatements as often as updates: no supersede on them alone."""
     cards = [m(1, "Joanna wanted to tell ya Joanna just joined a writers group.", ["Joanna"])]
     assert decide("Joanna joined a writers group in April 2022.", cards)["action"] in ("ignore", "merge")
     job = [m(2, "Unfortunately, Gina also lost Gina's job at Door Dash this month.", ["Gina"])]
@@ -438,11 +540,15 @@ def test_a_change_needs_a_change_word_or_a_later_date():
 
 
 def test_a_supersede_needs_a_card_giving_that_slot():
-    """"Moved to Los Angeles" names where someone lives; a card about watching movies gives no home."""
-    cards = [m(1, "It's one thing to watch a movie in a theater, but on a comfy couch Joanna feels at peace!",
-               ["Joanna"])]
-    result = decide("Joanna moved to Los Angeles in February 2023 to be closer to the film industry.", cards,
-                    temporal={"happened_start": "2023-02", "precision": "month"})
+    """ "Moved to Los Angeles" names where someone lives; a card about watching movies gives no home."""
+    cards = [
+        m(1, "It's one thing to watch a movie in a theater, but on a comfy couch Joanna feels at peace!", ["Joanna"])
+    ]
+    result = decide(
+        "Joanna moved to Los Angeles in February 2023 to be closer to the film industry.",
+        cards,
+        temporal={"happened_start": "2023-02", "precision": "month"},
+    )
     assert result["action"] == "add" and result["confidence"] < 0.85, result
 
 
@@ -452,8 +558,9 @@ def test_the_subject_is_the_person_a_statement_names_not_its_first_word():
     assert acting.lead != "acting" and "acting" not in acting.names
     assert read_fact("", "Jorge is Ines's husband.", None, (), {"ines"}).lead == "jorge"
     assert read_fact("", "Maya's sister Clare lives in Lisbon.").lead == "clare"
-    card = read_fact("", "Contemporary dance is so expressive - it really speaks to Gina.", None, ["Gina"], known,
-                     card=True)
+    card = read_fact(
+        "", "Contemporary dance is so expressive - it really speaks to Gina.", None, ["Gina"], known, card=True
+    )
     assert card.lead == "gina"
     assert "live" not in read_fact("", "Nate makes a living from competitive gaming.").preds
 
@@ -474,14 +581,25 @@ def test_instructions_and_remarks_about_the_exchange():
 
 # The cases a user ran into with the demo (issue 31): cards as the demo's derivation words them.
 DEMO_CARDS = [
-    m(1, "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás "
-         "and Maya's daughter Ivy, who's six. We moved here from Dublin two years ago.",
-      ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"], title="Maya lives in Utrecht with Maya's partner Tomás"),
+    m(
+        1,
+        "Can you help Maya keep track of family stuff too? Maya lives in Utrecht with Maya's partner Tomás "
+        "and Maya's daughter Ivy, who's six. We moved here from Dublin two years ago.",
+        ["Maya", "Utrecht", "Tomás", "Ivy", "Dublin"],
+        title="Maya lives in Utrecht with Maya's partner Tomás",
+    ),
     m(2, "Yes, the freeze moves to March 6. QA with Lena is the week of March 9.", ["Maya", "Lena"]),
-    m(3, "Maya would love to stay in Alfama, ideally an apartment with a kitchen rather than a hotel.",
-      ["Maya", "Alfama"]),
-    m(4, "The dbt tests failed: not_null on fct_orders.order_id failed with 312 rows, the data check found "
-         "nulls after the backfill.", ["Maya"]),
+    m(
+        3,
+        "Maya would love to stay in Alfama, ideally an apartment with a kitchen rather than a hotel.",
+        ["Maya", "Alfama"],
+    ),
+    m(
+        4,
+        "The dbt tests failed: not_null on fct_orders.order_id failed with 312 rows, the data check found "
+        "nulls after the backfill.",
+        ["Maya"],
+    ),
 ]
 
 
@@ -497,20 +615,30 @@ def test_demo_cases_are_right_or_asked():
 
 
 def test_from_old_to_new_supersedes_the_card_holding_the_old_value():
-    """"Moved her notes from Obsidian to Logseq" names the old value: the subject's card holding it is
+    """ "Moved her notes from Obsidian to Logseq" names the old value: the subject's card holding it is
     the one superseded, not the home card that "moved" would suggest."""
-    cards = [m(1, "Noted: you live in Utrecht with your partner Tomás, and you moved from Dublin two years ago.",
-               ["Maya", "Utrecht", "Tomás", "Dublin"]),
-             m(2, "By the way, Maya no longer uses Notion, Maya switched to Obsidian last weekend.", ["Maya"])]
+    cards = [
+        m(
+            1,
+            "Noted: you live in Utrecht with your partner Tomás, and you moved from Dublin two years ago.",
+            ["Maya", "Utrecht", "Tomás", "Dublin"],
+        ),
+        m(2, "By the way, Maya no longer uses Notion, Maya switched to Obsidian last weekend.", ["Maya"]),
+    ]
     result = decide("Maya moved her notes from Obsidian to Logseq.", cards, user={"names": ["Maya"]})
     assert (result["action"], result["existing_event_ids"]) == ("supersede", [2]), result
     assert result["confidence"] < 0.85  # the card also says Notion ended: a person confirms
 
 
 def test_the_same_fact_with_another_number_is_a_conflict():
-    """"Ivy is five" against a card saying she is six restates the card's words but not its value."""
-    cards = [m(1, "Maya lives in Utrecht with Maya's partner Tomás and Maya's daughter Ivy, who's six.",
-               ["Maya", "Tomás", "Ivy"])]
+    """ "Ivy is five" against a card saying she is six restates the card's words but not its value."""
+    cards = [
+        m(
+            1,
+            "Maya lives in Utrecht with Maya's partner Tomás and Maya's daughter Ivy, who's six.",
+            ["Maya", "Tomás", "Ivy"],
+        )
+    ]
     result = decide("Ivy, Maya's daughter, is five years old.", cards, user={"names": ["Maya"]})
     assert (result["action"], result["existing_event_ids"]) == ("conflict", [1]), result
     assert result["confidence"] < 0.85 and "5" in result["reason"] and "6" in result["reason"]

@@ -34,14 +34,23 @@ from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "ns"
-FACTS = ["Maya lives in Lisbon.", "Maya works at Acme as a designer.", "Ben has a dog named Rex.",
-         "Priya started playing the cello in 2020."]
+FACTS = [
+    "Maya lives in Lisbon.",
+    "Maya works at Acme as a designer.",
+    "Ben has a dog named Rex.",
+    "Priya started playing the cello in 2020.",
+]
 KEYS = ["Lisbon", "Acme", "Rex", "cello"]
 
 
 def v2(*candidates, **top) -> str:
-    body = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-            "sourceSystem": "OtherAI", "exportedAt": "2025-06-01", "candidates": list(candidates)}
+    body = {
+        "schemaVersion": "stratagate.external-memory.v2",
+        "sourceType": "external_ai_memory_export",
+        "sourceSystem": "OtherAI",
+        "exportedAt": "2025-06-01",
+        "candidates": list(candidates),
+    }
     body.update(top)
     return json.dumps(body)
 
@@ -57,8 +66,10 @@ def answer(action, targets=(), confidence=0.95, reason="scripted", **extra):
 def _seed() -> dict[str, int]:
     messages = []
     for i, fact in enumerate(FACTS):
-        messages += [{"role": "user", "content": fact, "created_at": f"2024-03-0{i + 1}T10:00:00+00:00"},
-                     {"role": "assistant", "content": "Noted.", "created_at": f"2024-03-0{i + 1}T10:00:05+00:00"}]
+        messages += [
+            {"role": "user", "content": fact, "created_at": f"2024-03-0{i + 1}T10:00:00+00:00"},
+            {"role": "assistant", "content": "Noted.", "created_at": f"2024-03-0{i + 1}T10:00:05+00:00"},
+        ]
     append_messages(NS, "chat", messages, close_turn=True, close_thread=True)
     report = run_pending(NS)
     assert report.failed == 0
@@ -96,8 +107,12 @@ def seeded(template, seeded_url):
 
 
 def memory_rows() -> dict[str, int]:
-    return {"events": Event.select().count(), "messages": Message.select().count(), "blocks": Block.select().count(),
-            "links": EventLink.select().count()}
+    return {
+        "events": Event.select().count(),
+        "messages": Message.select().count(),
+        "blocks": Block.select().count(),
+        "links": EventLink.select().count(),
+    }
 
 
 # ----------------------------------------------------------------------------- preview
@@ -122,14 +137,22 @@ def test_exact_duplicates_are_skipped_without_a_model_call(seeded):
     stored = Event.get_by_id(seeded["Ben has a dog named Rex."])
     # A provider with no scripted answer fails if it is asked at all.
     provider = ScriptedProvider({"decide_external_memory": [answer("add")]})
-    preview = preview_import(NS, v2(
-        c(stored.summary.upper(), title=stored.title.lower() + "!"),  # same wording up to case and punctuation
-        c("Ravi speaks Hindi."),
-        c("Ravi speaks Hindi.", title="Ravi speaks Hindi"),  # duplicate of the item before, in the same batch
-    ), provider=provider)
+    preview = preview_import(
+        NS,
+        v2(
+            c(stored.summary.upper(), title=stored.title.lower() + "!"),  # same wording up to case and punctuation
+            c("Ravi speaks Hindi."),
+            c("Ravi speaks Hindi.", title="Ravi speaks Hindi"),  # duplicate of the item before, in the same batch
+        ),
+        provider=provider,
+    )
     first, new, again = preview.items
-    assert (first.action, first.target_ids, first.confidence, first.duplicate_of_event) == ("ignore", (stored.id,), 1.0,
-                                                                                             stored.id)
+    assert (first.action, first.target_ids, first.confidence, first.duplicate_of_event) == (
+        "ignore",
+        (stored.id,),
+        1.0,
+        stored.id,
+    )
     assert (again.action, again.duplicate_of_item, again.model_calls) == ("ignore", 2, 0)
     assert [call for call, _ in provider.calls] == ["decide_external_memory"]  # only the new fact
     assert new.model_calls == 1 and not first.requires_confirmation
@@ -144,15 +167,19 @@ def test_exact_duplicates_are_looked_up_not_hashed_one_by_one(seeded, monkeypatc
     assert stored.fingerprint == fingerprint(stored.title, stored.summary)
     hashed = []
     real = import_preview.fingerprint
-    monkeypatch.setattr(import_preview, "fingerprint",
-                        lambda title, summary: hashed.append(title) or real(title, summary))
+    monkeypatch.setattr(
+        import_preview, "fingerprint", lambda title, summary: hashed.append(title) or real(title, summary)
+    )
     provider = ScriptedProvider({"decide_external_memory": [answer("add")]})
     preview = preview_import(NS, v2(c(stored.summary, title=stored.title), c("Ravi speaks Hindi.")), provider=provider)
     assert preview.items[0].duplicate_of_event == stored.id
     assert len(hashed) == 2 < Event.select().count()
     forget_event(stored.id)
-    again = preview_import(NS, v2(c(stored.summary, title=stored.title)),
-                           provider=ScriptedProvider({"decide_external_memory": [answer("add")]}))
+    again = preview_import(
+        NS,
+        v2(c(stored.summary, title=stored.title)),
+        provider=ScriptedProvider({"decide_external_memory": [answer("add")]}),
+    )
     assert again.items[0].duplicate_of_event is None
 
 
@@ -179,8 +206,10 @@ def test_the_decider_is_told_who_the_user_is(store):
 
 def test_decision_normalisation_rules():
     def n(raw, **kw):
-        return normalize_decision(raw, {"title": "t", "summary": "s"}, [1, 2], recovered=kw.get("rec", False),
-                                  threshold=kw.get("th", 0.85))
+        return normalize_decision(
+            raw, {"title": "t", "summary": "s"}, [1, 2], recovered=kw.get("rec", False), threshold=kw.get("th", 0.85)
+        )
+
     assert n({"action": "MERGE", "existing_event_ids": [2, 7, "1", True], "confidence": 0.9})["target_ids"] == [2]
     weird = n({"action": "delete", "existing_event_ids": [1], "confidence": 0.99})
     assert weird["action"] == "ignore" and "unknown action" in weird["reason"]
@@ -191,8 +220,14 @@ def test_decision_normalisation_rules():
     assert n({"action": "add", "confidence": 0.9}, th=0.95)["requires_confirmation"]
     assert not n({"action": "add", "confidence": 0.9}, th=0.8)["requires_confirmation"]
     assert n({"action": "add", "confidence": 1}, rec=True)["requires_confirmation"]
-    merged = n({"action": "merge", "existing_event_ids": [1], "confidence": 1,
-                "merged_candidate": {"title": "Fuller", "summary": "Fuller summary."}})
+    merged = n(
+        {
+            "action": "merge",
+            "existing_event_ids": [1],
+            "confidence": 1,
+            "merged_candidate": {"title": "Fuller", "summary": "Fuller summary."},
+        }
+    )
     assert merged["merged"]["title"] == "Fuller"
     assert n({"action": "merge", "existing_event_ids": [1], "merged_candidate": {"title": "only"}})["merged"] is None
 
@@ -206,9 +241,11 @@ def test_recovered_items_always_need_a_person(seeded):
 
 def test_rejected_input_writes_nothing(seeded):
     before = export_namespace(NS)
-    for text, message in [("this is not json", "not JSON at line 1 column 1"),
-                          (v2(c("x y"), schemaVersion="v9"), "schemaVersion"),
-                          (v2({"summary": "no title"}), "candidates[0].title: required")]:
+    for text, message in [
+        ("this is not json", "not JSON at line 1 column 1"),
+        (v2(c("x y"), schemaVersion="v9"), "schemaVersion"),
+        (v2({"summary": "no title"}), "candidates[0].title: required"),
+    ]:
         with pytest.raises(ImportFormatError, match=re.escape(message)):
             preview_import(NS, text)
     assert ImportBatch.select().count() == 0 and export_namespace(NS) == before
@@ -222,8 +259,9 @@ def test_rejected_input_writes_nothing(seeded):
 def test_interrupted_preview_resumes_without_repeating_model_calls(seeded):
     boom = RuntimeError("connection reset")
     provider = ScriptedProvider({"decide_external_memory": [answer("add"), boom]})
-    batch = start_import(NS, v2(c("Ravi speaks Hindi."), c("Omar runs marathons."), c("Lena paints with oils.")),
-                         provider=provider)
+    batch = start_import(
+        NS, v2(c("Ravi speaks Hindi."), c("Omar runs marathons."), c("Lena paints with oils.")), provider=provider
+    )
     with pytest.raises(Exception, match="connection reset"):
         preview_batch(batch.id, provider=provider)
     state = get_batch(batch.id)
@@ -242,8 +280,9 @@ def test_interrupted_preview_resumes_without_repeating_model_calls(seeded):
 
 def test_choices_default_to_ignore_and_are_validated(seeded):
     maya = seeded["Maya lives in Lisbon."]
-    provider = ScriptedProvider({"decide_external_memory": [answer("supersede", [maya], 0.6),
-                                                            answer("add", confidence=0.7)]})
+    provider = ScriptedProvider(
+        {"decide_external_memory": [answer("supersede", [maya], 0.6), answer("add", confidence=0.7)]}
+    )
     preview = preview_import(NS, v2(c("Maya moved to Porto."), c("Omar runs marathons.")), provider=provider)
     assert preview.batch.status == "awaiting_confirmation" and preview.batch.needs_confirmation == 2
     assert [i.effective_action for i in preview.items] == ["ignore", "ignore"]
@@ -273,8 +312,13 @@ def test_a_person_may_choose_several_targets_even_outside_the_matches(seeded):
     forget_event(priya)
     with pytest.raises(InvalidInputError, match=f"event {priya} is neither"):
         decide(preview.batch.id, 1, "conflict", [maya, priya])  # a forgotten event is no target
-    append_messages("other", "chat", [{"role": "user", "content": "Zed likes green tea."},
-                                      {"role": "assistant", "content": "Noted."}], close_turn=True, close_thread=True)
+    append_messages(
+        "other",
+        "chat",
+        [{"role": "user", "content": "Zed likes green tea."}, {"role": "assistant", "content": "Noted."}],
+        close_turn=True,
+        close_thread=True,
+    )
     assert run_pending("other").failed == 0
     elsewhere = Event.select().join(Namespace).where(Namespace.name == "other").first()
     with pytest.raises(InvalidInputError, match="nor a live event of namespace 'ns'"):
@@ -317,19 +361,31 @@ def test_reset_of_every_choice_and_its_limits(seeded):
 
 def test_commit_writes_source_block_events_links_graph_jobs_and_audit(seeded):
     maya, work, ben, priya = (seeded[f] for f in FACTS)
-    provider = ScriptedProvider({"decide_external_memory": [
-        answer("supersede", [maya]),
-        answer("merge", [work], merged_candidate={"title": "Maya designs at Acme",
-                                                  "summary": "Maya works at Acme as a product designer."}),
-        answer("conflict", [ben]),
-        answer("add"),
-        answer("ignore", [priya]),
-    ]})
-    text = v2(c("Maya moved to Porto in 2025.", temporal={"mentionedAt": "2025-02", "participants": ["Maya"]}),
-              c("Maya works at Acme, designing the mobile app."),
-              c("Ben does not have a dog."),
-              c("Omar runs marathons.", temporal={"happenedStart": "2023-04-02", "precision": "day"}),
-              c("Priya is a cellist."))
+    provider = ScriptedProvider(
+        {
+            "decide_external_memory": [
+                answer("supersede", [maya]),
+                answer(
+                    "merge",
+                    [work],
+                    merged_candidate={
+                        "title": "Maya designs at Acme",
+                        "summary": "Maya works at Acme as a product designer.",
+                    },
+                ),
+                answer("conflict", [ben]),
+                answer("add"),
+                answer("ignore", [priya]),
+            ]
+        }
+    )
+    text = v2(
+        c("Maya moved to Porto in 2025.", temporal={"mentionedAt": "2025-02", "participants": ["Maya"]}),
+        c("Maya works at Acme, designing the mobile app."),
+        c("Ben does not have a dog."),
+        c("Omar runs marathons.", temporal={"happenedStart": "2023-04-02", "precision": "day"}),
+        c("Priya is a cellist."),
+    )
     preview = preview_import(NS, text, provider=provider)
     result = commit_batch(preview.batch.id)
     batch = result.batch
@@ -344,7 +400,8 @@ def test_commit_writes_source_block_events_links_graph_jobs_and_audit(seeded):
     for event in created.values():
         assert event.block_id == block.id and event.origin == "import"
         assert [s.message_id for s in EventSource.select().where(EventSource.event == event)] == [
-            Message.get(Message.block == block.id).id]
+            Message.get(Message.block == block.id).id
+        ]
     assert created[2].title == "Maya designs at Acme"  # the merged candidate
     assert created[1].mentioned_at.startswith("2025-02-01") and created[4].happened_start == "2023-04-02"
     for target, new in ((maya, created[1]), (work, created[2])):
@@ -354,11 +411,19 @@ def test_commit_writes_source_block_events_links_graph_jobs_and_audit(seeded):
     assert (created[3].id, "conflicts", ben) in pairs and (ben, "conflicts", created[3].id) in pairs
     assert Event.get_by_id(ben).status == "active" and Event.get_by_id(priya).status == "active"
     jobs = list(Job.select().where(Job.kind == "import_graph"))
-    assert len(jobs) == 1 and jobs[0].priority == 2000 and sorted(jobs[0].payload["event_ids"]) == sorted(
-        e.id for e in created.values())
+    assert (
+        len(jobs) == 1
+        and jobs[0].priority == 2000
+        and sorted(jobs[0].payload["event_ids"]) == sorted(e.id for e in created.values())
+    )
     audit = {i.position: (i.effective_action, i.effective_target_ids) for i in result.items}
-    assert audit == {1: ("supersede", (maya,)), 2: ("merge", (work,)), 3: ("conflict", (ben,)), 4: ("add", ()),
-                     5: ("ignore", (priya,))}
+    assert audit == {
+        1: ("supersede", (maya,)),
+        2: ("merge", (work,)),
+        3: ("conflict", (ben,)),
+        4: ("add", ()),
+        5: ("ignore", (priya,)),
+    }
     assert run_pending(NS).failed == 0 and verify(NS).ok
     with pytest.raises(InvalidInputError, match="already committed"):
         commit_batch(batch.id)
@@ -381,8 +446,11 @@ def test_stale_preview_is_refused_with_nothing_written_and_refreshed(seeded):
 
 def test_a_forgotten_target_makes_the_preview_stale(seeded):
     maya = seeded["Maya lives in Lisbon."]
-    preview = preview_import(NS, v2(c("Maya moved to Porto.")),
-                             provider=ScriptedProvider({"decide_external_memory": [answer("supersede", [maya])]}))
+    preview = preview_import(
+        NS,
+        v2(c("Maya moved to Porto.")),
+        provider=ScriptedProvider({"decide_external_memory": [answer("supersede", [maya])]}),
+    )
     forget_event(maya)
     before = export_namespace(NS)
     with pytest.raises(StalePreviewError) as info:
@@ -399,13 +467,26 @@ def test_a_forgotten_target_makes_the_preview_stale(seeded):
 def test_undo_restores_the_store_exactly_even_after_graph_projection(seeded):
     maya, work, ben, _ = (seeded[f] for f in FACTS)
     before = export_namespace(NS)
-    provider = ScriptedProvider({"decide_external_memory": [
-        answer("supersede", [maya]), answer("merge", [work]), answer("conflict", [ben]), answer("add")]})
-    preview = preview_import(NS, v2(c("Maya moved to Porto in 2025.", temporal={"participants": ["Maya"]}),
-                                    c("Maya works at Acme as a senior designer in Lisbon."),
-                                    c("Ben does not have a dog named Rex."),
-                                    c("Ingrid works at Globex in Oslo.", temporal={"participants": ["Ingrid"]})),
-                             provider=provider)
+    provider = ScriptedProvider(
+        {
+            "decide_external_memory": [
+                answer("supersede", [maya]),
+                answer("merge", [work]),
+                answer("conflict", [ben]),
+                answer("add"),
+            ]
+        }
+    )
+    preview = preview_import(
+        NS,
+        v2(
+            c("Maya moved to Porto in 2025.", temporal={"participants": ["Maya"]}),
+            c("Maya works at Acme as a senior designer in Lisbon."),
+            c("Ben does not have a dog named Rex."),
+            c("Ingrid works at Globex in Oslo.", temporal={"participants": ["Ingrid"]}),
+        ),
+        provider=provider,
+    )
     commit_batch(preview.batch.id)
     assert run_pending(NS).succeeded >= 1  # the import's graph projection ran
     assert export_namespace(NS) != before
@@ -430,16 +511,21 @@ def test_an_imported_move_ends_the_old_home_until_forgotten_or_undone(seeded):
     from core.services.events import restore_event
 
     def imported(summary: str) -> tuple[int, int]:
-        preview = preview_import(NS, v2(c(summary, temporal={"participants": ["Nora"]})),
-                                 provider=ScriptedProvider({"decide_external_memory": [answer("add")]}))
+        preview = preview_import(
+            NS,
+            v2(c(summary, temporal={"participants": ["Nora"]})),
+            provider=ScriptedProvider({"decide_external_memory": [answer("add")]}),
+        )
         event_id = commit_batch(preview.batch.id).items[0].created_event_id
         assert run_pending(NS).failed == 0
         return preview.batch.id, event_id
 
     def homes() -> dict[str, str]:
         person = GraphNode.get(GraphNode.name == "Nora")
-        return {f.value: f.status for f in GraphFact.select().where((GraphFact.node == person.id)
-                                                                     & (GraphFact.key == "lives_in"))}
+        return {
+            f.value: f.status
+            for f in GraphFact.select().where((GraphFact.node == person.id) & (GraphFact.key == "lives_in"))
+        }
 
     imported("Nora lives in Lisbon.")
     before = export_namespace(NS)
@@ -463,8 +549,11 @@ def test_undo_keeps_later_writes_and_scrubs_receipts(seeded):
     from core.services.search import search_events
 
     priya = seeded[FACTS[3]]
-    preview = preview_import(NS, v2(c("Omar runs marathons every spring.")),
-                             provider=ScriptedProvider({"decide_external_memory": [answer("add")]}))
+    preview = preview_import(
+        NS,
+        v2(c("Omar runs marathons every spring.")),
+        provider=ScriptedProvider({"decide_external_memory": [answer("add")]}),
+    )
     committed = commit_batch(preview.batch.id)
     imported = committed.items[0].created_event_id
     append_turn(NS, "later", "Kenji collects stamps from Peru.", "Nice.")
@@ -488,8 +577,9 @@ def test_undo_keeps_later_writes_and_scrubs_receipts(seeded):
 
 
 def test_undo_and_commit_state_errors(seeded):
-    preview = preview_import(NS, v2(c("Omar runs marathons.")),
-                             provider=ScriptedProvider({"decide_external_memory": [answer("add")]}))
+    preview = preview_import(
+        NS, v2(c("Omar runs marathons.")), provider=ScriptedProvider({"decide_external_memory": [answer("add")]})
+    )
     with pytest.raises(InvalidInputError, match="not committed"):
         undo_batch(preview.batch.id)
     with pytest.raises(NotFoundError, match="import batch 404"):
@@ -516,7 +606,9 @@ def test_an_import_batch_with_nothing_to_add_still_keeps_its_text(seeded):
     assert committed.batch.imported_count == 0 and Block.get_by_id(committed.batch.source_block_id)
     before_undo = Event.select().count()
     undo_batch(preview.batch.id)
-    assert Event.select().count() == before_undo and Block.get_or_none(Block.id == committed.batch.source_block_id) is None
+    assert (
+        Event.select().count() == before_undo and Block.get_or_none(Block.id == committed.batch.source_block_id) is None
+    )
 
 
 KILLER = """
@@ -543,13 +635,20 @@ import_commit.commit_batch(int(sys.argv[2]))
 def test_a_process_killed_during_commit_leaves_all_or_nothing(seeded, seeded_url):
     db_url = seeded_url
     provider = ScriptedProvider({"decide_external_memory": [answer("add")] * 3})
-    preview = preview_import(NS, v2(c("Omar runs marathons."), c("Lena paints with oils."), c("Kenji collects stamps.")),
-                             provider=provider)
+    preview = preview_import(
+        NS, v2(c("Omar runs marathons."), c("Lena paints with oils."), c("Kenji collects stamps.")), provider=provider
+    )
     before, rows = export_namespace(NS), memory_rows()
     db.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", KILLER, db_url, str(preview.batch.id)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, db_url, str(preview.batch.id)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     from core.api import open_store
 
@@ -593,11 +692,20 @@ class _TransactionWatcher(ScriptedProvider):
 
 def test_model_calls_run_outside_transactions_and_choices_can_be_passed_to_commit(seeded):
     maya = seeded["Maya lives in Lisbon."]
-    watcher = _TransactionWatcher({
-        "recover_external_memory": [{"reason": "found", "candidates": [
-            {"title": "Maya moved", "summary": "Maya moved to Porto."}, {"title": "Omar", "summary": "Omar runs."}]}],
-        "decide_external_memory": [answer("supersede", [maya], 0.99), answer("add", confidence=0.99)] * 2,
-    })
+    watcher = _TransactionWatcher(
+        {
+            "recover_external_memory": [
+                {
+                    "reason": "found",
+                    "candidates": [
+                        {"title": "Maya moved", "summary": "Maya moved to Porto."},
+                        {"title": "Omar", "summary": "Omar runs."},
+                    ],
+                }
+            ],
+            "decide_external_memory": [answer("supersede", [maya], 0.99), answer("add", confidence=0.99)] * 2,
+        }
+    )
     preview = preview_import(NS, "Maya moved to Porto. Omar runs. (not JSON)", provider=watcher)
     assert preview.batch.recovered and all(i.requires_confirmation for i in preview.items)
     append_turn(NS, "later", "Sailing is fun.", "Ok.")  # stale: the commit refreshes through the watcher
@@ -609,8 +717,19 @@ def test_model_calls_run_outside_transactions_and_choices_can_be_passed_to_commi
 
 
 def test_recovered_candidates_with_a_lone_surrogate_are_refused_with_where(seeded):
-    provider = ScriptedProvider({"recover_external_memory": [{"reason": "found", "candidates": [
-        {"title": "Fine", "summary": "Omar runs."}, {"title": "Broken", "summary": "Omar \ud800 swims."}]}]})
+    provider = ScriptedProvider(
+        {
+            "recover_external_memory": [
+                {
+                    "reason": "found",
+                    "candidates": [
+                        {"title": "Fine", "summary": "Omar runs."},
+                        {"title": "Broken", "summary": "Omar \ud800 swims."},
+                    ],
+                }
+            ]
+        }
+    )
     with pytest.raises(ImportFormatError, match=r"recovered\) candidates: item 1: field 'summary'.*surrogate"):
         preview_import(NS, "Omar runs. Omar swims. (not JSON)", provider=provider)
     assert ImportBatch.select().count() == 0  # nothing stored
@@ -625,9 +744,14 @@ def _homes(namespace: str, person: str) -> tuple[dict[str, tuple], dict[str, tup
     from core.services.graph import find_node, node_view
 
     view = node_view(find_node(person, namespace))
-    return ({f.value: f.source_event_ids for f in view.current_facts if f.key == "lives_in"},
-            {f.value: (f.valid_to, {(r.cause, r.id) for r in f.ended_by})
-             for f in view.historical_facts if f.key == "lives_in"})
+    return (
+        {f.value: f.source_event_ids for f in view.current_facts if f.key == "lives_in"},
+        {
+            f.value: (f.valid_to, {(r.cause, r.id) for r in f.ended_by})
+            for f in view.historical_facts
+            if f.key == "lives_in"
+        },
+    )
 
 
 def test_the_demo_move_ends_utrecht_with_the_import_as_its_reason_until_undone(demo_template, tmp_path):
@@ -639,9 +763,16 @@ def test_the_demo_move_ends_utrecht_with_the_import_as_its_reason_until_undone(d
     open_store(copy_of(demo_template, tmp_path / "demo.db"))
     assert _homes("demo", "Maya")[0].keys() == {"Utrecht"}
     before = export_namespace("demo")
-    preview = preview_import("demo", v2(c("Maya moved from Utrecht to Amsterdam in March 2026.",
-                                          title="Maya moved to Amsterdam",
-                                          temporal={"happenedStart": "2026-03", "precision": "month"})))
+    preview = preview_import(
+        "demo",
+        v2(
+            c(
+                "Maya moved from Utrecht to Amsterdam in March 2026.",
+                title="Maya moved to Amsterdam",
+                temporal={"happenedStart": "2026-03", "precision": "month"},
+            )
+        ),
+    )
     item = preview.items[0]
     utrecht = [m.event_id for m in item.matches if "Utrecht" in m.summary]
     assert item.action == "supersede" and set(item.target_ids) <= set(utrecht) and item.requires_confirmation
@@ -662,31 +793,48 @@ def test_the_demo_move_ends_utrecht_with_the_import_as_its_reason_until_undone(d
 
 
 def test_an_imported_move_of_someone_else_is_theirs_not_the_users(seeded):
-    """"Ben moved to Oslo" is Ben's move: his Bergen ends (replaced by the imported Oslo), the user's
+    """ "Ben moved to Oslo" is Ben's move: his Bergen ends (replaced by the imported Oslo), the user's
     Lisbon stays, and the undo brings Bergen back."""
-    append_messages(NS, "ben", [
-        {"role": "user", "content": "My friend Ben lives in Bergen.", "created_at": "2024-04-01T10:00:00+00:00"},
-        {"role": "assistant", "content": "Noted.", "created_at": "2024-04-01T10:00:05+00:00"}],
-        close_turn=True, close_thread=True)
+    append_messages(
+        NS,
+        "ben",
+        [
+            {"role": "user", "content": "My friend Ben lives in Bergen.", "created_at": "2024-04-01T10:00:00+00:00"},
+            {"role": "assistant", "content": "Noted.", "created_at": "2024-04-01T10:00:05+00:00"},
+        ],
+        close_turn=True,
+        close_thread=True,
+    )
     assert run_pending(NS).failed == 0
     assert _homes(NS, "Ben")[0].keys() == {"Bergen"}
     maya_before = _homes(NS, "Maya")
     bergen = next(e.id for e in Event.select() if "Bergen" in e.summary)
     before = export_namespace(NS)
-    preview = preview_import(NS, v2(c("Ben moved to Oslo in May 2025.", title="Ben moved to Oslo",
-                                      temporal={"happenedStart": "2025-05", "precision": "month"})))
+    preview = preview_import(
+        NS,
+        v2(
+            c(
+                "Ben moved to Oslo in May 2025.",
+                title="Ben moved to Oslo",
+                temporal={"happenedStart": "2025-05", "precision": "month"},
+            )
+        ),
+    )
     decide(preview.batch.id, 1, "supersede", [bergen])
     moved = commit_batch(preview.batch.id).items[0].created_event_id
     assert Event.get_by_id(moved).participants[:2] == ["Ben", "Oslo"]
     assert run_pending(NS).failed == 0
     current, history = _homes(NS, "Ben")
     assert current == {"Oslo": (moved,)} and history["Bergen"][0] == "2025-05"
-    (cause, fact_id), = history["Bergen"][1]  # the value that replaced it: Oslo, which the import states
+    ((cause, fact_id),) = history["Bergen"][1]  # the value that replaced it: Oslo, which the import states
     from core.models import GraphFact, GraphSource
 
     assert cause == "fact" and GraphFact.get_by_id(fact_id).value == "Oslo"
-    assert GraphSource.select().where((GraphSource.kind == "fact") & (GraphSource.record_id == fact_id)
-                                      & (GraphSource.event == moved)).exists()
+    assert (
+        GraphSource.select()
+        .where((GraphSource.kind == "fact") & (GraphSource.record_id == fact_id) & (GraphSource.event == moved))
+        .exists()
+    )
     assert _homes(NS, "Maya") == maya_before
     undo_batch(preview.batch.id)
     assert export_namespace(NS) == before and _homes(NS, "Ben")[0].keys() == {"Bergen"}
@@ -716,18 +864,33 @@ def test_an_imported_add_about_the_user_gives_the_user_a_new_fact(demo_template,
     assert export_namespace("demo") == before and pets() == pets_before
 
 
-@pytest.mark.parametrize(("title", "summary", "listed", "targets", "users", "expected"), [
-    ("Moved to Hamburg", "Moved to Hamburg in 2025.", [], [], ["Maya"], ["Maya", "Hamburg"]),
-    ("Moved to Hamburg", "The user moved to Hamburg.", [], [], [], ["User", "Hamburg"]),  # nobody has spoken
-    # Several people speak as users: the one the replaced card is about (its assistant aside).
-    ("Moved to Hamburg", "Moved to Hamburg.", [], [["Assistant", "Ben", "Bergen"]], ["Maya", "Ben"],
-     ["Ben", "Hamburg"]),
-    ("Moved to Hamburg", "Moved to Hamburg.", [], [], ["Maya", "Ben"], ["Hamburg"]),  # no one to tell by
-    ("Ben moved to Oslo", "Ben moved from Bergen to Oslo.", [], [["Maya", "Ben", "Bergen"]], ["Maya"],
-     ["Ben", "Oslo", "Bergen"]),
-    ("Tomás moved to Porto", "Tomás moved to Porto.", ["Tomás", "Ivy"], [], ["Maya"], ["Tomás", "Ivy", "Porto"]),
-    ("Mel adopted a cat", "Mel adopted a cat named Miso.", [], [], ["Melanie"], ["Melanie", "Miso"]),
-])
+@pytest.mark.parametrize(
+    ("title", "summary", "listed", "targets", "users", "expected"),
+    [
+        ("Moved to Hamburg", "Moved to Hamburg in 2025.", [], [], ["Maya"], ["Maya", "Hamburg"]),
+        ("Moved to Hamburg", "The user moved to Hamburg.", [], [], [], ["User", "Hamburg"]),  # nobody has spoken
+        # Several people speak as users: the one the replaced card is about (its assistant aside).
+        (
+            "Moved to Hamburg",
+            "Moved to Hamburg.",
+            [],
+            [["Assistant", "Ben", "Bergen"]],
+            ["Maya", "Ben"],
+            ["Ben", "Hamburg"],
+        ),
+        ("Moved to Hamburg", "Moved to Hamburg.", [], [], ["Maya", "Ben"], ["Hamburg"]),  # no one to tell by
+        (
+            "Ben moved to Oslo",
+            "Ben moved from Bergen to Oslo.",
+            [],
+            [["Maya", "Ben", "Bergen"]],
+            ["Maya"],
+            ["Ben", "Oslo", "Bergen"],
+        ),
+        ("Tomás moved to Porto", "Tomás moved to Porto.", ["Tomás", "Ivy"], [], ["Maya"], ["Tomás", "Ivy", "Porto"]),
+        ("Mel adopted a cat", "Mel adopted a cat named Miso.", [], [], ["Melanie"], ["Melanie", "Miso"]),
+    ],
+)
 def test_an_imported_item_names_who_it_is_about(title, summary, listed, targets, users, expected):
     from core.services.import_commit import _participants
 

@@ -7,15 +7,23 @@ import json
 import pytest
 
 from core.imports.formats import (
-    MAX_BYTES, ImportFormatError, parse_import, read_import_file, strip_fences,
+    MAX_BYTES,
+    ImportFormatError,
+    parse_import,
+    read_import_file,
+    strip_fences,
 )
 from core.imports.prompt import export_prompt
 from core.text import fingerprint
 
 
 def doc(*candidates, **top):
-    body = {"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-            "sourceSystem": "OtherAI", "candidates": list(candidates)}
+    body = {
+        "schemaVersion": "stratagate.external-memory.v2",
+        "sourceType": "external_ai_memory_export",
+        "sourceSystem": "OtherAI",
+        "candidates": list(candidates),
+    }
     body.update(top)
     return json.dumps(body)
 
@@ -34,11 +42,30 @@ def rejected(text, fmt="v2"):
 
 
 def test_valid_v2_is_normalised():
-    parsed = parse_import(doc(cand(
-        category="identity", memoryKind="fact", tags=["home", "home", "city"], quotes=["I live in Lisbon"],
-        temporal={"mentionedAt": "2024-05-02", "happenedStart": "2019", "precision": "year", "basis": "explicit",
-                  "participants": ["Maya"], "eventType": "Release", "originalText": "since 2019"},
-        scope="user", criticality="identity", confidence=1.7), exportedAt="2025-01-01", coverage="partial"))
+    parsed = parse_import(
+        doc(
+            cand(
+                category="identity",
+                memoryKind="fact",
+                tags=["home", "home", "city"],
+                quotes=["I live in Lisbon"],
+                temporal={
+                    "mentionedAt": "2024-05-02",
+                    "happenedStart": "2019",
+                    "precision": "year",
+                    "basis": "explicit",
+                    "participants": ["Maya"],
+                    "eventType": "Release",
+                    "originalText": "since 2019",
+                },
+                scope="user",
+                criticality="identity",
+                confidence=1.7,
+            ),
+            exportedAt="2025-01-01",
+            coverage="partial",
+        )
+    )
     assert parsed.format == "v2" and parsed.source_system == "OtherAI" and parsed.exported_at == "2025-01-01"
     c = parsed.candidates[0]
     assert c["tags"] == ["identity", "home", "city"]  # category prepended, duplicates dropped
@@ -53,14 +80,23 @@ def test_code_fences_are_stripped_and_v1_and_legacy_events_accepted():
     fenced = "```json\n" + doc(cand()) + "\n```"
     assert parse_import(fenced).candidates[0]["title"] == "Maya's home"
     assert strip_fences("```\n{}\n```") == "{}"
-    legacy = json.dumps({"schemaVersion": "stratagate.external-memory.v1", "sourceType": "external_ai_memory_export",
-                         "events": [cand()]})
+    legacy = json.dumps(
+        {
+            "schemaVersion": "stratagate.external-memory.v1",
+            "sourceType": "external_ai_memory_export",
+            "events": [cand()],
+        }
+    )
     assert len(parse_import(legacy).candidates) == 1
 
 
 def test_unknown_precision_drops_happened_dates():
-    parsed = parse_import(doc(cand(temporal={"happenedStart": "2024-03-01", "precision": "unknown"}),
-                              cand(title="b", temporal={"happenedStart": "2024-03", "precision": "fortnight"})))
+    parsed = parse_import(
+        doc(
+            cand(temporal={"happenedStart": "2024-03-01", "precision": "unknown"}),
+            cand(title="b", temporal={"happenedStart": "2024-03", "precision": "fortnight"}),
+        )
+    )
     for c in parsed.candidates:
         assert "happened_start" not in c["temporal"] and c["temporal"]["precision"] == "unknown"
     assert any("precision" in w for w in parsed.warnings)
@@ -73,18 +109,23 @@ def test_unknown_enum_values_are_dropped_with_a_warning():
     assert len(parsed.warnings) == 4 and "memoryKind" in parsed.warnings[0]
 
 
-@pytest.mark.parametrize("text, where", [
-    ("not json at all", "export.json: not JSON at line 1 column 1"),
-    ('{"schemaVersion": "stratagate.external-memory.v2",', "not JSON at line 1"),
-    ("[1, 2]", "the top level must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("not json at all", "export.json: not JSON at line 1 column 1"),
+        ('{"schemaVersion": "stratagate.external-memory.v2",', "not JSON at line 1"),
+        ("[1, 2]", "the top level must be a JSON object"),
+    ],
+)
 def test_not_json_is_rejected_with_its_location(text, where):
     error = rejected(text)
     assert where in error
 
 
 def test_wrong_schema_version_and_source_type_are_rejected():
-    assert "schemaVersion" in rejected(doc(cand(), schemaVersion="v3")) and "'v3'" in rejected(doc(cand(), schemaVersion="v3"))
+    assert "schemaVersion" in rejected(doc(cand(), schemaVersion="v3")) and "'v3'" in rejected(
+        doc(cand(), schemaVersion="v3")
+    )
     assert "sourceType" in rejected(doc(cand(), sourceType="chat_log"))
     error = rejected(json.dumps({"sourceType": "external_ai_memory_export", "candidates": []}))
     assert "schemaVersion" in error and "None" in error
@@ -106,20 +147,23 @@ def test_file_over_four_megabytes_is_refused_before_reading(tmp_path):
         parse_import(doc(cand()) + " " * MAX_BYTES)
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("title", None, "candidates[1].title: required"),
-    ("title", "   ", "candidates[1].title: required"),
-    ("title", 12, "candidates[1].title: expected a string"),
-    ("title", "x" * 161, "candidates[1].title: 161 characters, at most 160"),
-    ("summary", None, "candidates[1].summary: required"),
-    ("narrative", "x" * 8001, "candidates[1].narrative: 8001 characters"),
-    ("confidence", "high", "candidates[1].confidence: expected a number between 0 and 1, got 'high'"),
-    ("confidence", True, "candidates[1].confidence"),
-    ("tags", "a,b", "candidates[1].tags: expected a list of strings"),
-    ("tags", [f"t{i}" for i in range(13)], "candidates[1].tags: 13 items, at most 12"),
-    ("quotes", ["q", 3], "candidates[1].quotes[1]: expected a string"),
-    ("temporal", [], "candidates[1].temporal: expected an object"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("title", None, "candidates[1].title: required"),
+        ("title", "   ", "candidates[1].title: required"),
+        ("title", 12, "candidates[1].title: expected a string"),
+        ("title", "x" * 161, "candidates[1].title: 161 characters, at most 160"),
+        ("summary", None, "candidates[1].summary: required"),
+        ("narrative", "x" * 8001, "candidates[1].narrative: 8001 characters"),
+        ("confidence", "high", "candidates[1].confidence: expected a number between 0 and 1, got 'high'"),
+        ("confidence", True, "candidates[1].confidence"),
+        ("tags", "a,b", "candidates[1].tags: expected a list of strings"),
+        ("tags", [f"t{i}" for i in range(13)], "candidates[1].tags: 13 items, at most 12"),
+        ("quotes", ["q", 3], "candidates[1].quotes[1]: expected a string"),
+        ("temporal", [], "candidates[1].temporal: expected an object"),
+    ],
+)
 def test_candidate_field_errors_name_the_field(field, value, message):
     bad = cand(title="second")
     bad[field] = value
@@ -148,7 +192,9 @@ def test_end_before_start_is_rejected():
 
 
 def test_null_fields_count_as_absent_and_snake_case_is_accepted():
-    parsed = parse_import(doc(cand(narrative=None, tags=None, temporal={"mentioned_at": "2024-01-01", "happenedEnd": None})))
+    parsed = parse_import(
+        doc(cand(narrative=None, tags=None, temporal={"mentioned_at": "2024-01-01", "happenedEnd": None}))
+    )
     assert parsed.candidates[0]["temporal"]["mentioned_at"] == "2024-01-01"
     assert "two spellings" not in rejected(doc(cand(temporal={"mentionedAt": "2024", "mentioned_at": "2025"})))
     assert "use one" in rejected(doc(cand(temporal={"mentionedAt": "2024", "mentioned_at": "2025"})))
@@ -165,8 +211,14 @@ def test_fingerprint_ignores_case_width_punctuation_and_spacing():
 
 def test_mem0_list_and_results_object():
     memories = [
-        {"id": "m1", "memory": "Likes pizza. Especially margherita.", "created_at": "2024-07-26T10:29:36.630547-07:00",
-         "updated_at": "2024-08-01T09:00:00-07:00", "categories": ["food"], "metadata": {"categories": ["prefs"]}},
+        {
+            "id": "m1",
+            "memory": "Likes pizza. Especially margherita.",
+            "created_at": "2024-07-26T10:29:36.630547-07:00",
+            "updated_at": "2024-08-01T09:00:00-07:00",
+            "categories": ["food"],
+            "metadata": {"categories": ["prefs"]},
+        },
         {"text": "Lives in Berlin", "metadata": None},
     ]
     for text in (json.dumps(memories), json.dumps({"results": memories}), "```json\n" + json.dumps(memories) + "\n```"):
@@ -209,7 +261,11 @@ Here is a summary:
 """
     parsed = parse_import(text, "text")
     assert [c["summary"] for c in parsed.candidates] == [
-        "Lives in Lisbon with a partner called Jo.", "Works at Acme", "Plays the cello", "Prefers tea"]
+        "Lives in Lisbon with a partner called Jo.",
+        "Works at Acme",
+        "Plays the cello",
+        "Prefers tea",
+    ]
     assert parsed.warnings and "skipped" in parsed.warnings[0]
 
 
@@ -231,8 +287,14 @@ def test_unknown_format_is_an_error():
 
 def test_export_prompt_asks_for_the_v2_shape_in_our_words():
     prompt = export_prompt()
-    for needle in ("stratagate.external-memory.v2", "external_ai_memory_export", "candidates", "precision",
-                   "At most 200", "secrets"):
+    for needle in (
+        "stratagate.external-memory.v2",
+        "external_ai_memory_export",
+        "candidates",
+        "precision",
+        "At most 200",
+        "secrets",
+    ):
         assert needle in prompt
 
 
@@ -240,7 +302,10 @@ def test_export_prompt_asks_for_the_v2_shape_in_our_words():
 def test_text_that_is_not_utf8_is_refused_in_every_format(fmt):
     """Bytes that were not UTF-8 reach a caller as lone surrogates (surrogateescape): refused as
     input, never a UnicodeEncodeError from measuring or hashing it."""
-    text = {"v2": '{"schemaVersion": "stratagate.external-memory.v2", "candidates": []}\udcff',
-            "mem0": '[{"memory": "Maya likes tea\udce9"}]', "text": "- Maya likes tea \udcff"}[fmt]
+    text = {
+        "v2": '{"schemaVersion": "stratagate.external-memory.v2", "candidates": []}\udcff',
+        "mem0": '[{"memory": "Maya likes tea\udce9"}]',
+        "text": "- Maya likes tea \udcff",
+    }[fmt]
     with pytest.raises(ImportFormatError, match="not UTF-8 text"):
         parse_import(text, fmt)

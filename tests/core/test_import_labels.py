@@ -13,8 +13,19 @@ from pathlib import Path
 import pytest
 
 from core.bench.import_labels import (
-    ACTIONS, KINDS, LABEL_DIR, Acceptable, Decision, Item, cites_from, conversations, export_document, judge, load,
-    score, split_of,
+    ACTIONS,
+    KINDS,
+    LABEL_DIR,
+    Acceptable,
+    Decision,
+    Item,
+    cites_from,
+    conversations,
+    export_document,
+    judge,
+    load,
+    score,
+    split_of,
 )
 from core.errors import InvalidInputError
 from core.imports.formats import parse_v2_object
@@ -68,22 +79,33 @@ def _locomo_turns(path: Path) -> dict[str, set[str]]:
 
 def test_every_demo_target_is_a_demo_message(items):
     ids = {json.loads(line)["id"] for line in DEMO.read_text(encoding="utf-8").splitlines() if line.strip()}
-    missing = [(i.id, t) for i in items if i.conversation == "demo" for a in i.acceptable for t in a.targets
-               if t not in ids]
+    missing = [
+        (i.id, t) for i in items if i.conversation == "demo" for a in i.acceptable for t in a.targets if t not in ids
+    ]
     assert missing == []
 
 
 def test_every_locomo_target_is_a_turn_of_its_conversation(items, locomo_path):
     turns = _locomo_turns(locomo_path)
-    missing = [(i.id, t) for i in items if i.conversation != "demo" for a in i.acceptable for t in a.targets
-               if t not in turns.get(i.conversation, set())]
+    missing = [
+        (i.id, t)
+        for i in items
+        if i.conversation != "demo"
+        for a in i.acceptable
+        for t in a.targets
+        if t not in turns.get(i.conversation, set())
+    ]
     assert missing == []
 
 
 def test_the_split_rule_reads_only_the_id(items):
     # Fixed examples: if these move, every figure reported on the split moves with them.
     assert {i: split_of(i) for i in ("conv-30/001", "conv-41/001", "demo/001", "demo/004")} == {
-        "conv-30/001": "test", "conv-41/001": "dev", "demo/001": "dev", "demo/004": "test"}
+        "conv-30/001": "test",
+        "conv-41/001": "dev",
+        "demo/001": "dev",
+        "demo/004": "test",
+    }
     for item in items:
         first = hashlib.sha256(item.id.encode("utf-8")).hexdigest()[0]
         assert item.split == ("dev" if int(first, 16) < 8 else "test")
@@ -94,9 +116,19 @@ def test_the_split_rule_reads_only_the_id(items):
 
 
 def test_a_broken_label_file_is_refused_with_its_place(tmp_path):
-    (tmp_path / "x.json").write_text(json.dumps([{"id": "x/001", "candidate": {"title": "t", "summary": "s"},
-                                                  "kind": "paraphrase", "acceptable": [{"action": "merge"}],
-                                                  "note": "n"}]))
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            [
+                {
+                    "id": "x/001",
+                    "candidate": {"title": "t", "summary": "s"},
+                    "kind": "paraphrase",
+                    "acceptable": [{"action": "merge"}],
+                    "note": "n",
+                }
+            ]
+        )
+    )
     with pytest.raises(InvalidInputError, match=r"x.json\[0\] \(x/001\): a merge needs the message ids"):
         load("all", tmp_path)
     with pytest.raises(InvalidInputError, match="split must be one of"):
@@ -123,12 +155,18 @@ def test_judge_wants_the_action_and_every_target_on_a_labelled_turn():
 
 
 def test_score_counts_accuracy_auto_share_precision_and_reliability():
-    items = [_item(Acceptable("add"), kind="new-fact", conversation="a"),
-             _item(Acceptable("conflict", ("D2:1",)), kind="contradiction", conversation="a"),
-             _item(Acceptable("ignore"), kind="chatter", conversation="b"),
-             _item(Acceptable("supersede", ("D3:1",)), kind="update-dated", conversation="b")]
-    decisions = [Decision("add", (), 0.9), Decision("conflict", (7,), 0.72), Decision("add", (), 0.95),
-                 Decision("supersede", (8,), 0.4)]
+    items = [
+        _item(Acceptable("add"), kind="new-fact", conversation="a"),
+        _item(Acceptable("conflict", ("D2:1",)), kind="contradiction", conversation="a"),
+        _item(Acceptable("ignore"), kind="chatter", conversation="b"),
+        _item(Acceptable("supersede", ("D3:1",)), kind="update-dated", conversation="b"),
+    ]
+    decisions = [
+        Decision("add", (), 0.9),
+        Decision("conflict", (7,), 0.72),
+        Decision("add", (), 0.95),
+        Decision("supersede", (8,), 0.4),
+    ]
     result = score(items, decisions, cites_from({7: {"D2:1"}, 8: {"D3:2"}}), threshold=0.85)
     assert result["accuracy"] == 0.5 and result["right"] == 2
     assert result["auto_applied"] == 2 and result["auto_applied_share"] == 0.5
@@ -152,35 +190,68 @@ def test_the_scorer_end_to_end_on_a_tiny_store(store, tmp_path):
     from core.services.derive import run_pending
     from core.services.import_preview import preview_import
 
-    append_messages("tiny", "chat", [
-        {"role": "user", "content": "Maya lives in Lisbon.", "created_at": "2024-03-01T10:00:00+00:00",
-         "external_id": "t-1"},
-        {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00", "external_id": "t-2"},
-        {"role": "user", "content": "Ben has a dog named Rex.", "created_at": "2024-03-02T10:00:00+00:00",
-         "external_id": "t-3"},
-        {"role": "assistant", "content": "Noted.", "created_at": "2024-03-02T10:00:05+00:00", "external_id": "t-4"},
-    ], close_turn=True, close_thread=True)
+    append_messages(
+        "tiny",
+        "chat",
+        [
+            {
+                "role": "user",
+                "content": "Maya lives in Lisbon.",
+                "created_at": "2024-03-01T10:00:00+00:00",
+                "external_id": "t-1",
+            },
+            {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00", "external_id": "t-2"},
+            {
+                "role": "user",
+                "content": "Ben has a dog named Rex.",
+                "created_at": "2024-03-02T10:00:00+00:00",
+                "external_id": "t-3",
+            },
+            {"role": "assistant", "content": "Noted.", "created_at": "2024-03-02T10:00:05+00:00", "external_id": "t-4"},
+        ],
+        close_turn=True,
+        close_thread=True,
+    )
     assert run_pending("tiny").failed == 0
     cited = event_citations("tiny")
     lisbon = next(e for e, ids in cited.items() if "t-1" in ids)
 
     labels = tmp_path / "labels"
     labels.mkdir()
-    (labels / "tiny.json").write_text(json.dumps([
-        {"id": "tiny/001", "candidate": {"title": "Home", "summary": "Maya is based in Lisbon, near the river."},
-         "kind": "detail", "acceptable": [{"action": "merge", "targets": ["t-1"]}, {"action": "ignore"}],
-         "note": "t-1 with a detail"},
-        {"id": "tiny/002", "candidate": {"title": "Likes jazz", "summary": "Likes jazz."},
-         "kind": "new-preference", "acceptable": [{"action": "add"}], "note": "never said"},
-    ]))
+    (labels / "tiny.json").write_text(
+        json.dumps(
+            [
+                {
+                    "id": "tiny/001",
+                    "candidate": {"title": "Home", "summary": "Maya is based in Lisbon, near the river."},
+                    "kind": "detail",
+                    "acceptable": [{"action": "merge", "targets": ["t-1"]}, {"action": "ignore"}],
+                    "note": "t-1 with a detail",
+                },
+                {
+                    "id": "tiny/002",
+                    "candidate": {"title": "Likes jazz", "summary": "Likes jazz."},
+                    "kind": "new-preference",
+                    "acceptable": [{"action": "add"}],
+                    "note": "never said",
+                },
+            ]
+        )
+    )
     items = load("all", labels)
-    provider = ScriptedProvider({"decide_external_memory": [
-        {"action": "merge", "existing_event_ids": [lisbon], "confidence": 0.95, "reason": "same home"},
-        {"action": "add", "existing_event_ids": [], "confidence": 0.6, "reason": "new"},
-    ]})
+    provider = ScriptedProvider(
+        {
+            "decide_external_memory": [
+                {"action": "merge", "existing_event_ids": [lisbon], "confidence": 0.95, "reason": "same home"},
+                {"action": "add", "existing_event_ids": [], "confidence": 0.6, "reason": "new"},
+            ]
+        }
+    )
     preview = preview_import("tiny", json.dumps(export_document(items, "tiny")), provider=provider)
-    decisions = [Decision(row.action, tuple(row.target_ids), row.confidence)
-                 for row in sorted(preview.items, key=lambda r: r.position)]
+    decisions = [
+        Decision(row.action, tuple(row.target_ids), row.confidence)
+        for row in sorted(preview.items, key=lambda r: r.position)
+    ]
     result = score(items, decisions, lambda e: cited.get(e, set()))
     assert [r["decided"] for r in result["per_item"]] == ["merge", "add"]
     assert result["per_item"][0]["target_messages"] == ["t-1"]
@@ -188,13 +259,16 @@ def test_the_scorer_end_to_end_on_a_tiny_store(store, tmp_path):
     assert result["auto_applied_share"] == 0.5 and result["auto_applied_precision"] == 1.0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--labels", "{labels}", "--seed", "3"], "--seed: only for the generated set, not with --labels"),
-    (["--split", "dev"], "--split: only with --labels"),
-    (["--labels", "{labels}", "--data", "{tmp}/none.json"], "none.json: no such file"),
-    (["--labels", "{labels}", "--json-out", "{tmp}/no/report.json"], "--json-out"),
-    (["--labels", "{tmp}"], "no label files"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--labels", "{labels}", "--seed", "3"], "--seed: only for the generated set, not with --labels"),
+        (["--split", "dev"], "--split: only with --labels"),
+        (["--labels", "{labels}", "--data", "{tmp}/none.json"], "none.json: no such file"),
+        (["--labels", "{labels}", "--json-out", "{tmp}/no/report.json"], "--json-out"),
+        (["--labels", "{tmp}"], "no label files"),
+    ],
+)
 def test_bench_import_labels_arguments_are_checked_before_a_run(argv, message, tmp_path, capsys, monkeypatch):
     import core.bench.import_labelled
     from workbench.cli import main

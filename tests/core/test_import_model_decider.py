@@ -10,7 +10,11 @@ import re
 import pytest
 
 from core.providers.import_decision import (
-    SECTIONS, UnusableAnswer, render_decision_prompt, validate_answer, weakness,
+    SECTIONS,
+    UnusableAnswer,
+    render_decision_prompt,
+    validate_answer,
+    weakness,
 )
 from core.providers.openai_compat import OpenAICompatProvider
 from core.providers.schemas import DECIDE_INSTRUCTIONS, DECIDE_SCHEMA, DECISION_FIELDS, IMPORT_ACTIONS
@@ -24,8 +28,14 @@ from tests.fake_llm import llm, tool_call, usage  # noqa: F401 (llm is a fixture
 KEY = "sk-test-9f8e7d6c5b4a-secret"
 TOOL = "strata_decide_external_memory"
 NS = "ns"
-LLM_ENV = ("STRATA_LLM_BASE_URL", "STRATA_LLM_MODEL", "STRATA_LLM_API_KEY", "DEEPSEEK_API_KEY",
-           "STRATA_PRICE_INPUT_PER_MTOK", "STRATA_PRICE_OUTPUT_PER_MTOK")
+LLM_ENV = (
+    "STRATA_LLM_BASE_URL",
+    "STRATA_LLM_MODEL",
+    "STRATA_LLM_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "STRATA_PRICE_INPUT_PER_MTOK",
+    "STRATA_PRICE_OUTPUT_PER_MTOK",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -35,26 +45,66 @@ def _no_llm_env(monkeypatch):
 
 
 def v2(*candidates) -> str:
-    return json.dumps({"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-                       "sourceSystem": "OtherAI", "exportedAt": "2025-06-01", "candidates": list(candidates)})
+    return json.dumps(
+        {
+            "schemaVersion": "stratagate.external-memory.v2",
+            "sourceType": "external_ai_memory_export",
+            "sourceSystem": "OtherAI",
+            "exportedAt": "2025-06-01",
+            "candidates": list(candidates),
+        }
+    )
 
 
 def good(action="supersede", targets=(), confidence=0.95, **extra) -> dict:
-    return {"action": action, "existing_event_ids": list(targets), "confidence": confidence,
-            "reason": "Maya's home city changes from Lisbon to Porto", "subject": "Maya", "slot": "home city",
-            "value": "Porto", **extra}
+    return {
+        "action": action,
+        "existing_event_ids": list(targets),
+        "confidence": confidence,
+        "reason": "Maya's home city changes from Lisbon to Porto",
+        "subject": "Maya",
+        "slot": "home city",
+        "value": "Porto",
+        **extra,
+    }
 
 
 CONTEXT = {
-    "candidate": {"title": "Maya moved", "summary": "Maya moved from Lisbon to Porto in 2025.", "tags": ["home"],
-                  "temporal": {"mentioned_at": "2025-05-01", "happened_start": "2025", "precision": "year",
-                               "participants": ["Maya"], "original_text": "in 2025"}},
+    "candidate": {
+        "title": "Maya moved",
+        "summary": "Maya moved from Lisbon to Porto in 2025.",
+        "tags": ["home"],
+        "temporal": {
+            "mentioned_at": "2025-05-01",
+            "happened_start": "2025",
+            "precision": "year",
+            "participants": ["Maya"],
+            "original_text": "in 2025",
+        },
+    },
     "matches": [
-        {"id": 12, "title": "Maya lives in Lisbon", "summary": "Maya lives in Lisbon.", "tags": [],
-         "participants": ["Maya"], "status": "active", "mentioned_at": "2024-03-01T10:00:00+00:00",
-         "happened_start": None, "happened_end": None, "time_status": "ongoing", "score": 0.03},
-        {"id": 15, "title": "Ben's dog", "summary": "Ben has a dog named Rex.", "participants": ["Ben"],
-         "status": "active", "mentioned_at": "2024-03-03T10:00:00+00:00", "score": 0.01},
+        {
+            "id": 12,
+            "title": "Maya lives in Lisbon",
+            "summary": "Maya lives in Lisbon.",
+            "tags": [],
+            "participants": ["Maya"],
+            "status": "active",
+            "mentioned_at": "2024-03-01T10:00:00+00:00",
+            "happened_start": None,
+            "happened_end": None,
+            "time_status": "ongoing",
+            "score": 0.03,
+        },
+        {
+            "id": 15,
+            "title": "Ben's dog",
+            "summary": "Ben has a dog named Rex.",
+            "participants": ["Ben"],
+            "status": "active",
+            "mentioned_at": "2024-03-03T10:00:00+00:00",
+            "score": 0.01,
+        },
     ],
     "source": {"system": "OtherAI", "exported_at": "2025-06-01", "format": "v2", "recovered": False},
     "user": {"names": ["Maya"]},
@@ -95,8 +145,11 @@ def test_the_instructions_define_every_action_and_the_schema_is_strict():
     assert "no match has this subject and slot" in text and "small talk" in text and "exact restatement" in text
     assert "Cite only ids shown under Stored matches" in text
     assert DECIDE_SCHEMA["additionalProperties"] is False
-    assert set(DECIDE_SCHEMA["required"]) == set(DECISION_FIELDS) == {
-        "action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value"}
+    assert (
+        set(DECIDE_SCHEMA["required"])
+        == set(DECISION_FIELDS)
+        == {"action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value"}
+    )
     assert DECIDE_SCHEMA["properties"]["action"]["enum"] == list(IMPORT_ACTIONS)
 
 
@@ -112,7 +165,11 @@ def test_the_provider_sends_the_prompt_and_schema_as_a_forced_tool_call(llm):
     assert body["messages"][1]["content"] == render_decision_prompt(CONTEXT)
     spent = provider.usage
     assert (spent["calls"], spent["reported_calls"], spent["prompt_tokens"], spent["completion_tokens"]) == (
-        1, 1, 900, 60)
+        1,
+        1,
+        900,
+        60,
+    )
     assert spent["estimated_prompt_tokens"] > 100 and spent["estimated_completion_tokens"] > 10
 
 
@@ -123,24 +180,31 @@ def test_a_good_answer_passes_and_keeps_what_it_matched():
     answer = validate_answer(good(targets=[12], stored_value="Lisbon"), [12, 15])
     assert answer["action"] == "supersede" and answer["existing_event_ids"] == [12]
     assert (answer["subject"], answer["slot"], answer["value"], answer["stored_value"]) == (
-        "Maya", "home city", "Porto", "Lisbon")
+        "Maya",
+        "home city",
+        "Porto",
+        "Lisbon",
+    )
     assert weakness(answer, CONTEXT["candidate"], CONTEXT["matches"], ["Maya"]) is None
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({k: v for k, v in good(targets=[12]).items() if k != "slot"}, "the answer lacks slot"),
-    (good(targets=[12, 99]), "it cites event 99, which is not among the matches shown (12, 15)"),
-    (good(targets=[]), "supersede cites no match"),
-    (good(targets=[12], confidence=1.5), "confidence 1.5 is not a number from 0 to 1"),
-    (good(targets=[12], confidence=True), "confidence True"),
-    (good(action="replace", targets=[12]), "action 'replace' is not one of"),
-    (good(targets=["12"]), "existing_event_ids is not a list of event ids"),
-    ({**good(targets=[12]), "reason": " "}, "the reason is empty"),
-    ({**good(targets=[12]), "value": 7}, "value is not a string"),
-    ("I would supersede event 12, since Maya moved.", "not JSON even after recovery"),
-    ('{"action": "supersede", "existing_event_ids": [12], "confid', "not JSON even after recovery"),
-    ([good(targets=[12])], "the answer is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({k: v for k, v in good(targets=[12]).items() if k != "slot"}, "the answer lacks slot"),
+        (good(targets=[12, 99]), "it cites event 99, which is not among the matches shown (12, 15)"),
+        (good(targets=[]), "supersede cites no match"),
+        (good(targets=[12], confidence=1.5), "confidence 1.5 is not a number from 0 to 1"),
+        (good(targets=[12], confidence=True), "confidence True"),
+        (good(action="replace", targets=[12]), "action 'replace' is not one of"),
+        (good(targets=["12"]), "existing_event_ids is not a list of event ids"),
+        ({**good(targets=[12]), "reason": " "}, "the reason is empty"),
+        ({**good(targets=[12]), "value": 7}, "value is not a string"),
+        ("I would supersede event 12, since Maya moved.", "not JSON even after recovery"),
+        ('{"action": "supersede", "existing_event_ids": [12], "confid', "not JSON even after recovery"),
+        ([good(targets=[12])], "the answer is not a JSON object"),
+    ],
+)
 def test_an_answer_that_fails_the_schema_is_unusable(raw, message):
     with pytest.raises(UnusableAnswer, match=re.escape(message)):
         validate_answer(raw, [12, 15])
@@ -152,11 +216,14 @@ def test_broken_json_is_recovered_once():
     assert validate_answer(json.dumps(good(action="ADD", targets=[12])), [12])["existing_event_ids"] == []
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"subject": "", "slot": ""}, "it names no subject / slot"),
-    ({"value": "Amsterdam"}, "its value 'Amsterdam' is not in the candidate's words"),
-    ({"subject": "Clara"}, "its subject 'Clara' is neither in the candidate nor in a cited match"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"subject": "", "slot": ""}, "it names no subject / slot"),
+        ({"value": "Amsterdam"}, "its value 'Amsterdam' is not in the candidate's words"),
+        ({"subject": "Clara"}, "its subject 'Clara' is neither in the candidate nor in a cited match"),
+    ],
+)
 def test_an_inferred_or_weak_match_is_named(change, why):
     answer = validate_answer({**good(targets=[12]), **change}, [12, 15])
     assert weakness(answer, CONTEXT["candidate"], CONTEXT["matches"], ["Maya"]) == why
@@ -177,10 +244,16 @@ def test_small_talk_needs_no_subject_but_an_add_does():
 
 @pytest.fixture
 def maya(store):
-    append_messages(NS, "chat", [
-        {"role": "user", "content": "Maya lives in Lisbon.", "created_at": "2024-03-01T10:00:00+00:00"},
-        {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00"},
-    ], close_turn=True, close_thread=True)
+    append_messages(
+        NS,
+        "chat",
+        [
+            {"role": "user", "content": "Maya lives in Lisbon.", "created_at": "2024-03-01T10:00:00+00:00"},
+            {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00"},
+        ],
+        close_turn=True,
+        close_thread=True,
+    )
     assert run_pending(NS).failed == 0
     from core.models import Event
 
@@ -198,7 +271,11 @@ def test_a_good_model_answer_is_applied_and_shows_what_it_matched(maya):
     preview = preview_import(NS, v2(MOVE), provider=_model(good(targets=[maya], stored_value="Lisbon")))
     item = preview.items[0]
     assert (item.action, item.target_ids, item.confidence, item.requires_confirmation) == (
-        "supersede", (maya,), 0.95, False)
+        "supersede",
+        (maya,),
+        0.95,
+        False,
+    )
     assert item.matched == {"subject": "Maya", "slot": "home city", "value": "Porto", "stored_value": "Lisbon"}
     assert get_batch(preview.batch.id).items[0].matched == item.matched
 
@@ -216,7 +293,11 @@ def test_an_unusable_answer_waits_for_a_person_and_is_asked_again_later(maya):
     preview = preview_import(NS, v2(MOVE), provider=provider)
     item = preview.items[0]
     assert (item.action, item.confidence, item.requires_confirmation, item.effective_action) == (
-        "ignore", 0.0, True, "ignore")
+        "ignore",
+        0.0,
+        True,
+        "ignore",
+    )
     assert item.reason.startswith("the model's answer was unusable (not JSON even after recovery")
     assert preview.batch.status == "awaiting_confirmation" and preview.batch.needs_confirmation == 1
     outside = _model(good(targets=[maya + 1000]))
@@ -228,8 +309,13 @@ def test_an_unusable_answer_waits_for_a_person_and_is_asked_again_later(maya):
 
 
 def test_the_offline_and_plain_scripted_deciders_are_not_capped(maya):
-    plain = ScriptedProvider({"decide_external_memory": [{"action": "supersede", "existing_event_ids": [maya],
-                                                          "confidence": 0.95, "reason": "scripted"}]})
+    plain = ScriptedProvider(
+        {
+            "decide_external_memory": [
+                {"action": "supersede", "existing_event_ids": [maya], "confidence": 0.95, "reason": "scripted"}
+            ]
+        }
+    )
     item = preview_import(NS, v2(MOVE), provider=plain).items[0]
     assert item.confidence == 0.95 and not item.requires_confirmation and item.matched is None
 
@@ -238,22 +324,37 @@ def test_the_offline_and_plain_scripted_deciders_are_not_capped(maya):
 
 
 def test_usage_lands_in_the_items_the_batch_and_import_show(maya, llm, db_url, monkeypatch, capsys):
-    llm.queue(tool_call(json.dumps(good(targets=[maya])), name=TOOL,
-                        usage=usage(1200, 80, prompt_cache_hit_tokens=1000)))
+    llm.queue(
+        tool_call(json.dumps(good(targets=[maya])), name=TOOL, usage=usage(1200, 80, prompt_cache_hit_tokens=1000))
+    )
     llm.queue(tool_call("no json here", name=TOOL, usage=usage(1100, 5)))
     llm.queue(tool_call(json.dumps(good(action="add", targets=[])), name=TOOL))  # reports no usage
     provider = OpenAICompatProvider(base_url=llm.url, model="test-model", api_key=KEY, retry_delay=0, timeout=5)
-    preview = preview_import(NS, v2(MOVE, {"title": "Porto flat", "summary": "Maya rents a flat in Porto."},
-                                    {"title": "Cello", "summary": "Priya plays the cello."}), provider=provider)
+    preview = preview_import(
+        NS,
+        v2(
+            MOVE,
+            {"title": "Porto flat", "summary": "Maya rents a flat in Porto."},
+            {"title": "Cello", "summary": "Priya plays the cello."},
+        ),
+        provider=provider,
+    )
     first, second, third = preview.items
-    assert (first.usage["prompt_tokens"], first.usage["completion_tokens"], first.usage["cached_prompt_tokens"]) \
-        == (1200, 80, 1000)
+    assert (first.usage["prompt_tokens"], first.usage["completion_tokens"], first.usage["cached_prompt_tokens"]) == (
+        1200,
+        80,
+        1000,
+    )
     assert second.usage["prompt_tokens"] == 1100 and "unusable" in second.reason
     assert third.usage["calls"] == 1 and third.usage["reported_calls"] == 0 and third.usage["prompt_tokens"] == 0
     assert third.usage["estimated_prompt_tokens"] > 0  # Strata's own estimate, kept apart
     total = preview.batch.usage
     assert (total["calls"], total["reported_calls"], total["prompt_tokens"], total["completion_tokens"]) == (
-        3, 2, 2300, 85)
+        3,
+        2,
+        2300,
+        85,
+    )
     assert get_batch(preview.batch.id).batch.usage == total
 
     from core.db import db
@@ -266,8 +367,9 @@ def test_usage_lands_in_the_items_the_batch_and_import_show(maya, llm, db_url, m
     assert main(["import", "show", str(preview.batch.id), "--db", url]) == 0
     out = " ".join(capsys.readouterr().out.split())
     # 2300 * 1 / 1e6 + 85 * 10 / 1e6 = 0.00315
-    assert ("openai:test-model: 3 model call(s): 2300 prompt + 85 completion tokens reported (1000 prompt tokens "
-            "cached)") in out
+    assert (
+        "openai:test-model: 3 model call(s): 2300 prompt + 85 completion tokens reported (1000 prompt tokens cached)"
+    ) in out
     assert "estimated cost 0.0032 USD at 1 / 10 per million input / output tokens" in out
     assert "1 call(s) reported no usage" in out and "not a bill" in out
     assert "matched subject Maya · slot home city · value Porto" in out
@@ -296,8 +398,15 @@ def test_a_failed_call_is_counted_on_the_batch(maya, llm):
 def _decide_add(request: dict) -> tuple[int, dict]:
     prompt = request["messages"][1]["content"]
     summary = re.search(r"^summary: (.*)$", prompt, re.M).group(1)
-    answer = {"action": "add", "existing_event_ids": [], "confidence": 0.9, "reason": "nothing stored says it",
-              "subject": summary.split()[0], "slot": "fact", "value": summary.split()[-1].rstrip(".")}
+    answer = {
+        "action": "add",
+        "existing_event_ids": [],
+        "confidence": 0.9,
+        "reason": "nothing stored says it",
+        "subject": summary.split()[0],
+        "slot": "fact",
+        "value": summary.split()[-1].rstrip("."),
+    }
     return 200, tool_call(answer, name=TOOL, usage=usage(500, 40))
 
 
@@ -309,8 +418,25 @@ def test_bench_import_with_a_model_reports_model_tokens_and_cost(llm, tmp_path, 
     monkeypatch.setenv("STRATA_LLM_MODEL", "fake-chat")
     llm.respond = _decide_add
     out = tmp_path / "report.json"
-    assert main(["bench", "import", "--provider", "openai", "--candidates", "8", "--people", "3", "--seed", "5",
-                 "--json-out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "import",
+                "--provider",
+                "openai",
+                "--candidates",
+                "8",
+                "--people",
+                "3",
+                "--seed",
+                "5",
+                "--json-out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = " ".join(capsys.readouterr().out.split())
     report = json.loads(out.read_text())
     calls = llm.count
@@ -337,8 +463,21 @@ def test_bench_import_with_a_model_and_no_key_names_the_variables(tmp_path, caps
     from core.bench.import_labels import LABEL_DIR
 
     monkeypatch.setattr(core.bench.import_labelled, "build_store", lambda *a, **k: pytest.fail("a store was built"))
-    assert main(["bench", "import", "--labels", str(LABEL_DIR), "--provider", "openai", "--data",
-                 str(tmp_path / "none.json")]) == 2
+    assert (
+        main(
+            [
+                "bench",
+                "import",
+                "--labels",
+                str(LABEL_DIR),
+                "--provider",
+                "openai",
+                "--data",
+                str(tmp_path / "none.json"),
+            ]
+        )
+        == 2
+    )
     monkeypatch.setenv("STRATA_LLM_API_KEY", KEY)
     monkeypatch.setenv("STRATA_PRICE_INPUT_PER_MTOK", "-1")
     assert main(["bench", "import", "--provider", "openai", "--candidates", "5"]) == 2
@@ -357,8 +496,23 @@ def test_labelled_bench_with_a_model_on_the_fake_server(llm, tmp_path, monkeypat
     monkeypatch.setenv("STRATA_LLM_API_KEY", KEY)
     llm.respond = _decide_add
     out = tmp_path / "report.json"
-    assert main(["bench", "import", "--labels", str(labels), "--split", "all", "--provider", "openai",
-                 "--json-out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "import",
+                "--labels",
+                str(labels),
+                "--split",
+                "all",
+                "--provider",
+                "openai",
+                "--json-out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["model"] == "deepseek-chat" and report["items"] == 3
     assert report["usage"]["calls"] == llm.count and report["usage"]["prompt_tokens"] == 500 * llm.count
@@ -376,9 +530,11 @@ def test_migration_to_22_adds_the_accounting_columns_and_keeps_batches(maya, db_
 
     batch = preview_import(NS, v2(MOVE)).batch.id
     migrator = SchemaMigrator.from_database(db)
-    run(migrator.drop_column(ImportItem._meta.table_name, "matched"),
+    run(
+        migrator.drop_column(ImportItem._meta.table_name, "matched"),
         migrator.drop_column(ImportItem._meta.table_name, "usage"),
-        migrator.drop_column(ImportBatch._meta.table_name, "usage"))
+        migrator.drop_column(ImportBatch._meta.table_name, "usage"),
+    )
     SchemaVersion.delete().execute()
     SchemaVersion.create(version=21, applied_at="2026-12-01T00:00:00+00:00")
     db.close()
@@ -407,7 +563,11 @@ def test_recovery_tokens_land_on_the_batch_and_a_reply_without_choices_waits_for
     assert item.usage["calls"] == 2 and item.usage["reported_calls"] == 0
     total = preview.batch.usage
     assert (total["calls"], total["reported_calls"], total["prompt_tokens"], total["completion_tokens"]) == (
-        3, 1, 300, 30)
+        3,
+        1,
+        300,
+        30,
+    )
 
 
 def test_a_reply_in_prose_around_the_json_is_recovered_through_the_fake_server(maya, llm):
@@ -424,11 +584,17 @@ def test_a_reply_in_prose_around_the_json_is_recovered_through_the_fake_server(m
 def test_the_graph_projection_of_an_imported_batch_is_charged_to_it(maya, llm):
     from core.services.import_commit import commit_batch
 
-    preview = preview_import(NS, v2({"title": "Cello", "summary": "Priya plays the cello."}),
-                             provider=_model(good(action="add", subject="Priya", slot="instrument", value="cello")))
+    preview = preview_import(
+        NS,
+        v2({"title": "Cello", "summary": "Priya plays the cello."}),
+        provider=_model(good(action="add", subject="Priya", slot="instrument", value="cello")),
+    )
     commit_batch(preview.batch.id)
-    llm.queue(tool_call({"reason": "nothing to add", "nodes": [], "edges": []}, name="strata_project_graph",
-                        usage=usage(700, 20)))
+    llm.queue(
+        tool_call(
+            {"reason": "nothing to add", "nodes": [], "edges": []}, name="strata_project_graph", usage=usage(700, 20)
+        )
+    )
     provider = OpenAICompatProvider(base_url=llm.url, model="test-model", api_key=KEY, retry_delay=0, timeout=5)
     assert run_pending(NS, provider=provider).failed == 0 and llm.count == 1
     spent = get_batch(preview.batch.id).batch.usage
@@ -441,7 +607,9 @@ def test_the_workbench_batch_pane_line_says_tokens_and_an_estimate(monkeypatch):
     from workbench.screens.imports import _spent_line
 
     batch = NS(provider="openai:deepseek-chat", usage={"calls": 2, "prompt_tokens": 1000, "completion_tokens": 50})
-    assert _spent_line(batch) == ("openai:deepseek-chat: 2 model call(s) · 1000 + 50 tokens reported · estimated cost "
-                                  "0.0003 USD (an estimate, not a bill)")
+    assert _spent_line(batch) == (
+        "openai:deepseek-chat: 2 model call(s) · 1000 + 50 tokens reported · estimated cost "
+        "0.0003 USD (an estimate, not a bill)"
+    )
     monkeypatch.setenv("STRATA_PRICE_INPUT_PER_MTOK", "free")
     assert "no cost estimate: STRATA_PRICE_INPUT_PER_MTOK must be a price" in _spent_line(batch)

@@ -33,8 +33,13 @@ from core.api import open_store
 from tests.stores import close_template, copy_of, drop, fresh_url, on_postgres
 
 NS = "ns"
-FACTS = ["Maya lives in Lisbon.", "Maya works at Acme as a designer.", "Ben has a dog named Rex.",
-         "Olga moved to Oslo in 2021 to work at Equinor.", "Farid works at Siemens as an engineer."]
+FACTS = [
+    "Maya lives in Lisbon.",
+    "Maya works at Acme as a designer.",
+    "Ben has a dog named Rex.",
+    "Olga moved to Oslo in 2021 to work at Equinor.",
+    "Farid works at Siemens as an engineer.",
+]
 KEYS = ["Lisbon", "Acme", "Rex", "Oslo", "Siemens"]
 IMPORTABLE = 3  # candidates only speak about the first three facts; later writes touch the others
 FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -43,23 +48,32 @@ TEXTS = {
     "para": ["Maya is based in Lisbon.", "Maya is employed by Acme as a designer.", "Ben's dog is called Rex."],
     "update": ["Maya moved to Porto in 2025.", "Maya left Acme and joined Globex.", "Ben now has a dog named Max."],
     "negate": ["Maya does not live in Lisbon.", "Maya has never worked at Acme.", "Ben does not have a dog."],
-    "elab": ["Maya lives in Lisbon, in a flat near the river with her partner.",
-             "Maya works at Acme as a designer on the mobile banking app.",
-             "Ben has a dog named Rex, a three-year-old beagle who loves the beach."],
+    "elab": [
+        "Maya lives in Lisbon, in a flat near the river with her partner.",
+        "Maya works at Acme as a designer on the mobile banking app.",
+        "Ben has a dog named Rex, a three-year-old beagle who loves the beach.",
+    ],
     "new": ["Ravi plays chess every Sunday.", "Lena paints with oils in her studio.", "Tomas speaks fluent Japanese."],
     "noise": ["User said good morning.", "Maya is tired today.", "Asked the assistant for a joke."],
 }
-LATER = ["Kenji repaired an antique clock for his neighbour.", "Kenji booked a ferry to the northern islands.",
-         "Kenji finished knitting a green scarf.", "Kenji adopted two goldfish named Pip and Pop.",
-         "Kenji started learning the accordion."]
+LATER = [
+    "Kenji repaired an antique clock for his neighbour.",
+    "Kenji booked a ferry to the northern islands.",
+    "Kenji finished knitting a green scarf.",
+    "Kenji adopted two goldfish named Pip and Pop.",
+    "Kenji started learning the accordion.",
+]
 
 candidates = st.lists(st.tuples(st.sampled_from(["dup", *TEXTS]), st.integers(0, 2)), min_size=1, max_size=5)
-later_ops = st.lists(st.one_of(
-    st.tuples(st.just("turns"), st.integers(1, 3), st.booleans()),
-    st.just(("derive",)),
-    st.tuples(st.just("forget"), st.integers(IMPORTABLE, len(FACTS) - 1)),
-    st.tuples(st.just("use"), st.integers(IMPORTABLE, len(FACTS) - 1)),
-), max_size=3)
+later_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("turns"), st.integers(1, 3), st.booleans()),
+        st.just(("derive",)),
+        st.tuples(st.just("forget"), st.integers(IMPORTABLE, len(FACTS) - 1)),
+        st.tuples(st.just("use"), st.integers(IMPORTABLE, len(FACTS) - 1)),
+    ),
+    max_size=3,
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +83,10 @@ def template(tmp_path_factory):
         open_store(url)
         messages = []
         for i, fact in enumerate(FACTS):
-            messages += [{"role": "user", "content": fact, "created_at": f"2024-03-0{i + 1}T10:00:00+00:00"},
-                         {"role": "assistant", "content": "Noted.", "created_at": f"2024-03-0{i + 1}T10:00:05+00:00"}]
+            messages += [
+                {"role": "user", "content": fact, "created_at": f"2024-03-0{i + 1}T10:00:00+00:00"},
+                {"role": "assistant", "content": "Noted.", "created_at": f"2024-03-0{i + 1}T10:00:05+00:00"},
+            ]
         append_messages(NS, "chat", messages, close_turn=True, close_thread=True)
         assert run_pending(NS).failed == 0
         summaries = {e.summary: e.id for e in Event.select()}
@@ -101,10 +117,15 @@ def _apply(ops: list[tuple], ids: list[int], skip: set[int], step: int) -> None:
             messages = []
             for turn in range(op[1]):
                 day = 10 + number * 4 + turn
-                messages += [{"role": "user", "speaker": "Kenji", "content": LATER[(number + turn) % len(LATER)],
-                              "created_at": f"2025-07-{day:02d}T09:00:00+00:00"},
-                             {"role": "assistant", "content": "Lovely.",
-                              "created_at": f"2025-07-{day:02d}T09:00:05+00:00"}]
+                messages += [
+                    {
+                        "role": "user",
+                        "speaker": "Kenji",
+                        "content": LATER[(number + turn) % len(LATER)],
+                        "created_at": f"2025-07-{day:02d}T09:00:00+00:00",
+                    },
+                    {"role": "assistant", "content": "Lovely.", "created_at": f"2025-07-{day:02d}T09:00:05+00:00"},
+                ]
             append_messages(NS, f"later-{step}-{number}", messages, close_turn=True, close_thread=op[2])
         elif op[0] == "derive":
             run_pending(NS)
@@ -121,9 +142,17 @@ def _apply(ops: list[tuple], ids: list[int], skip: set[int], step: int) -> None:
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batch=candidates, choices=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(
-    ["add", "ignore", "merge", "supersede", "conflict"]), st.integers(0, 4)), max_size=3),
-       project_first=st.booleans(), ops=later_ops)
+@given(
+    batch=candidates,
+    choices=st.lists(
+        st.tuples(
+            st.integers(0, 4), st.sampled_from(["add", "ignore", "merge", "supersede", "conflict"]), st.integers(0, 4)
+        ),
+        max_size=3,
+    ),
+    project_first=st.booleans(),
+    ops=later_ops,
+)
 def test_undo_equals_never_importing(template, tmp_path_factory, batch, choices, project_first, ops):
     path, ids = template
     _ids[:] = ids
@@ -133,8 +162,13 @@ def test_undo_equals_never_importing(template, tmp_path_factory, batch, choices,
         # B: import, commit, later writes, undo.
         copies.append(copy_of(path, work / "b.db"))
         open_store(copies[-1])
-        text = json.dumps({"schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-                           "candidates": [_candidate(kind, index) for kind, index in batch]})
+        text = json.dumps(
+            {
+                "schemaVersion": "stratagate.external-memory.v2",
+                "sourceType": "external_ai_memory_export",
+                "candidates": [_candidate(kind, index) for kind, index in batch],
+            }
+        )
         preview = preview_import(NS, text)
         allowed = set(ids[:IMPORTABLE])
         for position, action, pick in choices:

@@ -80,8 +80,9 @@ def alternating(session: int, user_turns: int, *, a: str = "Ann", b: str = "Bob"
     return out
 
 
-def locomo_sample(sample_id: str, sessions: dict[int, tuple[str, list[dict]]], *,
-                  a: str = "Ann", b: str = "Bob") -> dict:
+def locomo_sample(
+    sample_id: str, sessions: dict[int, tuple[str, list[dict]]], *, a: str = "Ann", b: str = "Bob"
+) -> dict:
     conv: dict = {"speaker_a": a, "speaker_b": b}
     for number, (date, turns) in sessions.items():
         conv[f"session_{number}_date_time"] = date
@@ -100,23 +101,37 @@ def write_json(path: Path, data, *, gz: bool = False) -> Path:
 
 
 def two_conversations() -> list[dict]:
-    conv_a = locomo_sample("conv-a", {
-        # keys deliberately out of order: session_10 must come after session_2
-        10: (DATE_10, [turn("Ann", "D10:1", "back again"), turn("Bob", "D10:2", "welcome back")]),
-        1: (DATE_1, [
-            turn("Ann", "D1:1", "Hi Bob, how are you?"),
-            turn("Bob", "D1:2", "Great! Look at this.", caption="a photo of a red bicycle"),
-            turn("Ann", "D1:3", "Nice bike."),
-        ]),
-        2: (DATE_2, [turn("Bob", "D2:1", "Morning!"), turn("Ann", "D2:2", "Morning, Bob.")]),
-    })
-    conv_b = locomo_sample("conv-b", {
-        1: ("9:00 am on 3 March, 2022", [
-            turn("Caroline", "D1:1", "I went hiking."),
-            turn("Melanie", "D1:2", "Where?"),
-            turn("Caroline", "D1:3", "Up the hill.", caption="a mountain trail"),
-        ]),
-    }, a="Caroline", b="Melanie")
+    conv_a = locomo_sample(
+        "conv-a",
+        {
+            # keys deliberately out of order: session_10 must come after session_2
+            10: (DATE_10, [turn("Ann", "D10:1", "back again"), turn("Bob", "D10:2", "welcome back")]),
+            1: (
+                DATE_1,
+                [
+                    turn("Ann", "D1:1", "Hi Bob, how are you?"),
+                    turn("Bob", "D1:2", "Great! Look at this.", caption="a photo of a red bicycle"),
+                    turn("Ann", "D1:3", "Nice bike."),
+                ],
+            ),
+            2: (DATE_2, [turn("Bob", "D2:1", "Morning!"), turn("Ann", "D2:2", "Morning, Bob.")]),
+        },
+    )
+    conv_b = locomo_sample(
+        "conv-b",
+        {
+            1: (
+                "9:00 am on 3 March, 2022",
+                [
+                    turn("Caroline", "D1:1", "I went hiking."),
+                    turn("Melanie", "D1:2", "Where?"),
+                    turn("Caroline", "D1:3", "Up the hill.", caption="a mountain trail"),
+                ],
+            ),
+        },
+        a="Caroline",
+        b="Melanie",
+    )
     return [conv_a, conv_b]
 
 
@@ -141,9 +156,13 @@ def test_locomo_one_namespace_and_thread_per_conversation(store, tmp_path):
     assert [m.external_id for m in a] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D10:1", "D10:2"]
     assert [m.position for m in a] == list(range(1, 8))
     assert [(m.role, m.speaker) for m in a] == [
-        ("user", "Ann"), ("assistant", "Bob"), ("user", "Ann"),
-        ("assistant", "Bob"), ("user", "Ann"),
-        ("user", "Ann"), ("assistant", "Bob"),
+        ("user", "Ann"),
+        ("assistant", "Bob"),
+        ("user", "Ann"),
+        ("assistant", "Bob"),
+        ("user", "Ann"),
+        ("user", "Ann"),
+        ("assistant", "Bob"),
     ]
     assert a[0].content == "Hi Bob, how are you?"
     assert a[1].content == "Great! Look at this. [image: a photo of a red bicycle]"
@@ -153,7 +172,9 @@ def test_locomo_one_namespace_and_thread_per_conversation(store, tmp_path):
 
     b = thread_messages("conv-b", "conv-b")
     assert [(m.role, m.speaker, m.external_id) for m in b] == [
-        ("user", "Caroline", "D1:1"), ("assistant", "Melanie", "D1:2"), ("user", "Caroline", "D1:3"),
+        ("user", "Caroline", "D1:1"),
+        ("assistant", "Melanie", "D1:2"),
+        ("user", "Caroline", "D1:3"),
     ]
     assert b[2].content == "Up the hill. [image: a mountain trail]"
     assert b[0].created_at == "2022-03-03T09:00:00+00:00"
@@ -209,10 +230,10 @@ def test_locomo_reingest_adds_nothing(store, tmp_path):
 @pytest.mark.parametrize(
     ("user_turns", "blocks"),
     [
-        (30, 3),   # sealed at the 13th and 25th user turn; the finished conversation seals the last 6
+        (30, 3),  # sealed at the 13th and 25th user turn; the finished conversation seals the last 6
         (24, 2),
         (12, 1),
-        (11, 1),   # a short finished conversation is still one block
+        (11, 1),  # a short finished conversation is still one block
         (13, 2),
     ],
 )
@@ -279,18 +300,42 @@ def test_locomo_limit_takes_the_first_conversations(store, tmp_path):
 @pytest.mark.parametrize(
     ("mutate", "needles"),
     [
-        (lambda data: data[1]["conversation"]["session_1"][1].pop("dia_id"), ["item 1 (conv-b)", "session_1[1]", "'dia_id'"]),
-        (lambda data: data[1]["conversation"]["session_1"][0].update(text=5), ["item 1 (conv-b)", "session_1[0]", "'text'", "int"]),
-        (lambda data: data[1]["conversation"]["session_1"][2].update(blip_caption=["x"]), ["item 1 (conv-b)", "session_1[2]", "'blip_caption'"]),
-        (lambda data: data[1]["conversation"].update(session_1_date_time="last Tuesday"), ["item 1 (conv-b)", "session_1_date_time", "'last Tuesday'"]),
-        (lambda data: data[1]["conversation"].update(session_1_date_time="1:56 pm on 31 February, 2023"), ["item 1 (conv-b)", "session_1_date_time"]),
+        (
+            lambda data: data[1]["conversation"]["session_1"][1].pop("dia_id"),
+            ["item 1 (conv-b)", "session_1[1]", "'dia_id'"],
+        ),
+        (
+            lambda data: data[1]["conversation"]["session_1"][0].update(text=5),
+            ["item 1 (conv-b)", "session_1[0]", "'text'", "int"],
+        ),
+        (
+            lambda data: data[1]["conversation"]["session_1"][2].update(blip_caption=["x"]),
+            ["item 1 (conv-b)", "session_1[2]", "'blip_caption'"],
+        ),
+        (
+            lambda data: data[1]["conversation"].update(session_1_date_time="last Tuesday"),
+            ["item 1 (conv-b)", "session_1_date_time", "'last Tuesday'"],
+        ),
+        (
+            lambda data: data[1]["conversation"].update(session_1_date_time="1:56 pm on 31 February, 2023"),
+            ["item 1 (conv-b)", "session_1_date_time"],
+        ),
         (lambda data: data[1]["conversation"].pop("session_1_date_time"), ["item 1 (conv-b)", "'session_1_date_time'"]),
         (lambda data: data[1]["conversation"].pop("speaker_a"), ["item 1 (conv-b)", "'speaker_a'"]),
         (lambda data: data[1].pop("sample_id"), ["item 1", "'sample_id'"]),
         (lambda data: data[1]["conversation"].update(session_1="oops"), ["item 1 (conv-b)", "'session_1'", "list"]),
     ],
-    ids=["no-dia_id", "text-int", "caption-list", "date-words", "date-impossible", "no-date", "no-speaker_a",
-         "no-sample_id", "session-not-list"],
+    ids=[
+        "no-dia_id",
+        "text-int",
+        "caption-list",
+        "date-words",
+        "date-impossible",
+        "no-date",
+        "no-speaker_a",
+        "no-sample_id",
+        "session-not-list",
+    ],
 )
 def test_locomo_invalid_unit_is_located_and_nothing_is_written(seeded, tmp_path, mutate, needles):
     data = two_conversations()
@@ -313,10 +358,14 @@ def test_locomo_invalid_unit_is_located_and_nothing_is_written(seeded, tmp_path,
 @pytest.mark.parametrize(
     ("mutate", "needles"),
     [
-        (lambda data: data[1]["conversation"]["session_1"][1].update(text=""),
-         ["item 1 (conv-b)", "session_1[1]", "content"]),
-        (lambda data: data[1]["conversation"]["session_1"][1].update(text="  \n "),
-         ["item 1 (conv-b)", "session_1[1]", "content"]),
+        (
+            lambda data: data[1]["conversation"]["session_1"][1].update(text=""),
+            ["item 1 (conv-b)", "session_1[1]", "content"],
+        ),
+        (
+            lambda data: data[1]["conversation"]["session_1"][1].update(text="  \n "),
+            ["item 1 (conv-b)", "session_1[1]", "content"],
+        ),
         (lambda data: data[1].update(sample_id="   "), ["item 1", "sample_id"]),
     ],
     ids=["empty-text", "blank-text", "blank-sample_id"],
@@ -401,13 +450,23 @@ def lme_turns(*pairs: str) -> list[dict]:
 
 def lme_data() -> list[dict]:
     return [
-        lme_item("q-1", [
-            ("sess_a", "2023/05/30 (Tue) 23:40", lme_turns("I adopted a cat.", "Congratulations!", "Her name is Mia.")),
-            ("sess_b", "2023/06/02 (Fri) 08:05", lme_turns("Any tips for sleep?", "Keep a schedule.")),
-        ]),
-        lme_item("q-2", [
-            ("sess_a", "2022/01/09 (Sun) 7:15", lme_turns("Different question, same session id.", "Ok.")),
-        ]),
+        lme_item(
+            "q-1",
+            [
+                (
+                    "sess_a",
+                    "2023/05/30 (Tue) 23:40",
+                    lme_turns("I adopted a cat.", "Congratulations!", "Her name is Mia."),
+                ),
+                ("sess_b", "2023/06/02 (Fri) 08:05", lme_turns("Any tips for sleep?", "Keep a schedule.")),
+            ],
+        ),
+        lme_item(
+            "q-2",
+            [
+                ("sess_a", "2022/01/09 (Sun) 7:15", lme_turns("Different question, same session id.", "Ok.")),
+            ],
+        ),
         lme_item("q-3", [("sess_z", "2021/12/31 (Fri) 00:00", lme_turns("Last one.", "Yes."))]),
     ]
 
@@ -477,7 +536,10 @@ def test_longmemeval_empty_turns_are_skipped_and_ids_keep_the_turn_index(store, 
     report = ingest("longmemeval", path)
 
     assert report.messages == 2
-    assert [(m.content, m.external_id) for m in thread_messages("q-1", "s")] == [("hello", "s:0"), ("still here", "s:2")]
+    assert [(m.content, m.external_id) for m in thread_messages("q-1", "s")] == [
+        ("hello", "s:0"),
+        ("still here", "s:2"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -515,12 +577,23 @@ def test_longmemeval_question_without_turns_is_not_reported_as_already_stored(st
 @pytest.mark.parametrize(
     ("mutate", "needles"),
     [
-        (lambda d: d[1]["haystack_dates"].append("2023/05/30 (Tue) 23:40"),
-         ["item 1 (q-2)", "haystack_dates", "differ in length", "(1, 2, 1)"]),
+        (
+            lambda d: d[1]["haystack_dates"].append("2023/05/30 (Tue) 23:40"),
+            ["item 1 (q-2)", "haystack_dates", "differ in length", "(1, 2, 1)"],
+        ),
         (lambda d: d[1]["haystack_sessions"].append([]), ["item 1 (q-2)", "differ in length", "(1, 1, 2)"]),
-        (lambda d: d[1]["haystack_dates"].__setitem__(0, "30 May 2023"), ["item 1 (q-2)", "session 0", "haystack_dates", "'30 May 2023'"]),
-        (lambda d: d[1]["haystack_sessions"][0][1].update(role="system"), ["item 1 (q-2)", "session 0 turn 1", "'role'"]),
-        (lambda d: d[1]["haystack_sessions"][0][0].update(content=None), ["item 1 (q-2)", "session 0 turn 0", "'content'"]),
+        (
+            lambda d: d[1]["haystack_dates"].__setitem__(0, "30 May 2023"),
+            ["item 1 (q-2)", "session 0", "haystack_dates", "'30 May 2023'"],
+        ),
+        (
+            lambda d: d[1]["haystack_sessions"][0][1].update(role="system"),
+            ["item 1 (q-2)", "session 0 turn 1", "'role'"],
+        ),
+        (
+            lambda d: d[1]["haystack_sessions"][0][0].update(content=None),
+            ["item 1 (q-2)", "session 0 turn 0", "'content'"],
+        ),
         (lambda d: d[1].pop("haystack_session_ids"), ["item 1 (q-2)", "'haystack_session_ids'"]),
     ],
     ids=["dates-longer", "sessions-longer", "bad-date", "bad-role", "content-null", "no-ids"],
@@ -556,8 +629,14 @@ def jl(thread: str, role: str, content, created_at: str = "2024-03-01T09:00:00",
 INTERLEAVED = [
     jl("alpha", "user", "a1", "2024-03-01T09:00:00", id="a-1", speaker="Dana"),
     jl("beta", "user", "b1", "2024-03-01T09:00:30+05:30", id="b-1"),
-    jl("alpha", "assistant", "a2", "2024-03-01T09:01:00", id="a-2",
-       tool_calls=[{"name": "search", "arguments": {"q": "cats"}, "result": {"hits": [1, 2]}}]),
+    jl(
+        "alpha",
+        "assistant",
+        "a2",
+        "2024-03-01T09:01:00",
+        id="a-2",
+        tool_calls=[{"name": "search", "arguments": {"q": "cats"}, "result": {"hits": [1, 2]}}],
+    ),
     jl("beta", "assistant", "b2", "2024-03-01T09:01:30Z", id="b-2"),
     jl("alpha", "user", "a3", "2024-03-01T09:02:00", id="a-3"),
     jl("beta", "user", "b3", "2024-03-01T09:02:30", id="b-3"),
@@ -575,7 +654,9 @@ def test_jsonl_interleaved_threads_keep_their_order_and_fields(store, tmp_path):
     alpha = thread_messages("default", "alpha")
     beta = thread_messages("default", "beta")
     assert [(m.position, m.role, m.content, m.external_id) for m in alpha] == [
-        (1, "user", "a1", "a-1"), (2, "assistant", "a2", "a-2"), (3, "user", "a3", "a-3"),
+        (1, "user", "a1", "a-1"),
+        (2, "assistant", "a2", "a-2"),
+        (3, "user", "a3", "a-3"),
     ]
     assert [m.content for m in beta] == ["b1", "b2", "b3"]
     assert alpha[0].speaker == "Dana" and alpha[1].speaker is None
@@ -653,10 +734,14 @@ def test_jsonl_lines_are_appended_in_chunks_as_if_one_by_one(store, tmp_path, mo
         monkeypatch.setattr(ingest_module, "APPEND_CHUNK", chunk)
         assert ingest("jsonl", path, namespace=namespace).messages == 80
         ns = Namespace.get(Namespace.name == namespace)
-        shapes[namespace] = ([(b.start_turn, b.end_turn, b.message_count) for b in
-                              Block.select().where(Block.namespace == ns).order_by(Block.sequence)],
-                             [m.content for m in thread_messages(namespace, "t")],
-                             IngestionReceipt.select().where(IngestionReceipt.namespace == ns).count())
+        shapes[namespace] = (
+            [
+                (b.start_turn, b.end_turn, b.message_count)
+                for b in Block.select().where(Block.namespace == ns).order_by(Block.sequence)
+            ],
+            [m.content for m in thread_messages(namespace, "t")],
+            IngestionReceipt.select().where(IngestionReceipt.namespace == ns).count(),
+        )
         assert ingest("jsonl", path, namespace=namespace).messages == 0
     assert shapes["small"] == shapes["whole"] and shapes["small"][2] == 80 and len(shapes["small"][0]) >= 2
 
@@ -717,8 +802,21 @@ def test_jsonl_same_id_with_changed_content_is_a_conflict_and_writes_nothing(sto
         ('{"thread": "t", "role": "user", "content": "hi"', [":2: not valid JSON"]),
         ("[1, 2]", [":2: expected a JSON object", "list"]),
     ],
-    ids=["content-int", "role-int", "role-unknown", "content-blank", "date-words", "date-int", "thread-empty",
-         "no-created_at", "speaker-int", "tool_calls-dict", "tool_call-nameless", "broken-json", "not-object"],
+    ids=[
+        "content-int",
+        "role-int",
+        "role-unknown",
+        "content-blank",
+        "date-words",
+        "date-int",
+        "thread-empty",
+        "no-created_at",
+        "speaker-int",
+        "tool_calls-dict",
+        "tool_call-nameless",
+        "broken-json",
+        "not-object",
+    ],
 )
 def test_jsonl_invalid_line_is_located_and_nothing_is_written(seeded, tmp_path, bad, needles):
     path = write_jsonl(tmp_path / "bad.jsonl", [jl("t", "user", "fine"), bad, jl("t", "assistant", "also fine")])
@@ -745,7 +843,9 @@ def test_jsonl_blank_lines_are_skipped_but_line_numbers_stay_true(store, tmp_pat
 def test_jsonl_that_is_not_utf8_is_refused_and_nothing_is_written(store, tmp_path):
     path = tmp_path / "latin1.jsonl"
     good = json.dumps(jl("t", "user", "fine line")).encode()
-    path.write_bytes(good + b"\n" + json.dumps(jl("t", "user", "caf\u00e9")).encode().replace(b"\\u00e9", b"\xe9") + b"\n")
+    path.write_bytes(
+        good + b"\n" + json.dumps(jl("t", "user", "caf\u00e9")).encode().replace(b"\\u00e9", b"\xe9") + b"\n"
+    )
     with pytest.raises(InvalidInputError, match="not UTF-8"):
         ingest("jsonl", path)
     assert Message.select().count() == 0
@@ -812,18 +912,29 @@ def test_unknown_format_and_missing_file(store, tmp_path):
 def test_report_is_a_plain_dataclass():
     report = IngestReport(format="jsonl", path="x")
     assert dataclasses.asdict(report) == {
-        "format": "jsonl", "path": "x", "units": 0, "units_skipped": 0, "units_empty": 0, "messages": 0,
-        "blocks_sealed": 0, "namespaces": [],
+        "format": "jsonl",
+        "path": "x",
+        "units": 0,
+        "units_skipped": 0,
+        "units_empty": 0,
+        "messages": 0,
+        "blocks_sealed": 0,
+        "namespaces": [],
     }
 
 
 def test_longmemeval_session_shown_twice_gets_two_threads(store, tmp_path):
     turns = lme_turns("I moved to Denver.", "Nice city!")
-    data = [lme_item("q-dup", [
-        ("sess_a", "2023/05/01 (Mon) 10:00", turns),
-        ("sess_b", "2023/05/02 (Tue) 10:00", lme_turns("Other talk.", "Sure.")),
-        ("sess_a", "2023/05/09 (Tue) 10:00", turns),
-    ])]
+    data = [
+        lme_item(
+            "q-dup",
+            [
+                ("sess_a", "2023/05/01 (Mon) 10:00", turns),
+                ("sess_b", "2023/05/02 (Tue) 10:00", lme_turns("Other talk.", "Sure.")),
+                ("sess_a", "2023/05/09 (Tue) 10:00", turns),
+            ],
+        )
+    ]
     path = write_json(tmp_path / "lme.json", data)
     report = ingest("longmemeval", path)
     assert report.messages == 6
@@ -848,8 +959,15 @@ def test_bulk_ingest_leaves_the_search_segment_saved(store, tmp_path, monkeypatc
     ingest("jsonl", write_jsonl(tmp_path / "small.jsonl", small), namespace="small")
     folder = segment.saved_folder()
     assert not folder.exists() or not list(folder.glob("message-*.json"))
-    rows = [jl(f"t{i % 3}", "user" if i % 2 else "assistant", f"turn {i}: the kubernetes rollback plan step {i}",
-               id=f"b-{i}") for i in range(60)]
+    rows = [
+        jl(
+            f"t{i % 3}",
+            "user" if i % 2 else "assistant",
+            f"turn {i}: the kubernetes rollback plan step {i}",
+            id=f"b-{i}",
+        )
+        for i in range(60)
+    ]
     report = ingest("jsonl", write_jsonl(tmp_path / "bulk.jsonl", rows), namespace="bulk")
     assert report.messages == 60
     assert list(folder.glob("message-*.json"))  # saved beside the database
@@ -871,14 +989,14 @@ def test_a_derivation_pass_keeps_the_message_segment_current(store, monkeypatch)
 
     monkeypatch.setattr(segment, "MERGE_MIN", 10)  # a segment this small is saved too
     segment.forget_views()
-    append_messages("api", "t", [{"role": "user", "content": f"kubernetes rollback step {i} of the plan"}
-                                 for i in range(24)])
+    append_messages(
+        "api", "t", [{"role": "user", "content": f"kubernetes rollback step {i} of the plan"} for i in range(24)]
+    )
     folder = segment.saved_folder()
     assert not folder.exists() or not list(folder.glob("message-*.json"))
     run_pending("api", provider="offline")
     assert list(folder.glob("message-*.json"))
-    append_messages("api", "t", [{"role": "user", "content": f"redis failover drill {i} tonight"}
-                                 for i in range(24)])
+    append_messages("api", "t", [{"role": "user", "content": f"redis failover drill {i} tonight"} for i in range(24)])
     built = []
     monkeypatch.setattr(segment, "build_view", lambda *a, **k: built.append(a) or pytest.fail("rebuilt"))
     run_pending("api", provider="offline")  # the second pass reads only the new postings
@@ -950,8 +1068,10 @@ def test_a_long_jsonl_ingest_commits_in_chunks_so_a_capture_beside_it_never_wait
     from core.services.capture import append_turn
 
     monkeypatch.setattr(ingest_module, "APPEND_CHUNK", 5)
-    rows = [jl("bulk", "user" if i % 2 == 0 else "assistant", f"line {i}", f"2024-03-01T09:{i:02d}:00", id=f"x-{i}")
-            for i in range(23)]
+    rows = [
+        jl("bulk", "user" if i % 2 == 0 else "assistant", f"line {i}", f"2024-03-01T09:{i:02d}:00", id=f"x-{i}")
+        for i in range(23)
+    ]
     path = write_jsonl(tmp_path / "bulk.jsonl", rows)
     commits = []
     original = ingest_module._line_receipts

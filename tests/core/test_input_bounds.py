@@ -32,8 +32,12 @@ def _lookups():
         "graph node": [node_view],
         "job": [get_job, retry],
         "trace": [get_trace],
-        "import batch": [import_batches.get_batch, import_undo.undo_batch, import_commit.commit_batch,
-                         lambda i: import_choices.decide(i, 1, "add")],
+        "import batch": [
+            import_batches.get_batch,
+            import_undo.undo_batch,
+            import_commit.commit_batch,
+            lambda i: import_choices.decide(i, 1, "add"),
+        ],
         "retrieval batch": [gate.get_batch],
     }
 
@@ -85,9 +89,14 @@ def test_limits_are_held_in_range_the_same_way_everywhere(demo):
     from core.services.traces import list_traces
 
     preview_import("demo", "Maya likes green tea.", format="text")
-    listings = {"events": lambda n: list_events("demo", limit=n), "jobs": lambda n: list_jobs("demo", limit=n),
-                "graph": lambda n: list_nodes("demo", limit=n), "blocks": lambda n: list_blocks("demo", limit=n),
-                "imports": lambda n: list_batches("demo", limit=n), "traces": lambda n: list_traces(limit=n)}
+    listings = {
+        "events": lambda n: list_events("demo", limit=n),
+        "jobs": lambda n: list_jobs("demo", limit=n),
+        "graph": lambda n: list_nodes("demo", limit=n),
+        "blocks": lambda n: list_blocks("demo", limit=n),
+        "imports": lambda n: list_batches("demo", limit=n),
+        "traces": lambda n: list_traces(limit=n),
+    }
     from core.agent_tools import MemoryTools
 
     MemoryTools("demo").call("search_events", {"query": "Maya"})  # a trace to list

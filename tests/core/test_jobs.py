@@ -184,8 +184,9 @@ def _claiming_child(db_url: str, mode: str):
     import subprocess
     import sys
 
-    child = subprocess.Popen([sys.executable, "-c", _CLAIM_IN_CHILD, db_url, mode], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CLAIM_IN_CHILD, db_url, mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     job_id = int(child.stdout.readline())
     return child, job_id
 
@@ -288,10 +289,15 @@ def test_invalid_summary_output_fails_the_job_not_the_store(store, clock):
 
 
 def test_summary_validation_clamps():
-    summary = BlockSummary.validated({
-        "title": "t" * 300, "summary": "s" * 5000, "tags": [f"tag{i}" for i in range(30)],
-        "keypoints": [f"p{i}" for i in range(40)], "should_extract": False,
-    })
+    summary = BlockSummary.validated(
+        {
+            "title": "t" * 300,
+            "summary": "s" * 5000,
+            "tags": [f"tag{i}" for i in range(30)],
+            "keypoints": [f"p{i}" for i in range(40)],
+            "should_extract": False,
+        }
+    )
     assert len(summary.title) == 120 and len(summary.summary) == 2000
     assert len(summary.tags) == 12 and len(summary.keypoints) == 20
     with pytest.raises(Exception):

@@ -29,9 +29,32 @@ from core.layers import (
 from core.tokens import estimate_tokens
 
 FILLERS = [
-    "ok", "okay", "got it", "thanks", "thank you", "yes", "correct", "sure",
-    "好", "好的", "嗯", "嗯嗯", "明白", "收到", "谢谢", "感谢", "辛苦了", "是", "是的",
-    "对", "对的", "没错", "可以", "行", "同意", "就这样",
+    "ok",
+    "okay",
+    "got it",
+    "thanks",
+    "thank you",
+    "yes",
+    "correct",
+    "sure",
+    "好",
+    "好的",
+    "嗯",
+    "嗯嗯",
+    "明白",
+    "收到",
+    "谢谢",
+    "感谢",
+    "辛苦了",
+    "是",
+    "是的",
+    "对",
+    "对的",
+    "没错",
+    "可以",
+    "行",
+    "同意",
+    "就这样",
 ]
 
 LONG_PASTE = (
@@ -40,10 +63,7 @@ LONG_PASTE = (
 )
 
 LONG_FENCE = (
-    "```python\n"
-    "for index, row in enumerate(rows):\n"
-    "    print(index, row['name'], row['value'], sep=' | ')\n"
-    "```"
+    "```python\nfor index, row in enumerate(rows):\n    print(index, row['name'], row['value'], sep=' | ')\n```"
 )
 
 
@@ -150,9 +170,7 @@ def test_detect_tool_json_rejects_non_tool_text(text):
 
 
 def test_detect_tool_json_summary_prefers_result_then_content():
-    with_result = detect_tool_json(
-        '{"name": "s", "arguments": {}, "result": {"hits": [1, 2]}, "content": "ignored"}'
-    )
+    with_result = detect_tool_json('{"name": "s", "arguments": {}, "result": {"hits": [1, 2]}, "content": "ignored"}')
     with_content = detect_tool_json('{"name": "s", "arguments": {}, "content": "done"}')
     assert with_result.line == "Tool call: s (hits: 2)"
     assert with_content.line == "Tool call: s (done)"
@@ -180,9 +198,7 @@ def test_l5_is_raw_and_includes_system_and_traces():
         MessageIn("user", "  hi  ", speaker="Ann"),
         MessageIn("assistant", "looking", tool_calls=(trace,)),
     ]
-    expected_trace = json.dumps(
-        trace.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    expected_trace = json.dumps(trace.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert render_l5(messages) == (
         "system: You are a memory agent.\n\n"
         "user (Ann):   hi  \n\n"
@@ -202,17 +218,14 @@ def test_l4_labels_trims_and_skips_system():
         MessageIn("assistant", "In /etc.", speaker="Strata"),
         MessageIn("tool", "plain tool output text"),
     ]
-    assert render_l4(messages) == (
-        "User: Where is the config?\n\nStrata: In /etc.\n\nTool: plain tool output text"
-    )
+    assert render_l4(messages) == ("User: Where is the config?\n\nStrata: In /etc.\n\nTool: plain tool output text")
 
 
 def test_l4_replaces_tool_json_and_summarises_traces():
     messages = [
         MessageIn(
             "tool",
-            '{"name": "grep", "arguments": {"pattern": "hidden-pattern"}, '
-            '"result": {"matches": [1, 2, 3]}}',
+            '{"name": "grep", "arguments": {"pattern": "hidden-pattern"}, "result": {"matches": [1, 2, 3]}}',
         ),
         assistant(
             "Found them, now I will open the first file to confirm the details.",
@@ -340,8 +353,10 @@ def test_code_like_paragraph_detection(paragraph, expected):
 
 def test_l3_tool_json_message_is_one_summary_line():
     payload = json.dumps(
-        {"tool_calls": [{"function": {"name": "fetch", "arguments": '{"url": "https://x"}'}}],
-         "content": "page fetched"}
+        {
+            "tool_calls": [{"function": {"name": "fetch", "arguments": '{"url": "https://x"}'}}],
+            "content": "page fetched",
+        }
     )
     assert condensed([assistant(payload)]) == "Assistant: Tool call: fetch (page fetched)"
 
@@ -393,10 +408,24 @@ def test_l3_guard_falls_back_to_l4_when_larger():
 
 def test_layers_accept_raw_messages():
     raw = [
-        RawMessage(id=1, role="user", content="ok\nRename the table", created_at="2024-05-01T10:00:00+02:00",
-                   thread="t", position=1, turn=1),
-        RawMessage(id=2, role="assistant", content="Done.", created_at="2024-05-01T10:00:00+02:00",
-                   thread="t", position=2, turn=1),
+        RawMessage(
+            id=1,
+            role="user",
+            content="ok\nRename the table",
+            created_at="2024-05-01T10:00:00+02:00",
+            thread="t",
+            position=1,
+            turn=1,
+        ),
+        RawMessage(
+            id=2,
+            role="assistant",
+            content="Done.",
+            created_at="2024-05-01T10:00:00+02:00",
+            thread="t",
+            position=2,
+            turn=1,
+        ),
     ]
     assert render_l3(raw) == "User: Rename the table\n\nAssistant: Done."
 
@@ -405,10 +434,23 @@ def test_layers_accept_raw_messages():
 
 _TEXT_PIECES = st.sampled_from(
     [
-        "ok", "好的。", "Thanks!", "收到", "Please check the logs", "明天上线新版本。",
-        LONG_PASTE, LONG_FENCE, "```\nx\n```", "const a = 1;\nlet b = a;",
-        '{"name": "s", "arguments": {"q": 1}}', '{"tool":"t"}', '{"tool_calls": [{"name": "x"',
-        "", "   ", "line one\nline two", "why? because!",
+        "ok",
+        "好的。",
+        "Thanks!",
+        "收到",
+        "Please check the logs",
+        "明天上线新版本。",
+        LONG_PASTE,
+        LONG_FENCE,
+        "```\nx\n```",
+        "const a = 1;\nlet b = a;",
+        '{"name": "s", "arguments": {"q": 1}}',
+        '{"tool":"t"}',
+        '{"tool_calls": [{"name": "x"',
+        "",
+        "   ",
+        "line one\nline two",
+        "why? because!",
     ]
 )
 _TRACES = st.builds(
@@ -465,13 +507,35 @@ def test_derivation_view_compacts_tool_payloads_and_long_code():
     long_code = "```python\n" + "x = 1\n" * 200 + "```"
     big_result = json.dumps({"rows": list(range(500))})
     messages = [
-        RawMessage(id=7, role="user", content=f"Run this:\n{long_code}", created_at="2024-01-01T00:00:00+00:00",
-                   thread="t", position=1, turn=1, speaker="Ann"),
-        RawMessage(id=8, role="assistant", content="Running.", created_at="2024-01-01T00:00:01+00:00",
-                   thread="t", position=2, turn=1,
-                   tool_calls=(ToolTrace("exec", {"code": "x = 1" * 100}, big_result),)),
-        RawMessage(id=9, role="tool", content=big_result, created_at="2024-01-01T00:00:02+00:00",
-                   thread="t", position=3, turn=1),
+        RawMessage(
+            id=7,
+            role="user",
+            content=f"Run this:\n{long_code}",
+            created_at="2024-01-01T00:00:00+00:00",
+            thread="t",
+            position=1,
+            turn=1,
+            speaker="Ann",
+        ),
+        RawMessage(
+            id=8,
+            role="assistant",
+            content="Running.",
+            created_at="2024-01-01T00:00:01+00:00",
+            thread="t",
+            position=2,
+            turn=1,
+            tool_calls=(ToolTrace("exec", {"code": "x = 1" * 100}, big_result),),
+        ),
+        RawMessage(
+            id=9,
+            role="tool",
+            content=big_result,
+            created_at="2024-01-01T00:00:02+00:00",
+            thread="t",
+            position=3,
+            turn=1,
+        ),
     ]
     view = derivation_view(messages, max_tool_chars=100)
     assert [row["id"] for row in view] == [7, 8, 9]
@@ -487,6 +551,5 @@ def test_derivation_view_compacts_tool_payloads_and_long_code():
 def test_derivation_view_keeps_short_content_and_tolerates_missing_ids():
     view = derivation_view([user("Remember that I prefer tea")])
     assert view == [
-        {"id": None, "role": "user", "speaker": None, "created_at": None,
-         "text": "Remember that I prefer tea"}
+        {"id": None, "role": "user", "speaker": None, "created_at": None, "text": "Remember that I prefer tea"}
     ]

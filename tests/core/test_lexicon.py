@@ -30,15 +30,20 @@ def test_file_order_and_phrases_are_kept():
 
 def test_comments_and_blank_lines_are_skipped():
     assert lexicon.parse("x.txt", "# a comment\n\n  one  \ntwo words\n   # indented comment\n".encode()) == (
-        "one", "two words")
+        "one",
+        "two words",
+    )
 
 
-@pytest.mark.parametrize("data, line", [
-    (b"one\ntwo  words\n", 2),        # a double space
-    (b"one\n\ntwo\tthree\n", 3),      # a tab
-    (b"C# # the language\n", 1),      # a comment after an entry
-    (b"ok\n\xff\xfe\n", 2),           # not UTF-8
-])
+@pytest.mark.parametrize(
+    "data, line",
+    [
+        (b"one\ntwo  words\n", 2),  # a double space
+        (b"one\n\ntwo\tthree\n", 3),  # a tab
+        (b"C# # the language\n", 1),  # a comment after an entry
+        (b"ok\n\xff\xfe\n", 2),  # not UTF-8
+    ],
+)
 def test_a_malformed_file_names_its_line(data, line):
     with pytest.raises(lexicon.LexiconError, match=rf"^x\.txt line {line}: "):
         lexicon.parse("x.txt", data)

@@ -91,9 +91,17 @@ async def _session_run(command: list[str]) -> dict:
         bad = await session.call_tool("search_events", {"query": "x", "limit": 99})
         seen["bad"] = (bad.is_error, _payload(bad))
 
-        judged = await session.call_tool("assess", {
-            "batch_id": batch, "verdict": "sufficient", "evidence_refs": [ref, "event:99999"],
-            "fit": "states the database decision", "missing": "", "next_strategy": "answer"})
+        judged = await session.call_tool(
+            "assess",
+            {
+                "batch_id": batch,
+                "verdict": "sufficient",
+                "evidence_refs": [ref, "event:99999"],
+                "fit": "states the database decision",
+                "missing": "",
+                "next_strategy": "answer",
+            },
+        )
         seen["assess"] = (judged.is_error, _payload(judged))
 
         used = await session.call_tool("record_use", {"batch_id": batch, "evidence_refs": [ref]})
@@ -167,8 +175,18 @@ def test_a_server_on_a_new_namespace_works_once_a_turn_is_captured(store, db_url
     """`strata mcp --namespace new-project` on an empty store: reads are refused (not_found) without
     creating the namespace, so a mistyped name leaves nothing behind; capturing creates it, and the
     running server then serves it."""
-    command = [sys.executable, "-m", "workbench", "mcp", "--db", db_url, "--namespace", "new-project",
-               "--session", "s1"]
+    command = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "mcp",
+        "--db",
+        db_url,
+        "--namespace",
+        "new-project",
+        "--session",
+        "s1",
+    ]
     seen = anyio.run(_fresh_namespace_run, command)
     is_error, early = seen["early"]
     assert is_error and early["error"]["code"] == "not_found" and "new-project" in early["error"]["message"]
@@ -188,8 +206,9 @@ def test_strata_mcp_subcommand_parses_and_hands_over(monkeypatch):
     agent.register(sub, _common())
 
     calls = []
-    monkeypatch.setattr("core.mcp_server.run_stdio", lambda db, namespace, session: calls.append(
-        (db, namespace, session)) or 0)
+    monkeypatch.setattr(
+        "core.mcp_server.run_stdio", lambda db, namespace, session: calls.append((db, namespace, session)) or 0
+    )
     args = parser.parse_args(["mcp", "--db", "sqlite:///x.db", "--namespace", "ns", "--session", "s"])
     assert args.handler(args) == 0
     args = parser.parse_args(["mcp"])
@@ -212,7 +231,11 @@ def test_server_logs_to_stderr_only(db_url, tmp_path):
 
     proc = subprocess.run(
         [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
-        cwd=ROOT, input="", capture_output=True, text=True, timeout=30,
+        cwd=ROOT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
@@ -220,20 +243,32 @@ def test_server_logs_to_stderr_only(db_url, tmp_path):
     assert "namespace 'ns' does not exist yet" in proc.stderr  # said where whoever set it up looks
 
 
-
 def test_malformed_messages_get_a_json_rpc_error_and_the_server_keeps_serving(store, db_url):
     import json as jsonlib
     import subprocess
 
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    lines = [jsonlib.dumps(init), jsonlib.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-             "{not json", "42", jsonlib.dumps({"jsonrpc": "2.0", "id": 2}),
-             jsonlib.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": ["search_raw"]}),
-             jsonlib.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    lines = [
+        jsonlib.dumps(init),
+        jsonlib.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "{not json",
+        "42",
+        jsonlib.dumps({"jsonrpc": "2.0", "id": 2}),
+        jsonlib.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": ["search_raw"]}),
+        jsonlib.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         proc.stdin.write("\n".join(lines) + "\n")
@@ -294,8 +329,10 @@ def test_in_process_client_sees_errors_as_results_and_the_server_survives(store,
 
 
 def _call_line(request_id, arguments: bytes) -> bytes:
-    return (b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search_raw","arguments":%s}}'
-            % (json.dumps(request_id).encode(), arguments))
+    return b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"search_raw","arguments":%s}}' % (
+        json.dumps(request_id).encode(),
+        arguments,
+    )
 
 
 def test_every_bad_request_whose_id_can_be_read_is_answered_under_its_id(store, db_url):
@@ -308,8 +345,12 @@ def test_every_bad_request_whose_id_can_be_read_is_answered_under_its_id(store, 
     from core.models import RetrievalBatch
 
     _seed()
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     bad = {
         11: _call_line(11, b'{"query":"Porto\xff"}'),
         12: _call_line(12, b'{"query":"Porto\\ud800"}'),
@@ -323,12 +364,19 @@ def test_every_bad_request_whose_id_can_be_read_is_answered_under_its_id(store, 
         "s-20": _call_line("s-20", b'{"query":"a\xc3"}'),
         21: b'{"jsonrpc":"2.0","id":21,"method":"tools/\xfflist"}',
     }
-    lines = [json.dumps(init).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}', *bad.values(),
-             b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}',
-             b'{"jsonrpc":"2.0","id":99,"method":"tools/list"}']
+    lines = [
+        json.dumps(init).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        *bad.values(),
+        b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":99,"method":"tools/list"}',
+    ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         proc.stdin.write(b"\n".join(lines) + b"\n")
@@ -363,12 +411,27 @@ def test_a_request_id_escaping_a_lone_surrogate_is_answered_under_null_and_the_s
 
     line = '{"jsonrpc": "2.0", "id": "r1\\udfff", "method": "tools/call", "params": {"name": "search_raw"}}'
     assert check_line(line.encode())[1][2] is None and scan_id(line[:40]) is None
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), line,
-             line[:40], json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
-    proc = subprocess.Popen([sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"], cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    lines = [
+        json.dumps(init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        line,
+        line[:40],
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.mcp_server", "--db", db_url, "--namespace", "ns"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdin.write("\n".join(lines) + "\n")
     proc.stdin.flush()
     replies = []

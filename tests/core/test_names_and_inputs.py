@@ -17,19 +17,36 @@ from core.services.capture import append_turn
 from core.services.spaces import get_namespace, validate_name
 
 
-@pytest.mark.parametrize("given, stored", [
-    (" me", "me"), ("me\t", "me"), ("\u3000me\n", "me"),
-    (unicodedata.normalize("NFD", "café"), "café"), ("a b", "a b"), ("👩\u200d💻", "👩\u200d💻"),
-])
+@pytest.mark.parametrize(
+    "given, stored",
+    [
+        (" me", "me"),
+        ("me\t", "me"),
+        ("\u3000me\n", "me"),
+        (unicodedata.normalize("NFD", "café"), "café"),
+        ("a b", "a b"),
+        ("👩\u200d💻", "👩\u200d💻"),
+    ],
+)
 def test_a_name_is_stripped_and_nfc(given, stored):
     assert validate_name(given) == stored
 
 
-@pytest.mark.parametrize("given, words", [
-    ("", "cannot be empty"), (" \t", "cannot be empty"), ("a\x00b", "control character"),
-    ("a\nb", "control character"), ("a\x1bb", "control character"), ("a\u2028b", "control character"),
-    ("a\udcffb", "not valid UTF-8"), ("\ud800", "not valid UTF-8"), ("n" * 256, "longer than 255"), (3, "string"),
-])
+@pytest.mark.parametrize(
+    "given, words",
+    [
+        ("", "cannot be empty"),
+        (" \t", "cannot be empty"),
+        ("a\x00b", "control character"),
+        ("a\nb", "control character"),
+        ("a\x1bb", "control character"),
+        ("a\u2028b", "control character"),
+        ("a\udcffb", "not valid UTF-8"),
+        ("\ud800", "not valid UTF-8"),
+        ("n" * 256, "longer than 255"),
+        (3, "string"),
+    ],
+)
 def test_a_bad_name_is_refused_with_what_is_wrong(given, words):
     with pytest.raises(InvalidInputError, match=words):
         validate_name(given)
@@ -46,8 +63,10 @@ def test_a_namespace_made_as_one_spelling_is_found_by_another(store):
 
 def test_an_ingest_into_a_padded_namespace_is_looked_up_under_its_stored_name(store, tmp_path):
     path = tmp_path / "chat.jsonl"
-    lines = [{"thread": " t1", "role": "user", "content": "hello", "created_at": "2024-01-01T10:00:00Z"},
-             {"thread": "t1", "role": "assistant", "content": "hi", "created_at": "2024-01-01T10:00:01Z"}]
+    lines = [
+        {"thread": " t1", "role": "user", "content": "hello", "created_at": "2024-01-01T10:00:00Z"},
+        {"thread": "t1", "role": "assistant", "content": "hi", "created_at": "2024-01-01T10:00:01Z"},
+    ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     report = ingest("jsonl", path, namespace=" me")
     assert report.namespaces == ["me"] and report.messages == 2
@@ -56,11 +75,18 @@ def test_an_ingest_into_a_padded_namespace_is_looked_up_under_its_stored_name(st
 
 
 def test_a_locomo_conversation_named_with_padding_lands_under_its_stored_name(store, tmp_path):
-    sample = {"sample_id": " conv-1 ", "conversation": {
-        "speaker_a": "Ana", "speaker_b": "Ben",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "We moved to Porto."},
-                      {"speaker": "Ben", "dia_id": "D1:2", "text": "Nice!"}]}}
+    sample = {
+        "sample_id": " conv-1 ",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "We moved to Porto."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Nice!"},
+            ],
+        },
+    }
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps([sample]), encoding="utf-8")
     report = ingest("locomo", path)
@@ -100,10 +126,13 @@ def test_nesting_up_to_the_limit_is_not_refused_for_its_depth(tools):
     assert "deeper than" not in result["error"]["message"]  # refused as no string, not for depth
 
 
-@pytest.mark.parametrize("arguments, field", [
-    ({"query": "Postgre\udcffSQL"}, "query"),
-    ({"query": "x", "participants": ["Ana\ud800"]}, "participants"),
-])
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        ({"query": "Postgre\udcffSQL"}, "query"),
+        ({"query": "x", "participants": ["Ana\ud800"]}, "participants"),
+    ],
+)
 def test_call_safe_refuses_text_that_is_not_utf8_and_writes_nothing(tools, arguments, field):
     result = tools.call_safe("search_events", arguments)
     assert result["error"]["code"] == "invalid_arguments" and result["error"]["field"] == field
@@ -154,9 +183,14 @@ def test_a_nul_character_is_refused_at_every_door_and_nothing_is_written(store, 
     with pytest.raises(InvalidInputError, match="speaker: a NUL character"):
         append_turn("ns", "t", {"role": "user", "content": "hi", "speaker": "A\x00"}, "ok")
     lines = tmp_path / "nul.jsonl"
-    lines.write_text("\n".join(json.dumps({"thread": thread, "role": "user", "content": content,
-                                           "created_at": "2024-03-01T10:00:00Z"})
-                               for thread, content in (("a", "tea"), ("b", "x\x00y"))) + "\n", encoding="utf-8")
+    lines.write_text(
+        "\n".join(
+            json.dumps({"thread": thread, "role": "user", "content": content, "created_at": "2024-03-01T10:00:00Z"})
+            for thread, content in (("a", "tea"), ("b", "x\x00y"))
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(InvalidInputError, match=r"nul.jsonl:2: content: a NUL character"):
         ingest("jsonl", lines, namespace="ns")
     assert Message.select().count() == before  # thread "a" before it is not stored either

@@ -51,9 +51,7 @@ GOOD_EXTRACTION = {
 }
 GOOD_GRAPH = {
     "reason": "one project",
-    "nodes": [
-        {"ref": "n1", "name": "Strata", "type": "project", "source_event_ids": [7], "provenance": {"name": [7]}}
-    ],
+    "nodes": [{"ref": "n1", "name": "Strata", "type": "project", "source_event_ids": [7], "provenance": {"name": [7]}}],
     "edges": [],
 }
 
@@ -72,8 +70,9 @@ def _no_llm_env(monkeypatch):
 def make(llm: FakeLLM, **kw: Any) -> OpenAICompatProvider:
     kw.setdefault("retry_delay", 0)
     kw.setdefault("timeout", 5)
-    return OpenAICompatProvider(base_url=kw.pop("base_url", llm.url), model=kw.pop("model", "test-model"),
-                                api_key=KEY, **kw)
+    return OpenAICompatProvider(
+        base_url=kw.pop("base_url", llm.url), model=kw.pop("model", "test-model"), api_key=KEY, **kw
+    )
 
 
 MESSAGES = [

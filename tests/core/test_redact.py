@@ -25,10 +25,14 @@ DEEPSEEK = "sk-" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 ANTHROPIC = "sk-ant-api03-" + "Qm9yZ2VkIGtleSBmb3IgdGVzdHMgb25seQ" + "-x1Y2z3AA"
 AWS_ID = "AKIAZ7Q4EXAMPLE2K9QF"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
-JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
-       ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
-PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
-       "QyNTUxOQAAACDgCvQ2kFakeKeyMaterialForTestsOnly0000000000000000000000\n-----END OPENSSH PRIVATE KEY-----")
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACDgCvQ2kFakeKeyMaterialForTestsOnly0000000000000000000000\n-----END OPENSSH PRIVATE KEY-----"
+)
 VISA = "4111 1111 1111 1111"
 
 
@@ -76,22 +80,25 @@ def test_jwts():
     assert "eyJ" not in out and "SflKxw" not in out
 
 
-@pytest.mark.parametrize("text,secret,kind", [
-    ("password=hunter2", "hunter2", "password"),
-    ("DB_PASSWORD = 'tr0ub4dor&3'", "tr0ub4dor&3", "password"),
-    ("passwd: s3cr3t!", "s3cr3t!", "password"),
-    ("Password: correcthorsebatterystaple", "correcthorsebatterystaple", "password"),
-    ('{"password": "correct horse battery", "user": "ana"}', "correct horse battery", "password"),
-    ("api_key=AbCdEf123456", "AbCdEf123456", "api-key"),
-    ("apikey: 'k9-3j4h5g6f'", "k9-3j4h5g6f", "api-key"),
-    ("x-api-key: 7b1f0c2e9d", "7b1f0c2e9d", "api-key"),
-    ("secret=swordfish", "swordfish", "secret"),
-    ("client_secret: 'oauth-Cl1ent'", "oauth-Cl1ent", "secret"),
-    ("token=tok_1234abcd", "tok_1234abcd", "token"),
-    ("refresh_token: 1//0gLx-abc", "1//0gLx-abc", "token"),
-    ('"access_token" => "ya29.a0AfH6SM"', "ya29.a0AfH6SM", "token"),
-    ("https://api.example.com/v1?token=abc123xyz&page=2", "abc123xyz", "token"),
-])
+@pytest.mark.parametrize(
+    "text,secret,kind",
+    [
+        ("password=hunter2", "hunter2", "password"),
+        ("DB_PASSWORD = 'tr0ub4dor&3'", "tr0ub4dor&3", "password"),
+        ("passwd: s3cr3t!", "s3cr3t!", "password"),
+        ("Password: correcthorsebatterystaple", "correcthorsebatterystaple", "password"),
+        ('{"password": "correct horse battery", "user": "ana"}', "correct horse battery", "password"),
+        ("api_key=AbCdEf123456", "AbCdEf123456", "api-key"),
+        ("apikey: 'k9-3j4h5g6f'", "k9-3j4h5g6f", "api-key"),
+        ("x-api-key: 7b1f0c2e9d", "7b1f0c2e9d", "api-key"),
+        ("secret=swordfish", "swordfish", "secret"),
+        ("client_secret: 'oauth-Cl1ent'", "oauth-Cl1ent", "secret"),
+        ("token=tok_1234abcd", "tok_1234abcd", "token"),
+        ("refresh_token: 1//0gLx-abc", "1//0gLx-abc", "token"),
+        ('"access_token" => "ya29.a0AfH6SM"', "ya29.a0AfH6SM", "token"),
+        ("https://api.example.com/v1?token=abc123xyz&page=2", "abc123xyz", "token"),
+    ],
+)
 def test_key_value_secrets(text, secret, kind):
     out = masked(text, secret, kind)
     assert out.count(marker(kind)) == 1
@@ -100,8 +107,10 @@ def test_key_value_secrets(text, secret, kind):
 def test_a_value_is_masked_whole():
     """No tail of a value is left over: '&' belongs to a password, and ends a value only in a URL's query."""
     assert redact_text("password=Tr0ub4dor&3 it is") == f"password={marker('password')} it is"
-    assert redact_text("/login?user=ana&password=pw9&next=/home") == \
-        f"/login?user=ana&password={marker('password')}&next=/home"
+    assert (
+        redact_text("/login?user=ana&password=pw9&next=/home")
+        == f"/login?user=ana&password={marker('password')}&next=/home"
+    )
 
 
 def test_private_key_blocks():
@@ -113,8 +122,9 @@ def test_private_key_blocks():
     assert redact_text("key: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B") == f"key: {marker('private-key')}"
 
 
-@pytest.mark.parametrize("number", [VISA, "4111-1111-1111-1111", "5555555555554444", "3782 822463 10005",
-                                    "6011 0009 9013 9424"])
+@pytest.mark.parametrize(
+    "number", [VISA, "4111-1111-1111-1111", "5555555555554444", "3782 822463 10005", "6011 0009 9013 9424"]
+)
 def test_card_numbers_that_pass_luhn(number):
     masked(f"my card is {number}, expiry 12/29", number, "card-number")
 
@@ -129,26 +139,29 @@ def test_passwords_in_urls():
 # ----------------------------------------------------------------------------- patterns: negatives
 
 
-@pytest.mark.parametrize("text", [
-    "We decided to ship the token bucket rate limiter on Friday.",
-    "The secret to good bread is time. Password resets go through the help desk.",
-    "Secret: we are planning a surprise party for Ana.",
-    "Password: ********",
-    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed the migration",
-    "request id 123e4567-e89b-12d3-a456-426614174000 failed",
-    "call me at +1 (555) 123-4567 or +44 20 7946 0958",
-    "from 2023-05-07 to 2024-01-15, then 2024-02-01 10:30",
-    "order 4111 1111 1111 1112 is not a valid card",  # fails the Luhn check
-    "1234 5678 9012 3456 is a Luhn-valid test string with no card prefix",
-    "epoch millis 1700000000000 and 17000000000000000",
-    "max_tokens=2048, tokens: 500, the bearer of bad news, sk-learn, task-management",
-    "def login(user, password=None, token=token): return os.environ['API_KEY']",
-    "password=${DB_PASSWORD} and api_key=<your key here>",
-    "env: PWD=/home/ana/project SHELL=/bin/bash; IdentityFile private_key: ~/.ssh/id_ed25519",
-    "see https://example.com:8443/path?q=1 and mailto:ana@example.com",
-    "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ public key is fine to share",
-    "SHA-256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We decided to ship the token bucket rate limiter on Friday.",
+        "The secret to good bread is time. Password resets go through the help desk.",
+        "Secret: we are planning a surprise party for Ana.",
+        "Password: ********",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed the migration",
+        "request id 123e4567-e89b-12d3-a456-426614174000 failed",
+        "call me at +1 (555) 123-4567 or +44 20 7946 0958",
+        "from 2023-05-07 to 2024-01-15, then 2024-02-01 10:30",
+        "order 4111 1111 1111 1112 is not a valid card",  # fails the Luhn check
+        "1234 5678 9012 3456 is a Luhn-valid test string with no card prefix",
+        "epoch millis 1700000000000 and 17000000000000000",
+        "max_tokens=2048, tokens: 500, the bearer of bad news, sk-learn, task-management",
+        "def login(user, password=None, token=token): return os.environ['API_KEY']",
+        "password=${DB_PASSWORD} and api_key=<your key here>",
+        "env: PWD=/home/ana/project SHELL=/bin/bash; IdentityFile private_key: ~/.ssh/id_ed25519",
+        "see https://example.com:8443/path?q=1 and mailto:ana@example.com",
+        "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ public key is fine to share",
+        "SHA-256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    ],
+)
 def test_ordinary_text_passes_unchanged(text):
     assert redact_text(text) == text
 
@@ -217,8 +230,7 @@ def _timed(batch: list[str]) -> float:
 
 # ----------------------------------------------------------------------------- surfaces (core)
 
-SECRET_TURN = (f"Deploy with GITHUB_TOKEN={GITHUB} and the staging password=Tr0ub4dor&3, "
-               f"the billing key is {OPENAI}.")
+SECRET_TURN = f"Deploy with GITHUB_TOKEN={GITHUB} and the staging password=Tr0ub4dor&3, the billing key is {OPENAI}."
 
 
 @pytest.fixture
@@ -276,7 +288,7 @@ def test_a_cut_never_leaves_a_prefix(secret_memory):
 
     filler = "Long context about the rollout. " * 40
     at = CONTENT_LIMIT - 20  # the token starts 20 characters before the cut
-    text = (filler[:at] + GITHUB + " and then more words about rollout")
+    text = filler[:at] + GITHUB + " and then more words about rollout"
     append_turn("ns", "chat-9", text, "ok")
     hits = MemoryTools("ns", budget=None).call("search_raw", {"query": "rollout context", "limit": 20})
     contents = [h["message"]["content"] for h in hits["results"] if h["message"]["thread"] == "chat-9"]
@@ -361,8 +373,9 @@ def test_a_provider_error_body_cut_at_the_boundary_holds_no_part_of_the_key():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        provider = OpenAICompatProvider(base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key=key,
-                                        timeout=5, retry_delay=0)
+        provider = OpenAICompatProvider(
+            base_url=f"http://127.0.0.1:{server.server_address[1]}", api_key=key, timeout=5, retry_delay=0
+        )
         with pytest.raises(ProviderCallError) as info:
             provider.summarize_block([{"id": 1, "role": "user", "text": "hi"}])
     finally:
@@ -406,8 +419,10 @@ def test_a_trace_stores_the_query_masked(secret_memory):
 def test_display_url_hides_only_the_password():
     from core.db import display_url
 
-    assert display_url("postgresql://strata:s3cr%40t@db.example.com:5432/memory") == \
-        "postgresql://strata:***@db.example.com:5432/memory"
+    assert (
+        display_url("postgresql://strata:s3cr%40t@db.example.com:5432/memory")
+        == "postgresql://strata:***@db.example.com:5432/memory"
+    )
     assert display_url("postgresql://strata@db/memory") == "postgresql://strata@db/memory"
     assert display_url("sqlite:////var/lib/strata.db") == "sqlite:////var/lib/strata.db"
     assert "hunter2" not in display_url("postgres://u@h/db?sslmode=require&password=hunter2")
@@ -455,11 +470,20 @@ def test_mcp_log_lines_are_masked(caplog):
 PASSWORD_IN_URL = "Sup3r-s3cret-pw"
 
 
-@pytest.mark.parametrize("text", [
-    "token " + "a_" * 20_000, "secret " + "a-" * 20_000, "password=" * 20_000, 'token="' * 20_000,
-    "s://u:" + "a:" * 20_000, ("eyJ" + "a" * 6 + ".") * 5_000, "Bearer " + "a" * 40_000, "4111 " * 20_000,
-    "-----BEGIN PRIVATE KEY-----" * 2_000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token " + "a_" * 20_000,
+        "secret " + "a-" * 20_000,
+        "password=" * 20_000,
+        'token="' * 20_000,
+        "s://u:" + "a:" * 20_000,
+        ("eyJ" + "a" * 6 + ".") * 5_000,
+        "Bearer " + "a" * 40_000,
+        "4111 " * 20_000,
+        "-----BEGIN PRIVATE KEY-----" * 2_000,
+    ],
+)
 def test_hostile_text_is_masked_in_linear_time(text):
     """A key's name was once matched whole: 40 KB of "a_a_…" after "token" took 30 s."""
     started = time.perf_counter()

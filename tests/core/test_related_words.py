@@ -44,12 +44,14 @@ def test_a_question_without_class_words_is_left_alone():
 @pytest.fixture
 def said(store):
     configure_namespace("ns", block_turn_size=2)
-    lines = ["Ana: we finally adopted a dog last week, his name is Rex, a cheerful pup.",
-             "Ben: the quarterly numbers look fine, nothing to report.",
-             "Ana: I picked a new desk lamp, the brass one.",
-             "Ben: we picked the venue for the offsite, the old mill.",
-             "Cas: the printer on the second floor is jammed again.",
-             "Ben: they picked the caterer, it is the one from last year."]
+    lines = [
+        "Ana: we finally adopted a dog last week, his name is Rex, a cheerful pup.",
+        "Ben: the quarterly numbers look fine, nothing to report.",
+        "Ana: I picked a new desk lamp, the brass one.",
+        "Ben: we picked the venue for the offsite, the old mill.",
+        "Cas: the printer on the second floor is jammed again.",
+        "Ben: they picked the caterer, it is the one from last year.",
+    ]
     for n, line in enumerate(lines):  # a thread each: no neighbour lends a message its score
         speaker, content = line.split(": ", 1)
         append_messages("ns", f"t{n}", [{"role": "user", "speaker": speaker, "content": content}], close_turn=True)
@@ -73,26 +75,35 @@ def test_answers_stand_in_at_more_weight_when_no_message_says_the_class_word(sai
 
 def test_a_message_saying_the_class_word_itself_still_ranks_first(store):
     configure_namespace("ns", block_turn_size=2)
-    append_messages("ns", "t", [
-        {"role": "user", "speaker": "Ana", "content": "Our dog Rex chewed the sofa again."},
-        {"role": "user", "speaker": "Ana", "content": "No pets are allowed in the new flat, sadly."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "speaker": "Ana", "content": "Our dog Rex chewed the sofa again."},
+            {"role": "user", "speaker": "Ana", "content": "No pets are allowed in the new flat, sadly."},
+        ],
+        close_turn=True,
+    )
     top = default_retrieval("ns", "Are pets allowed in the flat?", limit=2)
     assert "pets" in Message.get_by_id(top[0].message_id).content
 
 
 def test_asking_what_was_chosen_finds_what_was_decided_or_booked(store):
     configure_namespace("ns", block_turn_size=2)
-    lines = ["Ben: the pipeline dashboard is slow again today.",
-             "Ana: we decided to stay on Airflow for the pipeline.",
-             "Cas: the pipeline docs need a refresh before Friday."]
+    lines = [
+        "Ben: the pipeline dashboard is slow again today.",
+        "Ana: we decided to stay on Airflow for the pipeline.",
+        "Cas: the pipeline docs need a refresh before Friday.",
+    ]
     for n, line in enumerate(lines):
         speaker, content = line.split(": ", 1)
         append_messages("ns", f"t{n}", [{"role": "user", "speaker": speaker, "content": content}], close_turn=True)
     decided = Message.get(Message.content.contains("decided")).id
     assert default_retrieval("ns", "Which scheduler did we choose for the pipeline?", limit=1)[0].message_id == decided
     plain = replace(DEFAULT_PARAMS, related_weight=0)
-    assert default_retrieval("ns", "Which scheduler did we choose for the pipeline?", limit=1,
-                             params=plain)[0].message_id != decided
+    assert (
+        default_retrieval("ns", "Which scheduler did we choose for the pipeline?", limit=1, params=plain)[0].message_id
+        != decided
+    )
     extra = related_weights(analyze("which flight did we pick"))
     assert extra is not None and analyze("booked")[0] in extra and analyze("decided")[0] in extra

@@ -62,8 +62,12 @@ def ns(store):
 
 
 def test_index_scores_equal_bm25_over_the_same_documents(ns):
-    texts = ["Maya adopted a beagle called Biscuit", "The beagle needs a vet visit on Friday",
-             "We moved the launch to March 17", "Biscuit hates the vet"]
+    texts = [
+        "Maya adopted a beagle called Biscuit",
+        "The beagle needs a vet visit on Friday",
+        "We moved the launch to March 17",
+        "Biscuit hates the vet",
+    ]
     for text in texts:
         append_messages("ns", "t", [{"role": "user", "content": text, "speaker": "Maya"}])
     query = analyze("beagle vet Biscuit")
@@ -96,8 +100,12 @@ def test_search_raw_covers_the_open_tail_and_thread_scope(ns):
 
 def _event(ns_id, title, **temporal):
     with write_transaction():
-        return write_event(ns_id, {"title": title, "summary": title, "source_message_ids": [], "temporal": temporal},
-                           block=None, formed_turn=0)
+        return write_event(
+            ns_id,
+            {"title": title, "summary": title, "source_message_ids": [], "temporal": temporal},
+            block=None,
+            formed_turn=0,
+        )
 
 
 def test_search_events_exact_filters_and_soft_fallback(ns):
@@ -119,10 +127,15 @@ def test_search_events_tracks_retrieval_but_not_weight(ns):
 
 
 def test_default_retrieval_prefers_the_named_speakers_turn(ns):
-    append_messages("ns", "t", [
-        {"role": "user", "speaker": "Ann", "content": "My favourite painting is the sunflowers one."},
-        {"role": "assistant", "speaker": "Ben", "content": "My favourite painting is the harbour one."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "speaker": "Ann", "content": "My favourite painting is the sunflowers one."},
+            {"role": "assistant", "speaker": "Ben", "content": "My favourite painting is the harbour one."},
+        ],
+        close_turn=True,
+    )
     run_pending("ns")
     top = default_retrieval("ns", "What is Ben's favourite painting?", limit=2)
     assert top[0].external_id is None and top[0].thread == "t"
@@ -134,15 +147,28 @@ def test_default_retrieval_prefers_the_named_speakers_turn(ns):
 def test_default_retrieval_lifts_only_threads_that_answer_well(ns):
     """Each thread's best message comes first only when it is a good match in its own right: the
     work thread's answers are not pushed down by a home message that shares one common word."""
-    work = ["The weekly sync moved to Wednesdays at 14:00.", "Sync notes go in the weekly sync doc.",
-            "The weekly sync agenda has three headings."]
+    work = [
+        "The weekly sync moved to Wednesdays at 14:00.",
+        "Sync notes go in the weekly sync doc.",
+        "The weekly sync agenda has three headings.",
+    ]
     for text in work:
         append_messages("ns", "work", [{"role": "user", "speaker": "Maya", "content": text}], close_turn=True)
-    append_messages("ns", "home", [{"role": "user", "speaker": "Maya", "content": "Ivy swims every week."}],
-                    close_turn=True)
-    append_messages("ns", "notes", [{"role": "user", "speaker": "Maya",
-                                     "content": "The family weekly sync is on Sundays; the weekly sync with the kids is short."}],
-                    close_turn=True)
+    append_messages(
+        "ns", "home", [{"role": "user", "speaker": "Maya", "content": "Ivy swims every week."}], close_turn=True
+    )
+    append_messages(
+        "ns",
+        "notes",
+        [
+            {
+                "role": "user",
+                "speaker": "Maya",
+                "content": "The family weekly sync is on Sundays; the weekly sync with the kids is short.",
+            }
+        ],
+        close_turn=True,
+    )
     found = default_retrieval("ns", "when is the weekly sync?", limit=10)
     threads = [hit.thread for hit in found]
     contents = [Message.get_by_id(hit.message_id).content for hit in found]
@@ -156,10 +182,18 @@ def test_default_retrieval_lifts_only_threads_that_answer_well(ns):
 def test_default_retrieval_puts_the_correction_right_after_what_it_corrected(ns, monkeypatch):
     from core.services import retrieval
 
-    say_and_derive("ns", [("user", "I keep all my meeting notes in Notion."), ("assistant", "Noted."),
-                          ("user", "The garden needs water every morning."), ("assistant", "Noted."),
-                          ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
-                          ("assistant", "Updated.")], close_turn=True)
+    say_and_derive(
+        "ns",
+        [
+            ("user", "I keep all my meeting notes in Notion."),
+            ("assistant", "Noted."),
+            ("user", "The garden needs water every morning."),
+            ("assistant", "Noted."),
+            ("user", "By the way, I no longer use Notion, I switched to Obsidian."),
+            ("assistant", "Updated."),
+        ],
+        close_turn=True,
+    )
     assert Event.get(Event.title.contains("notes in Notion")).status == "superseded"
     question = "which app do I keep my meeting notes in?"
     found = default_retrieval("ns", question, limit=3)
@@ -186,9 +220,15 @@ def _job_change(ns_name: str) -> dict[str, int]:
         "Does work ever calm down at a new job? I want to work less and rest more after work.",
     ]
     for text in turns:
-        append_messages(ns_name, "t", [{"role": "user", "speaker": "Maya", "content": text},
-                                       {"role": "assistant", "speaker": "Assistant", "content": "Noted."}],
-                        close_turn=True)
+        append_messages(
+            ns_name,
+            "t",
+            [
+                {"role": "user", "speaker": "Maya", "content": text},
+                {"role": "assistant", "speaker": "Assistant", "content": "Noted."},
+            ],
+            close_turn=True,
+        )
     run_pending(ns_name)
     return {m.content.split()[1]: m.id for m in Message.select().where(Message.role == "user")}
 
@@ -204,7 +244,9 @@ def test_default_retrieval_answers_what_holds_now_from_the_graph(ns):
     # the messages that say "work" most often first.
     assert [t.message_id for t in top[:2]] == [said["news:"], said["I'm"]]
     assert "facts" in top[0].channels
-    text_only = default_retrieval("ns", "Where does Maya work now?", limit=3, params=replace(DEFAULT_PARAMS, fact_weight=0))
+    text_only = default_retrieval(
+        "ns", "Where does Maya work now?", limit=3, params=replace(DEFAULT_PARAMS, fact_weight=0)
+    )
     assert text_only[0].message_id not in (said["news:"], said["I'm"])
     # How people ask for a key counts as its words: a job is asked for by "job", not "works_at".
     assert default_retrieval("ns", "What is Maya's job?", limit=1)[0].message_id == said["news:"]
@@ -243,16 +285,30 @@ def test_who_is_reads_where_someone_was_first_mentioned_not_first_derived(ns):
     # The March thread is stored (and derived) first; the January one says who Ivy is.
     for thread, when, text in (
         ("work", "2026-03-06T16:00:00+00:00", "I have to leave early on Friday, Ivy has a swimming gala."),
-        ("home", "2026-01-13T20:00:00+00:00", "I live in Utrecht with my partner Tomás and our daughter Ivy, who's six."),
+        (
+            "home",
+            "2026-01-13T20:00:00+00:00",
+            "I live in Utrecht with my partner Tomás and our daughter Ivy, who's six.",
+        ),
     ):
-        append_messages("ns", thread, [
-            {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
-            {"role": "assistant", "speaker": "Assistant", "content": "Noted.", "created_at": when},
-        ], close_turn=True)
-        append_messages("ns", thread, [
-            {"role": "user", "speaker": "Maya", "content": "Thanks.", "created_at": when},
-            {"role": "assistant", "speaker": "Assistant", "content": "Any time.", "created_at": when},
-        ], close_turn=True)
+        append_messages(
+            "ns",
+            thread,
+            [
+                {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
+                {"role": "assistant", "speaker": "Assistant", "content": "Noted.", "created_at": when},
+            ],
+            close_turn=True,
+        )
+        append_messages(
+            "ns",
+            thread,
+            [
+                {"role": "user", "speaker": "Maya", "content": "Thanks.", "created_at": when},
+                {"role": "assistant", "speaker": "Assistant", "content": "Any time.", "created_at": when},
+            ],
+            close_turn=True,
+        )
     run_pending("ns")
     top = default_retrieval("ns", "Who is Ivy?", limit=1)[0]
     assert "our daughter Ivy" in Message.get_by_id(top.message_id).content and "facts" in top.channels
@@ -260,12 +316,19 @@ def test_who_is_reads_where_someone_was_first_mentioned_not_first_derived(ns):
 
 def test_who_is_reads_the_introduction_not_an_earlier_passing_mention(ns):
     # The passing mention names Anouk twice, so the text alone ranks it first.
-    for when, text in (("2026-02-08T11:00:00+00:00", "I met Anouk at the park. Anouk said she can take Biscuit."),
-                       ("2026-02-10T21:00:00+00:00", "Our neighbour Anouk offered to babysit Ivy next week.")):
-        append_messages("ns", "t", [
-            {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
-            {"role": "assistant", "speaker": "Assistant", "content": "Lovely, noted.", "created_at": when},
-        ], close_turn=True)
+    for when, text in (
+        ("2026-02-08T11:00:00+00:00", "I met Anouk at the park. Anouk said she can take Biscuit."),
+        ("2026-02-10T21:00:00+00:00", "Our neighbour Anouk offered to babysit Ivy next week."),
+    ):
+        append_messages(
+            "ns",
+            "t",
+            [
+                {"role": "user", "speaker": "Maya", "content": text, "created_at": when},
+                {"role": "assistant", "speaker": "Assistant", "content": "Lovely, noted.", "created_at": when},
+            ],
+            close_turn=True,
+        )
     run_pending("ns")
     top = default_retrieval("ns", "Who is Anouk?", limit=1)[0]
     assert Message.get_by_id(top.message_id).content.startswith("Our neighbour Anouk")
@@ -276,19 +339,30 @@ def test_default_retrieval_bridges_a_word_only_the_graph_has(ns):
 
     from core.services.retrieval import DEFAULT_PARAMS
 
-    append_messages("ns", "t", [
-        {"role": "user", "speaker": "Maya", "content": "And there's Biscuit, our beagle. He's four and loves the park."},
-        {"role": "assistant", "speaker": "Assistant", "content": "Noted: Biscuit is a four-year-old beagle."},
-        {"role": "user", "speaker": "Maya", "content": "What is a good name for a goldfish? Ivy wants one."},
-        {"role": "assistant", "speaker": "Assistant", "content": "Bubbles is a classic name."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {
+                "role": "user",
+                "speaker": "Maya",
+                "content": "And there's Biscuit, our beagle. He's four and loves the park.",
+            },
+            {"role": "assistant", "speaker": "Assistant", "content": "Noted: Biscuit is a four-year-old beagle."},
+            {"role": "user", "speaker": "Maya", "content": "What is a good name for a goldfish? Ivy wants one."},
+            {"role": "assistant", "speaker": "Assistant", "content": "Bubbles is a classic name."},
+        ],
+        close_turn=True,
+    )
     run_pending("ns")
     beagle = Message.get(Message.content.startswith("And there's Biscuit")).id
     # No message says "dog"; the graph's has_pet fact does ("dog Biscuit").
     for question in ("What is the dog's name?", "What pets does Maya have?"):
         top = default_retrieval("ns", question, limit=2)
         assert top[0].message_id == beagle and "facts" in top[0].channels, question
-    text_only = default_retrieval("ns", "What is the dog's name?", limit=2, params=replace(DEFAULT_PARAMS, fact_weight=0))
+    text_only = default_retrieval(
+        "ns", "What is the dog's name?", limit=2, params=replace(DEFAULT_PARAMS, fact_weight=0)
+    )
     assert text_only[0].message_id != beagle
 
 
@@ -297,34 +371,47 @@ def test_bridging_reads_the_named_node_and_a_word_family(ns):
 
     from core.services.retrieval import DEFAULT_PARAMS, _same_word, _stem_probe
 
-    for text in ("Ivy is allergic to peanuts, so we always check the labels.",
-                 "Ivy loves the climbing hall and her party is there.",
-                 "Ivy has a new favourite book about dragons.",
-                 "Ivy started swimming lessons on Saturday."):
-        append_messages("ns", "t", [{"role": "user", "speaker": "Maya", "content": text},
-                                    {"role": "assistant", "speaker": "Assistant", "content": "Noted."}], close_turn=True)
+    for text in (
+        "Ivy is allergic to peanuts, so we always check the labels.",
+        "Ivy loves the climbing hall and her party is there.",
+        "Ivy has a new favourite book about dragons.",
+        "Ivy started swimming lessons on Saturday.",
+    ):
+        append_messages(
+            "ns",
+            "t",
+            [
+                {"role": "user", "speaker": "Maya", "content": text},
+                {"role": "assistant", "speaker": "Assistant", "content": "Noted."},
+            ],
+            close_turn=True,
+        )
     run_pending("ns")
     allergy = Message.get(Message.content.startswith("Ivy is allergic")).id
     # No message says "allergy"; Ivy's allergic_to fact is of its family ("allergi" / "allergic").
     for question in ("What allergies does Ivy have?", "Does Ivy have any allergy?"):
         top = default_retrieval("ns", question, limit=2)
         assert top[0].message_id == allergy and "facts" in top[0].channels, question
-    text_only = default_retrieval("ns", "What allergies does Ivy have?", limit=2,
-                                  params=replace(DEFAULT_PARAMS, fact_weight=0))
+    text_only = default_retrieval(
+        "ns", "What allergies does Ivy have?", limit=2, params=replace(DEFAULT_PARAMS, fact_weight=0)
+    )
     assert text_only[0].message_id != allergy
     assert _same_word("allergi", "allergic") and _same_word("studi", "studi")
     assert not _same_word("organ", "organis") and not _same_word("plan", "planet")  # short stems stay apart
     assert "studi" not in "study" and _stem_probe("studi") in "study" and _stem_probe("allergi") in "allergy"
 
 
-@pytest.mark.parametrize("question", [
-    "When did Maya join Northwind Traders?",  # when: the statement of the event
-    "Where did Maya work before?",  # about the past
-    "Where does Tomás work?",  # nobody the graph knows
-    "Where does everyone work?",  # nobody named
-    "Is Maya happy?",  # no one-at-a-time fact asked for
-    "What does Maya work on?",  # a task, not an employer
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did Maya join Northwind Traders?",  # when: the statement of the event
+        "Where did Maya work before?",  # about the past
+        "Where does Tomás work?",  # nobody the graph knows
+        "Where does everyone work?",  # nobody named
+        "Is Maya happy?",  # no one-at-a-time fact asked for
+        "What does Maya work on?",  # a task, not an employer
+    ],
+)
 def test_fact_channel_answers_only_what_holds_now_of_someone_named(ns, question):
     from core.services.retrieval import DEFAULT_PARAMS, fact_ranking
 
@@ -334,10 +421,15 @@ def test_fact_channel_answers_only_what_holds_now_of_someone_named(ns, question)
 
 
 def test_first_person_questions_prefer_what_the_user_said(ns):
-    append_messages("ns", "t", [
-        {"role": "user", "content": "I bought a green bike for my commute."},
-        {"role": "assistant", "content": "A green bike for a commute is a fine choice; many people buy one."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": "I bought a green bike for my commute."},
+            {"role": "assistant", "content": "A green bike for a commute is a fine choice; many people buy one."},
+        ],
+        close_turn=True,
+    )
     top = default_retrieval("ns", "What colour of bike did I buy?", limit=1)
     from core.models import Message
 
@@ -349,13 +441,24 @@ def test_when_boost_reads_the_segment_flag_and_parses_legacy_rows(ns):
     from core.models import Message
     from core.search import segment
 
-    append_messages("ns", "t", [
-        {"role": "user", "content": "We finally went to the harbour concert with Ana on March 3, 2024, after a "
-                                    "long day of errands and a late train.",
-         "created_at": "2024-03-10T10:00:00+00:00"},
-        {"role": "user", "content": "The harbour concert with Ana: loud, the loudest harbour concert yet.",
-         "created_at": "2024-03-10T10:01:00+00:00"},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {
+                "role": "user",
+                "content": "We finally went to the harbour concert with Ana on March 3, 2024, after a "
+                "long day of errands and a late train.",
+                "created_at": "2024-03-10T10:00:00+00:00",
+            },
+            {
+                "role": "user",
+                "content": "The harbour concert with Ana: loud, the loudest harbour concert yet.",
+                "created_at": "2024-03-10T10:01:00+00:00",
+            },
+        ],
+        close_turn=True,
+    )
     dated, undated = [m.id for m in Message.select().order_by(Message.id)]
     layout = segment.view("message", get_namespace("ns").id)
     at = layout.index_of([dated, undated]).tolist()
@@ -372,10 +475,15 @@ def test_when_boost_reads_the_segment_flag_and_parses_legacy_rows(ns):
 def test_results_carry_external_ids_read_only_where_the_segment_marks_one(ns, monkeypatch):
     from core.search import segment
 
-    append_messages("ns", "t", [
-        {"role": "user", "content": "The violin lesson moved to Friday.", "external_id": "D1:1"},
-        {"role": "assistant", "content": "Noted, the violin lesson is on Friday now."},
-    ], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [
+            {"role": "user", "content": "The violin lesson moved to Friday.", "external_id": "D1:1"},
+            {"role": "assistant", "content": "Noted, the violin lesson is on Friday now."},
+        ],
+        close_turn=True,
+    )
     asked: list[list[int]] = []
     real = segment.rows_by_ids
     monkeypatch.setattr(segment, "rows_by_ids", lambda sql, ids, *a: asked.append(list(ids)) or real(sql, ids, *a))
@@ -389,10 +497,15 @@ def test_results_name_their_own_threads(ns):
     """Event hits and retrieved messages name the thread each came from (read for the results'
     threads only), and an event without a thread (an import) names none."""
     for thread in ("trip", "work", "quiet"):
-        append_messages("ns", thread, [
-            {"role": "user", "content": f"The {thread} plan: Maya booked the kettle repair in Lisbon."},
-            {"role": "assistant", "content": "Noted."},
-        ], close_thread=True)
+        append_messages(
+            "ns",
+            thread,
+            [
+                {"role": "user", "content": f"The {thread} plan: Maya booked the kettle repair in Lisbon."},
+                {"role": "assistant", "content": "Noted."},
+            ],
+            close_thread=True,
+        )
     run_pending("ns")
     orphan = _event(ns.id, "Maya's kettle repair in Lisbon, imported")
     hits = search_events("ns", "kettle repair Lisbon", track=False)

@@ -23,7 +23,13 @@ from core.search.index import bm25, bm25_reference, prepared, bm25_top, unindex_
 from core.services.capture import append_messages
 from core.services.events import forget_event, write_event
 from core.services.retrieval import (
-    _FIRST_PERSON, _WHEN, DEFAULT_PARAMS, _has_time, _layout, event_support, raw_ranking,
+    _FIRST_PERSON,
+    _WHEN,
+    DEFAULT_PARAMS,
+    _has_time,
+    _layout,
+    event_support,
+    raw_ranking,
 )
 from core.services.search import search_events, search_raw
 from core.api import open_store
@@ -57,9 +63,18 @@ def corpus_template(tmp_path_factory):
         with write_transaction():
             for i, (thread, messages) in enumerate(conversation(120, seed=5)):
                 for j, m in enumerate(messages[:6]):
-                    write_event(ns.id, {"title": m["content"][:80], "summary": m["content"],
-                                        "participants": [m["speaker"]], "source_message_ids": [],
-                                        "temporal": {}}, block=None, formed_turn=i * 10 + j)
+                    write_event(
+                        ns.id,
+                        {
+                            "title": m["content"][:80],
+                            "summary": m["content"],
+                            "participants": [m["speaker"]],
+                            "source_message_ids": [],
+                            "temporal": {},
+                        },
+                        block=None,
+                        formed_turn=i * 10 + j,
+                    )
     segment.forget_views()
     close_template()
     yield url
@@ -119,8 +134,14 @@ def test_equal_after_appends_merge_reload_and_deletes(corpus):
     segment.forget_views()  # a new process: loads the saved segment, reads the delta from SQL
     append_messages("scale", "thread-000", [{"role": "user", "content": "Alice moved the kubernetes rollback"}])
     _check_all(corpus.id)
-    victims = [i for (i,) in Message.select(Message.id).where(Message.namespace == corpus.id)
-               .order_by(Message.id).limit(40).tuples()]
+    victims = [
+        i
+        for (i,) in Message.select(Message.id)
+        .where(Message.namespace == corpus.id)
+        .order_by(Message.id)
+        .limit(40)
+        .tuples()
+    ]
     _remove(corpus.id, victims, [e.id for e in Event.select(Event.id).limit(5)])
     _check_all(corpus.id)
 
@@ -152,13 +173,22 @@ def _assert_views_equal(live, fresh) -> None:
     assert _postings(live) == _postings(fresh)
     assert (live.speakers, live.speaker_names) == (fresh.speakers, fresh.speaker_names)
     assert (live.total_length, live.stat_docs, live.stat_total) == (
-        fresh.total_length, fresh.stat_docs, fresh.stat_total)
+        fresh.total_length,
+        fresh.stat_docs,
+        fresh.stat_total,
+    )
     assert _lookups(live) == _lookups(fresh)
 
 
 def _newest_messages(ns_id: int, n: int) -> list[int]:
-    return [i for (i,) in Message.select(Message.id).where(Message.namespace == ns_id)
-            .order_by(Message.id.desc()).limit(n).tuples()]
+    return [
+        i
+        for (i,) in Message.select(Message.id)
+        .where(Message.namespace == ns_id)
+        .order_by(Message.id.desc())
+        .limit(n)
+        .tuples()
+    ]
 
 
 def test_removals_drop_documents_without_a_rebuild(corpus, monkeypatch):
@@ -169,17 +199,33 @@ def test_removals_drop_documents_without_a_rebuild(corpus, monkeypatch):
     segment.forget_views()  # the saved copy now predates the removals, as in another process
     cached = {kind: segment.view(kind, corpus.id) for kind in ("message", "event")}
     newest_events = [i for (i,) in Event.select(Event.id).order_by(Event.id.desc()).limit(7).tuples()]
-    middle = [i for (i,) in Message.select(Message.id).where(Message.namespace == corpus.id)
-              .order_by(Message.id).offset(100).limit(30).tuples()]
+    middle = [
+        i
+        for (i,) in Message.select(Message.id)
+        .where(Message.namespace == corpus.id)
+        .order_by(Message.id)
+        .offset(100)
+        .limit(30)
+        .tuples()
+    ]
     _remove(corpus.id, middle + _newest_messages(corpus.id, 25), newest_events[:4])
 
     build = _forbid_rebuild(monkeypatch)
     for i, (thread, messages) in enumerate(conversation(60, seed=31)):  # ids freed by the removal again
         append_messages("scale", thread, messages)
     with write_transaction():
-        write_event(corpus.id, {"title": "Alice rollback kubernetes", "summary": "budget Lisbon",
-                                "participants": ["Alice"], "source_message_ids": [], "temporal": {}},
-                    block=None, formed_turn=9_999)
+        write_event(
+            corpus.id,
+            {
+                "title": "Alice rollback kubernetes",
+                "summary": "budget Lisbon",
+                "participants": ["Alice"],
+                "source_message_ids": [],
+                "temporal": {},
+            },
+            block=None,
+            formed_turn=9_999,
+        )
     _check_all(corpus.id)
     for kind in ("message", "event"):
         live = segment.view(kind, corpus.id)
@@ -212,13 +258,13 @@ def test_another_namespaces_removal_frees_ids_this_view_must_read(corpus, monkey
     segment.view("message", corpus.id)
     segment.view("event", corpus.id)
     build = _forbid_rebuild(monkeypatch)
-    append_messages("other", "t", [{"role": "user", "content": f"Alice kubernetes budget note {i}"}
-                                   for i in range(12)])
+    append_messages("other", "t", [{"role": "user", "content": f"Alice kubernetes budget note {i}"} for i in range(12)])
     other = Namespace.get(Namespace.name == "other")
     segment.view("message", corpus.id)  # has seen past the other namespace's rows
     _remove(other.id, _newest_messages(other.id, 12))
-    append_messages("scale", "thread-000", [{"role": "user", "content": f"Alice rollback plan number {i}"}
-                                            for i in range(12)])
+    append_messages(
+        "scale", "thread-000", [{"role": "user", "content": f"Alice rollback plan number {i}"} for i in range(12)]
+    )
     live = segment.view("message", corpus.id)
     _assert_views_equal(live, build("message", corpus.id, live.identity))
     _check_all(corpus.id)
@@ -232,8 +278,12 @@ def test_an_unlogged_deletion_still_rebuilds(corpus):
         from core.models import MessageTerm
         from core.search.index import _bump_stats
 
-        lengths = dict(MessageTerm.select(MessageTerm.message, MessageTerm.length)
-                       .where(MessageTerm.message.in_(victims)).distinct().tuples())
+        lengths = dict(
+            MessageTerm.select(MessageTerm.message, MessageTerm.length)
+            .where(MessageTerm.message.in_(victims))
+            .distinct()
+            .tuples()
+        )
         MessageTerm.delete().where(MessageTerm.message.in_(victims)).execute()
         _bump_stats(corpus.id, "message", -len(lengths), -sum(lengths.values()))
         Message.delete().where(Message.id.in_(victims)).execute()
@@ -318,9 +368,20 @@ def test_top_kept_equals_filtering_every_match(corpus):
 def _reference_raw_ranking(ns: Namespace, question: str, params=DEFAULT_PARAMS) -> dict[int, float]:
     """The default retrieval's raw ranking written out as plain loops over the reference scores."""
     own = bm25_reference("message", ns.id, analyze(question), k1=params.k1, b=params.b)
-    rows = list(Message.select(Message.id, Message.thread, Message.position, Message.speaker, Message.created_at,
-                               Message.content, Message.role).where(Message.namespace == ns.id)
-                .order_by(Message.id).tuples())
+    rows = list(
+        Message.select(
+            Message.id,
+            Message.thread,
+            Message.position,
+            Message.speaker,
+            Message.created_at,
+            Message.content,
+            Message.role,
+        )
+        .where(Message.namespace == ns.id)
+        .order_by(Message.id)
+        .tuples()
+    )
     at = {(t, p): i for i, t, p, *_ in rows}
     info = {i: rest for i, *rest in rows}
     speakers: dict[str, str] = {}
@@ -331,8 +392,12 @@ def _reference_raw_ranking(ns: Namespace, question: str, params=DEFAULT_PARAMS) 
     for mid, score in own.items():
         scores[mid] = scores.get(mid, 0.0) + score
         thread, position = info[mid][:2]
-        for offset, weight in ((-1, params.neighbour_weight), (1, params.neighbour_weight),
-                               (-2, params.second_neighbour_weight), (2, params.second_neighbour_weight)):
+        for offset, weight in (
+            (-1, params.neighbour_weight),
+            (1, params.neighbour_weight),
+            (-2, params.second_neighbour_weight),
+            (2, params.second_neighbour_weight),
+        ):
             neighbour = at.get((thread, position + offset))
             if neighbour is not None:
                 scores[neighbour] = scores.get(neighbour, 0.0) + weight * score
@@ -358,12 +423,16 @@ def _reference_raw_ranking(ns: Namespace, question: str, params=DEFAULT_PARAMS) 
     return out
 
 
-@pytest.mark.parametrize("params", [
-    DEFAULT_PARAMS,
-    # a cut far below the corpus size: the floor from block maxima decides what is summed exactly
-    replace(DEFAULT_PARAMS, candidate_limit=7),
-    replace(DEFAULT_PARAMS, candidate_limit=3, second_neighbour_weight=0.0, event_boost=0.0),
-], ids=["default", "small-cut", "one-neighbour"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        DEFAULT_PARAMS,
+        # a cut far below the corpus size: the floor from block maxima decides what is summed exactly
+        replace(DEFAULT_PARAMS, candidate_limit=7),
+        replace(DEFAULT_PARAMS, candidate_limit=3, second_neighbour_weight=0.0, event_boost=0.0),
+    ],
+    ids=["default", "small-cut", "one-neighbour"],
+)
 @pytest.mark.parametrize("split", [False, True], ids=["one-piece", "two-threads"])
 def test_default_retrieval_raw_ranking_equals_the_reference(corpus, params, split, monkeypatch):
     if split:  # the halves of the spread summed on two threads, as from SPLIT_ROWS messages
@@ -442,8 +511,12 @@ def test_graph_search_cache_follows_forget_and_restore(store):
     from core.services.spaces import configure_namespace
 
     configure_namespace("g", block_turn_size=2)
-    for text in ("Maya moved to Lisbon in May.", "Maya started a job at Kestrel in Lisbon.",
-                 "The Lisbon flat has a balcony.", "Maya adopted a cat in Lisbon."):
+    for text in (
+        "Maya moved to Lisbon in May.",
+        "Maya started a job at Kestrel in Lisbon.",
+        "The Lisbon flat has a balcony.",
+        "Maya adopted a cat in Lisbon.",
+    ):
         append_turn("g", "chat", {"role": "user", "content": text, "speaker": "Maya"}, "Noted.")
     assert run_pending("g").failed == 0
     before = search_graph("g", "Lisbon")
@@ -474,9 +547,11 @@ def test_lookup_finds_each_candidates_tf_by_every_route(corpus):
 def _lookups(view) -> dict:
     offsets = tuple(-offset for offset, _ in spread._weights(DEFAULT_PARAMS))
     everyone = np.arange(view.size)
-    return {"neighbours": {o: view.neighbours_of(o, everyone).tolist() for o in (-2, -1, 1, 2)},
-            "breaks": [a.tolist() for a in view.neighbour_breaks(offsets)],
-            "index_of": view.index_of(view.doc_ids).tolist()}
+    return {
+        "neighbours": {o: view.neighbours_of(o, everyone).tolist() for o in (-2, -1, 1, 2)},
+        "breaks": [a.tolist() for a in view.neighbour_breaks(offsets)],
+        "index_of": view.index_of(view.doc_ids).tolist(),
+    }
 
 
 @pytest.mark.parametrize("tail", [0, 10**6], ids=["breaks-redone-anywhere", "breaks-redone-at-the-tail"])
@@ -510,12 +585,12 @@ def test_sorted_lookup_finds_keys_kept_apart_and_merged(monkeypatch):
     expected = {int(k): i for i, k in enumerate(keys[:1_000])}
     bases = {len(lookup.keys)}
     for start in range(1_000, 3_000, 37):
-        batch = keys[start:start + 37]
+        batch = keys[start : start + 37]
         values = np.arange(start, start + len(batch), dtype=np.int64)
         lookup = lookup.with_added(batch, values)
         expected.update({int(k): int(v) for k, v in zip(batch, values)})
         bases.add(len(lookup.keys))
-        wanted = np.concatenate([rng.choice(keys[:start + 37], 50), rng.integers(10**6, 2 * 10**6, 10)])
+        wanted = np.concatenate([rng.choice(keys[: start + 37], 50), rng.integers(10**6, 2 * 10**6, 10)])
         assert lookup.find(wanted).tolist() == [expected.get(int(k), -1) for k in wanted]
     assert len(bases) > 2 and len(lookup.new_keys) <= max(8, len(lookup.keys) >> 6)  # merged now and then
 
@@ -525,10 +600,20 @@ def test_neighbours_are_the_messages_that_many_positions_away():
     threads = np.array([2, 1, 2, 1, 1, 2, 3, 1], np.int32)
     positions = np.array([0, 0, 1, 1, 3, 4, 0, 4], np.int32)  # thread 1: 0,1,3,4; thread 2: 0,1,4
     n = len(threads)
-    view = segment.View("message", 1, "x", doc_ids=np.arange(10, 10 + n), doc_len=np.ones(n, np.int32),
-                        doc_thread=threads, doc_pos=positions, doc_speaker=np.full(n, -1, np.int32),
-                        doc_user=np.zeros(n, np.int8), doc_time=np.zeros(n, np.int8),
-                        doc_external=np.zeros(n, np.int8), static=segment.Part.empty())
+    view = segment.View(
+        "message",
+        1,
+        "x",
+        doc_ids=np.arange(10, 10 + n),
+        doc_len=np.ones(n, np.int32),
+        doc_thread=threads,
+        doc_pos=positions,
+        doc_speaker=np.full(n, -1, np.int32),
+        doc_user=np.zeros(n, np.int8),
+        doc_time=np.zeros(n, np.int8),
+        doc_external=np.zeros(n, np.int8),
+        static=segment.Part.empty(),
+    )
     at = {(t, p): i for i, (t, p) in enumerate(zip(threads.tolist(), positions.tolist()))}
     for offset in (-2, -1, 1, 2, 3):
         expected = [at.get((t, p + offset), -1) for t, p in zip(threads.tolist(), positions.tolist())]
@@ -548,7 +633,7 @@ def test_appending_a_later_part_equals_building_from_both():
     words = [f"w{i}" for i in range(40)]
     for trial in range(30):
         early_vocab = list(rng.permutation(words)[:25])
-        late_vocab = list(rng.permutation(words)[:int(rng.integers(1, 30))])
+        late_vocab = list(rng.permutation(words)[: int(rng.integers(1, 30))])
         early = _random_part(rng, early_vocab, 0, 50)
         late = _random_part(rng, late_vocab, 50, 20)
         joined = early.followed_by(late)
@@ -560,8 +645,9 @@ def test_appending_a_later_part_equals_building_from_both():
                 docs += part.docs[lo:hi].tolist()
                 tf += part.tf[lo:hi].tolist()
         vocabulary = list(dict.fromkeys(early.vocabulary() + late.vocabulary()))
-        expected = segment.Part.from_rows(np.array([vocabulary.index(t) for t in terms]), np.array(docs),
-                                          np.array(tf), vocabulary)
+        expected = segment.Part.from_rows(
+            np.array([vocabulary.index(t) for t in terms]), np.array(docs), np.array(tf), vocabulary
+        )
         assert joined.terms == expected.terms, trial
         for name in ("offsets", "docs", "tf"):
             assert np.array_equal(getattr(joined, name), getattr(expected, name)), (trial, name)
@@ -600,8 +686,7 @@ def test_long_queries_score_every_posting_with_the_same_result(corpus, monkeypat
 
 @pytest.mark.parametrize("dense_held", [0, 10**9])
 @pytest.mark.parametrize("seed_postings", [0, 10**9])
-def test_maxscore_finds_the_exhaustive_top_k_however_it_seeds_and_sums(corpus, monkeypatch, dense_held,
-                                                                       seed_postings):
+def test_maxscore_finds_the_exhaustive_top_k_however_it_seeds_and_sums(corpus, monkeypatch, dense_held, seed_postings):
     """The first threshold from one term's documents or from several, the held terms summed per
     candidate or in a document-sized array: the same top k as scoring every posting."""
     monkeypatch.setattr(scoring, "DENSE_HELD", dense_held)
@@ -653,8 +738,10 @@ def test_posting_parts_equal_the_reference_expression_bit_for_bit(b, max_tf, pos
         assert tf.dtype == (np.uint8 if max_tf < 256 else np.uint16)
     query = scoring.Query([], 1.2, b, 23.7, SimpleNamespace(doc_len=doc_len))
     term = scoring._Term("word", [], postings, 1.7 * 3.1)
-    expected = [term.w_idf * float(t) * (1.2 + 1) / (float(t) + 1.2 * (1 - b + b * float(n) / 23.7))
-                for t, n in zip(tf.tolist(), doc_len[docs].tolist())]
+    expected = [
+        term.w_idf * float(t) * (1.2 + 1) / (float(t) + 1.2 * (1 - b + b * float(n) / 23.7))
+        for t, n in zip(tf.tolist(), doc_len[docs].tolist())
+    ]
     assert scoring._contrib(query, term, docs, tf).tolist() == expected
     parts = scoring._parts(query, term, docs, tf)
     assert np.broadcast_to(parts, (postings,)).tolist() == expected
@@ -672,8 +759,9 @@ def test_parts_keep_tf_narrow_and_join_parts_of_different_widths():
     later = segment.Part.from_rows(np.array([1, 0]), np.array([2, 3]), np.array([400, 1]), vocabulary)
     assert first.tf.dtype == np.uint8 and later.tf.dtype == np.uint16
     joined = first.followed_by(later)
-    whole = segment.Part.from_rows(np.array([0, 1, 0, 1, 0]), np.array([0, 0, 1, 2, 3]),
-                                   np.array([2, 1, 3, 400, 1]), vocabulary)
+    whole = segment.Part.from_rows(
+        np.array([0, 1, 0, 1, 0]), np.array([0, 0, 1, 2, 3]), np.array([2, 1, 3, 400, 1]), vocabulary
+    )
     for term in vocabulary:
         assert [a.tolist() for a in joined.slice(term)] == [a.tolist() for a in whole.slice(term)]
     assert joined.tf.dtype == np.uint16

@@ -71,10 +71,7 @@ for i in range(40):
 
 
 def test_two_writer_processes_lose_nothing(db_url, store):
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, db_url, name], cwd=ROOT)
-        for name in ("alpha", "beta")
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, db_url, name], cwd=ROOT) for name in ("alpha", "beta")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     assert Message.select().count() == 160
     from core.models import Thread
@@ -103,10 +100,18 @@ def test_no_core_module_imports_the_ui_even_lazily():
     offenders = []
     for path in sorted((ROOT / "core").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
-                          if n.split(".")[0] in ("workbench", "textual", "rich")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                for n in names
+                if n.split(".")[0] in ("workbench", "textual", "rich")
+            ]
     assert offenders == []
 
 
@@ -133,8 +138,12 @@ def test_migration_to_15_indexes_the_pinned_and_safety_events(db_url, store):
     _as_version(14)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert "event_special" in {ix.name for ix in db.get_indexes("event")}
-    query = Event.select(Event.id).where((Event.namespace == 1) & Event.status.in_(LIVE) & SPECIAL_EVENT).order_by(
-        Event.id.desc()).limit(100)
+    query = (
+        Event.select(Event.id)
+        .where((Event.namespace == 1) & Event.status.in_(LIVE) & SPECIAL_EVENT)
+        .order_by(Event.id.desc())
+        .limit(100)
+    )
     sql, params = query.sql()
     plan = query_plan(sql, params)
     assert "event_special" in plan
@@ -147,9 +156,15 @@ def _events_for_fingerprints() -> list[int]:
     configure_namespace("ns")
     ns = get_namespace("ns")
     with write_transaction():
-        return [write_event(ns.id, {"title": f"Fact {i}", "summary": f"Maya fact number {i}.",
-                                    "source_message_ids": [], "temporal": {}}, block=None, formed_turn=0).id
-                for i in range(5)]
+        return [
+            write_event(
+                ns.id,
+                {"title": f"Fact {i}", "summary": f"Maya fact number {i}.", "source_message_ids": [], "temporal": {}},
+                block=None,
+                formed_turn=0,
+            ).id
+            for i in range(5)
+        ]
 
 
 def secondary_indexes(table: str) -> list:
@@ -163,10 +178,16 @@ def _as_version(version: int) -> None:
     db.close()
 
 
-@pytest.mark.parametrize("bogus_index", [
-    False,
-    pytest.param(True, marks=pytest.mark.sqlite_only(reason="only SQLite takes an unknown quoted column for a string")),
-], ids=["from-14", "from-a-15-with-a-constant-index"])
+@pytest.mark.parametrize(
+    "bogus_index",
+    [
+        False,
+        pytest.param(
+            True, marks=pytest.mark.sqlite_only(reason="only SQLite takes an unknown quoted column for a string")
+        ),
+    ],
+    ids=["from-14", "from-a-15-with-a-constant-index"],
+)
 def test_migration_to_16_fills_every_event_fingerprint(db_url, store, bogus_index):
     """From 14 the model's missing indexes are created (15) before the column exists (16): an index
     naming it then would index a string constant and be corrupt once the column is added."""
@@ -209,11 +230,23 @@ def test_an_upgrade_reports_each_migration_and_a_current_store_reports_none(db_u
 def test_migration_to_7_adds_and_fills_the_time_flag(db_url, store):
     from core.services.capture import append_messages
 
-    append_messages("ns", "t", [
-        {"role": "user", "content": "We moved the launch to March 17, 2026.", "created_at": "2026-03-01T10:00:00+00:00"},
-        {"role": "assistant", "content": "Noted, thanks for telling me.", "created_at": "2026-03-01T10:00:05+00:00"},
-        {"role": "user", "content": "Let's talk some time about it.", "created_at": "2026-03-01T10:01:00+00:00"},
-    ])
+    append_messages(
+        "ns",
+        "t",
+        [
+            {
+                "role": "user",
+                "content": "We moved the launch to March 17, 2026.",
+                "created_at": "2026-03-01T10:00:00+00:00",
+            },
+            {
+                "role": "assistant",
+                "content": "Noted, thanks for telling me.",
+                "created_at": "2026-03-01T10:00:05+00:00",
+            },
+            {"role": "user", "content": "Let's talk some time about it.", "created_at": "2026-03-01T10:01:00+00:00"},
+        ],
+    )
     captured = [m.has_time for m in Message.select().order_by(Message.id)]
     assert captured == [True, False, False]  # a vague "some time" has no start
     db.execute_sql("ALTER TABLE message DROP COLUMN has_time")  # a version-6 store
@@ -273,12 +306,27 @@ def test_migration_to_13_adds_the_index_citation_windows_read_statuses_from(db_u
 
     with write_transaction():
         ns = get_or_create_namespace("ns")
-        event = write_event(ns, {"title": "Ann", "summary": "Ann lives in Oslo.", "temporal": {}}, block=None,
-                            formed_turn=0)
-    apply_projection(ns.id, [event.id], {"reason": "ok", "edges": [], "nodes": [
-        {"ref": "a", "name": "Ann", "type": "person", "source_event_ids": [event.id],
-         "provenance": {"name": [event.id]}, "facts": [{"key": "lives_in", "value": "Oslo",
-                                                         "source_event_ids": [event.id]}]}]})
+        event = write_event(
+            ns, {"title": "Ann", "summary": "Ann lives in Oslo.", "temporal": {}}, block=None, formed_turn=0
+        )
+    apply_projection(
+        ns.id,
+        [event.id],
+        {
+            "reason": "ok",
+            "edges": [],
+            "nodes": [
+                {
+                    "ref": "a",
+                    "name": "Ann",
+                    "type": "person",
+                    "source_event_ids": [event.id],
+                    "provenance": {"name": [event.id]},
+                    "facts": [{"key": "lives_in", "value": "Oslo", "source_event_ids": [event.id]}],
+                }
+            ],
+        },
+    )
     db.execute_sql(f"DROP INDEX {EVENT_STATUS_INDEX}")  # a version-12 store
     SchemaVersion.delete().execute()
     SchemaVersion.create(version=12, applied_at="2026-11-30T00:00:00+00:00")
@@ -299,7 +347,9 @@ def test_migration_to_14_adds_the_graph_endings(db_url, store):
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     assert db.table_exists("graphending") and GraphEnding.select().count() == 0
     assert {tuple(ix.columns) for ix in secondary_indexes("graphending")} == {
-        ("kind", "record_id", "cause_kind", "cause_id"), ("cause_kind", "cause_id")}
+        ("kind", "record_id", "cause_kind", "cause_id"),
+        ("cause_kind", "cause_id"),
+    }
 
 
 def test_no_model_index_names_a_column_a_migration_adds():
@@ -320,18 +370,24 @@ def test_no_model_index_names_a_column_a_migration_adds():
     for model in ALL_MODELS:
         for index in model._meta.fields_to_index():
             columns = {getattr(part, "column_name", None) for part in index._expressions}
-            offenders += [f"{index._name} ({model.__name__}.{column})" for owner, column in added
-                          if owner == model.__name__ and column in columns]
+            offenders += [
+                f"{index._name} ({model.__name__}.{column})"
+                for owner, column in added
+                if owner == model.__name__ and column in columns
+            ]
     assert offenders == []
     late = {getattr(part, "column_name", None) for part in EVENT_FINGERPRINT_INDEX._expressions}
     assert "fingerprint" in late  # the check above would have caught it as a model index
 
 
 @pytest.mark.sqlite_only(reason="a SQLite file path that holds no database")
-@pytest.mark.parametrize("content, expected", [
-    (b"hello, not a database\n" * 300, "is not a SQLite database"),
-    (None, "is a directory"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (b"hello, not a database\n" * 300, "is not a SQLite database"),
+        (None, "is a directory"),
+    ],
+)
 def test_a_path_that_is_no_database_is_a_clear_error(tmp_path, content, expected):
     from core.errors import StoreUnavailableError
 
@@ -440,8 +496,12 @@ def test_migration_to_18_lets_a_types_day_counts_read_one_index(db_url, store, m
     from core.services.derive import run_pending
 
     configure_namespace("ns", block_turn_size=1)
-    append_messages("ns", "t", [{"role": "user", "content": "I will fly to Lisbon next week."},
-                                {"role": "assistant", "content": "Noted."}], close_turn=True)
+    append_messages(
+        "ns",
+        "t",
+        [{"role": "user", "content": "I will fly to Lisbon next week."}, {"role": "assistant", "content": "Noted."}],
+        close_turn=True,
+    )
     run_pending("ns")
     assert Event.select().where(Event.event_type == "plan").count()
     db.execute_sql('DROP INDEX "event_type_day_lane"')
@@ -477,19 +537,33 @@ def test_migration_to_21_widens_postgresql_numbers(db_url, store):
 
     append_turn("ns", "t", "u", "a")
     if on_postgres():
-        db.execute_sql("ALTER TABLE message ALTER COLUMN created_ts TYPE REAL, ALTER COLUMN id TYPE INTEGER, "
-                       "ALTER COLUMN thread_id TYPE INTEGER, ALTER COLUMN speaker TYPE VARCHAR(255)")
+        db.execute_sql(
+            "ALTER TABLE message ALTER COLUMN created_ts TYPE REAL, ALTER COLUMN id TYPE INTEGER, "
+            "ALTER COLUMN thread_id TYPE INTEGER, ALTER COLUMN speaker TYPE VARCHAR(255)"
+        )
         db.execute_sql("ALTER SEQUENCE message_id_seq AS INTEGER")
     _as_version(20)
     assert open_store(db_url).schema_version == SCHEMA_VERSION
     if on_postgres():
-        types = dict(db.execute_sql("SELECT column_name, data_type FROM information_schema.columns "
-                                    "WHERE table_name = 'message'").fetchall())
+        types = dict(
+            db.execute_sql(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'message'"
+            ).fetchall()
+        )
         assert (types["created_ts"], types["id"], types["thread_id"]) == ("double precision", "bigint", "bigint")
-        assert db.execute_sql("SELECT character_maximum_length FROM information_schema.columns "
-                              "WHERE table_name = 'message' AND column_name = 'speaker'").fetchone()[0] is None
-        assert db.execute_sql("SELECT data_type FROM information_schema.sequences "
-                              "WHERE sequence_name = 'message_id_seq'").fetchone()[0] == "bigint"
+        assert (
+            db.execute_sql(
+                "SELECT character_maximum_length FROM information_schema.columns "
+                "WHERE table_name = 'message' AND column_name = 'speaker'"
+            ).fetchone()[0]
+            is None
+        )
+        assert (
+            db.execute_sql(
+                "SELECT data_type FROM information_schema.sequences WHERE sequence_name = 'message_id_seq'"
+            ).fetchone()[0]
+            == "bigint"
+        )
     append_turn("ns", "t", "u2", "a2")
     later = Message.select().order_by(Message.id.desc()).first()  # to the microsecond, as on SQLite
     assert later.created_ts == pytest.approx(datetime.fromisoformat(later.created_at).timestamp(), abs=1e-5)

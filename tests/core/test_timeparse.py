@@ -210,8 +210,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("expr", "anchor", "start", "end", "precision", "basis"), CASES,
-                         ids=[f"{c[0]}@{c[1].date()}" for c in CASES])
+@pytest.mark.parametrize(
+    ("expr", "anchor", "start", "end", "precision", "basis"), CASES, ids=[f"{c[0]}@{c[1].date()}" for c in CASES]
+)
 def test_resolution_table(expr, anchor, start, end, precision, basis):
     mention = resolve_expression(expr, anchor)
     assert mention is not None, expr
@@ -225,35 +226,38 @@ def test_table_is_big_and_bilingual():
     assert sum(1 for c in CASES if any("\u4e00" <= ch <= "\u9fff" for ch in c[0])) >= 25
 
 
-@pytest.mark.parametrize(("expr", "anchor", "tense"), [
-    ("last week", MON, "past"),
-    ("yesterday", MON, "past"),
-    ("3 days ago", MON, "past"),
-    ("next month", MON, "future"),
-    ("tomorrow", MON, "future"),
-    ("in 3 days", MON, "future"),
-    ("now", MON, "present"),
-    ("right now", MON, "present"),
-    ("these days", MON, "present"),
-    ("for 3 years now", MON, "present"),
-    ("since 2016", MON, "present"),
-    ("in May", MON, "unknown"),
-    ("2023-05-07", MON, "unknown"),
-    ("today", MON, "unknown"),  # a period containing the anchor says nothing about before/after
-    ("this week", MON, "unknown"),
-    ("earlier today", MON, "past"),
-    ("later this week", MON, "future"),
-    ("this morning", MON, "past"),  # anchor is 13:56: the morning is over
-    ("tonight", MON, "future"),
-    ("on Friday", WED, "future"),
-    ("on Monday", WED, "past"),
-    ("this weekend", SAT, "unknown"),
-    ("soon", MON, "future"),
-    ("recently", MON, "past"),
-    ("上周", MON, "past"),
-    ("下个月", MON, "future"),
-    ("今年", MON, "unknown"),
-])
+@pytest.mark.parametrize(
+    ("expr", "anchor", "tense"),
+    [
+        ("last week", MON, "past"),
+        ("yesterday", MON, "past"),
+        ("3 days ago", MON, "past"),
+        ("next month", MON, "future"),
+        ("tomorrow", MON, "future"),
+        ("in 3 days", MON, "future"),
+        ("now", MON, "present"),
+        ("right now", MON, "present"),
+        ("these days", MON, "present"),
+        ("for 3 years now", MON, "present"),
+        ("since 2016", MON, "present"),
+        ("in May", MON, "unknown"),
+        ("2023-05-07", MON, "unknown"),
+        ("today", MON, "unknown"),  # a period containing the anchor says nothing about before/after
+        ("this week", MON, "unknown"),
+        ("earlier today", MON, "past"),
+        ("later this week", MON, "future"),
+        ("this morning", MON, "past"),  # anchor is 13:56: the morning is over
+        ("tonight", MON, "future"),
+        ("on Friday", WED, "future"),
+        ("on Monday", WED, "past"),
+        ("this weekend", SAT, "unknown"),
+        ("soon", MON, "future"),
+        ("recently", MON, "past"),
+        ("上周", MON, "past"),
+        ("下个月", MON, "future"),
+        ("今年", MON, "unknown"),
+    ],
+)
 def test_tense(expr, anchor, tense):
     mention = resolve_expression(expr, anchor)
     assert mention is not None
@@ -306,21 +310,28 @@ def test_longest_match_wins():
         assert [m.original_text for m in mentions] == [expected], text
 
 
-@pytest.mark.parametrize(("text", "original", "start", "end"), [
-    ("We're targeting a launch on Tuesday, March 3rd.", "on Tuesday, March 3rd", "2026-03-03", "2026-03-03"),
-    ("The trip is Thursday, April 2 to Tuesday, April 7.", "Thursday, April 2 to Tuesday, April 7",
-     "2026-04-02", "2026-04-07"),
-    ("Lisbon, Thursday March 19 to 24.", "Thursday March 19 to 24", "2026-03-19", "2026-03-24"),
-    ("On Friday, 13 March we fly.", "On Friday, 13 March", "2026-03-13", "2026-03-13"),
-    ("Friday the 13th of March 2026 it is.", "Friday the 13th of March 2026", "2026-03-13", "2026-03-13"),
-    ("See you on Tuesday.", "on Tuesday", "2025-12-30", "2025-12-30"),  # alone, the weekday rule reads it
-    # A weekday and a day of the month: the anchor's month if it fits, else the nearest month where it does.
-    ("Booked the hall for Friday the 30th.", "for Friday the 30th", "2026-01-30", "2026-01-30"),
-    ("It was on Tuesday the 30th.", "on Tuesday the 30th", "2025-12-30", "2025-12-30"),
-    ("Saturday the 3rd works.", "Saturday the 3rd", "2026-01-03", "2026-01-03"),
-])
+@pytest.mark.parametrize(
+    ("text", "original", "start", "end"),
+    [
+        ("We're targeting a launch on Tuesday, March 3rd.", "on Tuesday, March 3rd", "2026-03-03", "2026-03-03"),
+        (
+            "The trip is Thursday, April 2 to Tuesday, April 7.",
+            "Thursday, April 2 to Tuesday, April 7",
+            "2026-04-02",
+            "2026-04-07",
+        ),
+        ("Lisbon, Thursday March 19 to 24.", "Thursday March 19 to 24", "2026-03-19", "2026-03-24"),
+        ("On Friday, 13 March we fly.", "On Friday, 13 March", "2026-03-13", "2026-03-13"),
+        ("Friday the 13th of March 2026 it is.", "Friday the 13th of March 2026", "2026-03-13", "2026-03-13"),
+        ("See you on Tuesday.", "on Tuesday", "2025-12-30", "2025-12-30"),  # alone, the weekday rule reads it
+        # A weekday and a day of the month: the anchor's month if it fits, else the nearest month where it does.
+        ("Booked the hall for Friday the 30th.", "for Friday the 30th", "2026-01-30", "2026-01-30"),
+        ("It was on Tuesday the 30th.", "on Tuesday the 30th", "2025-12-30", "2025-12-30"),
+        ("Saturday the 3rd works.", "Saturday the 3rd", "2026-01-03", "2026-01-03"),
+    ],
+)
 def test_a_weekday_beside_a_date_is_read_with_the_date(text, original, start, end):
-    """"on Tuesday, March 3rd" said on January 2 is in March, not next Tuesday."""
+    """ "on Tuesday, March 3rd" said on January 2 is in March, not next Tuesday."""
     mentions = find_time_mentions(text, FRI_NEW_YEAR)
     assert [(m.original_text, m.start, m.end) for m in mentions] == [(original, start, end)]
 
@@ -347,31 +358,34 @@ def test_vague_expressions_are_kept_unresolved():
     assert all((m.start, m.end, m.precision, m.basis) == UNKNOWN for m in mentions)
 
 
-@pytest.mark.parametrize("text", [
-    "I have 2019 photos",
-    "There were 2019 people there",
-    "may I ask something?",
-    "This may take a while.",
-    "Step 2 may fail.",
-    "March forward, soldiers!",
-    "I prefer the second one.",
-    "Friday is my favourite day.",
-    "I go swimming on Fridays.",
-    "Now, let's talk about it.",
-    "Tell me as soon as possible.",
-    "I lived in Paris for three years.",
-    "It costs $2019.",
-    "version 2019.3 is out",
-    "Call 555-2019 for info",
-    "他出现在门口",
-    "一周一次",
-    "每周五去游泳",
-    "这个月饼很好吃",
-    "这周围很安静",
-    "坐3号线",
-    "过去年轻的时候",
-    "后天性疾病",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I have 2019 photos",
+        "There were 2019 people there",
+        "may I ask something?",
+        "This may take a while.",
+        "Step 2 may fail.",
+        "March forward, soldiers!",
+        "I prefer the second one.",
+        "Friday is my favourite day.",
+        "I go swimming on Fridays.",
+        "Now, let's talk about it.",
+        "Tell me as soon as possible.",
+        "I lived in Paris for three years.",
+        "It costs $2019.",
+        "version 2019.3 is out",
+        "Call 555-2019 for info",
+        "他出现在门口",
+        "一周一次",
+        "每周五去游泳",
+        "这个月饼很好吃",
+        "这周围很安静",
+        "坐3号线",
+        "过去年轻的时候",
+        "后天性疾病",
+    ],
+)
 def test_non_time_text_yields_nothing(text):
     resolved = [m for m in find_time_mentions(text, MON) if m.precision != "unknown"]
     assert resolved == [], text
@@ -502,12 +516,56 @@ def test_relative_days_and_weeks_follow_the_anchor_calendar(anchor):
     assert month.endswith("-05") and -5 <= distance <= 6
 
 
-_TOKENS = st.sampled_from([
-    "yesterday", "last", "next", "week", "Friday", "in", "May", "7th", "2019", "2023-05-07", "ago", "3", "days",
-    "for", "years", "now", "since", "the", "of", "a", "few", "summer", "Q3", "at", "3pm", ",", ".", "上周五", "昨天",
-    "3号", "8月", "2024年", "个月前", "两", "周", "十", "三", "天前", "I've", "had", "them", "soon", "one", "day",
-    "this", "weekend",
-])
+_TOKENS = st.sampled_from(
+    [
+        "yesterday",
+        "last",
+        "next",
+        "week",
+        "Friday",
+        "in",
+        "May",
+        "7th",
+        "2019",
+        "2023-05-07",
+        "ago",
+        "3",
+        "days",
+        "for",
+        "years",
+        "now",
+        "since",
+        "the",
+        "of",
+        "a",
+        "few",
+        "summer",
+        "Q3",
+        "at",
+        "3pm",
+        ",",
+        ".",
+        "上周五",
+        "昨天",
+        "3号",
+        "8月",
+        "2024年",
+        "个月前",
+        "两",
+        "周",
+        "十",
+        "三",
+        "天前",
+        "I've",
+        "had",
+        "them",
+        "soon",
+        "one",
+        "day",
+        "this",
+        "weekend",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -546,8 +604,12 @@ def _needs_han(items) -> bool:
     for op, arg in items:
         if op is c.LITERAL and han(arg):
             return True
-        if op is c.IN and arg and arg[0][0] is not c.NEGATE and all(
-                (kind is c.LITERAL and han(v)) or (kind is c.RANGE and han(v[0]) and han(v[1])) for kind, v in arg):
+        if (
+            op is c.IN
+            and arg
+            and arg[0][0] is not c.NEGATE
+            and all((kind is c.LITERAL and han(v)) or (kind is c.RANGE and han(v[0]) and han(v[1])) for kind, v in arg)
+        ):
             return True
         if op is c.SUBPATTERN and _needs_han(arg[3]):
             return True
@@ -576,16 +638,21 @@ def test_chinese_rules_need_a_cjk_character():
 def _every_rule_scan(text: str) -> list[tuple[str, tuple[int, int]]]:
     from core.timeparse import _RULES, _rule_matches
 
-    return sorted((rule.name, m.span()) for rule in _RULES if not rule.whole_only
-                  for m in _rule_matches(rule, text, None))
+    return sorted(
+        (rule.name, m.span()) for rule in _RULES if not rule.whole_only for m in _rule_matches(rule, text, None)
+    )
 
 
 def _start_guided_scan(text: str) -> list[tuple[str, tuple[int, int]]]:
     from core.timeparse import _RULES, _english_positions, _rule_matches
 
     starts = _english_positions(text)
-    return sorted((rule.name, m.span()) for rule in _RULES if not rule.whole_only
-                  for m in _rule_matches(rule, text, None if rule.chinese else starts))
+    return sorted(
+        (rule.name, m.span())
+        for rule in _RULES
+        if not rule.whole_only
+        for m in _rule_matches(rule, text, None if rule.chinese else starts)
+    )
 
 
 def test_start_guided_scan_equals_every_rule_scanning_the_text():
@@ -594,11 +661,16 @@ def test_start_guided_scan_equals_every_rule_scanning_the_text():
     from core.demo import demo_source
 
     texts = [f"We said {c[0]}, then {c[0]}." for c in CASES]
-    texts += [json.loads(line).get("content") or "" for line in demo_source().read_text(encoding="utf-8").splitlines()
-              if line.strip()]
+    texts += [
+        json.loads(line).get("content") or ""
+        for line in demo_source().read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     texts += [t.upper() for t in texts] + [t.replace("s", "\u017f") for t in texts[:40]]
-    texts += ["2023-05-07/2023-05-08 and 2024.1.2 then since May 3rd, 2021 about 3 weeks ago",
-              "last Friday or next fri; the 3rd of May 2022 vs May 3 2022-05 around 10 days back"]
+    texts += [
+        "2023-05-07/2023-05-08 and 2024.1.2 then since May 3rd, 2021 about 3 weeks ago",
+        "last Friday or next fri; the 3rd of May 2022 vs May 3 2022-05 around 10 days back",
+    ]
     hits = 0
     for text in texts:
         expected = _every_rule_scan(text)
@@ -607,10 +679,49 @@ def test_start_guided_scan_equals_every_rule_scanning_the_text():
     assert hits > len(CASES)  # the corpus does contain time expressions
 
 
-_TIME_WORDS = st.sampled_from(["last", "next", "this", "May", "march", "3rd", "2023", "12", "weeks", "ago", "in", "ſince",
-                               "LAST WEEK", "Q3 2024", "\u212aept", "İn", "MONDAY",
-                               "the", "of", "since", "for", "about", "Friday", "weekend", "/", "-", ".", ",",
-                               "now", "today", "years", "spring", "Q3", "1990s", "a", "few", "days", "昨天", "3月"])
+_TIME_WORDS = st.sampled_from(
+    [
+        "last",
+        "next",
+        "this",
+        "May",
+        "march",
+        "3rd",
+        "2023",
+        "12",
+        "weeks",
+        "ago",
+        "in",
+        "ſince",
+        "LAST WEEK",
+        "Q3 2024",
+        "\u212aept",
+        "İn",
+        "MONDAY",
+        "the",
+        "of",
+        "since",
+        "for",
+        "about",
+        "Friday",
+        "weekend",
+        "/",
+        "-",
+        ".",
+        ",",
+        "now",
+        "today",
+        "years",
+        "spring",
+        "Q3",
+        "1990s",
+        "a",
+        "few",
+        "days",
+        "昨天",
+        "3月",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -28,8 +28,14 @@ def ns(store):
 
 
 def _event(ns_id: int, title: str, summary: str | None = None, *, block: Block | None = None, **fields) -> int:
-    draft = {"title": title, "summary": summary or f"{title}.", "source_message_ids": [], "temporal": {},
-             "quotes": fields.pop("quotes", []), "criticality": fields.pop("criticality", "routine")}
+    draft = {
+        "title": title,
+        "summary": summary or f"{title}.",
+        "source_message_ids": [],
+        "temporal": {},
+        "quotes": fields.pop("quotes", []),
+        "criticality": fields.pop("criticality", "routine"),
+    }
     with write_transaction():
         event = write_event(ns_id, draft, block=block, formed_turn=0)
         if fields:
@@ -40,8 +46,9 @@ def _event(ns_id: int, title: str, summary: str | None = None, *, block: Block |
 def _node(ns_id: int, name: str, event_ids, *, facts=()) -> int:
     now = now_iso()
     with write_transaction():
-        node = GraphNode.create(namespace=ns_id, name=name, name_norm=name.casefold(), type="project",
-                                created_at=now, updated_at=now)
+        node = GraphNode.create(
+            namespace=ns_id, name=name, name_norm=name.casefold(), type="project", created_at=now, updated_at=now
+        )
         for event_id in event_ids:
             GraphSource.create(kind="node", record_id=node.id, event=event_id)
         for key, value in facts:
@@ -107,8 +114,10 @@ def test_traces_page_by_keyset_and_filter(ns):
 
 
 def test_auto_context_renders_events_and_nodes_within_limits(ns):
-    ids = [_event(ns, f"Orion deploy {i}", f"Orion service deploy number {i} finished.",
-                  quotes=[f"secret quote {i}"]) for i in range(8)]
+    ids = [
+        _event(ns, f"Orion deploy {i}", f"Orion service deploy number {i} finished.", quotes=[f"secret quote {i}"])
+        for i in range(8)
+    ]
     nodes = [_node(ns, f"Orion {i}", [ids[i]], facts=[("status", "live")]) for i in range(6)]
     before = {i: get_event(i) for i in ids}
     ctx = auto_context("ns", "How did the Orion deploy go?", recent_turns=["first turn", "Orion?", "deploy?"])
@@ -172,8 +181,9 @@ def test_pinned_and_safety_events_bypass_the_lexical_gate(ns):
 def test_auto_context_is_empty_without_matches(ns):
     _event(ns, "Something else entirely")
     ctx = auto_context("ns", "")
-    assert ctx == type(ctx)(text="", event_ids=(), node_ids=(), tokens=0, trace_id=ctx.trace_id,
-                            ledger_id=ctx.ledger_id)
+    assert ctx == type(ctx)(
+        text="", event_ids=(), node_ids=(), tokens=0, trace_id=ctx.trace_id, ledger_id=ctx.ledger_id
+    )
     assert auto_context("ns", "zebra").text == ""
 
 

@@ -21,7 +21,9 @@ def demo(demo_template, tmp_path):
 
 def _two_events_of_different_blocks() -> tuple[Event, Event]:
     first = Event.select().where(Event.block.is_null(False)).order_by(Event.id).first()
-    other = Event.select().where(Event.block.is_null(False) & (Event.block != first.block_id)).order_by(Event.id).first()
+    other = (
+        Event.select().where(Event.block.is_null(False) & (Event.block != first.block_id)).order_by(Event.id).first()
+    )
     return first, other
 
 
@@ -92,8 +94,9 @@ def test_duplicate_cards_and_orphans_are_reported(demo):
         EventSource.insert(event=twin.id, message=source.message_id, position=source.position).execute()
     # Same text citing other messages is no duplicate: two mentions of one thing.
     other_text = insert_one(Event, dict(data, block=original.block_id))
-    EventSource.insert(event=other_text.id, message=Message.select().order_by(Message.id.desc()).first().id,
-                       position=0).execute()
+    EventSource.insert(
+        event=other_text.id, message=Message.select().order_by(Message.id.desc()).first().id, position=0
+    ).execute()
 
     block = Block.select().order_by(Block.id.desc()).first()
     Job.delete().where(Job.block == block.id).execute()

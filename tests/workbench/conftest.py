@@ -34,26 +34,48 @@ def seed_workbench_store(url: str, *, built: bool = False) -> None:
     tools = MemoryTools("demo", session="agent-1", budget=None)
     found = tools.call("search_events", {"query": "Atlas launch date"})
     refs = found["evidence_refs"]
-    tools.call("assess", {"verdict": "sufficient", "evidence_refs": [refs[1], refs[0], "event:99999"],
-                          "fit": "the launch moved to March 17", "missing": "", "next_strategy": "answer"})
+    tools.call(
+        "assess",
+        {
+            "verdict": "sufficient",
+            "evidence_refs": [refs[1], refs[0], "event:99999"],
+            "fit": "the launch moved to March 17",
+            "missing": "",
+            "next_strategy": "answer",
+        },
+    )
     tools.call("record_use", {"evidence_refs": [refs[1]]})
     tools.call("search_graph", {"query": "Ivy passport"})
-    tools.call("assess", {"verdict": "insufficient", "evidence_refs": [], "fit": "only the person",
-                          "missing": "the renewal appointment", "next_strategy": "raw"})
+    tools.call(
+        "assess",
+        {
+            "verdict": "insufficient",
+            "evidence_refs": [],
+            "fit": "only the person",
+            "missing": "the renewal appointment",
+            "next_strategy": "raw",
+        },
+    )
     tools.call("search_raw", {"query": "passport renewal appointment"})
     ns = Namespace.get(Namespace.name == "demo")
     block = Block.select().where(Block.namespace == ns).order_by(Block.sequence.desc()).first()
     failed = create_job(ns, "extraction", block, status="failed")
-    Job.update(attempts=3, last_error="provider timeout after 30 s (offline provider stubbed to fail)",
-               next_retry_at=None).where(Job.id == failed.id).execute()
+    Job.update(
+        attempts=3, last_error="provider timeout after 30 s (offline provider stubbed to fail)", next_retry_at=None
+    ).where(Job.id == failed.id).execute()
     create_job(ns, "graph", None, payload={"event_ids": [1, 2]})
     # Governed records waiting for a person (quarantined: no other view shows them).
     from core.models import AuditEntry, MemoryRecord
     from core.services import governance
 
     governance.remember("demo", "Maya prefers meetings before 11 in the morning.", source="agent", actor="planner-bot")
-    governance.remember("demo", "The Atlas launch checklist lives in the team wiki.", source="tool", actor="wiki-sync",
-                        key="atlas.checklist")
+    governance.remember(
+        "demo",
+        "The Atlas launch checklist lives in the team wiki.",
+        source="tool",
+        actor="wiki-sync",
+        key="atlas.checklist",
+    )
     governance.remember("demo", "Maya's office badge PIN is 0000.", source="user", privacy="secret")
     AuditEntry.update(at=FIXED).execute()
     for model in (RetrievalTrace, RetrievalBatch, UsageReceipt, Job, Event, MemoryRecord):
@@ -71,7 +93,7 @@ def seed_workbench_store(url: str, *, built: bool = False) -> None:
 def workbench_template(demo_template, tmp_path_factory) -> Path | str:
     url = copy_of(demo_template, tmp_path_factory.mktemp("workbench") / "template.db")
     seed_workbench_store(url, built=True)
-    yield url if stores.on_postgres() else Path(url[len("sqlite:///"):])
+    yield url if stores.on_postgres() else Path(url[len("sqlite:///") :])
     if stores.on_postgres():
         stores.drop(url)
 

@@ -14,8 +14,9 @@ from workbench.cli import main
 def test_derive_floor_prints_both_builds_and_writes_the_report(tmp_path, capsys):
     out = tmp_path / "floor.json"
     try:
-        code = main(["bench", "derive-floor", "--messages", "200", "--workdir", str(tmp_path / "work"),
-                     "--json-out", str(out)])
+        code = main(
+            ["bench", "derive-floor", "--messages", "200", "--workdir", str(tmp_path / "work"), "--json-out", str(out)]
+        )
     finally:
         if db.obj is not None and not db.is_closed():
             db.close()

@@ -72,8 +72,10 @@ def test_demo_rebuilds_an_earlier_demo(demo_db, capsys):
 
 def test_demo_refuses_a_store_holding_other_namespaces(tmp_path, capsys):
     lines = tmp_path / "one.jsonl"
-    lines.write_text(json.dumps({"thread": "t", "role": "user", "content": "keep me",
-                                 "created_at": "2024-01-01T00:00:00Z"}) + "\n", encoding="utf-8")
+    lines.write_text(
+        json.dumps({"thread": "t", "role": "user", "content": "keep me", "created_at": "2024-01-01T00:00:00Z"}) + "\n",
+        encoding="utf-8",
+    )
     url = fresh_url(tmp_path, "mine.db")
     assert main(["ingest", "jsonl", str(lines), "--db", url, "--namespace", "mine"]) == 0
     capsys.readouterr()
@@ -154,8 +156,9 @@ def test_expand_block_rejects_a_level_it_does_not_know_and_saves_nothing(level, 
 def test_expand_block_only_lifts(demo_db, capsys):
     """Expanding re-anchors the block's decay: a shallower target would age it early, so it is refused;
     reading it shallower is `block --level`, which takes the same spellings."""
-    block = next(b for b in run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo")
-                 if 0 < b["current_level"] < 5)
+    block = next(
+        b for b in run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo") if 0 < b["current_level"] < 5
+    )
     below = block["current_level"] - 1
     assert main(["expand-block", str(block["id"]), "--db", demo_db, "--level", f"L{below}"]) == 2
     err = capsys.readouterr().err
@@ -196,8 +199,11 @@ def test_events_come_a_page_at_a_time(demo_db, capsys):
     """`--after EVENT` continues where a page ended, along the time-order index (no OFFSET walk),
     across dated and undated events alike; the hint names the next page's argument."""
     everything = run_json(capsys, "events", "--db", demo_db, "--namespace", "demo", "--limit", "1000")
-    assert len(everything) >= 12 and any(e["happened_start"] for e in everything) \
+    assert (
+        len(everything) >= 12
+        and any(e["happened_start"] for e in everything)
         and any(not e["happened_start"] for e in everything)
+    )
     assert main(["events", "--db", demo_db, "--namespace", "demo", "--limit", "7"]) == 0
     assert f"--after {everything[6]['id']}" in capsys.readouterr().err
     pages, after = [], []
@@ -252,9 +258,17 @@ def test_derive_reports_nothing_left(demo_db, capsys):
 def _ingested_chat(tmp_path, name: str, *, turns: int, capsys) -> str:
     """A new store holding one thread of ``turns`` user/assistant turns, not derived; its URL."""
     lines = tmp_path / f"{name}.jsonl"
-    lines.write_text("".join(json.dumps({"thread": "t", "role": role, "content": f"{role} turn {i}",
-                                         "created_at": f"2024-01-01T00:00:{i:02d}Z"}) + "\n"
-                             for i in range(turns) for role in ("user", "assistant")), encoding="utf-8")
+    lines.write_text(
+        "".join(
+            json.dumps(
+                {"thread": "t", "role": role, "content": f"{role} turn {i}", "created_at": f"2024-01-01T00:00:{i:02d}Z"}
+            )
+            + "\n"
+            for i in range(turns)
+            for role in ("user", "assistant")
+        ),
+        encoding="utf-8",
+    )
     url = fresh_url(tmp_path, name)
     assert main(["ingest", "jsonl", str(lines), "--db", url]) == 0
     capsys.readouterr()
@@ -321,17 +335,42 @@ def test_errors_are_one_line_with_nonzero_exit(demo_db, capsys):
 HUGE = "99999999999999999999"  # past 2**63 - 1: SQLite cannot even bind it
 
 
-@pytest.mark.parametrize("argv", [
-    ["block", HUGE], ["event", HUGE], ["forget", HUGE], ["restore", HUGE], ["retry", HUGE], ["trace", HUGE],
-    ["expand-block", HUGE, "--level", "next"], ["import", "show", HUGE], ["import", "undo", HUGE],
-    ["import", "decide", "1", HUGE, "add"], ["event", "0"], ["event", "-1"],
-    ["blocks", "--after", HUGE], ["blocks", "--limit", HUGE], ["blocks", "--limit", "-1"],
-    ["events", "--after", HUGE], ["events", "--offset", HUGE], ["events", "--offset", "-1"],
-    ["events", "--limit", "0"], ["events", "--limit", "-1"], ["events", "--limit", "10001"],
-    ["graph", "--limit", "0"], ["graph", "--limit", "-1"], ["jobs", "--limit", "0"], ["jobs", "--limit", "-3"],
-    ["jobs", "--limit", HUGE], ["traces", "--limit", "0"], ["import", "list", "--limit", "0"],
-    ["search", "raw", "x", "--limit", "0"], ["ask", "x", "--limit", "-1"], ["events", "--limit", "ten"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["block", HUGE],
+        ["event", HUGE],
+        ["forget", HUGE],
+        ["restore", HUGE],
+        ["retry", HUGE],
+        ["trace", HUGE],
+        ["expand-block", HUGE, "--level", "next"],
+        ["import", "show", HUGE],
+        ["import", "undo", HUGE],
+        ["import", "decide", "1", HUGE, "add"],
+        ["event", "0"],
+        ["event", "-1"],
+        ["blocks", "--after", HUGE],
+        ["blocks", "--limit", HUGE],
+        ["blocks", "--limit", "-1"],
+        ["events", "--after", HUGE],
+        ["events", "--offset", HUGE],
+        ["events", "--offset", "-1"],
+        ["events", "--limit", "0"],
+        ["events", "--limit", "-1"],
+        ["events", "--limit", "10001"],
+        ["graph", "--limit", "0"],
+        ["graph", "--limit", "-1"],
+        ["jobs", "--limit", "0"],
+        ["jobs", "--limit", "-3"],
+        ["jobs", "--limit", HUGE],
+        ["traces", "--limit", "0"],
+        ["import", "list", "--limit", "0"],
+        ["search", "raw", "x", "--limit", "0"],
+        ["ask", "x", "--limit", "-1"],
+        ["events", "--limit", "ten"],
+    ],
+)
 def test_ids_limits_and_offsets_out_of_range_are_usage_errors(argv, demo_db, capsys):
     with pytest.raises(SystemExit) as exited:
         main([*argv, "--db", demo_db])
@@ -340,8 +379,10 @@ def test_ids_limits_and_offsets_out_of_range_are_usage_errors(argv, demo_db, cap
     assert "error: argument" in err and "expected an integer" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv", [["stats"], ["blocks"], ["events"], ["jobs"], ["verify"], ["graph"],
-                                  ["search", "raw", "x"], ["export"], ["mcp"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["stats"], ["blocks"], ["events"], ["jobs"], ["verify"], ["graph"], ["search", "raw", "x"], ["export"], ["mcp"]],
+)
 def test_a_blank_namespace_is_a_usage_error_not_every_namespace(argv, demo_db, capsys):
     with pytest.raises(SystemExit) as exited:
         main([*argv, "--namespace", " ", "--db", demo_db])
@@ -367,8 +408,12 @@ def test_python_dash_m_workbench_runs():
 
 def test_a_reader_that_stops_early_ends_the_command_quietly(demo_db):
     """`strata export | head -c 10`: no traceback, and the exit status a shell gives a SIGPIPE'd tool."""
-    process = subprocess.Popen([sys.executable, "-m", "workbench", "export", "--db", demo_db, "--namespace", "demo"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "export", "--db", demo_db, "--namespace", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
     assert process.stdout.read(10) == b'{\n  "block'
     process.stdout.close()
     err = process.stderr.read().decode()

@@ -14,8 +14,18 @@ from workbench.cli import main
 def db(tmp_path, cli_without_strata_db, capsys):
     url = fresh_url(tmp_path, "gov")
     chat = tmp_path / "chat.jsonl"
-    chat.write_text(json.dumps({"thread": "t1", "role": "user", "content": "I always book an aisle seat when I fly.",
-                                "created_at": "2026-11-02T09:00:00+00:00"}) + "\n", encoding="utf-8")
+    chat.write_text(
+        json.dumps(
+            {
+                "thread": "t1",
+                "role": "user",
+                "content": "I always book an aisle seat when I fly.",
+                "created_at": "2026-11-02T09:00:00+00:00",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     assert main(["ingest", "jsonl", str(chat), "--namespace", "me", "--db", url]) == 0
     capsys.readouterr()
     return url
@@ -35,8 +45,18 @@ def found(capsys, db: str, query: str) -> bool:
 
 
 def test_remember_review_revoke_and_the_audit_trail(db, capsys):
-    wrote = run(capsys, db, "remember", "Maya prefers an aisle seat on trains.", "--namespace", "me",
-                "--source", "agent", "--actor", "planner-bot")
+    wrote = run(
+        capsys,
+        db,
+        "remember",
+        "Maya prefers an aisle seat on trains.",
+        "--namespace",
+        "me",
+        "--source",
+        "agent",
+        "--actor",
+        "planner-bot",
+    )
     rid = wrote["record"]["id"]
     assert wrote["record"]["status"] == "quarantined"
     assert not found(capsys, db, "aisle seat trains")
@@ -45,18 +65,31 @@ def test_remember_review_revoke_and_the_audit_trail(db, capsys):
 
     err = run(capsys, db, "review", "approve", str(rid), "--actor", "alice", code=2)
     assert "no evidence" in err
-    run(capsys, db, "review", "approve", f"record:{rid}", "--actor", "alice", "--evidence", "message:1",
-        "--reason", "she books aisle seats")
+    run(
+        capsys,
+        db,
+        "review",
+        "approve",
+        f"record:{rid}",
+        "--actor",
+        "alice",
+        "--evidence",
+        "message:1",
+        "--reason",
+        "she books aisle seats",
+    )
     assert found(capsys, db, "aisle seat trains")
     run(capsys, db, "review", "revoke", str(rid), "--actor", "bob", "--reason", "that was Tomás")
     assert not found(capsys, db, "aisle seat trains")
 
     trail = run(capsys, db, "audit", "--namespace", "me", "--record", str(rid))
     steps = [(a["action"], a["to_status"], a["actor"], a["reason"]) for a in trail]
-    assert steps == [("capture", "quarantined", "planner-bot", None),
-                     ("verify", "verified", "alice", "she books aisle seats"),
-                     ("promote", "promoted", "alice", "she books aisle seats"),
-                     ("revoke", "revoked", "bob", "that was Tomás")]
+    assert steps == [
+        ("capture", "quarantined", "planner-bot", None),
+        ("verify", "verified", "alice", "she books aisle seats"),
+        ("promote", "promoted", "alice", "she books aisle seats"),
+        ("revoke", "revoked", "bob", "that was Tomás"),
+    ]
     shown = run(capsys, db, "review", "show", str(rid))
     assert shown["record"]["status"] == "revoked" and len(shown["audit"]) == 4
 

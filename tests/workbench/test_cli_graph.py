@@ -36,23 +36,39 @@ def graph_db(store, db_url):
         space = get_or_create_namespace("ns")
 
         def event(title, summary):
-            return write_event(space, {"title": title, "summary": summary, "temporal": {}}, block=None, formed_turn=0).id
+            return write_event(
+                space, {"title": title, "summary": summary, "temporal": {}}, block=None, formed_turn=0
+            ).id
 
         old, new = event("Ann in Oslo", "Ann lives in Oslo"), event("Ann moved", "Ann moved to Paris")
         ns_id = space.id
 
     def node(ref, name, node_type, ids, facts=()):
-        return {"ref": ref, "name": name, "type": node_type, "source_event_ids": ids,
-                "provenance": {"name": ids}, "facts": [{"key": k, "value": v, "source_event_ids": ids} for k, v in facts]}
+        return {
+            "ref": ref,
+            "name": name,
+            "type": node_type,
+            "source_event_ids": ids,
+            "provenance": {"name": ids},
+            "facts": [{"key": k, "value": v, "source_event_ids": ids} for k, v in facts],
+        }
 
-    apply_projection(ns_id, [old], {"nodes": [node("a", "Ann", "person", [old], [("lives_in", "Oslo")]),
-                                              node("o", "Oslo", "place", [old])],
-                                    "edges": [{"from_ref": "a", "to_ref": "o", "relation": "lives_in",
-                                               "source_event_ids": [old]}]})
-    apply_projection(ns_id, [new], {"nodes": [node("a", "Ann", "person", [new], [("lives_in", "Paris")]),
-                                              node("p", "Paris", "place", [new])],
-                                    "edges": [{"from_ref": "a", "to_ref": "p", "relation": "lives_in",
-                                               "source_event_ids": [new]}]})
+    apply_projection(
+        ns_id,
+        [old],
+        {
+            "nodes": [node("a", "Ann", "person", [old], [("lives_in", "Oslo")]), node("o", "Oslo", "place", [old])],
+            "edges": [{"from_ref": "a", "to_ref": "o", "relation": "lives_in", "source_event_ids": [old]}],
+        },
+    )
+    apply_projection(
+        ns_id,
+        [new],
+        {
+            "nodes": [node("a", "Ann", "person", [new], [("lives_in", "Paris")]), node("p", "Paris", "place", [new])],
+            "edges": [{"from_ref": "a", "to_ref": "p", "relation": "lives_in", "source_event_ids": [new]}],
+        },
+    )
     return {"url": db_url, "old": old, "new": new}
 
 
@@ -105,7 +121,9 @@ def test_a_node_is_named_by_its_name_or_alias_in_any_case(graph_db, capsys):
     by_id = json.loads(run(capsys, "graph", "--db", graph_db["url"], "--json"))
     ann_id = next(r["id"] for r in by_id if r["name"] == "Ann")
     assert json.loads(run(capsys, "node", "ann", "--db", graph_db["url"], "--json"))["id"] == ann_id
-    assert json.loads(run(capsys, "node", "ann", "--namespace", "ns", "--db", graph_db["url"], "--json"))["id"] == ann_id
+    assert (
+        json.loads(run(capsys, "node", "ann", "--namespace", "ns", "--db", graph_db["url"], "--json"))["id"] == ann_id
+    )
     assert json.loads(run(capsys, "node", "  PARIS ", "--db", graph_db["url"], "--json"))["name"] == "Paris"
     assert json.loads(run(capsys, "node", "Osl", "--db", graph_db["url"], "--json"))["name"] == "Oslo"  # one match
     args = _parser().parse_args(["node", "a", "--db", graph_db["url"]])  # Ann, Paris (and not Oslo)

@@ -10,11 +10,16 @@ from tests.stores import fresh_url
 from workbench.cli import main
 
 EXPORT = {
-    "schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-    "sourceSystem": "OtherAI", "exportedAt": "2025-06-01",
+    "schemaVersion": "stratagate.external-memory.v2",
+    "sourceType": "external_ai_memory_export",
+    "sourceSystem": "OtherAI",
+    "exportedAt": "2025-06-01",
     "candidates": [
-        {"title": "Maya moved", "summary": "Maya moved from Lisbon to Porto in 2025.",
-         "temporal": {"participants": ["Maya"], "mentionedAt": "2025-05-01"}},
+        {
+            "title": "Maya moved",
+            "summary": "Maya moved from Lisbon to Porto in 2025.",
+            "temporal": {"participants": ["Maya"], "mentionedAt": "2025-05-01"},
+        },
         {"title": "Priya", "summary": "Priya plays the cello in a community orchestra.", "confidence": 0.9},
         {"title": "hello", "summary": "User said hello to the assistant."},
     ],
@@ -43,8 +48,10 @@ def url(tmp_path):
     open_store(url)
     messages = []
     for text in ("Maya lives in Lisbon.", "Ben has a dog named Rex."):
-        messages += [{"role": "user", "content": text, "created_at": "2024-03-01T10:00:00+00:00"},
-                     {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00"}]
+        messages += [
+            {"role": "user", "content": text, "created_at": "2024-03-01T10:00:00+00:00"},
+            {"role": "assistant", "content": "Noted.", "created_at": "2024-03-01T10:00:05+00:00"},
+        ]
     append_messages("ns", "chat", messages, close_turn=True, close_thread=True)
     assert run_pending("ns").failed == 0
     db.close()
@@ -67,7 +74,10 @@ def test_preview_decide_commit_show_list_undo_round_trip(url, tmp_path, capsys):
 
     preview = run_json(capsys, "import", "show", "1", "--db", url)
     items = preview["items"]
-    assert [i["position"] for i in items] == [1, 2, 3] and preview["batch"]["status"] in ("ready", "awaiting_confirmation")
+    assert [i["position"] for i in items] == [1, 2, 3] and preview["batch"]["status"] in (
+        "ready",
+        "awaiting_confirmation",
+    )
     first = items[0]
     assert first["action"] == "supersede" and first["matches"] and first["reason"]
     row = run_json(capsys, "import", "decide", "1", "2", "ignore", "--db", url)
@@ -77,8 +87,9 @@ def test_preview_decide_commit_show_list_undo_round_trip(url, tmp_path, capsys):
     # Several targets, and one the person knows of outside the matches (any live event).
     events = {e["summary"]: e["id"] for e in run_json(capsys, "events", "--db", url, "--namespace", "ns")}
     lisbon, rex = (next(i for s, i in events.items() if key in s) for key in ("Lisbon", "Rex"))
-    row = run_json(capsys, "import", "decide", "1", "3", "conflict", "--target", str(lisbon), "--target", str(rex),
-                   "--db", url)
+    row = run_json(
+        capsys, "import", "decide", "1", "3", "conflict", "--target", str(lisbon), "--target", str(rex), "--db", url
+    )
     assert row["choice_target_ids"] == [lisbon, rex] and row["effective_target_ids"] == [lisbon, rex]
     shown = run(capsys, "import", "show", "1", "--db", url).out
     assert "chosen CONFLICT" in shown and f"#{rex} " in shown and "Ben has a dog named Rex" in shown
@@ -99,23 +110,53 @@ def test_preview_decide_commit_show_list_undo_round_trip(url, tmp_path, capsys):
     assert "was undone" in run(capsys, "import", "commit", "1", "--db", url, code=2).err
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("notjson.json", "this is not json", "not JSON at line 1 column 1"),
-    ("version.json", json.dumps({**EXPORT, "schemaVersion": "stratagate.external-memory.v9"}), "schemaVersion"),
-    ("source.json", json.dumps({**EXPORT, "sourceType": "chat_log"}), "sourceType"),
-    ("many.json", json.dumps({**EXPORT, "candidates": [{"title": f"t{i}", "summary": "s"} for i in range(201)]}),
-     "201 candidates"),
-    ("title.json", json.dumps({**EXPORT, "candidates": [{"summary": "no title"}]}), "candidates[0].title: required"),
-    ("confidence.json", json.dumps({**EXPORT, "candidates": [{"title": "t", "summary": "s", "confidence": "high"}]}),
-     "candidates[0].confidence"),
-    ("date.json", json.dumps({**EXPORT, "candidates": [
-        {"title": "t", "summary": "s", "temporal": {"happenedStart": "2024-13-40", "precision": "day"}}]}),
-     "'2024-13-40' is not a valid date"),
-    pytest.param("surrogate.json", json.dumps({**EXPORT, "candidates": [{"title": "Maya \ud800", "summary": "s"}]}),
-                 "field 'candidates[0].title': \\ud800 is a lone surrogate", id="lone-surrogate"),
-    pytest.param("deep.json", "[" * 5000, "nested too deeply to read (more than 512 levels of arrays and objects) "
-                 "at line 1 column 513", id="nested-too-deep"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("notjson.json", "this is not json", "not JSON at line 1 column 1"),
+        ("version.json", json.dumps({**EXPORT, "schemaVersion": "stratagate.external-memory.v9"}), "schemaVersion"),
+        ("source.json", json.dumps({**EXPORT, "sourceType": "chat_log"}), "sourceType"),
+        (
+            "many.json",
+            json.dumps({**EXPORT, "candidates": [{"title": f"t{i}", "summary": "s"} for i in range(201)]}),
+            "201 candidates",
+        ),
+        (
+            "title.json",
+            json.dumps({**EXPORT, "candidates": [{"summary": "no title"}]}),
+            "candidates[0].title: required",
+        ),
+        (
+            "confidence.json",
+            json.dumps({**EXPORT, "candidates": [{"title": "t", "summary": "s", "confidence": "high"}]}),
+            "candidates[0].confidence",
+        ),
+        (
+            "date.json",
+            json.dumps(
+                {
+                    **EXPORT,
+                    "candidates": [
+                        {"title": "t", "summary": "s", "temporal": {"happenedStart": "2024-13-40", "precision": "day"}}
+                    ],
+                }
+            ),
+            "'2024-13-40' is not a valid date",
+        ),
+        pytest.param(
+            "surrogate.json",
+            json.dumps({**EXPORT, "candidates": [{"title": "Maya \ud800", "summary": "s"}]}),
+            "field 'candidates[0].title': \\ud800 is a lone surrogate",
+            id="lone-surrogate",
+        ),
+        pytest.param(
+            "deep.json",
+            "[" * 5000,
+            "nested too deeply to read (more than 512 levels of arrays and objects) at line 1 column 513",
+            id="nested-too-deep",
+        ),
+    ],
+)
 def test_bad_input_is_rejected_with_its_location_and_nothing_written(url, tmp_path, capsys, name, text, message):
     before = run(capsys, "export", "--db", url, "--namespace", "ns").out
     file = write(tmp_path, name, text)
@@ -141,17 +182,23 @@ def test_a_file_over_four_megabytes_is_refused(url, tmp_path, capsys):
 
 
 def test_mem0_and_text_formats_and_stale_commit(url, tmp_path, capsys):
-    mem0 = write(tmp_path, "mem0.json", json.dumps([{"memory": "Ravi speaks Hindi", "created_at": "2025-01-01T00:00:00Z"}]))
+    mem0 = write(
+        tmp_path, "mem0.json", json.dumps([{"memory": "Ravi speaks Hindi", "created_at": "2025-01-01T00:00:00Z"}])
+    )
     preview = run_json(capsys, "import", "preview", mem0, "--format", "mem0", "--db", url)
     assert preview["batch"]["format"] == "mem0" and preview["items"][0]["candidate"]["summary"] == "Ravi speaks Hindi"
     text = write(tmp_path, "facts.md", "- Lena paints with oils\n- Omar runs marathons\n")
     second = run_json(capsys, "import", "preview", text, "--format", "text", "--db", url, "--top-k", "3")
     assert second["batch"]["total"] == 2 and second["batch"]["top_k"] == 3
     # Committing the first preview after the second batch was... only previewed: still fresh.
-    assert run_json(capsys, "import", "commit", str(second["batch"]["id"]), "--db", url)["batch"]["status"] == "committed"
+    assert (
+        run_json(capsys, "import", "commit", str(second["batch"]["id"]), "--db", url)["batch"]["status"] == "committed"
+    )
     stale = run(capsys, "import", "commit", str(preview["batch"]["id"]), "--db", url, code=2)
     assert "changed since the preview" in stale.err and "Refreshed preview" in stale.out
-    assert run_json(capsys, "import", "commit", str(preview["batch"]["id"]), "--db", url)["batch"]["status"] == "committed"
+    assert (
+        run_json(capsys, "import", "commit", str(preview["batch"]["id"]), "--db", url)["batch"]["status"] == "committed"
+    )
 
 
 def test_a_preview_into_a_new_namespace_leaves_the_namespaces_as_they_are(url, tmp_path, capsys):
@@ -163,8 +210,10 @@ def test_a_preview_into_a_new_namespace_leaves_the_namespaces_as_they_are(url, t
     assert [n["name"] for n in run_json(capsys, "namespaces", "--db", url)] == ["ns"]
     assert "Maya" in run(capsys, "events", "--db", url).out  # still the only namespace: no --namespace needed
     assert [b["namespace"] for b in run_json(capsys, "import", "list", "--db", url, "--namespace", "nss")] == ["nss"]
-    assert "namespace 'nope' does not exist" in run(capsys, "import", "list", "--db", url, "--namespace", "nope",
-                                                    code=2).err
+    assert (
+        "namespace 'nope' does not exist"
+        in run(capsys, "import", "list", "--db", url, "--namespace", "nope", code=2).err
+    )
     run_json(capsys, "import", "commit", "1", "--db", url)
     assert [n["name"] for n in run_json(capsys, "namespaces", "--db", url)] == ["ns", "nss"]
 
@@ -185,7 +234,9 @@ def test_prompt_export_formats_and_namespace_choice(url, capsys):
 
 def test_bench_import_prints_a_table_and_writes_the_report_keys(tmp_path, capsys):
     out = tmp_path / "report.json"
-    printed = run(capsys, "bench", "import", "--candidates", "30", "--people", "5", "--seed", "3", "--json-out", str(out))
+    printed = run(
+        capsys, "bench", "import", "--candidates", "30", "--people", "5", "--seed", "3", "--json-out", str(out)
+    )
     table = " ".join(printed.out.split())
     assert "Import decisions, seed 3" in table and "undo round trip identical" in table
     report = json.loads(out.read_text())
@@ -209,12 +260,27 @@ def test_show_prints_the_subject_slot_and_value_a_decision_or_match_carries(caps
     from workbench.cli.imports import _print_matches
     from workbench.import_facts import facts_text
 
-    match = NS(event_id=7, title="Maya lives in Lisbon", status="active", score=0.5,
-               matched={"subject": "Maya", "slot": "home", "value": ["Lisbon"]})
+    match = NS(
+        event_id=7,
+        title="Maya lives in Lisbon",
+        status="active",
+        score=0.5,
+        matched={"subject": "Maya", "slot": "home", "value": ["Lisbon"]},
+    )
     bare = NS(event_id=8, title="Ben has a dog", status="active", score=0.25)
-    item = NS(position=1, candidate=NS(title="Maya moved to Porto"), action="supersede", choice_action=None,
-              reason="Maya's home changes [subject Maya; slot home; new Porto]", target_ids=(7,),
-              effective_target_ids=(), matches=(match, bare), subject="Maya", slot="home", value="Porto")
+    item = NS(
+        position=1,
+        candidate=NS(title="Maya moved to Porto"),
+        action="supersede",
+        choice_action=None,
+        reason="Maya's home changes [subject Maya; slot home; new Porto]",
+        target_ids=(7,),
+        effective_target_ids=(),
+        matches=(match, bare),
+        subject="Maya",
+        slot="home",
+        value="Porto",
+    )
     _print_matches(NS(items=(item,)))
     out = capsys.readouterr().out
     assert "proposed SUPERSEDE: Maya's home changes [subject Maya; slot home; new Porto]" in out

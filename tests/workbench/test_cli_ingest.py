@@ -50,8 +50,14 @@ def locomo_sample(sample_id: str, user_turns: int, *, date: str = DATE_1) -> dic
     turns = []
     for i in range(user_turns):
         turns.append({"speaker": "Ann", "dia_id": f"D1:{2 * i + 1}", "text": f"question {i}"})
-        turns.append({"speaker": "Bob", "dia_id": f"D1:{2 * i + 2}", "text": f"answer {i}",
-                      **({"blip_caption": "a dog on a beach"} if i == 0 else {})})
+        turns.append(
+            {
+                "speaker": "Bob",
+                "dia_id": f"D1:{2 * i + 2}",
+                "text": f"answer {i}",
+                **({"blip_caption": "a dog on a beach"} if i == 0 else {}),
+            }
+        )
     return {
         "sample_id": sample_id,
         "conversation": {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": date, "session_1": turns},
@@ -93,10 +99,14 @@ def test_cli_ingest_leaves_the_search_index_ready(tmp_path, db_url, capsys, monk
     from core.search import segment
 
     monkeypatch.setattr(segment, "MERGE_MIN", 50)  # "large": a few hundred postings here
-    rows = [jl("t", "user" if i % 2 == 0 else "assistant", f"message {i} about the harbour walk and the ferry times")
-            for i in range(60)]
-    assert run_json(capsys, "ingest", "jsonl", str(write_jsonl(tmp_path / "big.jsonl", rows)), "--db", db_url)[
-        "messages"] == 60
+    rows = [
+        jl("t", "user" if i % 2 == 0 else "assistant", f"message {i} about the harbour walk and the ferry times")
+        for i in range(60)
+    ]
+    assert (
+        run_json(capsys, "ingest", "jsonl", str(write_jsonl(tmp_path / "big.jsonl", rows)), "--db", db_url)["messages"]
+        == 60
+    )
     saved = list((tmp_path / "strata.db.search").glob("message-*"))
     assert saved, "no saved message segment after ingest"
 
@@ -107,8 +117,14 @@ def test_cli_ingest_locomo_reports_and_is_idempotent(tmp_path, db_url, capsys):
     report = run_json(capsys, "ingest", "locomo", str(path), "--db", db_url)
 
     assert report == {
-        "format": "locomo", "path": str(path), "units": 2, "units_skipped": 0, "units_empty": 0,
-        "messages": 108, "blocks_sealed": 5, "namespaces": ["c-1", "c-2"],
+        "format": "locomo",
+        "path": str(path),
+        "units": 2,
+        "units_skipped": 0,
+        "units_empty": 0,
+        "messages": 108,
+        "blocks_sealed": 5,
+        "namespaces": ["c-1", "c-2"],
     }
     stats = run_json(capsys, "stats", "--db", db_url)
     assert (stats["namespaces"], stats["threads"], stats["messages"]) == (2, 2, 108)
@@ -125,8 +141,9 @@ def test_cli_ingest_locomo_reports_and_is_idempotent(tmp_path, db_url, capsys):
 def test_cli_ingest_plain_output_and_options(tmp_path, db_url, capsys):
     path = write_json(tmp_path / "locomo.json", [locomo_sample("c-1", 2), locomo_sample("c-2", 2)])
 
-    code, out, err = run(capsys, "ingest", "locomo", str(path), "--db", db_url,
-                         "--namespace", "bench", "--limit", "1", "--tz", "+02:00")
+    code, out, err = run(
+        capsys, "ingest", "locomo", str(path), "--db", db_url, "--namespace", "bench", "--limit", "1", "--tz", "+02:00"
+    )
 
     assert code == 0, err
     text = " ".join(out.split())  # rich wraps plain output at the console width
@@ -157,7 +174,8 @@ def test_cli_ingest_longmemeval_gz(tmp_path, db_url, capsys):
     import gzip
 
     item = {
-        "question_id": "q-9", "haystack_session_ids": ["s1", "s2"],
+        "question_id": "q-9",
+        "haystack_session_ids": ["s1", "s2"],
         "haystack_dates": ["2023/05/30 (Tue) 23:40", "2023/05/31 (Wed) 06:00"],
         "haystack_sessions": [
             [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
@@ -205,6 +223,7 @@ def _jsonl(name: str, bad, lineno: int = 3):
         rows.insert(lineno - 1, bad)
         path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
         return "jsonl", path, [rf"{re.escape(str(path))}:{lineno}: "] + NEEDLES[name]
+
     return build
 
 
@@ -218,26 +237,36 @@ NEEDLES = {
 
 
 def _lme_mismatch(tmp_path: Path):
-    item = {"question_id": "q-1", "haystack_session_ids": ["s1", "s2"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
-            "haystack_sessions": [[{"role": "user", "content": "x"}], []]}
+    item = {
+        "question_id": "q-1",
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+        "haystack_sessions": [[{"role": "user", "content": "x"}], []],
+    }
     path = write_json(tmp_path / "lme.json", [item])
     return "longmemeval", path, [re.escape(str(path)), r"item 0 \(q-1\)", "haystack_dates", "differ in length"]
 
 
 def _lme_bad_date(tmp_path: Path):
-    item = {"question_id": "q-1", "haystack_session_ids": ["s1"], "haystack_dates": ["yesterday"],
-            "haystack_sessions": [[{"role": "user", "content": "x"}]]}
+    item = {
+        "question_id": "q-1",
+        "haystack_session_ids": ["s1"],
+        "haystack_dates": ["yesterday"],
+        "haystack_sessions": [[{"role": "user", "content": "x"}]],
+    }
     path = write_json(tmp_path / "lme.json", [item])
     return "longmemeval", path, [re.escape(str(path)), r"item 0 \(q-1\)", "session 0", "haystack_dates", "'yesterday'"]
 
 
 def _jsonl_raw(name: str, line: str, lineno: int, needles: list[str]):
     """A JSON Lines file whose line ``lineno`` is ``line`` as written (not built with json.dumps)."""
+
     def build(tmp_path: Path):
         rows = [jl("t", "user", "fine"), jl("t", "assistant", "fine too")]
         rows.insert(lineno - 1, line)
         path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
         return "jsonl", path, [rf"{re.escape(str(path))}:{lineno}"] + needles
+
     return build
 
 
@@ -245,16 +274,31 @@ def _locomo_lone_surrogate(tmp_path: Path):
     data = [locomo_sample("a", 3), locomo_sample("b", 3)]
     data[1]["conversation"]["session_1"][2]["text"] = "half an emoji \ud83d"
     path = write_json(tmp_path / "surrogate.json", data)  # json.dumps writes it as the escape \ud83d
-    return "locomo", path, [re.escape(str(path)), "item 1", re.escape("field 'conversation.session_1[2].text'"),
-                            re.escape("\\ud83d is a lone surrogate")]
+    return (
+        "locomo",
+        path,
+        [
+            re.escape(str(path)),
+            "item 1",
+            re.escape("field 'conversation.session_1[2].text'"),
+            re.escape("\\ud83d is a lone surrogate"),
+        ],
+    )
 
 
 def _lme_lone_surrogate(tmp_path: Path):
-    item = {"question_id": "q-1", "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
-            "haystack_sessions": [[{"role": "user", "content": "x \udc00"}]]}
+    item = {
+        "question_id": "q-1",
+        "haystack_session_ids": ["s1"],
+        "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+        "haystack_sessions": [[{"role": "user", "content": "x \udc00"}]],
+    }
     path = write_json(tmp_path / "lme.json", [item])
-    return "longmemeval", path, [re.escape(str(path)), "item 0",
-                                 re.escape("field 'haystack_sessions[0][0].content'"), "lone surrogate"]
+    return (
+        "longmemeval",
+        path,
+        [re.escape(str(path)), "item 0", re.escape("field 'haystack_sessions[0][0].content'"), "lone surrogate"],
+    )
 
 
 def _locomo_too_deep(tmp_path: Path):
@@ -295,8 +339,11 @@ BAD_INPUTS = {
     "jsonl-created_at-not-a-date": _jsonl("date-words", jl("t", "user", "hi", "next friday"), lineno=1),
     "jsonl-missing-thread": _jsonl("missing-thread", {"role": "user", "content": "x", "created_at": "2024-01-01"}),
     "jsonl-lone-surrogate": _jsonl_raw(
-        "surrogate", '{"thread": "t", "role": "user", "content": "\\ud800", "created_at": "2024-01-01T00:00:00Z"}', 2,
-        [re.escape("field 'content': \\ud800 is a lone surrogate")]),
+        "surrogate",
+        '{"thread": "t", "role": "user", "content": "\\ud800", "created_at": "2024-01-01T00:00:00Z"}',
+        2,
+        [re.escape("field 'content': \\ud800 is a lone surrogate")],
+    ),
     "jsonl-nested-too-deep": _jsonl_raw("deep", "[" * 100_000, 3, [":3:513: JSON nested too deeply to read"]),
     "locomo-lone-surrogate": _locomo_lone_surrogate,
     "locomo-nested-too-deep": _locomo_too_deep,
@@ -331,8 +378,15 @@ def test_cli_receipt_conflict_exits_non_zero_and_writes_nothing(tmp_path, seeded
     rows = [jl("t", "user", "first", id="m1"), jl("t", "assistant", "second", id="m2")]
     path = write_jsonl(tmp_path / "chat.jsonl", rows)
     assert run_json(capsys, "ingest", "jsonl", str(path), "--db", seeded)["messages"] == 2
-    write_jsonl(path, [jl("t", "user", "new before", id="m0"), jl("t", "user", "first, edited", id="m1"),
-                       rows[1], jl("t", "user", "new after", id="m3")])
+    write_jsonl(
+        path,
+        [
+            jl("t", "user", "new before", id="m0"),
+            jl("t", "user", "first, edited", id="m1"),
+            rows[1],
+            jl("t", "user", "new after", id="m3"),
+        ],
+    )
     before = snapshot(capsys, seeded)
 
     code, out, err = run(capsys, "ingest", "jsonl", str(path), "--db", seeded)
@@ -365,16 +419,29 @@ def test_cli_a_namespace_name_too_long_is_refused(tmp_path, seeded, capsys):
 
 
 def _lme_item(qid: str, content: str) -> dict:
-    return {"question_id": qid, "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 23:40"],
-            "haystack_sessions": [[{"role": "user", "content": content}]]}
+    return {
+        "question_id": qid,
+        "haystack_session_ids": ["s1"],
+        "haystack_dates": ["2023/05/30 (Tue) 23:40"],
+        "haystack_sessions": [[{"role": "user", "content": content}]],
+    }
 
 
-@pytest.mark.parametrize("fmt, data, needles", [
-    ("locomo", [locomo_sample("a", 2), locomo_sample("b", 2), {**locomo_sample("b", 3)}],
-     ["item 2 (b): repeats item 1 (b) with different messages", "'locomo:b#b'"]),
-    ("longmemeval", [_lme_item("q-1", "first"), _lme_item("q-2", "x"), _lme_item("q-1", "first, edited")],
-     ["item 2 (q-1): repeats item 0 (q-1) with different messages", "'longmemeval:q-1#s1'"]),
-])
+@pytest.mark.parametrize(
+    "fmt, data, needles",
+    [
+        (
+            "locomo",
+            [locomo_sample("a", 2), locomo_sample("b", 2), {**locomo_sample("b", 3)}],
+            ["item 2 (b): repeats item 1 (b) with different messages", "'locomo:b#b'"],
+        ),
+        (
+            "longmemeval",
+            [_lme_item("q-1", "first"), _lme_item("q-2", "x"), _lme_item("q-1", "first, edited")],
+            ["item 2 (q-1): repeats item 0 (q-1) with different messages", "'longmemeval:q-1#s1'"],
+        ),
+    ],
+)
 def test_cli_an_item_repeated_with_other_content_writes_nothing(tmp_path, seeded, capsys, fmt, data, needles):
     path = write_json(tmp_path / "repeated.json", data)
     before = snapshot(capsys, seeded)
@@ -402,9 +469,14 @@ def test_cli_an_item_stored_earlier_with_other_content_writes_nothing(tmp_path, 
     assert snapshot(capsys, seeded) == before
 
 
-@pytest.mark.parametrize("tz, message", [("Mars/Olympus", "unknown timezone 'Mars/Olympus'"),
-                                         ("+99:00", "timezone offset '+99:00' is out of range"),
-                                         ("UTC+02:75", "timezone offset 'UTC+02:75' is out of range")])
+@pytest.mark.parametrize(
+    "tz, message",
+    [
+        ("Mars/Olympus", "unknown timezone 'Mars/Olympus'"),
+        ("+99:00", "timezone offset '+99:00' is out of range"),
+        ("UTC+02:75", "timezone offset 'UTC+02:75' is out of range"),
+    ],
+)
 def test_cli_unknown_timezone_is_an_error(tmp_path, seeded, capsys, tz, message):
     path = write_json(tmp_path / "locomo.json", [locomo_sample("a", 1)])
     before = snapshot(capsys, seeded)

@@ -25,8 +25,9 @@ def test_search_raw_finds_the_obsidian_switch(demo_url, capsys):
 
 
 def test_search_events_with_a_participant_filter(demo_url, capsys):
-    hits = run_json(capsys, "search", "events", "launch date", "--db", demo_url, "--namespace", "demo",
-                    "--participant", "Maya")
+    hits = run_json(
+        capsys, "search", "events", "launch date", "--db", demo_url, "--namespace", "demo", "--participant", "Maya"
+    )
     assert hits and all("Maya" in h["event"]["participants"] for h in hits)
 
 
@@ -52,12 +53,15 @@ def test_ask_says_which_rankings_recalled_each_message(demo_url, capsys):
 
 def test_ask_follows_an_outdated_statement_with_its_correction(demo_url, capsys):
     # "I no longer use Notion, I switched to Obsidian" shares no word with the question.
-    rows = run_json(capsys, "ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo",
-                    "--limit", "3")
+    rows = run_json(
+        capsys, "ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo", "--limit", "3"
+    )
     old = next(i for i, r in enumerate(rows) if "notes in Notion" in r["message"]["content"])
     assert any(e["superseded_by"] for e in rows[old]["events"])
     assert "Obsidian" in rows[old + 1]["message"]["content"] and "correction" in rows[old + 1]["retrieved"]["channels"]
-    assert main(["ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo", "--limit", "3"]) == 0
+    assert (
+        main(["ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo", "--limit", "3"]) == 0
+    )
     assert re.search(r"event \d+ \(superseded by event \d+\)", " ".join(capsys.readouterr().out.split()))
 
 
@@ -74,8 +78,12 @@ def test_search_needs_a_namespace_when_several_exist(tmp_path, capsys):
     url = fresh_url(tmp_path, "s.db")
     for ns in ("a", "b"):
         path = tmp_path / f"{ns}.jsonl"
-        path.write_text(json.dumps({"thread": "t", "role": "user", "content": "hello there",
-                                    "created_at": "2026-01-01T00:00:00+00:00"}) + "\n")
+        path.write_text(
+            json.dumps(
+                {"thread": "t", "role": "user", "content": "hello there", "created_at": "2026-01-01T00:00:00+00:00"}
+            )
+            + "\n"
+        )
         assert main(["ingest", "jsonl", str(path), "--namespace", ns, "--db", url]) == 0
     capsys.readouterr()
     assert main(["search", "raw", "hello", "--db", url]) == 2

@@ -25,16 +25,31 @@ pytestmark = pytest.mark.usefixtures("cli_without_strata_db")
 
 
 def _chat(path: Path) -> Path:
-    lines = [{"thread": "t1", "role": "user", "content": "We decided to use PostgreSQL for billing.",
-              "created_at": "2024-01-01T10:00:00Z"},
-             {"thread": "t1", "role": "assistant", "content": "Noted.", "created_at": "2024-01-01T10:00:01Z"}]
+    lines = [
+        {
+            "thread": "t1",
+            "role": "user",
+            "content": "We decided to use PostgreSQL for billing.",
+            "created_at": "2024-01-01T10:00:00Z",
+        },
+        {"thread": "t1", "role": "assistant", "content": "Noted.", "created_at": "2024-01-01T10:00:01Z"},
+    ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     return path
 
 
 READS = [
-    ["stats"], ["namespaces"], ["blocks"], ["events"], ["jobs"], ["graph"], ["traces"], ["verify"],
-    ["search", "raw", "billing"], ["ask", "billing?"], ["export", "--namespace", "me"],
+    ["stats"],
+    ["namespaces"],
+    ["blocks"],
+    ["events"],
+    ["jobs"],
+    ["graph"],
+    ["traces"],
+    ["verify"],
+    ["search", "raw", "billing"],
+    ["ask", "billing?"],
+    ["export", "--namespace", "me"],
 ]
 
 
@@ -95,16 +110,19 @@ def test_ingest_into_a_padded_namespace_then_every_lookup_works(tmp_path, capsys
 def _strata(*argv: str | bytes, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("STRATA_DB", None)
-    return subprocess.run([sys.executable, "-m", "workbench", *argv], cwd=cwd, env=env, capture_output=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-m", "workbench", *argv], cwd=cwd, env=env, capture_output=True, timeout=60)
 
 
-@pytest.mark.parametrize("argv", [
-    ["stats", "--namespace", b"m\xffe"],
-    ["ingest", "jsonl", "chat.jsonl", "--namespace", b"\xfeme"],
-    ["ingest", "jsonl", "chat.jsonl", b"--namespace=\xfeme"],
-    ["ask", b"caf\xe9?"],
-], ids=["stats", "ingest", "ingest-equals", "ask"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stats", "--namespace", b"m\xffe"],
+        ["ingest", "jsonl", "chat.jsonl", "--namespace", b"\xfeme"],
+        ["ingest", "jsonl", "chat.jsonl", b"--namespace=\xfeme"],
+        ["ask", b"caf\xe9?"],
+    ],
+    ids=["stats", "ingest", "ingest-equals", "ask"],
+)
 def test_bytes_that_are_not_utf8_are_a_usage_error_and_write_nothing(argv, tmp_path):
     _chat(tmp_path / "chat.jsonl")
     done = _strata(*argv, "--db", "out.db", cwd=tmp_path)
@@ -147,7 +165,7 @@ def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsy
     inode = path.stat().st_ino
 
     assert main(["demo", "--db", str(path)]) == 0  # no terminal under pytest: it says how to open it
-    out, err = (''.join(text.split()) for text in capsys.readouterr())  # as printed, without the wrapping
+    out, err = ("".join(text.split()) for text in capsys.readouterr())  # as printed, without the wrapping
     built = sorted(tmp_path.glob("demo-*.db"))
     assert len(built) == 1, list(tmp_path.iterdir())
     assert f"demodatabase:{built[0]}" in out and "isopeninanotherprogram" in err
@@ -159,7 +177,7 @@ def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsy
 
     workbench.close()
     assert main(["demo", "--no-ui", "--db", str(path)]) == 0  # nobody has it open now: rebuilt in place
-    out, err = (''.join(text.split()) for text in capsys.readouterr())
+    out, err = ("".join(text.split()) for text in capsys.readouterr())
     assert f"demodatabase:{path}" in out and "openinanotherprogram" not in err
     assert path.stat().st_ino != inode and _messages(path) == before
     assert len(list(tmp_path.glob("demo-*.db"))) == 1

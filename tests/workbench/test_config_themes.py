@@ -9,8 +9,10 @@ from workbench.themes import builtin_theme_dir, load_themes, token_defaults
 def test_config_round_trip_and_problems(tmp_path):
     path = tmp_path / "config.yaml"
     assert load_config(path) == Config(path=path)
-    path.write_text("theme: nord\nnamespace: work\nstart_screen: timeline\nkeymap:\n  app.quit: ctrl+q\n"
-                    "colour: red\n", encoding="utf-8")
+    path.write_text(
+        "theme: nord\nnamespace: work\nstart_screen: timeline\nkeymap:\n  app.quit: ctrl+q\ncolour: red\n",
+        encoding="utf-8",
+    )
     config = load_config(path)
     assert (config.theme, config.namespace, config.start_screen) == ("nord", "work", "timeline")
     assert config.keymap == {"app.quit": "ctrl+q"}
@@ -36,7 +38,8 @@ def test_builtin_and_user_themes(tmp_path):
     merged = load_themes(builtin_theme_dir(), tmp_path)
     assert next(t for t in merged.themes if t.name == "strata-dark").primary == "#123456"
     assert len(merged.problems) == 1 and "bad.yml" in merged.problems[0]
-    tokens = token_defaults({"background": "#000000", "foreground": "#ffffff", "success": "#00ff00",
-                             "primary": "#0000ff"})
+    tokens = token_defaults(
+        {"background": "#000000", "foreground": "#ffffff", "success": "#00ff00", "primary": "#0000ff"}
+    )
     assert tokens["level-5"] == "#FFFFFF" and tokens["decision-add"] == "#00FF00"
     assert set(tokens) >= {f"level-{i}" for i in range(6)} | {"decision-ignore"}

@@ -24,8 +24,17 @@ async def test_no_database_call_runs_on_the_event_loop_thread(make_app, monkeypa
     async with app.run_test(size=(120, 36)) as pilot:
         loop_thread = threading.get_ident()
         await settle(pilot)
-        for keys in (["e"], ["2"], ["f", "a", "enter"], ["b"], ["3", "e", "enter"], ["4", "j"], ["6", "r"],
-                     ["slash", *"ivy", "enter"], ["5"]):
+        for keys in (
+            ["e"],
+            ["2"],
+            ["f", "a", "enter"],
+            ["b"],
+            ["3", "e", "enter"],
+            ["4", "j"],
+            ["6", "r"],
+            ["slash", *"ivy", "enter"],
+            ["5"],
+        ):
             await pilot.press(*keys)
             await settle(pilot)
     assert seen, "the spy saw no database call at all"
@@ -52,8 +61,11 @@ def test_the_database_thread_serves_reads_by_priority_and_drops_unwanted_ones(wb
 
     from core.db import db
 
-    endless = backend.submit(lambda: db.execute_sql(
-        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n").fetchone())
+    endless = backend.submit(
+        lambda: db.execute_sql(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+        ).fetchone()
+    )
     for _ in range(1000):  # until it runs
         if backend._running is not None:
             break

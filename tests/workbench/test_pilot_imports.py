@@ -19,10 +19,16 @@ EXPORT = {
     "sourceSystem": "OtherAI",
     "exportedAt": "2026-03-05",
     "candidates": [
-        {"title": "Maya adopted a cat named Miso", "summary": "Maya adopted a grey cat named Miso in March 2026.",
-         "participants": ["Maya"]},
-        {"title": "Atlas launch moved", "summary": "The Atlas launch moved to Tuesday, March 17.",
-         "participants": ["Maya"]},
+        {
+            "title": "Maya adopted a cat named Miso",
+            "summary": "Maya adopted a grey cat named Miso in March 2026.",
+            "participants": ["Maya"],
+        },
+        {
+            "title": "Atlas launch moved",
+            "summary": "The Atlas launch moved to Tuesday, March 17.",
+            "participants": ["Maya"],
+        },
     ],
 }
 
@@ -134,8 +140,10 @@ async def test_an_empty_store_imports_into_a_new_namespace(tmp_path, config):
 
 # ----------------------------------------------------------------------------- the keyboard path
 
-FACTS = ("- Omar runs marathons every spring.\n- The Atlas launch moved to Tuesday, March 17.\n"
-         "- Maya prefers window seats on flights.\n- Maya adopted a grey cat named Miso.\n")
+FACTS = (
+    "- Omar runs marathons every spring.\n- The Atlas launch moved to Tuesday, March 17.\n"
+    "- Maya prefers window seats on flights.\n- Maya adopted a grey cat named Miso.\n"
+)
 
 
 class Decider:
@@ -153,8 +161,12 @@ class Decider:
         if title.startswith("Omar"):
             return {"action": "add", "existing_event_ids": [], "confidence": 0.95, "reason": "new"}
         if title.startswith("The Atlas"):
-            return {"action": "supersede", "existing_event_ids": ids[:2], "confidence": 0.6,
-                    "reason": "Atlas · launch date · March 17"}
+            return {
+                "action": "supersede",
+                "existing_event_ids": ids[:2],
+                "confidence": 0.6,
+                "reason": "Atlas · launch date · March 17",
+            }
         if title.startswith("Maya prefers"):
             return {"action": "merge", "existing_event_ids": ids[:1], "confidence": 0.5, "reason": "seat"}
         return {"action": "ignore", "existing_event_ids": ids[:1], "confidence": 0.95, "reason": "known"}
@@ -291,8 +303,9 @@ async def test_several_targets_any_event_id_and_reset(make_app, tmp_path, decide
         known = {m.event_id for m in item.matches}
 
         def another_event() -> int:
-            return next(e.id for e in Event.select().where(Event.status == "active").order_by(Event.id)
-                        if e.id not in known)
+            return next(
+                e.id for e in Event.select().where(Event.status == "active").order_by(Event.id) if e.id not in known
+            )
 
         other = await asyncio.wrap_future(app.backend.submit(another_event))  # never on the event loop
         assert focused_id(app) == "items"  # a preview just made is ready to be decided
@@ -391,12 +404,27 @@ async def test_the_detail_shows_the_subject_slot_and_value_matched(make_app, tmp
         plain = str(item_detail(item, screen.preview.batch))
         assert "matched" not in plain.split("reason")[0]
         Rich = dataclasses.make_dataclass("Rich", [("subject", str), ("slot", str), ("value", str)])
-        richer = type("Item", (), {**{f.name: getattr(item, f.name) for f in dataclasses.fields(item)},
-                                   "subject": "Atlas", "slot": "launch date", "value": "March 17",
-                                   "matches": tuple(type("Match", (), {**{f.name: getattr(m, f.name)
-                                                                          for f in dataclasses.fields(m)},
-                                                                       "matched": Rich("Atlas", "launch", "March 3")})
-                                                    for m in item.matches)})
+        richer = type(
+            "Item",
+            (),
+            {
+                **{f.name: getattr(item, f.name) for f in dataclasses.fields(item)},
+                "subject": "Atlas",
+                "slot": "launch date",
+                "value": "March 17",
+                "matches": tuple(
+                    type(
+                        "Match",
+                        (),
+                        {
+                            **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)},
+                            "matched": Rich("Atlas", "launch", "March 3"),
+                        },
+                    )
+                    for m in item.matches
+                ),
+            },
+        )
         text = str(item_detail(richer, screen.preview.batch))
         assert "matched subject Atlas · slot launch date · value March 17" in text
         assert "subject Atlas · slot launch · value March 3" in text
@@ -408,8 +436,15 @@ async def test_the_view_s_own_widgets_have_remappable_listed_keys(make_app, tmp_
     from workbench.screens.help import HelpScreen
 
     ids = binding_ids()
-    assert {"imports.items", "imports.detail", "imports.complete", "imports.next-waiting", "imports.reset",
-            "targets.apply", "paste.preview"} <= ids
+    assert {
+        "imports.items",
+        "imports.detail",
+        "imports.complete",
+        "imports.next-waiting",
+        "imports.reset",
+        "targets.apply",
+        "paste.preview",
+    } <= ids
     app = make_app(config=Config(theme="strata-dark", path=None, keymap={"imports.items": "l"}))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await previewed(pilot, tmp_path)

@@ -16,8 +16,12 @@ def _add_secret_turn(url: str) -> None:
     from core.api import open_store
 
     open_store(url, recover=False)
-    append_turn("demo", "ops-chat", f"The quasarfeed deploy uses GITHUB_TOKEN={GITHUB} and password={PASSWORD}.",
-                "Noted: the quasarfeed deploy credentials.")
+    append_turn(
+        "demo",
+        "ops-chat",
+        f"The quasarfeed deploy uses GITHUB_TOKEN={GITHUB} and password={PASSWORD}.",
+        "Noted: the quasarfeed deploy credentials.",
+    )
     db.close()
 
 

@@ -18,7 +18,8 @@ from workbench.textual_internals import RELIED_ON, TEXTUAL_VERSION
 def test_checked_against_the_installed_textual():
     assert textual.__version__ == TEXTUAL_VERSION, (
         f"Textual {textual.__version__} is installed; workbench/textual_internals.py was checked against "
-        f"{TEXTUAL_VERSION}: read each function there against the new source, then update TEXTUAL_VERSION")
+        f"{TEXTUAL_VERSION}: read each function there against the new source, then update TEXTUAL_VERSION"
+    )
 
 
 def _instance(cls: type):
@@ -41,11 +42,19 @@ def _private_names_used(path: Path) -> set[str]:
     """``x._name`` attributes read or written, and ``_name`` methods defined (overrides, if a base
     class has them), in one file."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr.startswith("_")
-             and not node.attr.startswith("__")}
+    names = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+    }
     for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
-        names |= {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                  and item.name.startswith("_") and not item.name.startswith("__")}
+        names |= {
+            item.name
+            for item in cls.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and item.name.startswith("_")
+            and not item.name.startswith("__")
+        }
     return names
 
 
@@ -66,11 +75,36 @@ def _textual_private_names() -> set[str]:
     from textual.command import Provider
     from textual.screen import ModalScreen, Screen
     from textual.widget import Widget
-    from textual.widgets import (Button, DataTable, Footer, Input, Label, OptionList, Select, Sparkline, Static,
-                                 TabbedContent)
+    from textual.widgets import (
+        Button,
+        DataTable,
+        Footer,
+        Input,
+        Label,
+        OptionList,
+        Select,
+        Sparkline,
+        Static,
+        TabbedContent,
+    )
 
-    objects = [App(), Screen(), ModalScreen(), Widget(), DataTable(), Footer(), Input(), OptionList(), Select([]),
-               Static(), Label(), TabbedContent(), Sparkline(), Button(), Provider]
+    objects = [
+        App(),
+        Screen(),
+        ModalScreen(),
+        Widget(),
+        DataTable(),
+        Footer(),
+        Input(),
+        OptionList(),
+        Select([]),
+        Static(),
+        Label(),
+        TabbedContent(),
+        Sparkline(),
+        Button(),
+        Provider,
+    ]
     return {name for obj in objects for name in dir(obj) if name.startswith("_") and not name.startswith("__")}
 
 

@@ -29,8 +29,16 @@ def test_bindings_follow_the_registry():
     from workbench.app import Workbench, binding_ids
 
     bindings = {b.id: b for b in Workbench.BINDINGS if isinstance(b, Binding)}
-    expected = {"app.view-blocks": "1", "app.view-timeline": "2", "app.view-graph": "3", "app.view-traces": "4",
-                "app.view-imports": "5", "app.view-jobs": "6", "app.view-review": "7", "app.view-search": "/"}
+    expected = {
+        "app.view-blocks": "1",
+        "app.view-timeline": "2",
+        "app.view-graph": "3",
+        "app.view-traces": "4",
+        "app.view-imports": "5",
+        "app.view-jobs": "6",
+        "app.view-review": "7",
+        "app.view-search": "/",
+    }
     assert {v.binding_id: v.key for v in VIEWS} == expected
     for view in VIEWS:
         binding = bindings[view.binding_id]

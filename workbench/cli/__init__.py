@@ -18,10 +18,18 @@ from workbench.cli.argtypes import namespace_name
 
 def _common(json_flag: bool = True) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
-                        help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB or the data dir")
-    parent.add_argument("--create", action="store_true", default=argparse.SUPPRESS,
-                        help="make the database when it does not exist (commands that only read refuse it)")
+    parent.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB or the data dir",
+    )
+    parent.add_argument(
+        "--create",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="make the database when it does not exist (commands that only read refuse it)",
+    )
     if json_flag:
         parent.add_argument("--json", action="store_true", help="print JSON instead of tables")
     return parent
@@ -30,13 +38,14 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from workbench.cli import agent, bench, events, governance, graph, imports, memory, search
 
-    parser = argparse.ArgumentParser(
-        prog="strata", description="Strata: local-first long-term memory for AI agents."
-    )
+    parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
     parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
-    parser.add_argument("--create", action="store_true",
-                        help="let the workbench make a database given by --db or $STRATA_DB that does not exist")
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        help="let the workbench make a database given by --db or $STRATA_DB that does not exist",
+    )
     parser.add_argument("--namespace", type=namespace_name, default=None, help="namespace to open in the workbench")
     parser.add_argument("--theme", default=None, help="workbench theme (strata-dark, strata-light, nord, …)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -75,8 +84,10 @@ def undecodable_argument(argv: Sequence[str]) -> str | None:
         else:
             option = f"argument {index + 1}"
         shown = value.encode("utf-8", "surrogateescape" if _escaped_bytes(value) else "backslashreplace")
-        return (f"{option}: not valid UTF-8 text ({shown!r}, bad byte at position {bad}); "
-                "give names, queries and paths as UTF-8")
+        return (
+            f"{option}: not valid UTF-8 text ({shown!r}, bad byte at position {bad}); "
+            "give names, queries and paths as UTF-8"
+        )
     name = os.environ.get("STRATA_DB")
     if name and any("\ud800" <= ch <= "\udfff" for ch in name):
         return "$STRATA_DB: not valid UTF-8 text; give the database URL as UTF-8"
@@ -117,8 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _driver_failures() as exc:  # the store failed under a read: said like any other store error
         from core.db import store_failure
 
-        err_console.print(f"[bold red]strata: error:[/] {escape(str(store_failure(exc)))}", highlight=False,
-                          soft_wrap=True)
+        err_console.print(
+            f"[bold red]strata: error:[/] {escape(str(store_failure(exc)))}", highlight=False, soft_wrap=True
+        )
         return 2
     except KeyboardInterrupt:
         err_console.print("strata: interrupted")

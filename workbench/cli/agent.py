@@ -22,12 +22,18 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "mcp", parents=[common], help="serve the agent memory tools over MCP (stdio)",
+        "mcp",
+        parents=[common],
+        help="serve the agent memory tools over MCP (stdio)",
         description="Run an MCP server on stdin/stdout exposing Strata's nine memory tools (search, expand, "
-                    "assess, record_use) for one namespace. Logs go to stderr; stdout is the protocol.",
+        "assess, record_use) for one namespace. Logs go to stderr; stdout is the protocol.",
     )
-    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="memory namespace (default 'default')")
-    p.add_argument("--session", default=None,
-                   help="the agent's session id: scopes batches and budget, and is the conversation "
-                        "that scope 'session' searches")
+    p.add_argument(
+        "--namespace", type=namespace_name, default=argparse.SUPPRESS, help="memory namespace (default 'default')"
+    )
+    p.add_argument(
+        "--session",
+        default=None,
+        help="the agent's session id: scopes batches and budget, and is the conversation that scope 'session' searches",
+    )
     p.set_defaults(handler=cmd_mcp)

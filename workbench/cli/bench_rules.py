@@ -39,22 +39,38 @@ def cmd_rules(args: argparse.Namespace) -> int:
     baseline = load_baseline() if default and BASELINE.is_file() else {}
     fallen = below_baseline(report, {k: v for k, v in baseline.items() if k in report.families})
     if not args.json:
-        rows = [[name, fam.cases, fam.correct, baseline.get(name, "–"), _ratio(fam.score.precision),
-                 _ratio(fam.score.recall), _pair(fam.langs.get("en")), _pair(fam.langs.get("zh"))]
-                for name, fam in report.families.items()]
-        table(f"Offline rules on {report.cases} labelled cases ({report.chinese} Chinese), {report.seconds} s",
-              ["family", "cases", "correct", "baseline", "P", "R", "en P / R", "zh P / R"], rows)
+        rows = [
+            [
+                name,
+                fam.cases,
+                fam.correct,
+                baseline.get(name, "–"),
+                _ratio(fam.score.precision),
+                _ratio(fam.score.recall),
+                _pair(fam.langs.get("en")),
+                _pair(fam.langs.get("zh")),
+            ]
+            for name, fam in report.families.items()
+        ]
+        table(
+            f"Offline rules on {report.cases} labelled cases ({report.chinese} Chinese), {report.seconds} s",
+            ["family", "cases", "correct", "baseline", "P", "R", "en P / R", "zh P / R"],
+            rows,
+        )
         if args.failures:
             for name, fam in report.families.items():
                 for failure in fam.failures:
-                    console.print(f"{name}: {failure['id']}: {'; '.join(failure['problems'])}", markup=False,
-                                  highlight=False)
+                    console.print(
+                        f"{name}: {failure['id']}: {'; '.join(failure['problems'])}", markup=False, highlight=False
+                    )
         for name, (now, floor) in fallen.items():
             console.print(f"{name}: {now} correct, below the baseline of {floor}", markup=False)
     if args.update_baseline:
         if fallen:
-            raise InvalidInputError("--update-baseline: the baseline only goes up; "
-                                    + ", ".join(f"{k} fell to {now} from {was}" for k, (now, was) in fallen.items()))
+            raise InvalidInputError(
+                "--update-baseline: the baseline only goes up; "
+                + ", ".join(f"{k} fell to {now} from {was}" for k, (now, was) in fallen.items())
+            )
         write_baseline(report)
         err_console.print(f"baseline written to {BASELINE}", markup=False)
     write_report(report.as_dict(), args)
@@ -62,16 +78,27 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def register_rules(kinds, common: argparse.ArgumentParser) -> None:
-    p = kinds.add_parser("rules", parents=[common],
-                         help="the offline rules on the labelled corpus: precision and recall per family; exits 1 "
-                              "when a family has fewer correct cases than its baseline")
-    p.add_argument("--corpus", default=None, metavar="DIR",
-                   help="a folder of *.jsonl cases (default: core/bench/rules_corpus)")
-    p.add_argument("--family", type=_families, default=None, metavar="NAME[,NAME…]",
-                   help="score only these families (type, time, status, participants, non_persons, facts, "
-                        "supersessions)")
+    p = kinds.add_parser(
+        "rules",
+        parents=[common],
+        help="the offline rules on the labelled corpus: precision and recall per family; exits 1 "
+        "when a family has fewer correct cases than its baseline",
+    )
+    p.add_argument(
+        "--corpus", default=None, metavar="DIR", help="a folder of *.jsonl cases (default: core/bench/rules_corpus)"
+    )
+    p.add_argument(
+        "--family",
+        type=_families,
+        default=None,
+        metavar="NAME[,NAME…]",
+        help="score only these families (type, time, status, participants, non_persons, facts, supersessions)",
+    )
     p.add_argument("--failures", action="store_true", help="list every failing case id and what went wrong")
-    p.add_argument("--update-baseline", action="store_true",
-                   help="record this run's correct counts in rules_corpus/baseline.json (never lower)")
+    p.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="record this run's correct counts in rules_corpus/baseline.json (never lower)",
+    )
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_rules)

@@ -22,16 +22,25 @@ def cmd_events(args: argparse.Namespace) -> int:
 
     open_from_args(args)
     rows = list_events(
-        args.namespace, event_type=args.type, participant=args.participant, date_from=args.date_from,
-        date_to=args.date_to, status=args.status, text=args.text, limit=args.limit, offset=args.offset,
+        args.namespace,
+        event_type=args.type,
+        participant=args.participant,
+        date_from=args.date_from,
+        date_to=args.date_to,
+        status=args.status,
+        text=args.text,
+        limit=args.limit,
+        offset=args.offset,
         after_event=args.after,
     )
     if args.json:
         print_json(rows)
         return 0
-    table("Events", ["id", "when", "type", "status", "participants", "title", "weight"],
-          [[e.id, _when(e), e.event_type, e.status, ", ".join(e.participants), e.title, f"{e.weight:.2f}"]
-           for e in rows])
+    table(
+        "Events",
+        ["id", "when", "type", "status", "participants", "title", "weight"],
+        [[e.id, _when(e), e.event_type, e.status, ", ".join(e.participants), e.title, f"{e.weight:.2f}"] for e in rows],
+    )
     if rows and len(rows) == args.limit:
         err_console.print(f"first {len(rows)} events shown; the next ones: --after {rows[-1].id}", markup=False)
     return 0
@@ -47,11 +56,15 @@ def _print_card(card) -> None:
         f"{'..' + e.happened_end if e.happened_end and e.happened_end != e.happened_start else ''}"
         f" · precision {e.precision} · basis {e.basis} · {e.time_status}"
         + (f" · “{e.original_text}”" if e.original_text else ""),
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
-    console.print(f"participants: {', '.join(e.participants) or '-'} · criticality {e.criticality} · "
-                  f"weight {e.weight:.3f} (uses {card.mention_count}, formed at turn {card.formed_turn})",
-                  markup=False, highlight=False)
+    console.print(
+        f"participants: {', '.join(e.participants) or '-'} · criticality {e.criticality} · "
+        f"weight {e.weight:.3f} (uses {card.mention_count}, formed at turn {card.formed_turn})",
+        markup=False,
+        highlight=False,
+    )
     for kind, linked in card.links.items():
         console.print(f"{kind}: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked), markup=False)
     for kind, linked in card.linked_from.items():
@@ -59,8 +72,9 @@ def _print_card(card) -> None:
     console.print("\nsources:", markup=False)
     for m in card.sources:
         who = m.speaker or m.role
-        console.print(f"  [{m.id} {m.external_id or ''} {m.created_at}] {who}: {m.content}", markup=False,
-                      highlight=False)
+        console.print(
+            f"  [{m.id} {m.external_id or ''} {m.created_at}] {who}: {m.content}", markup=False, highlight=False
+        )
 
 
 def cmd_event(args: argparse.Namespace) -> int:
@@ -83,8 +97,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table("Jobs", ["id", "namespace", "kind", "block", "status", "attempts", "error"],
-          [[j.id, j.namespace, j.kind, j.block_id, j.status, j.attempts, cut(j.last_error, 120)] for j in rows])
+    table(
+        "Jobs",
+        ["id", "namespace", "kind", "block", "status", "attempts", "error"],
+        [[j.id, j.namespace, j.kind, j.block_id, j.status, j.attempts, cut(j.last_error, 120)] for j in rows],
+    )
     return 0
 
 
@@ -106,12 +123,15 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--to", dest="date_to", help="happened on or before")
     p.add_argument("--status", choices=list(EVENT_STATUSES))
     p.add_argument("--text", help="words that must appear in the title or summary")
-    p.add_argument("--limit", type=integer(1, LIST_MAX), default=100,
-                   help=f"at most this many (1-{LIST_MAX}, default 100)")
-    p.add_argument("--offset", type=integer(0), default=0,
-                   help="skip this many (slow on a large store: prefer --after)")
-    p.add_argument("--after", type=ROW_ID, metavar="EVENT",
-                   help="only events after this one in the order (the next page)")
+    p.add_argument(
+        "--limit", type=integer(1, LIST_MAX), default=100, help=f"at most this many (1-{LIST_MAX}, default 100)"
+    )
+    p.add_argument(
+        "--offset", type=integer(0), default=0, help="skip this many (slow on a large store: prefer --after)"
+    )
+    p.add_argument(
+        "--after", type=ROW_ID, metavar="EVENT", help="only events after this one in the order (the next page)"
+    )
     p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser("event", parents=[common], help="one event card: time, relations, weight, sources")
@@ -121,8 +141,9 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("jobs", parents=[common], help="derivation jobs and their errors")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--status", choices=["pending", "running", "succeeded", "failed", "skipped"])
-    p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
-                   help=f"at most this many (1-{LIST_MAX}, default 200)")
+    p.add_argument(
+        "--limit", type=integer(1, LIST_MAX), default=200, help=f"at most this many (1-{LIST_MAX}, default 200)"
+    )
     p.set_defaults(handler=cmd_jobs)
 
     p = sub.add_parser("retry", parents=[common], help="retry a failed job now (attempts reset)")
@@ -142,7 +163,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         console.print(
             f"{report.blocks} blocks: {report.blocks_ready} ready, {report.blocks_failed} failed, "
             f"{report.blocks_waiting} waiting for derivation; {report.events} events; "
-            f"{report.graph_records} graph records", markup=False,
+            f"{report.graph_records} graph records",
+            markup=False,
         )
         for problem in report.problems:
             console.print(f"  problem: {problem}", markup=False)

@@ -16,9 +16,12 @@ def _print_record(record, *, json_out: bool) -> None:
     if json_out:
         print_json(record)
         return
-    console.print(f"record {record.id} · {record.status} · {record.source} by {record.actor} · "
-                  f"privacy {record.privacy}" + (f" · key {record.key}" if record.key else ""),
-                  markup=False, highlight=False)
+    console.print(
+        f"record {record.id} · {record.status} · {record.source} by {record.actor} · "
+        f"privacy {record.privacy}" + (f" · key {record.key}" if record.key else ""),
+        markup=False,
+        highlight=False,
+    )
     console.print(f"  {cut(record.text, 500)}", markup=False, highlight=False)
     if record.evidence:
         console.print(f"  evidence: {', '.join(record.evidence)}", markup=False)
@@ -30,9 +33,19 @@ def cmd_remember(args: argparse.Namespace) -> int:
     from core.services.governance import remember
 
     open_from_args(args, create=True)
-    done = remember(args.namespace, args.text, source=args.source, actor=args.actor, title=args.title,
-                    scope=args.scope, privacy=args.privacy, expires=args.expires, review_by=args.review_by,
-                    key=args.key, evidence=args.evidence or ())
+    done = remember(
+        args.namespace,
+        args.text,
+        source=args.source,
+        actor=args.actor,
+        title=args.title,
+        scope=args.scope,
+        privacy=args.privacy,
+        expires=args.expires,
+        review_by=args.review_by,
+        key=args.key,
+        evidence=args.evidence or (),
+    )
     if args.json:
         print_json(done)
         return 0
@@ -69,8 +82,11 @@ def cmd_review_show(args: argparse.Namespace) -> int:
         return 0
     _print_record(record, json_out=False)
     for row in trail:
-        console.print(f"  {row.at[:19]} {row.action}: {row.from_status or '-'} → {row.to_status or '-'} by "
-                      f"{row.actor}" + (f" ({cut(row.reason, 120)})" if row.reason else ""), markup=False)
+        console.print(
+            f"  {row.at[:19]} {row.action}: {row.from_status or '-'} → {row.to_status or '-'} by "
+            f"{row.actor}" + (f" ({cut(row.reason, 120)})" if row.reason else ""),
+            markup=False,
+        )
     return 0
 
 
@@ -83,8 +99,9 @@ def _transition(args: argparse.Namespace) -> int:
     if step == "approve":
         record = gov.approve_record(args.id, actor=actor, evidence=args.evidence or (), reason=args.reason)
     elif step == "verify":
-        record = gov.verify_record(args.id, actor=actor, evidence=args.evidence or (), grade=args.grade,
-                                   reason=args.reason)
+        record = gov.verify_record(
+            args.id, actor=actor, evidence=args.evidence or (), grade=args.grade, reason=args.reason
+        )
     elif step == "reject":
         record = gov.reject_record(args.id, actor=actor, reason=args.reason)
     elif step == "revoke":
@@ -111,9 +128,22 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table(f"Audit trail of {args.namespace}", ["at", "subject", "action", "from", "to", "actor", "reason"],
-          [(r.at[:19], f"{r.subject} {r.subject_id}", r.action, r.from_status or "-", r.to_status or "-",
-            cut(r.actor, 30), cut(r.reason or "", 60)) for r in rows])
+    table(
+        f"Audit trail of {args.namespace}",
+        ["at", "subject", "action", "from", "to", "actor", "reason"],
+        [
+            (
+                r.at[:19],
+                f"{r.subject} {r.subject_id}",
+                r.action,
+                r.from_status or "-",
+                r.to_status or "-",
+                cut(r.actor, 30),
+                cut(r.reason or "", 60),
+            )
+            for r in rows
+        ],
+    )
     return 0
 
 
@@ -146,12 +176,26 @@ def cmd_ledger(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table(f"Context ledger of {args.namespace} (estimated tokens, not billing)",
-          ["id", "at", "kind", "tokens/budget", "decision", "selected", "excluded (reason)"],
-          [(r.id, r.created_at[:19], r.kind, f"{r.tokens}/{r.budget if r.budget is not None else '-'}",
-            r.decision or "-", len(r.selected),
-            cut(", ".join(f"{e['ref']} ({e['reason']})" for e in r.excluded[:4])
-                + (f" … +{len(r.excluded) - 4}" if len(r.excluded) > 4 else ""), 80)) for r in rows])
+    table(
+        f"Context ledger of {args.namespace} (estimated tokens, not billing)",
+        ["id", "at", "kind", "tokens/budget", "decision", "selected", "excluded (reason)"],
+        [
+            (
+                r.id,
+                r.created_at[:19],
+                r.kind,
+                f"{r.tokens}/{r.budget if r.budget is not None else '-'}",
+                r.decision or "-",
+                len(r.selected),
+                cut(
+                    ", ".join(f"{e['ref']} ({e['reason']})" for e in r.excluded[:4])
+                    + (f" … +{len(r.excluded) - 4}" if len(r.excluded) > 4 else ""),
+                    80,
+                ),
+            )
+            for r in rows
+        ],
+    )
     return 0
 
 
@@ -183,16 +227,18 @@ def cmd_policy(args: argparse.Namespace) -> int:
 def register(sub, common: argparse.ArgumentParser) -> None:
     from core.vocab import EVIDENCE_GRADES, PRIVACY_LEVELS, RECORD_SOURCES, SCOPES
 
-    p = sub.add_parser("remember", parents=[common],
-                       help="write a governed record (quarantined unless the namespace policy trusts its source)")
+    p = sub.add_parser(
+        "remember",
+        parents=[common],
+        help="write a governed record (quarantined unless the namespace policy trusts its source)",
+    )
     p.add_argument("text")
     p.add_argument("--namespace", required=True, type=namespace_name)
     p.add_argument("--source", choices=RECORD_SOURCES, default="agent")
     p.add_argument("--actor", help="who writes it (default: the source)")
     p.add_argument("--title", help="a short title (default: the first line)")
     p.add_argument("--scope", choices=SCOPES, default="project")
-    p.add_argument("--privacy", choices=PRIVACY_LEVELS, default="normal",
-                   help="secret: never handed to an agent")
+    p.add_argument("--privacy", choices=PRIVACY_LEVELS, default="normal", help="secret: never handed to an agent")
     p.add_argument("--expires", metavar="DATE", help="YYYY-MM-DD: withheld from that day on")
     p.add_argument("--review-by", metavar="DATE", help="YYYY-MM-DD: listed for review after that day")
     p.add_argument("--key", help="canonical key: two promoted records with one key are both withheld")
@@ -231,18 +277,21 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     who.add_argument("--event", type=ROW_ID)
     p.set_defaults(handler=cmd_audit)
 
-    for step, helptext in (("forget", "hide an event (reversible; recorded in the audit trail)"),
-                           ("restore", "bring back a forgotten event"),
-                           ("pin", "pin an event: its weight no longer decays"),
-                           ("unpin", "unpin an event")):
+    for step, helptext in (
+        ("forget", "hide an event (reversible; recorded in the audit trail)"),
+        ("restore", "bring back a forgotten event"),
+        ("pin", "pin an event: its weight no longer decays"),
+        ("unpin", "unpin an event"),
+    ):
         p = sub.add_parser(step, parents=[common], help=helptext)
         p.add_argument("id", type=ROW_ID)
         p.add_argument("--actor", help=f"who does it (default: ${ACTOR_ENV} or the login name)")
         p.add_argument("--reason")
         p.set_defaults(handler=cmd_event_standing, step=step)
 
-    p = sub.add_parser("ledger", parents=[common],
-                       help="the context ledger: what each context build handed over, left out and why")
+    p = sub.add_parser(
+        "ledger", parents=[common], help="the context ledger: what each context build handed over, left out and why"
+    )
     p.add_argument("--namespace", required=True, type=namespace_name)
     p.add_argument("--kind", choices=("context", "preflight"))
     p.add_argument("--limit", type=integer(1, 10_000), default=100)

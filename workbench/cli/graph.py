@@ -20,8 +20,17 @@ def cmd_graph(args: argparse.Namespace) -> int:
     table(
         "Graph nodes",
         ["id", "type", "name", "facts", "edges", "events"],
-        [[n.id, n.type, n.name + (f" ({', '.join(n.aliases)})" if n.aliases else ""), n.facts, n.edges, n.events_text]
-         for n in rows],
+        [
+            [
+                n.id,
+                n.type,
+                n.name + (f" ({', '.join(n.aliases)})" if n.aliases else ""),
+                n.facts,
+                n.edges,
+                n.events_text,
+            ]
+            for n in rows
+        ],
     )
     return 0
 
@@ -50,37 +59,65 @@ def cmd_node(args: argparse.Namespace) -> int:
         console.print(f"aliases: {', '.join(view.aliases)}", markup=False, highlight=False)
     if view.tags:
         console.print(f"tags: {', '.join(view.tags)}", markup=False, highlight=False)
-    table("Current facts", ["key", "value", "status", "since", "events"],
-          [[f.key, _value(f.value), f.status, f.valid_from, _ids(f.source_event_ids)] for f in view.current_facts])
+    table(
+        "Current facts",
+        ["key", "value", "status", "since", "events"],
+        [[f.key, _value(f.value), f.status, f.valid_from, _ids(f.source_event_ids)] for f in view.current_facts],
+    )
     if view.historical_facts:
-        table("Historical facts", ["key", "value", "from", "to", "ended by", "events"],
-              [[f.key, _value(f.value), f.valid_from, f.valid_to, describe(f.ended_by), _ids(f.source_event_ids)]
-               for f in view.historical_facts])
+        table(
+            "Historical facts",
+            ["key", "value", "from", "to", "ended by", "events"],
+            [
+                [f.key, _value(f.value), f.valid_from, f.valid_to, describe(f.ended_by), _ids(f.source_event_ids)]
+                for f in view.historical_facts
+            ],
+        )
     edges = [("→", e) for e in view.edges_out] + [("←", e) for e in view.edges_in]
-    table("Edges", ["dir", "relation", "node", "state", "events"],
-          [[arrow, e.relation, f"{e.other_name} ({e.other_type} {e.other_id})",
-            "current" if e.current else " ".join(filter(None, [f"historical (until {e.valid_to or '?'})",
-                                                               describe(e.ended_by)])),
-            _ids(e.source_event_ids)]
-           for arrow, e in edges])
-    table("Supporting events", ["id", "status", "happened", "title"],
-          [[e.id, e.status, e.happened_start or "", e.title] for e in view.events])
+    table(
+        "Edges",
+        ["dir", "relation", "node", "state", "events"],
+        [
+            [
+                arrow,
+                e.relation,
+                f"{e.other_name} ({e.other_type} {e.other_id})",
+                "current"
+                if e.current
+                else " ".join(filter(None, [f"historical (until {e.valid_to or '?'})", describe(e.ended_by)])),
+                _ids(e.source_event_ids),
+            ]
+            for arrow, e in edges
+        ],
+    )
+    table(
+        "Supporting events",
+        ["id", "status", "happened", "title"],
+        [[e.id, e.status, e.happened_start or "", e.title] for e in view.events],
+    )
     return 0
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
     from core.vocab import NODE_TYPES
 
-    p = sub.add_parser("graph", parents=[common], help="list knowledge-graph nodes with visible evidence",
-                       description="List graph nodes that still cite visible events, best supported first.")
+    p = sub.add_parser(
+        "graph",
+        parents=[common],
+        help="list knowledge-graph nodes with visible evidence",
+        description="List graph nodes that still cite visible events, best supported first.",
+    )
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--type", choices=NODE_TYPES, help="only nodes of this type")
     p.add_argument("--query", help="case-insensitive substring of the name or an alias")
-    p.add_argument("--limit", type=integer(1, LIST_MAX), default=200,
-                   help=f"at most this many nodes (1-{LIST_MAX}, default 200)")
+    p.add_argument(
+        "--limit", type=integer(1, LIST_MAX), default=200, help=f"at most this many nodes (1-{LIST_MAX}, default 200)"
+    )
     p.set_defaults(handler=cmd_graph)
 
     p = sub.add_parser("node", parents=[common], help="show one graph node: facts, edges and supporting events")
     p.add_argument("node", metavar="NODE", help="the node's id, or its name or an alias (any case)")
-    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="where to look a name up (default: all)")
+    p.add_argument(
+        "--namespace", type=namespace_name, default=argparse.SUPPRESS, help="where to look a name up (default: all)"
+    )
     p.set_defaults(handler=cmd_node)

@@ -63,8 +63,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print_json(result)
         return 0
     rows = [
-        ["namespaces", result.namespaces], ["threads", result.threads], ["messages", result.messages],
-        ["blocks pending", result.blocks_pending], ["blocks ready", result.blocks_ready],
+        ["namespaces", result.namespaces],
+        ["threads", result.threads],
+        ["messages", result.messages],
+        ["blocks pending", result.blocks_pending],
+        ["blocks ready", result.blocks_ready],
         ["open-tail turns", result.open_tail_turns],
     ] + [[f"jobs {status}", n] for status, n in result.jobs.items()]
     table(f"Strata stats ({args.namespace or 'all namespaces'})", ["what", "count"], rows)
@@ -80,8 +83,9 @@ def cmd_blocks(args: argparse.Namespace) -> int:
     from core.services.blocks import list_blocks
 
     open_from_args(args)
-    rows = list_blocks(args.namespace, args.thread, status=args.status, limit=args.limit or None,
-                       after_sequence=args.after)
+    rows = list_blocks(
+        args.namespace, args.thread, status=args.status, limit=args.limit or None, after_sequence=args.after
+    )
     if args.json:
         print_json(rows)
         return 0
@@ -89,10 +93,17 @@ def cmd_blocks(args: argparse.Namespace) -> int:
         "Blocks",
         ["id", "namespace", "thread", "turns", "status", "level", "% of L5", "tokens L0/L1/L2/L3/L4/L5", "title"],
         [
-            [b.id, b.namespace, b.thread, f"{b.start_turn}-{b.end_turn}", b.status,
-             "-" if b.current_level is None else f"L{b.current_level}",
-             "-" if b.current_level is None else f"{100 * b.tokens.get(b.current_level, 0) // max(1, b.tokens[5])}%",
-             _level_tokens(b.tokens), b.title or ""]
+            [
+                b.id,
+                b.namespace,
+                b.thread,
+                f"{b.start_turn}-{b.end_turn}",
+                b.status,
+                "-" if b.current_level is None else f"L{b.current_level}",
+                "-" if b.current_level is None else f"{100 * b.tokens.get(b.current_level, 0) // max(1, b.tokens[5])}%",
+                _level_tokens(b.tokens),
+                b.title or "",
+            ]
             for b in rows
         ],
     )
@@ -107,8 +118,9 @@ def _print_view(view, as_json: bool) -> None:
         print_json(view)
         return
     age = "" if view.age is None else f", age {view.age}"
-    console.rule(f"block {view.id} · {view.thread} · turns {view.start_turn}-{view.end_turn} · "
-                 f"{view.label} ({view.status}{age})")
+    console.rule(
+        f"block {view.id} · {view.thread} · turns {view.start_turn}-{view.end_turn} · {view.label} ({view.status}{age})"
+    )
     console.print(view.content, markup=False, highlight=False)
 
 
@@ -135,8 +147,9 @@ def cmd_derive(args: argparse.Namespace) -> int:
     store = open_from_args(args)
     with progress_bar("derive", enabled=not args.json) as update:
         if args.workers > 1:
-            report = run_workers(store.url, args.namespace, workers=args.workers, provider=args.provider,
-                                 progress=update)
+            report = run_workers(
+                store.url, args.namespace, workers=args.workers, provider=args.provider, progress=update
+            )
         else:
             report = run_pending(args.namespace, provider=args.provider, progress=update)
     if args.json:
@@ -150,8 +163,11 @@ def cmd_derive(args: argparse.Namespace) -> int:
         for error in report.errors[:20]:
             err_console.print(f"  {error}", markup=False)
         if report.blocked:
-            err_console.print(f"stopped by the cost preflight: {report.blocked} (see `strata ledger --kind "
-                              "preflight`; budgets are in the namespace policy)", markup=False)
+            err_console.print(
+                f"stopped by the cost preflight: {report.blocked} (see `strata ledger --kind "
+                "preflight`; budgets are in the namespace policy)",
+                markup=False,
+            )
     still = _still_failed(args.namespace)
     if still and not args.json:
         for line in still[:20]:
@@ -188,9 +204,14 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table("Namespaces", ["name", "threads", "messages", "turns", "block size", "λ", "revision"],
-          [[n.name, n.threads, n.messages, n.current_turn, n.block_turn_size, n.block_decay_lambda, n.revision]
-           for n in rows])
+    table(
+        "Namespaces",
+        ["name", "threads", "messages", "turns", "block size", "λ", "revision"],
+        [
+            [n.name, n.threads, n.messages, n.current_turn, n.block_turn_size, n.block_decay_lambda, n.revision]
+            for n in rows
+        ],
+    )
     return 0
 
 
@@ -215,21 +236,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if result.beside is not None:
         # The earlier demo is open in a workbench: it was left alone and the new one made beside it.
         url = f"sqlite:///{result.path}"
-        err_console.print(f"{result.beside} is open in another program (a workbench?), so it was left as it was; "
-                          f"the new demo is {result.path}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(
+            f"{result.beside} is open in another program (a workbench?), so it was left as it was; "
+            f"the new demo is {result.path}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(
         f"demo database: {result.path}\n"
         f"  {result.messages} messages in {result.threads} threads, {result.blocks_ready} blocks ready, "
         f"{result.blocks_pending} pending, {result.open_tail_turns} open-tail turns",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     if args.no_ui:
         return 0
     if not in_terminal():
         # Run from a script or CI: the memory is built, and a workbench with no terminal would
         # draw into a pipe and wait forever for keys.
-        console.print(f"not a terminal, so the workbench was not opened: run `strata --db {url}` in one",
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"not a terminal, so the workbench was not opened: run `strata --db {url}` in one",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return 0
     args.db = url
     args.namespace = result.namespace
@@ -245,11 +276,14 @@ def run_ui(args: argparse.Namespace) -> int:
     from workbench.app import run_app
 
     if not in_terminal():
-        raise InvalidInputError("the workbench needs a terminal (standard input and output are not both one); "
-                                "run `strata` in a terminal, or use a subcommand (`strata --help`)")
+        raise InvalidInputError(
+            "the workbench needs a terminal (standard input and output are not both one); "
+            "run `strata` in a terminal, or use a subcommand (`strata --help`)"
+        )
     _require_named_store(args)
-    return run_app(db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None),
-                   theme=getattr(args, "theme", None))
+    return run_app(
+        db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None), theme=getattr(args, "theme", None)
+    )
 
 
 def _require_named_store(args: argparse.Namespace) -> None:
@@ -267,12 +301,21 @@ def _require_named_store(args: argparse.Namespace) -> None:
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
     from core.ingest import FORMATS
 
-    p = sub.add_parser("ingest", parents=[common], help="store a conversation file (locomo, longmemeval, jsonl)",
-                       description="Store a conversation file. The whole file is validated first; "
-                                   "a second run of the same file adds nothing.")
+    p = sub.add_parser(
+        "ingest",
+        parents=[common],
+        help="store a conversation file (locomo, longmemeval, jsonl)",
+        description="Store a conversation file. The whole file is validated first; "
+        "a second run of the same file adds nothing.",
+    )
     p.add_argument("format", metavar="FORMAT", help=f"one of: {', '.join(FORMATS)}")
     p.add_argument("path", type=Path, metavar="PATH")
-    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS, help="namespace to store into (default: per conversation/question, or 'default')")
+    p.add_argument(
+        "--namespace",
+        type=namespace_name,
+        default=argparse.SUPPRESS,
+        help="namespace to store into (default: per conversation/question, or 'default')",
+    )
     p.add_argument("--limit", type=integer(1), help="only the first N conversations/questions/lines")
     p.add_argument("--tz", help="offset for timestamps that have none (UTC, +02:00, Europe/Paris); default UTC")
     p.set_defaults(handler=cmd_ingest)
@@ -286,8 +329,13 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.add_argument("--thread", type=thread_name)
     p.add_argument("--status", choices=["pending", "ready"])
     p.add_argument("--limit", type=integer(0), default=200, help="at most this many blocks (default 200; 0: all)")
-    p.add_argument("--after", type=integer(0), default=0, metavar="SEQUENCE",
-                   help="only blocks after this position in their namespace (the next page)")
+    p.add_argument(
+        "--after",
+        type=integer(0),
+        default=0,
+        metavar="SEQUENCE",
+        help="only blocks after this position in their namespace (the next page)",
+    )
     p.set_defaults(handler=cmd_blocks)
 
     p = sub.add_parser("block", parents=[common], help="show one block rendered at a level")
@@ -297,30 +345,46 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
 
     p = sub.add_parser("expand-block", parents=[common], help="lift a ready block to a deeper level (as a user)")
     p.add_argument("id", type=ROW_ID)
-    p.add_argument("--level", type=expansion_target, required=True,
-                   help="next, raw, L0..L5 or 0..5; never shallower than the block is shown now")
+    p.add_argument(
+        "--level",
+        type=expansion_target,
+        required=True,
+        help="next, raw, L0..L5 or 0..5; never shallower than the block is shown now",
+    )
     p.set_defaults(handler=cmd_expand_block)
 
     p = sub.add_parser("derive", parents=[common], help="run pending derivation jobs with progress")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--provider", default="offline", help="model provider (default: offline)")
-    p.add_argument("--workers", type=integer(1, 64), default=1, metavar="N",
-                   help="worker processes (default 1); any number derives the same memory")
+    p.add_argument(
+        "--workers",
+        type=integer(1, 64),
+        default=1,
+        metavar="N",
+        help="worker processes (default 1); any number derives the same memory",
+    )
     p.set_defaults(handler=cmd_derive)
 
     p = sub.add_parser("namespaces", parents=[common], help="list namespaces")
     p.set_defaults(handler=cmd_namespaces)
 
-    p = sub.add_parser("demo", help="build the demo database and open the workbench",
-                       description="Rebuild the demo database from the bundled sample conversation, derive it and "
-                                   "open the workbench. The database is demo.db in the data dir, or --db; never "
-                                   "$STRATA_DB, since the build replaces the file. A file that is not an earlier "
-                                   "demo database (a Strata database holding only the 'demo' namespace) is refused "
-                                   "and left as it was. An earlier demo that another program (a workbench) has open "
-                                   "is not replaced: the new one is built beside it as demo-<time>.db.")
+    p = sub.add_parser(
+        "demo",
+        help="build the demo database and open the workbench",
+        description="Rebuild the demo database from the bundled sample conversation, derive it and "
+        "open the workbench. The database is demo.db in the data dir, or --db; never "
+        "$STRATA_DB, since the build replaces the file. A file that is not an earlier "
+        "demo database (a Strata database holding only the 'demo' namespace) is refused "
+        "and left as it was. An earlier demo that another program (a workbench) has open "
+        "is not replaced: the new one is built beside it as demo-<time>.db.",
+    )
     # Not the shared --db: its default is $STRATA_DB, which the demo must never rebuild.
-    p.add_argument("--db", default=argparse.SUPPRESS, metavar="URL",
-                   help=f"database to (re)build (default {demo_db_path()}; $STRATA_DB is not used)")
+    p.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help=f"database to (re)build (default {demo_db_path()}; $STRATA_DB is not used)",
+    )
     p.add_argument("--no-ui", action="store_true", help="only build the demo database")
     p.set_defaults(handler=cmd_demo)
 

@@ -56,8 +56,9 @@ def open_from_args(args: Any, *, create: bool = False):
         if done < total:
             err_console.print(f"upgrading the store: {label} ({done + 1}/{total})", markup=False)
 
-    return open_store(getattr(args, "db", None), progress=upgrading,
-                      create=create or bool(getattr(args, "create", False)))
+    return open_store(
+        getattr(args, "db", None), progress=upgrading, create=create or bool(getattr(args, "create", False))
+    )
 
 
 def check_output(path: str | Path | None, option: str) -> None:

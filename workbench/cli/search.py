@@ -31,8 +31,14 @@ def _trace(namespace: str, channel: str, query: str, candidates: list[dict], sta
     except ImportError:  # traces arrive with the gate; searching must not depend on them
         return
     with write_transaction():
-        record_trace(get_namespace(namespace).id, "search", channel=channel, query=query, candidates=candidates,
-                     elapsed_ms=(time.perf_counter() - started) * 1000)
+        record_trace(
+            get_namespace(namespace).id,
+            "search",
+            channel=channel,
+            query=query,
+            candidates=candidates,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -48,35 +54,85 @@ def cmd_search(args: argparse.Namespace) -> int:
     ns = _namespace(args)
     started = time.perf_counter()
     if args.channel == "events":
-        hits = search_events(ns, args.query, args.limit, participants=args.participant or None,
-                             event_type=args.type, happened_from=args.date_from, happened_to=args.date_to,
-                             temporal_intent=args.intent)
+        hits = search_events(
+            ns,
+            args.query,
+            args.limit,
+            participants=args.participant or None,
+            event_type=args.type,
+            happened_from=args.date_from,
+            happened_to=args.date_to,
+            temporal_intent=args.intent,
+        )
         _trace(ns, "events", args.query, [{"ref": f"event:{h.event.id}", "score": h.rank_score} for h in hits], started)
         if args.json:
             print_json(hits)
         else:
-            table(f"Events for “{args.query}”", ["id", "score", "when", "type", "status", "title"],
-                  [[h.event.id, f"{h.rank_score:.4f}", h.event.happened_start or (h.event.mentioned_at or "")[:10],
-                    h.event.event_type, h.event.status, h.event.title] for h in hits])
+            table(
+                f"Events for “{args.query}”",
+                ["id", "score", "when", "type", "status", "title"],
+                [
+                    [
+                        h.event.id,
+                        f"{h.rank_score:.4f}",
+                        h.event.happened_start or (h.event.mentioned_at or "")[:10],
+                        h.event.event_type,
+                        h.event.status,
+                        h.event.title,
+                    ]
+                    for h in hits
+                ],
+            )
     elif args.channel == "graph":
         hits = search_graph(ns, args.query, args.limit)
-        _trace(ns, "graph", args.query, [{"ref": f"graph-node:{h.node_id}", "score": h.rank_score} for h in hits], started)
+        _trace(
+            ns, "graph", args.query, [{"ref": f"graph-node:{h.node_id}", "score": h.rank_score} for h in hits], started
+        )
         if args.json:
             print_json(hits)
         else:
-            table(f"Graph nodes for “{args.query}”", ["id", "score", "type", "name", "matched", "state"],
-                  [[h.node_id, f"{h.rank_score:.3f}", h.type, h.name, ", ".join(h.matched_fields),
-                    cut(h.current_state, 120)] for h in hits])
+            table(
+                f"Graph nodes for “{args.query}”",
+                ["id", "score", "type", "name", "matched", "state"],
+                [
+                    [
+                        h.node_id,
+                        f"{h.rank_score:.3f}",
+                        h.type,
+                        h.name,
+                        ", ".join(h.matched_fields),
+                        cut(h.current_state, 120),
+                    ]
+                    for h in hits
+                ],
+            )
     else:
         hits = search_raw(ns, args.query, args.limit, thread=args.thread)
-        _trace(ns, "raw", args.query, [{"ref": f"raw:{h.block_id or 0}:{h.message.id}:0", "score": h.score}
-                                       for h in hits], started)
+        _trace(
+            ns,
+            "raw",
+            args.query,
+            [{"ref": f"raw:{h.block_id or 0}:{h.message.id}:0", "score": h.score} for h in hits],
+            started,
+        )
         if args.json:
             print_json(hits)
         else:
-            table(f"Messages for “{args.query}”", ["id", "score", "thread", "when", "who", "text"],
-                  [[h.message.id, f"{h.score:.3f}", h.message.thread, h.message.created_at[:16],
-                    h.message.speaker or h.message.role, cut(h.message.content, 160)] for h in hits])
+            table(
+                f"Messages for “{args.query}”",
+                ["id", "score", "thread", "when", "who", "text"],
+                [
+                    [
+                        h.message.id,
+                        f"{h.score:.3f}",
+                        h.message.thread,
+                        h.message.created_at[:16],
+                        h.message.speaker or h.message.role,
+                        cut(h.message.content, 160),
+                    ]
+                    for h in hits
+                ],
+            )
     return 0
 
 
@@ -91,23 +147,38 @@ def cmd_ask(args: argparse.Namespace) -> int:
     found = default_retrieval(ns, args.question, limit=args.limit)
     messages = messages_by_id([r.message_id for r in found])
     cited: dict[int, list[tuple[int, str, int | None]]] = {}
-    rows = (EventSource.select(EventSource.message, Event.id, Event.title, Event.superseded_by).join(Event)
-            .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(LIVE))
-            .tuples())
+    rows = (
+        EventSource.select(EventSource.message, Event.id, Event.title, Event.superseded_by)
+        .join(Event)
+        .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(LIVE))
+        .tuples()
+    )
     for message_id, event_id, title, superseded_by in rows:
         cited.setdefault(message_id, []).append((event_id, title, superseded_by))
     if args.json:
-        print_json([{"rank": i + 1, "retrieved": r, "message": messages[r.message_id],
-                     "events": [{"id": e, "title": t, "superseded_by": by} for e, t, by in cited.get(r.message_id, [])]}
-                    for i, r in enumerate(found)])
+        print_json(
+            [
+                {
+                    "rank": i + 1,
+                    "retrieved": r,
+                    "message": messages[r.message_id],
+                    "events": [{"id": e, "title": t, "superseded_by": by} for e, t, by in cited.get(r.message_id, [])],
+                }
+                for i, r in enumerate(found)
+            ]
+        )
         return 0
     console.rule(f"evidence for: {args.question}")
     for i, r in enumerate(found, 1):
         m = messages[r.message_id]
         # Which rankings recalled it (text, event support, the graph's facts): why it is here.
         via = f" · via {', '.join(r.channels)}" if r.channels else ""
-        console.print(f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}"
-                      f"{via}] {m.speaker or m.role}: {m.content}", markup=False, highlight=False)
+        console.print(
+            f"{i:>2}. [{m.thread} · {m.created_at[:16]} · msg {m.id}{' · ' + m.external_id if m.external_id else ''}"
+            f"{via}] {m.speaker or m.role}: {m.content}",
+            markup=False,
+            highlight=False,
+        )
         for event_id, title, superseded_by in cited.get(r.message_id, [])[:2]:
             # An outdated statement says so: what holds now is the event that superseded it.
             status = f" (superseded by event {superseded_by})" if superseded_by else ""
@@ -124,8 +195,12 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("channel", choices=["events", "graph", "raw"])
     p.add_argument("query")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
-    p.add_argument("--limit", type=integer(1, SEARCH_MAX["raw"]), default=10,
-                   help=f"at most this many (events and graph: 1-{SEARCH_MAX['events']}, raw: 1-{SEARCH_MAX['raw']})")
+    p.add_argument(
+        "--limit",
+        type=integer(1, SEARCH_MAX["raw"]),
+        default=10,
+        help=f"at most this many (events and graph: 1-{SEARCH_MAX['events']}, raw: 1-{SEARCH_MAX['raw']})",
+    )
     p.add_argument("--thread", type=thread_name, help="raw: only this thread")
     p.add_argument("--participant", action="append", help="events: participant (repeatable)")
     p.add_argument("--type", help="events: event type")
@@ -149,10 +224,25 @@ def cmd_traces(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table("Retrieval traces (newest first)", ["id", "when", "kind", "channel", "batch", "verdict", "candidates",
-                                              "selected", "ms", "query"],
-          [[t.id, t.created_at[:19], t.kind, t.channel or "", t.batch_id or "", t.verdict or "", t.candidate_count,
-            t.selected_count, f"{t.elapsed_ms:.1f}", cut(t.query, 60)] for t in rows])
+    table(
+        "Retrieval traces (newest first)",
+        ["id", "when", "kind", "channel", "batch", "verdict", "candidates", "selected", "ms", "query"],
+        [
+            [
+                t.id,
+                t.created_at[:19],
+                t.kind,
+                t.channel or "",
+                t.batch_id or "",
+                t.verdict or "",
+                t.candidate_count,
+                t.selected_count,
+                f"{t.elapsed_ms:.1f}",
+                cut(t.query, 60),
+            ]
+            for t in rows
+        ],
+    )
     return 0
 
 
@@ -167,9 +257,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
     t = detail.trace
     console.rule(f"trace {t.id} · {t.kind} · {t.channel or ''} · {t.created_at}")
     console.print(f"query: {t.query}", markup=False)
-    table("Candidates", ["ref", "score", "components"],
-          [[c.get("ref"), c.get("score"), ", ".join(f"{k}={v}" for k, v in (c.get("components") or {}).items())]
-           for c in detail.candidates])
+    table(
+        "Candidates",
+        ["ref", "score", "components"],
+        [
+            [c.get("ref"), c.get("score"), ", ".join(f"{k}={v}" for k, v in (c.get("components") or {}).items())]
+            for c in detail.candidates
+        ],
+    )
     if detail.selected:
         console.print(f"selected: {', '.join(map(str, detail.selected))}", markup=False)
     if detail.batch is not None:
@@ -177,8 +272,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
         console.print(f"batch {b.label}: {b.status} on {b.channel}, {len(b.refs)} refs, {b.new_refs} new", markup=False)
         if b.assessment:
             a = b.assessment
-            console.print(f"assessment: {a.get('verdict')} · refs {a.get('evidence_refs')} · fit “{a.get('fit')}” · "
-                          f"missing “{a.get('missing')}” · next {a.get('next_strategy')}", markup=False)
+            console.print(
+                f"assessment: {a.get('verdict')} · refs {a.get('evidence_refs')} · fit “{a.get('fit')}” · "
+                f"missing “{a.get('missing')}” · next {a.get('next_strategy')}",
+                markup=False,
+            )
             for r in a.get("rejected_evidence_refs") or []:
                 console.print(f"  rejected {r.get('ref')!r}: {r.get('reason')} {r.get('detail') or ''}", markup=False)
         if b.receipt is not None:
@@ -194,8 +292,9 @@ def register_traces(sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("traces", parents=[common], help="retrieval traces, newest first")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
     p.add_argument("--kind", choices=["search", "assess", "use", "context"])
-    p.add_argument("--limit", type=integer(1, TRACES_MAX), default=50,
-                   help=f"at most this many (1-{TRACES_MAX}, default 50)")
+    p.add_argument(
+        "--limit", type=integer(1, TRACES_MAX), default=50, help=f"at most this many (1-{TRACES_MAX}, default 50)"
+    )
     p.set_defaults(handler=cmd_traces)
 
     p = sub.add_parser("trace", parents=[common], help="one trace: candidates with scores, assessment, receipt")

@@ -98,8 +98,15 @@ class StrataScreen(Screen):
 
     # ------------------------------------------------------------------ loading
 
-    def fetch(self, group: str, call: Callable[[], R], done: Callable[[R], Message], *,
-              exclusive: bool = True, after_paint: bool = False) -> Worker:
+    def fetch(
+        self,
+        group: str,
+        call: Callable[[], R],
+        done: Callable[[R], Message],
+        *,
+        exclusive: bool = True,
+        after_paint: bool = False,
+    ) -> Worker:
         """Run ``call`` (a service call) off the event loop and post ``done(result)``.
 
         Reads run on the backend's database thread, in order; writes and long operations
@@ -127,6 +134,7 @@ class StrataScreen(Screen):
             return LoadFailed(group, redact_text(str(exc)) or type(exc).__name__)
 
         if group not in OWN_THREAD:
+
             async def read() -> None:
                 import asyncio
 
@@ -147,8 +155,13 @@ class StrataScreen(Screen):
                     return
                 self.post_message(done(result))
 
-            return self.run_worker(read, group=f"{self.MODE}:{group}", exclusive=exclusive,
-                                   exit_on_error=False, description=f"{self.MODE} {group}")
+            return self.run_worker(
+                read,
+                group=f"{self.MODE}:{group}",
+                exclusive=exclusive,
+                exit_on_error=False,
+                description=f"{self.MODE} {group}",
+            )
 
         def run() -> None:
             worker = get_current_worker()
@@ -162,8 +175,14 @@ class StrataScreen(Screen):
             if not worker.is_cancelled:
                 self.post_message(done(result))
 
-        return self.run_worker(run, thread=True, group=f"{self.MODE}:{group}", exclusive=exclusive,
-                               exit_on_error=False, description=f"{self.MODE} {group}")
+        return self.run_worker(
+            run,
+            thread=True,
+            group=f"{self.MODE}:{group}",
+            exclusive=exclusive,
+            exit_on_error=False,
+            description=f"{self.MODE} {group}",
+        )
 
     @on(LoadFailed)
     def _load_failed(self, event: LoadFailed) -> None:
@@ -229,8 +248,11 @@ class StrataScreen(Screen):
         self.call_after_refresh(self._refresh_if_stale)
 
     def _refresh_if_stale(self) -> None:
-        if self.workbench.store_ready and (self.loaded_namespace != self.namespace or not self._loaded_once
-                                           or self.loaded_version != self.workbench.data_version):
+        if self.workbench.store_ready and (
+            self.loaded_namespace != self.namespace
+            or not self._loaded_once
+            or self.loaded_version != self.workbench.data_version
+        ):
             self.refresh_view()
 
     def refresh_view(self) -> None:

@@ -39,8 +39,17 @@ def share_of_raw(row) -> str:
 def rail_cells(row) -> tuple:
     level = "-" if row.current_level is None else f"L{row.current_level}"
     lifted = row.last_lifted_by or ""
-    return (str(row.sequence), row.thread, f"{row.start_turn}-{row.end_turn}", row.status, level, share_of_raw(row),
-            level_tokens(row.tokens), lifted, row.title or "(not summarised yet)")
+    return (
+        str(row.sequence),
+        row.thread,
+        f"{row.start_turn}-{row.end_turn}",
+        row.status,
+        level,
+        share_of_raw(row),
+        level_tokens(row.tokens),
+        lifted,
+        row.title or "(not summarised yet)",
+    )
 
 
 @dataclass
@@ -65,10 +74,22 @@ class BlocksScreen(StrataScreen):
     BINDINGS = [
         Binding("e", "expand('next')", "Expand", id="blocks.expand", tooltip="Lift the block one level deeper"),
         Binding("E", "expand('raw')", "Expand to L5", id="blocks.expand-raw", tooltip="Lift the block to raw L5"),
-        Binding("left_square_bracket", "level(-1)", "Level -", show=False, id="blocks.level-up",
-                tooltip="Show the next shallower level"),
-        Binding("right_square_bracket", "level(1)", "Level +", show=False, id="blocks.level-down",
-                tooltip="Show the next deeper level"),
+        Binding(
+            "left_square_bracket",
+            "level(-1)",
+            "Level -",
+            show=False,
+            id="blocks.level-up",
+            tooltip="Show the next shallower level",
+        ),
+        Binding(
+            "right_square_bracket",
+            "level(1)",
+            "Level +",
+            show=False,
+            id="blocks.level-down",
+            tooltip="Show the next deeper level",
+        ),
         Binding("v", "compare", "Side by side", id="blocks.compare", tooltip="Show L5 next to the selected level"),
         Binding("t", "focus_threads", "Threads", show=False, id="blocks.threads", tooltip="Go to the thread list"),
         Binding("f", "focus_filter", "Filter", show=False, id="blocks.filter", tooltip="Filter by status"),
@@ -121,12 +142,18 @@ class BlocksScreen(StrataScreen):
             with Vertical(id="blocks-main"):
                 with Horizontal(classes="filter-bar"):
                     yield Label("status", classes="filter-label")
-                    yield Select([("all", "all"), ("ready", "ready"), ("pending", "pending")], value="all",
-                                 allow_blank=False, compact=True, id="status-filter")
+                    yield Select(
+                        [("all", "all"), ("ready", "ready"), ("pending", "pending")],
+                        value="all",
+                        allow_blank=False,
+                        compact=True,
+                        id="status-filter",
+                    )
                     yield Label("", id="rail-summary", classes="summary")
                 rail = PagedTable(id="block-rail", classes="loadable")
-                rail.add_columns("#", "thread", "turns", "status", "level", "% L5", "tokens L0/L1/L2/L3/L4/L5",
-                                 "lift", "title")
+                rail.add_columns(
+                    "#", "thread", "turns", "status", "level", "% L5", "tokens L0/L1/L2/L3/L4/L5", "lift", "title"
+                )
                 yield rail
                 yield Label("", id="block-meta", classes="meta-line")
                 with Horizontal(id="block-panes"):
@@ -161,8 +188,9 @@ class BlocksScreen(StrataScreen):
         self.fetch("threads", threads, self.ThreadsLoaded)
         self.load_rail()
 
-    def load_rail(self, *, append: bool = False, after_sequence: int = 0, select_id: int | None = None,
-                  level: int | None = None) -> None:
+    def load_rail(
+        self, *, append: bool = False, after_sequence: int = 0, select_id: int | None = None, level: int | None = None
+    ) -> None:
         ns, thread, status = self.namespace, self.thread_filter, self.status_filter
         rail = self.query_one("#block-rail", PagedTable)
         if not append:
@@ -176,8 +204,7 @@ class BlocksScreen(StrataScreen):
             rows = list_blocks(ns, thread, status=status, limit=PAGE + 1, after_sequence=after_sequence)
             return rows
 
-        self.fetch("rail", page, lambda rows: self.RailLoaded(rows[:PAGE], len(rows) > PAGE, append, select_id,
-                                                              level))
+        self.fetch("rail", page, lambda rows: self.RailLoaded(rows[:PAGE], len(rows) > PAGE, append, select_id, level))
 
     @on(ThreadsLoaded)
     def _threads_loaded(self, event: ThreadsLoaded) -> None:
@@ -210,8 +237,10 @@ class BlocksScreen(StrataScreen):
         if not event.append:
             if not rail.items:
                 self.detail = None
-                self._show_detail_text("No blocks here yet. Blocks are sealed every few turns; the open tail of a "
-                                       "thread shows what is not sealed yet.")
+                self._show_detail_text(
+                    "No blocks here yet. Blocks are sealed every few turns; the open tail of a "
+                    "thread shows what is not sealed yet."
+                )
                 self.query_one("#block-meta", Label).update("")
             else:
                 index = 0
@@ -265,10 +294,18 @@ class BlocksScreen(StrataScreen):
         age = "" if row.age is None else f" · age {row.age}"
         level = "pending (not decayed)" if row.current_level is None else f"current L{row.current_level}"
         lift = f" · lifted by {row.last_lifted_by}" if row.last_lifted_by else ""
-        self.query_one("#block-meta", Label).update(Content.from_markup(
-            "[b]block $id[/b] · $thread · turns $turns · $status$age · $level$lift",
-            id=str(row.id), thread=row.thread, turns=f"{row.start_turn}-{row.end_turn}", status=row.status,
-            age=age, level=level, lift=lift))
+        self.query_one("#block-meta", Label).update(
+            Content.from_markup(
+                "[b]block $id[/b] · $thread · turns $turns · $status$age · $level$lift",
+                id=str(row.id),
+                thread=row.thread,
+                turns=f"{row.start_turn}-{row.end_turn}",
+                status=row.status,
+                age=age,
+                level=level,
+                lift=lift,
+            )
+        )
         for lvl in LEVELS:
             text = detail.views.get(lvl)
             if text is None:
@@ -277,14 +314,28 @@ class BlocksScreen(StrataScreen):
         self.query_one("#compare-text", Static).update(detail.views.get(5, ""))
         tail = detail.tail
         if tail:
-            lines = [Content.from_markup("[b]Open tail of $thread[/b] ($n messages, not sealed into a block yet)\n",
-                                         thread=detail.tail_thread, n=str(len(tail)))]
-            lines += [Content.from_markup("[b]$who[/b] · turn $turn · $at\n$text\n", who=m.speaker or m.role,
-                                          turn=str(m.turn), at=m.created_at, text=m.content) for m in tail]
+            lines = [
+                Content.from_markup(
+                    "[b]Open tail of $thread[/b] ($n messages, not sealed into a block yet)\n",
+                    thread=detail.tail_thread,
+                    n=str(len(tail)),
+                )
+            ]
+            lines += [
+                Content.from_markup(
+                    "[b]$who[/b] · turn $turn · $at\n$text\n",
+                    who=m.speaker or m.role,
+                    turn=str(m.turn),
+                    at=m.created_at,
+                    text=m.content,
+                )
+                for m in tail
+            ]
             self.query_one("#tail-text", Static).update(Content("\n").join(lines))
         else:
             self.query_one("#tail-text", Static).update(
-                f"The thread {detail.tail_thread} has no open tail: every turn is sealed into a block.")
+                f"The thread {detail.tail_thread} has no open tail: every turn is sealed into a block."
+            )
         self.query_one("#jobs-text", Static).update(_jobs_text(detail.jobs))
         tabs = self.query_one("#block-levels", TabbedContent)
         asked = self.active_level[1] if self.active_level and self.active_level[0] == row.id else None
@@ -378,8 +429,11 @@ class BlocksScreen(StrataScreen):
 
     def palette_commands(self):
         return [
-            ("block: Expand one level", "Lift the selected block one level deeper (a user lift)",
-             lambda: self.action_expand("next")),
+            (
+                "block: Expand one level",
+                "Lift the selected block one level deeper (a user lift)",
+                lambda: self.action_expand("next"),
+            ),
             ("block: Expand to L5", "Lift the selected block to its raw transcript", lambda: self.action_expand("raw")),
             ("block: Side by side with L5", "Show the raw transcript next to the selected level", self.action_compare),
         ]
@@ -431,9 +485,16 @@ def _jobs_text(jobs) -> Content:
     parts = []
     for job in jobs:
         retry = f" · next retry at {job.next_retry_at:.0f}" if job.next_retry_at else ""
-        parts.append(Content.from_markup("[b]$kind[/b] job $id: $status (attempt $attempts)$retry\n",
-                                         kind=job.kind, id=str(job.id), status=job.status,
-                                         attempts=str(job.attempts), retry=retry))
+        parts.append(
+            Content.from_markup(
+                "[b]$kind[/b] job $id: $status (attempt $attempts)$retry\n",
+                kind=job.kind,
+                id=str(job.id),
+                status=job.status,
+                attempts=str(job.attempts),
+                retry=retry,
+            )
+        )
         if job.last_error:
             parts.append(Content.from_markup("  error: $error\n", error=job.last_error))
     parts.append(Content("\nRetry failed jobs in the Jobs view (key 6)."))

@@ -105,8 +105,7 @@ class GraphScreen(StrataScreen):
 
     def on_mount(self) -> None:
         self.query_one("#facts-table", DataTable).add_columns("key", "value", "when", "status", "events")
-        self.query_one("#edges-table", DataTable).add_columns("dir", "relation", "other node", "type", "when",
-                                                              "status")
+        self.query_one("#edges-table", DataTable).add_columns("dir", "relation", "other node", "type", "when", "status")
         self.query_one("#events-table", DataTable).add_columns("id", "happened", "status", "title")
         super().on_mount()
 
@@ -132,8 +131,9 @@ class GraphScreen(StrataScreen):
             page = node_page(ns, node_type, query, after=start, limit=PAGE)
             return page, (node_type_counts(ns) if counts else None)
 
-        self.fetch("nodes", nodes, lambda result: self.NodesLoaded(list(result[0].rows), result[0].cursor, append,
-                                                                   result[1]))
+        self.fetch(
+            "nodes", nodes, lambda result: self.NodesLoaded(list(result[0].rows), result[0].cursor, append, result[1])
+        )
 
     @on(NodesLoaded)
     def _nodes_loaded(self, event: NodesLoaded) -> None:
@@ -141,8 +141,11 @@ class GraphScreen(StrataScreen):
         if not event.append:
             table.reset()
         self.cursor = event.cursor
-        table.append_page(event.rows, [(r.name, r.type, str(r.facts), str(r.edges), r.events_text)
-                                       for r in event.rows], event.cursor is not None)
+        table.append_page(
+            event.rows,
+            [(r.name, r.type, str(r.facts), str(r.edges), r.events_text) for r in event.rows],
+            event.cursor is not None,
+        )
         table.stop_loading()
         self.workbench.mark("graph:list")
         if event.counts is not None:
@@ -161,8 +164,10 @@ class GraphScreen(StrataScreen):
                     self.show_node(table.items[0].id, "replace", after_paint=True)
             else:
                 self.query_one("#node-head", Static).update(
-                    "No nodes match." if self.query_one("#g-search", Input).value else
-                    "No graph yet: nodes are projected from events (run `strata derive`).")
+                    "No nodes match."
+                    if self.query_one("#g-search", Input).value
+                    else "No graph yet: nodes are projected from events (run `strata derive`)."
+                )
             if self.focused is None:
                 table.focus()
 
@@ -197,14 +202,14 @@ class GraphScreen(StrataScreen):
     def show_node(self, node_id: int, how: str = "push", *, after_paint: bool = False) -> None:
         """Load a node; ``how`` is push (a new step), replace (browsing the list) or none."""
         if how == "push":
-            del self.history[self.position + 1:]
+            del self.history[self.position + 1 :]
             self.history.append(node_id)
             self.position = len(self.history) - 1
         elif how == "replace":
             if self.position < 0:
                 self.history, self.position = [node_id], 0
             else:
-                del self.history[self.position + 1:]
+                del self.history[self.position + 1 :]
                 self.history[self.position] = node_id
 
         self.requested_id = node_id
@@ -219,8 +224,15 @@ class GraphScreen(StrataScreen):
     @on(NodeLoaded)
     def _node_loaded(self, event: NodeLoaded) -> None:
         self.view = view = event.view
-        head = [Content.from_markup("[b]$name[/b]  [dim]$type · node $id · confidence $conf[/dim]\n",
-                                    name=view.name, type=view.type, id=str(view.id), conf=f"{view.confidence:.2f}")]
+        head = [
+            Content.from_markup(
+                "[b]$name[/b]  [dim]$type · node $id · confidence $conf[/dim]\n",
+                name=view.name,
+                type=view.type,
+                id=str(view.id),
+                conf=f"{view.confidence:.2f}",
+            )
+        ]
         if view.aliases:
             head.append(Content.from_markup("aka $aliases\n", aliases=", ".join(view.aliases)))
         if view.tags:
@@ -231,21 +243,37 @@ class GraphScreen(StrataScreen):
         facts = self.query_one("#facts-table", DataTable)
         facts.clear()
         for fact in view.current_facts:
-            facts.add_row(fact.key, _value(fact.value), _span(fact.valid_from, fact.valid_to), fact.status,
-                          ", ".join(map(str, fact.source_event_ids)), key=f"c{fact.id}")
+            facts.add_row(
+                fact.key,
+                _value(fact.value),
+                _span(fact.valid_from, fact.valid_to),
+                fact.status,
+                ", ".join(map(str, fact.source_event_ids)),
+                key=f"c{fact.id}",
+            )
         for fact in view.historical_facts:
-            facts.add_row(fact.key, _value(fact.value), _span(fact.valid_from, fact.valid_to),
-                          _past(fact.status, fact.ended_by), ", ".join(map(str, fact.source_event_ids)),
-                          key=f"h{fact.id}")
+            facts.add_row(
+                fact.key,
+                _value(fact.value),
+                _span(fact.valid_from, fact.valid_to),
+                _past(fact.status, fact.ended_by),
+                ", ".join(map(str, fact.source_event_ids)),
+                key=f"h{fact.id}",
+            )
         edges = self.query_one("#edges-table", DataTable)
         edges.clear()
         self._edges = [*view.edges_out, *view.edges_in]
         for direction, items in (("→", view.edges_out), ("←", view.edges_in)):
             for edge in items:
-                edges.add_row(direction, edge.relation, edge.other_name, edge.other_type,
-                              _span(edge.valid_from, edge.valid_to),
-                              edge.status if edge.current else _past(edge.status, edge.ended_by),
-                              key=f"{direction}{edge.id}")
+                edges.add_row(
+                    direction,
+                    edge.relation,
+                    edge.other_name,
+                    edge.other_type,
+                    _span(edge.valid_from, edge.valid_to),
+                    edge.status if edge.current else _past(edge.status, edge.ended_by),
+                    key=f"{direction}{edge.id}",
+                )
         events = self.query_one("#events-table", DataTable)
         events.clear()
         self._events = list(view.events)
@@ -258,7 +286,8 @@ class GraphScreen(StrataScreen):
         back = self.position
         forward = len(self.history) - self.position - 1
         self.query_one("#history-line", Label).update(
-            f"[ back ({back}) · ] forward ({forward}) · enter on an edge follows it, on an event opens it")
+            f"[ back ({back}) · ] forward ({forward}) · enter on an edge follows it, on an event opens it"
+        )
 
     @on(DataTable.RowSelected, "#edges-table")
     def _follow(self, event: DataTable.RowSelected) -> None:

@@ -36,9 +36,12 @@ class HelpScreen(ModalScreen[None]):
         app = screen.app
         keymap = dict(getattr(getattr(app, "config", None), "keymap", {}) or {})
         view = type(screen).__name__.replace("Screen", "") or "view"
-        sources: list[tuple[str, type]] = [(view, type(screen)),
-                                           *((view, widget) for widget in getattr(type(screen), "KEYMAP_WIDGETS", ())),
-                                           ("lists", PagedTable), ("app", type(app))]
+        sources: list[tuple[str, type]] = [
+            (view, type(screen)),
+            *((view, widget) for widget in getattr(type(screen), "KEYMAP_WIDGETS", ())),
+            ("lists", PagedTable),
+            ("app", type(app)),
+        ]
         rows: list[tuple[str, str, str, str]] = []
         seen: set[str] = set()
         for where, source in sources:
@@ -70,6 +73,12 @@ class HelpScreen(ModalScreen[None]):
 
 
 def _display(key: str) -> str:
-    names = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter", "left_square_bracket": "[",
-             "right_square_bracket": "]"}
+    names = {
+        "question_mark": "?",
+        "slash": "/",
+        "escape": "esc",
+        "enter": "enter",
+        "left_square_bracket": "[",
+        "right_square_bracket": "]",
+    }
     return names.get(key.strip(), key.strip())

@@ -80,8 +80,14 @@ class PathInput(Input):
     """The path of an export; tab takes the completion shown (as → at the end does), else moves on."""
 
     BINDINGS = [
-        Binding("tab", "complete", "Complete", show=False, id="imports.complete",
-                tooltip="Complete the path (else the next field)"),
+        Binding(
+            "tab",
+            "complete",
+            "Complete",
+            show=False,
+            id="imports.complete",
+            tooltip="Complete the path (else the next field)",
+        ),
     ]
 
     def action_complete(self) -> None:
@@ -97,8 +103,9 @@ class BatchTable(PagedTable):
     """The batches; enter or → goes into the highlighted batch's items."""
 
     BINDINGS = [
-        Binding("enter,right", "open_items", "Items", show=False, id="imports.items",
-                tooltip="Go into the batch's items"),
+        Binding(
+            "enter,right", "open_items", "Items", show=False, id="imports.items", tooltip="Go into the batch's items"
+        ),
     ]
 
     def action_open_items(self) -> None:
@@ -109,8 +116,14 @@ class ItemTable(PagedTable):
     """The items of a batch; enter shows the focused item's detail, ← goes back to the batches."""
 
     BINDINGS = [
-        Binding("enter", "open_detail", "Detail", show=False, id="imports.detail",
-                tooltip="Into the item's detail: its decision, matches and reason"),
+        Binding(
+            "enter",
+            "open_detail",
+            "Detail",
+            show=False,
+            id="imports.detail",
+            tooltip="Into the item's detail: its decision, matches and reason",
+        ),
         Binding("left", "back", "Batches", show=False, id="imports.items-back", tooltip="Back to the batches"),
     ]
 
@@ -187,16 +200,20 @@ class TargetScreen(ModalScreen[list[int] | None]):
     def compose(self) -> ComposeResult:
         item = self.item
         known = {m.event_id for m in item.matches}
-        options = [(f"#{m.event_id} {m.status} {m.score:.3f} · {_clip(m.title, 60)}", m.event_id,
-                    m.event_id in self.current) for m in item.matches]
+        options = [
+            (f"#{m.event_id} {m.status} {m.score:.3f} · {_clip(m.title, 60)}", m.event_id, m.event_id in self.current)
+            for m in item.matches
+        ]
         outside = [i for i in self.current if i not in known]
         with Vertical(id="target-dialog", classes="dialog"):
             yield Label(f"Targets of item {item.position} for {self.action_name.upper()}", classes="dialog-title")
-            yield Static("space ticks a match, enter applies; an event the search missed: type its id below",
-                         classes="muted")
+            yield Static(
+                "space ticks a match, enter applies; an event the search missed: type its id below", classes="muted"
+            )
             yield TargetList(*options, id="target-list")
-            yield Input(", ".join(map(str, outside)), placeholder="other event ids, e.g. 12, 40", id="target-ids",
-                        compact=True)
+            yield Input(
+                ", ".join(map(str, outside)), placeholder="other event ids, e.g. 12, 40", id="target-ids", compact=True
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Apply (enter)", id="target-ok", variant="primary")
                 yield Button("Cancel (esc)", id="target-cancel")
@@ -218,8 +235,11 @@ class TargetScreen(ModalScreen[list[int] | None]):
             return
         ids = list(dict.fromkeys([*ticked, *(int(part.lstrip("#")) for part in typed)]))
         if not ids:
-            self.notify("tick a match or type an event id (or press i on the item to ignore it)",
-                        title="targets", severity="warning")
+            self.notify(
+                "tick a match or type an event id (or press i on the item to ignore it)",
+                title="targets",
+                severity="warning",
+            )
             return
         self.dismiss(ids)
 
@@ -240,8 +260,10 @@ def _spent_line(batch) -> str:
     from core.providers.usage import cost_estimate
 
     u = batch.usage
-    text = (f"{batch.provider}: {u['calls']} model call(s) · {u['prompt_tokens']} + {u['completion_tokens']} tokens "
-            f"reported")
+    text = (
+        f"{batch.provider}: {u['calls']} model call(s) · {u['prompt_tokens']} + {u['completion_tokens']} tokens "
+        f"reported"
+    )
     try:
         cost = cost_estimate(u)
     except InvalidInputError as exc:
@@ -253,8 +275,12 @@ def waiting(item, batch=None) -> bool:
     """The item waits for a person: below the threshold (or recovered) and not chosen yet."""
     if batch is not None and batch.status not in EDITABLE:
         return False
-    return bool(item.state == "decided" and item.requires_confirmation and not item.choice_action
-                and item.created_event_id is None)
+    return bool(
+        item.state == "decided"
+        and item.requires_confirmation
+        and not item.choice_action
+        and item.created_event_id is None
+    )
 
 
 def shown_targets(item, batch=None) -> tuple[int, ...]:
@@ -300,24 +326,68 @@ class ImportsScreen(StrataScreen):
     BINDINGS = [
         Binding("o", "open_file", "Open file", id="imports.open", tooltip="Type the path of an export to preview"),
         Binding("p", "paste", "Paste", id="imports.paste", tooltip="Paste an export to preview"),
-        *[Binding(key, f"decide('{action}')", action.capitalize(), show=False, id=f"imports.{action}",
-                  tooltip=f"Set the focused item to {action}") for action, key in ACTION_KEYS.items()],
-        Binding("t", "choose_targets", "Targets", show=False, id="imports.target",
-                tooltip="Choose the focused item's target events: several, any event id"),
-        Binding("r", "reset", "Reset", show=False, id="imports.reset",
-                tooltip="Forget your choice for the focused item: the preview's decision applies again"),
-        Binding("R", "reset_all", "Reset all", show=False, id="imports.reset-all",
-                tooltip="Forget every choice made in the batch (asks first)"),
-        Binding("right_square_bracket", "next_waiting(1)", "Next to decide", id="imports.next-waiting",
-                tooltip="The next item waiting for a decision"),
-        Binding("left_square_bracket", "next_waiting(-1)", "Previous to decide", show=False,
-                id="imports.previous-waiting", tooltip="The previous item waiting for a decision"),
-        Binding("f", "filter_waiting", "To decide", id="imports.filter",
-                tooltip="Show only the items waiting for a decision (again: every item)"),
+        *[
+            Binding(
+                key,
+                f"decide('{action}')",
+                action.capitalize(),
+                show=False,
+                id=f"imports.{action}",
+                tooltip=f"Set the focused item to {action}",
+            )
+            for action, key in ACTION_KEYS.items()
+        ],
+        Binding(
+            "t",
+            "choose_targets",
+            "Targets",
+            show=False,
+            id="imports.target",
+            tooltip="Choose the focused item's target events: several, any event id",
+        ),
+        Binding(
+            "r",
+            "reset",
+            "Reset",
+            show=False,
+            id="imports.reset",
+            tooltip="Forget your choice for the focused item: the preview's decision applies again",
+        ),
+        Binding(
+            "R",
+            "reset_all",
+            "Reset all",
+            show=False,
+            id="imports.reset-all",
+            tooltip="Forget every choice made in the batch (asks first)",
+        ),
+        Binding(
+            "right_square_bracket",
+            "next_waiting(1)",
+            "Next to decide",
+            id="imports.next-waiting",
+            tooltip="The next item waiting for a decision",
+        ),
+        Binding(
+            "left_square_bracket",
+            "next_waiting(-1)",
+            "Previous to decide",
+            show=False,
+            id="imports.previous-waiting",
+            tooltip="The previous item waiting for a decision",
+        ),
+        Binding(
+            "f",
+            "filter_waiting",
+            "To decide",
+            id="imports.filter",
+            tooltip="Show only the items waiting for a decision (again: every item)",
+        ),
         Binding("C", "commit", "Commit", id="imports.commit", tooltip="Apply the batch (asks first)"),
         Binding("U", "undo", "Undo", id="imports.undo", tooltip="Undo the committed batch (asks first)"),
-        Binding("escape", "back", "Back", show=False, id="imports.batches",
-                tooltip="One step back: detail, items, batches"),
+        Binding(
+            "escape", "back", "Back", show=False, id="imports.batches", tooltip="One step back: detail, items, batches"
+        ),
     ]
 
     @dataclass
@@ -366,11 +436,19 @@ class ImportsScreen(StrataScreen):
         yield self.compose_header()
         with Vertical(classes="view-body"):
             with Horizontal(classes="filter-bar", id="import-bar"):
-                yield PathInput(placeholder="path of an export to preview (tab completes, enter previews)…",
-                                suggester=PathSuggester(), id="i-path", compact=True)
+                yield PathInput(
+                    placeholder="path of an export to preview (tab completes, enter previews)…",
+                    suggester=PathSuggester(),
+                    id="i-path",
+                    compact=True,
+                )
                 yield Label("into", classes="filter-label")
-                yield Input(placeholder="namespace", id="i-namespace", compact=True,
-                            tooltip="The namespace to import into (a new one is created on commit)")
+                yield Input(
+                    placeholder="namespace",
+                    id="i-namespace",
+                    compact=True,
+                    tooltip="The namespace to import into (a new one is created on commit)",
+                )
                 yield Select(FORMATS, value="v2", allow_blank=False, compact=True, id="i-format")
                 yield ProgressBar(id="i-progress", show_eta=False)
             with Horizontal(id="import-panes"):
@@ -487,48 +565,86 @@ class ImportsScreen(StrataScreen):
     @on(PreviewLoaded)
     def _preview_loaded(self, event: PreviewLoaded) -> None:
         self.notice = None
-        self.show_preview(event.preview, keep_row=0 if self.preview is None
-                          or self.preview.batch.id != event.preview.batch.id else None)
+        self.show_preview(
+            event.preview,
+            keep_row=0 if self.preview is None or self.preview.batch.id != event.preview.batch.id else None,
+        )
 
     def render_head(self) -> None:
         """The batch pane: what the batch is and holds, what to press, and a failed preview's error."""
         parts: list[Content] = []
         preview = self.preview
         if preview is None:
-            where = (f"namespace {self.target}" if self.target in self.workbench.namespaces else
-                     f"the new namespace {self.target} (created when you commit)")
-            parts.append(Content.from_markup(
-                "No imports yet in $where. Open an export file (o) or paste one (p): Strata previews every "
-                "item against what it already remembers, and nothing is written until you commit. The "
-                "namespace field picks where it goes.", where=where))
+            where = (
+                f"namespace {self.target}"
+                if self.target in self.workbench.namespaces
+                else f"the new namespace {self.target} (created when you commit)"
+            )
+            parts.append(
+                Content.from_markup(
+                    "No imports yet in $where. Open an export file (o) or paste one (p): Strata previews every "
+                    "item against what it already remembers, and nothing is written until you commit. The "
+                    "namespace field picks where it goes.",
+                    where=where,
+                )
+            )
         else:
             batch = preview.batch
             counts = " · ".join(f"{n} {a}" for a, n in sorted(batch.counts.items()) if n) or "nothing decided yet"
-            parts.append(Content.from_markup("[b]import $id[/b] · $status · $format · $source\n", id=str(batch.id),
-                                             status=batch.status, format=batch.format,
-                                             source=batch.source_name or "pasted"))
-            parts.append(Content.from_markup("$counts · threshold $th · $n to choose", counts=counts,
-                                             th=f"{batch.threshold:.2f}", n=str(batch.needs_confirmation)))
+            parts.append(
+                Content.from_markup(
+                    "[b]import $id[/b] · $status · $format · $source\n",
+                    id=str(batch.id),
+                    status=batch.status,
+                    format=batch.format,
+                    source=batch.source_name or "pasted",
+                )
+            )
+            parts.append(
+                Content.from_markup(
+                    "$counts · threshold $th · $n to choose",
+                    counts=counts,
+                    th=f"{batch.threshold:.2f}",
+                    n=str(batch.needs_confirmation),
+                )
+            )
             if getattr(batch, "usage", None):
                 parts.append(Content.from_markup("\n$spent", spent=_spent_line(batch)))
             if self.only_waiting:
-                parts.append(Content.from_markup("\n[b]showing only the $n waiting for a decision[/b] (f shows all)",
-                                                 n=str(sum(waiting(i, batch) for i in preview.items))))
+                parts.append(
+                    Content.from_markup(
+                        "\n[b]showing only the $n waiting for a decision[/b] (f shows all)",
+                        n=str(sum(waiting(i, batch) for i in preview.items)),
+                    )
+                )
             if batch.status == "committed":
-                parts.append(Content.from_markup("\n[b $success]committed[/] $at: $n events imported · U undoes it",
-                                                 at=(batch.committed_at or "")[:19], n=str(batch.imported_count)))
+                parts.append(
+                    Content.from_markup(
+                        "\n[b $success]committed[/] $at: $n events imported · U undoes it",
+                        at=(batch.committed_at or "")[:19],
+                        n=str(batch.imported_count),
+                    )
+                )
             if batch.status == "undone":
                 parts.append(Content.from_markup("\n[b $warning]undone[/] $at", at=(batch.undone_at or "")[:19]))
             if self.undo_result is not None and self.undo_result.batch.id == batch.id:
                 r = self.undo_result
-                parts.append(Content.from_markup(
-                    "\nundo removed events $removed, restored $restored; graph rows removed $gr, restored $gs",
-                    removed=", ".join(map(str, r.removed_event_ids)) or "none",
-                    restored=", ".join(map(str, r.restored_event_ids)) or "none",
-                    gr=str(r.graph_removed), gs=str(r.graph_restored)))
+                parts.append(
+                    Content.from_markup(
+                        "\nundo removed events $removed, restored $restored; graph rows removed $gr, restored $gs",
+                        removed=", ".join(map(str, r.removed_event_ids)) or "none",
+                        restored=", ".join(map(str, r.restored_event_ids)) or "none",
+                        gr=str(r.graph_removed),
+                        gs=str(r.graph_restored),
+                    )
+                )
             if batch.status in EDITABLE:
-                parts.append(Content("\nenter: items · a/m/s/x/i decide · t targets · r reset · ]/[ next to "
-                                     "decide · f only those · C commit"))
+                parts.append(
+                    Content(
+                        "\nenter: items · a/m/s/x/i decide · t targets · r reset · ]/[ next to "
+                        "decide · f only those · C commit"
+                    )
+                )
             if batch.warnings:
                 parts.append(Content.from_markup("\n[dim]$w[/dim]", w="; ".join(batch.warnings)[:200]))
         if self.notice:
@@ -553,7 +669,8 @@ class ImportsScreen(StrataScreen):
                 table.focus()
         else:
             self.query_one("#item-text", Static).update(
-                "Nothing waits for a decision: f shows every item." if self.only_waiting and preview.items else "")
+                "Nothing waits for a decision: f shows every item." if self.only_waiting and preview.items else ""
+            )
         self.refresh_bindings()
 
     @on(PagedTable.RowHighlighted, "#items")
@@ -587,8 +704,9 @@ class ImportsScreen(StrataScreen):
 
     def _item_focused(self) -> bool:
         focused = self.focused
-        return focused is not None and (focused.id in ("items", "item-detail")
-                                        or any(a.id == "item-detail" for a in focused.ancestors))
+        return focused is not None and (
+            focused.id in ("items", "item-detail") or any(a.id == "item-detail" for a in focused.ancestors)
+        )
 
     def action_next_waiting(self, step: int = 1) -> None:
         if self.preview is None:
@@ -725,10 +843,13 @@ class ImportsScreen(StrataScreen):
         batch_id = self.preview.batch.id
         if action in TARGETED and not targets:
             targets = list(item.choice_target_ids or item.effective_target_ids or item.target_ids) or (
-                [item.matches[0].event_id] if item.matches else [])
+                [item.matches[0].event_id] if item.matches else []
+            )
             if not targets:
-                self.notify(f"item {item.position} has no stored match to {action}: t names a target by its id",
-                            severity="warning")
+                self.notify(
+                    f"item {item.position} has no stored match to {action}: t names a target by its id",
+                    severity="warning",
+                )
                 return
         if action not in TARGETED:
             targets = None
@@ -757,10 +878,10 @@ class ImportsScreen(StrataScreen):
         item = self._current_item()
         if item is None:
             return
-        action = next((a for a in (item.choice_action, item.effective_action, item.action) if a in TARGETED),
-                      "merge")
-        current = tuple(item.choice_target_ids if item.choice_action in TARGETED
-                        else item.effective_target_ids or item.target_ids)
+        action = next((a for a in (item.choice_action, item.effective_action, item.action) if a in TARGETED), "merge")
+        current = tuple(
+            item.choice_target_ids if item.choice_action in TARGETED else item.effective_target_ids or item.target_ids
+        )
 
         def chosen(ids: list[int] | None) -> None:
             if ids:
@@ -798,18 +919,26 @@ class ImportsScreen(StrataScreen):
 
             self._change("decide", reset, None)
 
-        self.app.push_screen(ConfirmScreen(
-            "Reset choices", f"Forget the {chosen} choice(s) made in import {batch.id}? Every item goes back to the "
-            "preview's decision; those below the threshold wait for a decision again.", "Reset"), answered)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Reset choices",
+                f"Forget the {chosen} choice(s) made in import {batch.id}? Every item goes back to the "
+                "preview's decision; those below the threshold wait for a decision again.",
+                "Reset",
+            ),
+            answered,
+        )
 
     def action_commit(self) -> None:
         if self.preview is None:
             return
         batch = self.preview.batch
         counts = ", ".join(f"{n} {a}" for a, n in sorted(batch.counts.items()) if n) or "nothing"
-        body = (f"Apply import {batch.id} to namespace {batch.namespace}: {counts}. "
-                f"{batch.needs_confirmation} item(s) still marked choose will be ignored. "
-                "Everything is written in one transaction and can be undone as a whole.")
+        body = (
+            f"Apply import {batch.id} to namespace {batch.namespace}: {counts}. "
+            f"{batch.needs_confirmation} item(s) still marked choose will be ignored. "
+            "Everything is written in one transaction and can be undone as a whole."
+        )
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -829,8 +958,11 @@ class ImportsScreen(StrataScreen):
     def _committed(self, event: Committed) -> None:
         batch = event.preview.batch
         self.workbench.data_changed()
-        self.notify(f"import {batch.id} committed: {batch.imported_count} events into {batch.namespace}; "
-                    "see them in the timeline (2)", timeout=6)
+        self.notify(
+            f"import {batch.id} committed: {batch.imported_count} events into {batch.namespace}; "
+            "see them in the timeline (2)",
+            timeout=6,
+        )
         self.load_batches(select_id=batch.id)
         if batch.namespace != self.namespace:
             self.workbench.show_namespace(batch.namespace)  # new namespaces appear in the switcher
@@ -844,10 +976,16 @@ class ImportsScreen(StrataScreen):
             if yes:
                 self._undo(batch.id)
 
-        self.app.push_screen(ConfirmScreen(
-            "Undo import", f"Remove the {batch.imported_count} event(s) import {batch.id} added and restore what "
-            "it changed? Later unrelated memory stays. An import can be undone once.", "Undo", danger=True),
-            answered)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Undo import",
+                f"Remove the {batch.imported_count} event(s) import {batch.id} added and restore what "
+                "it changed? Later unrelated memory stays. An import can be undone once.",
+                "Undo",
+                danger=True,
+            ),
+            answered,
+        )
 
     def _undo(self, batch_id: int) -> None:
         def undo():
@@ -862,8 +1000,11 @@ class ImportsScreen(StrataScreen):
         self.undo_result = event.result
         self.workbench.data_changed()
         r = event.result
-        self.notify(f"import {r.batch.id} undone: {len(r.removed_event_ids)} events removed, "
-                    f"{len(r.restored_event_ids)} restored", timeout=6)
+        self.notify(
+            f"import {r.batch.id} undone: {len(r.removed_event_ids)} events removed, "
+            f"{len(r.restored_event_ids)} restored",
+            timeout=6,
+        )
         self.load_batches(select_id=r.batch.id)
 
     def copy_text(self) -> str | None:
@@ -872,24 +1013,38 @@ class ImportsScreen(StrataScreen):
             return None
         titles = target_titles(item)
         targets = "; ".join(f"#{i} {titles.get(i, '')}".strip() for i in shown_targets(item, self.preview.batch))
-        return (f"{item.candidate.title}\n{item.candidate.summary}\n{(item.effective_action or '').upper()}"
-                f"{' ' + targets if targets else ''}: {item.reason or ''}")
+        return (
+            f"{item.candidate.title}\n{item.candidate.summary}\n{(item.effective_action or '').upper()}"
+            f"{' ' + targets if targets else ''}: {item.reason or ''}"
+        )
 
     def palette_commands(self):
-        commands = [("import: Open file…", "Preview an export file", self.action_open_file),
-                    ("import: Paste text…", "Preview a pasted export", self.action_paste)]
+        commands = [
+            ("import: Open file…", "Preview an export file", self.action_open_file),
+            ("import: Paste text…", "Preview a pasted export", self.action_paste),
+        ]
         if self.preview is not None and self.preview.items:
-            commands.append(("import: Next item to decide", "The next item waiting for a decision",
-                             self.action_next_waiting))
-            commands.append(("import: Only items to decide" if not self.only_waiting else "import: Every item",
-                             "Filter the items waiting for a decision", self.action_filter_waiting))
+            commands.append(
+                ("import: Next item to decide", "The next item waiting for a decision", self.action_next_waiting)
+            )
+            commands.append(
+                (
+                    "import: Only items to decide" if not self.only_waiting else "import: Every item",
+                    "Filter the items waiting for a decision",
+                    self.action_filter_waiting,
+                )
+            )
         if self.preview is not None and self.preview.batch.status in EDITABLE:
             commands.append(("import: Commit batch", "Apply the selected batch (asks first)", self.action_commit))
-            commands.append(("import: Reset every choice", "The preview's decisions apply again (asks first)",
-                             self.action_reset_all))
+            commands.append(
+                (
+                    "import: Reset every choice",
+                    "The preview's decisions apply again (asks first)",
+                    self.action_reset_all,
+                )
+            )
         if self.preview is not None and self.preview.batch.status == "committed":
-            commands.append(("undo: Last import", "Undo the selected committed batch (asks first)",
-                             self.action_undo))
+            commands.append(("undo: Last import", "Undo the selected committed batch (asks first)", self.action_undo))
         return commands
 
 
@@ -913,35 +1068,59 @@ def item_detail(item, batch) -> Content:
 
     parts = [Content.from_markup("[b]$title[/b]\n$summary\n", title=c.title, summary=c.summary)]
     when = c.happened_start or c.mentioned_at or "no time"
-    parts.append(Content.from_markup("[dim]$when · $who · confidence $conf$dup[/dim]\n", when=when,
-                                     who=", ".join(c.participants) or "no participants",
-                                     conf="-" if item.confidence is None else f"{item.confidence:.2f}",
-                                     dup=f" · duplicate of event {item.duplicate_of_event}"
-                                     if item.duplicate_of_event else ""))
-    parts += [Content.from_markup("[b $primary]proposed[/] "), _action(item.action),
-              Content.from_markup(" $t\n", t=targets(item.target_ids))]
+    parts.append(
+        Content.from_markup(
+            "[dim]$when · $who · confidence $conf$dup[/dim]\n",
+            when=when,
+            who=", ".join(c.participants) or "no participants",
+            conf="-" if item.confidence is None else f"{item.confidence:.2f}",
+            dup=f" · duplicate of event {item.duplicate_of_event}" if item.duplicate_of_event else "",
+        )
+    )
+    parts += [
+        Content.from_markup("[b $primary]proposed[/] "),
+        _action(item.action),
+        Content.from_markup(" $t\n", t=targets(item.target_ids)),
+    ]
     parts.append(Content.from_markup("[b $primary]reason[/] $r\n", r=item.reason or "none given"))
     said = facts_text(item)
     if said:
         parts.append(Content.from_markup("[b $primary]matched[/] $s\n", s=said))
     if waiting(item, batch):
-        parts.append(Content.from_markup(
-            "[b $warning]waits for you[/]: confidence below $th; ignored at commit unless you decide\n",
-            th=f"{batch.threshold:.2f}"))
+        parts.append(
+            Content.from_markup(
+                "[b $warning]waits for you[/]: confidence below $th; ignored at commit unless you decide\n",
+                th=f"{batch.threshold:.2f}",
+            )
+        )
     elif item.choice_action:
-        parts += [Content.from_markup("[b $primary]your choice[/] "), _action(item.choice_action),
-                  Content.from_markup(" $t (r resets it)\n", t=targets(item.choice_target_ids))]
+        parts += [
+            Content.from_markup("[b $primary]your choice[/] "),
+            _action(item.choice_action),
+            Content.from_markup(" $t (r resets it)\n", t=targets(item.choice_target_ids)),
+        ]
     if item.effective_action and item.effective_action != item.action or item.created_event_id:
-        parts += [Content.from_markup("[b $primary]commit applies[/] "), _action(item.effective_action),
-                  Content.from_markup(" $t\n", t=targets(item.effective_target_ids))]
+        parts += [
+            Content.from_markup("[b $primary]commit applies[/] "),
+            _action(item.effective_action),
+            Content.from_markup(" $t\n", t=targets(item.effective_target_ids)),
+        ]
     chosen = set(shown_targets(item, batch)) | set(item.choice_target_ids)
     if item.matches or getattr(item, "chosen_events", ()):
         parts.append(Content.from_markup("[b $primary]matches[/] [dim](▶ target)[/dim]\n"))
     for match in (*item.matches, *getattr(item, "chosen_events", ())):
         mark = "▶ " if match.event_id in chosen else "  "
         how = f"score {match.score:.3f}" if match.score else "chosen by id"
-        parts.append(Content.from_markup("$mark#$id $title [dim]($status, $how)[/dim]\n", mark=mark,
-                                         id=str(match.event_id), title=match.title, status=match.status, how=how))
+        parts.append(
+            Content.from_markup(
+                "$mark#$id $title [dim]($status, $how)[/dim]\n",
+                mark=mark,
+                id=str(match.event_id),
+                title=match.title,
+                status=match.status,
+                how=how,
+            )
+        )
         said = facts_text(match)
         if said:
             parts.append(Content.from_markup("    [dim]$s[/dim]\n", s=said))

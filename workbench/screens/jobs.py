@@ -17,15 +17,28 @@ from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
 
 PAGE = 50
-SHOWS = (("failed and pending", "open"), ("failed", "failed"), ("pending", "pending"), ("running", "running"),
-         ("succeeded", "succeeded"), ("skipped", "skipped"), ("all", "all"))
+SHOWS = (
+    ("failed and pending", "open"),
+    ("failed", "failed"),
+    ("pending", "pending"),
+    ("running", "running"),
+    ("succeeded", "succeeded"),
+    ("skipped", "skipped"),
+    ("all", "all"),
+)
 STATUSES_OF = {"open": ("failed", "pending"), "all": ()}
 
 
 def job_cells(job) -> tuple:
     error = (job.last_error or "").replace("\n", " ")
-    return (str(job.id), job.kind, "" if job.block_id is None else str(job.block_id), job.status,
-            str(job.attempts), error[:70] + ("…" if len(error) > 70 else ""))
+    return (
+        str(job.id),
+        job.kind,
+        "" if job.block_id is None else str(job.block_id),
+        job.status,
+        str(job.attempts),
+        error[:70] + ("…" if len(error) > 70 else ""),
+    )
 
 
 class JobsScreen(StrataScreen):
@@ -113,7 +126,9 @@ class JobsScreen(StrataScreen):
             else:
                 self.query_one("#job-text", Static).update(
                     "Nothing to do here: no job is failed or waiting. Derivation is up to date."
-                    if self.show_filter == "open" else "No jobs with this status.")
+                    if self.show_filter == "open"
+                    else "No jobs with this status."
+                )
 
     @on(PagedTable.NeedMore, "#jobs")
     def _more(self) -> None:
@@ -129,10 +144,17 @@ class JobsScreen(StrataScreen):
         retry = f" · next retry at epoch {job.next_retry_at:.0f}" if job.next_retry_at else ""
         text = Content.from_markup(
             "[b]$kind job $id[/b] · $status · attempt $attempts$retry\nblock $block · created $created · "
-            "updated $updated\n\n$error", kind=job.kind, id=str(job.id), status=job.status,
-            attempts=str(job.attempts), retry=retry, block="-" if job.block_id is None else str(job.block_id),
-            created=job.created_at[:19], updated=job.updated_at[:19],
-            error=job.last_error or "no error recorded")
+            "updated $updated\n\n$error",
+            kind=job.kind,
+            id=str(job.id),
+            status=job.status,
+            attempts=str(job.attempts),
+            retry=retry,
+            block="-" if job.block_id is None else str(job.block_id),
+            created=job.created_at[:19],
+            updated=job.updated_at[:19],
+            error=job.last_error or "no error recorded",
+        )
         self.query_one("#job-text", Static).update(text)
 
     @on(Select.Changed, "#j-show")
@@ -148,8 +170,7 @@ class JobsScreen(StrataScreen):
         if job is None:
             return
         if job.status not in ("failed", "pending"):
-            self.notify(f"job {job.id} is {job.status}; only failed or pending jobs can be retried",
-                        severity="warning")
+            self.notify(f"job {job.id} is {job.status}; only failed or pending jobs can be retried", severity="warning")
             return
         self._retry([job.id])
 
@@ -163,9 +184,15 @@ class JobsScreen(StrataScreen):
             if yes:
                 self._retry(failed)
 
-        self.app.push_screen(ConfirmScreen("Retry failed jobs", f"Set {len(failed)} failed job(s) back to pending "
-                                           "with their attempts reset? `strata derive` (or the agent) runs them.",
-                                           "Retry"), answered)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Retry failed jobs",
+                f"Set {len(failed)} failed job(s) back to pending "
+                "with their attempts reset? `strata derive` (or the agent) runs them.",
+                "Retry",
+            ),
+            answered,
+        )
 
     def _retry(self, job_ids: list[int]) -> None:
         def retry():
@@ -185,8 +212,7 @@ class JobsScreen(StrataScreen):
     @on(JobRetried)
     def _retried(self, event: JobRetried) -> None:
         if event.job_ids:
-            self.notify(f"{len(event.job_ids)} job(s) pending again: run `strata derive` to process them",
-                        timeout=5)
+            self.notify(f"{len(event.job_ids)} job(s) pending again: run `strata derive` to process them", timeout=5)
         for error in event.errors[:3]:
             self.notify(error, severity="error")
         self.load_page(counts=True)

@@ -18,17 +18,32 @@ from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.prompt import PromptScreen
 from workbench.widgets.table import PagedTable
 
-SHOWS = (("waiting for a person", "waiting"), ("promoted", "promoted"), ("rejected or revoked", "closed"),
-         ("every record", "all"))
-KINDS = (("every kind", "all"), ("records", "record"), ("key conflicts", "key_conflict"),
-         ("past review date", "stale"), ("import items", "import_item"))
+SHOWS = (
+    ("waiting for a person", "waiting"),
+    ("promoted", "promoted"),
+    ("rejected or revoked", "closed"),
+    ("every record", "all"),
+)
+KINDS = (
+    ("every kind", "all"),
+    ("records", "record"),
+    ("key conflicts", "key_conflict"),
+    ("past review date", "stale"),
+    ("import items", "import_item"),
+)
 SOURCES = (("every source", "all"), ("agent", "agent"), ("user", "user"), ("tool", "tool"), ("import", "import"))
 KIND_LABEL = {"record": "record", "key_conflict": "key conflict", "stale": "review due", "import_item": "import"}
 
 
 def item_cells(item) -> tuple:
-    return (item.id, KIND_LABEL.get(item.kind, item.kind), item.status, item.source or "-",
-            item.title[:60] + ("…" if len(item.title) > 60 else ""), item.created_at[:10])
+    return (
+        item.id,
+        KIND_LABEL.get(item.kind, item.kind),
+        item.status,
+        item.source or "-",
+        item.title[:60] + ("…" if len(item.title) > 60 else ""),
+        item.created_at[:10],
+    )
 
 
 def record_id(item) -> int | None:
@@ -115,8 +130,11 @@ class ReviewScreen(StrataScreen):
         self.workbench.mark("review:list")
 
     def _shown(self) -> list:
-        return [i for i in self.items if (self.kind == "all" or i.kind == self.kind)
-                and (self.source == "all" or i.source == self.source)]
+        return [
+            i
+            for i in self.items
+            if (self.kind == "all" or i.kind == self.kind) and (self.source == "all" or i.source == self.source)
+        ]
 
     def _fill(self, keep: str | None = None) -> None:
         table = self.query_one("#review", PagedTable)
@@ -128,7 +146,8 @@ class ReviewScreen(StrataScreen):
         for item in shown:
             counts[KIND_LABEL.get(item.kind, item.kind)] = counts.get(KIND_LABEL.get(item.kind, item.kind), 0) + 1
         self.query_one("#review-counts", Label).update(
-            " · ".join(f"{n} {k}" for k, n in counts.items()) or "nothing here")
+            " · ".join(f"{n} {k}" for k, n in counts.items()) or "nothing here"
+        )
         if shown:
             row = next((n for n, i in enumerate(shown) if i.id == keep), 0)
             table.move_cursor(row=row)
@@ -137,7 +156,9 @@ class ReviewScreen(StrataScreen):
             self.card = None
             self.query_one("#review-text", Static).update(
                 "Nothing is waiting for a person: every governed record has been decided."
-                if self.show == "waiting" else "No records here.")
+                if self.show == "waiting"
+                else "No records here."
+            )
 
     @on(PagedTable.RowHighlighted, "#review")
     def _highlighted(self) -> None:
@@ -153,10 +174,16 @@ class ReviewScreen(StrataScreen):
         rid = record_id(item)
         if rid is None:
             self.card = (item.id, None, [])
-            self.query_one("#review-text", Static).update(Content.from_markup(
-                "[b]$title[/b]\n$detail\n\n$hint", title=item.title, detail=item.detail,
-                hint="Enter opens it in the Imports view." if item.kind == "import_item"
-                else "Revoke one of the records to settle it (show: promoted)."))
+            self.query_one("#review-text", Static).update(
+                Content.from_markup(
+                    "[b]$title[/b]\n$detail\n\n$hint",
+                    title=item.title,
+                    detail=item.detail,
+                    hint="Enter opens it in the Imports view."
+                    if item.kind == "import_item"
+                    else "Revoke one of the records to settle it (show: promoted).",
+                )
+            )
             return
 
         def card():
@@ -174,14 +201,30 @@ class ReviewScreen(StrataScreen):
             return
         self.card = (event.item_id, event.record, event.audit)
         r = event.record
-        trail = "\n".join(f"{a.at[:19]}  {a.action}: {a.from_status or '-'} → {a.to_status or '-'} by {a.actor}"
-                          + (f" ({a.reason})" if a.reason else "") for a in event.audit) or "no entries"
-        self.query_one("#review-text", Static).update(Content.from_markup(
-            "[b]record $id[/b] · $status · $source by $actor · privacy $privacy$key\n$text\n\n"
-            "[b]evidence[/b] $evidence$event\n\n[b]audit trail[/b]\n$trail",
-            id=str(r.id), status=r.status, source=r.source, actor=r.actor or "-", privacy=r.privacy,
-            key=f" · key {r.key}" if r.key else "", text=r.text, evidence=", ".join(r.evidence) or "none yet",
-            event=f" · event {r.event_id}" if r.event_id else "", trail=trail))
+        trail = (
+            "\n".join(
+                f"{a.at[:19]}  {a.action}: {a.from_status or '-'} → {a.to_status or '-'} by {a.actor}"
+                + (f" ({a.reason})" if a.reason else "")
+                for a in event.audit
+            )
+            or "no entries"
+        )
+        self.query_one("#review-text", Static).update(
+            Content.from_markup(
+                "[b]record $id[/b] · $status · $source by $actor · privacy $privacy$key\n$text\n\n"
+                "[b]evidence[/b] $evidence$event\n\n[b]audit trail[/b]\n$trail",
+                id=str(r.id),
+                status=r.status,
+                source=r.source,
+                actor=r.actor or "-",
+                privacy=r.privacy,
+                key=f" · key {r.key}" if r.key else "",
+                text=r.text,
+                evidence=", ".join(r.evidence) or "none yet",
+                event=f" · event {r.event_id}" if r.event_id else "",
+                trail=trail,
+            )
+        )
 
     # ------------------------------------------------------------------ filters and moving
 
@@ -251,14 +294,16 @@ class ReviewScreen(StrataScreen):
             self.workbench.data_changed()
             self.reload()
 
-    def _ask(self, title: str, body: str, then, *, value: str = "", placeholder: str = "",
-             required: bool = True) -> None:
+    def _ask(
+        self, title: str, body: str, then, *, value: str = "", placeholder: str = "", required: bool = True
+    ) -> None:
         def answered(text: str | None) -> None:
             if text is not None:
                 then(text)
 
-        self.app.push_screen(PromptScreen(title, body, value=value, placeholder=placeholder, required=required),
-                             answered)
+        self.app.push_screen(
+            PromptScreen(title, body, value=value, placeholder=placeholder, required=required), answered
+        )
 
     def action_approve(self) -> None:
         rid = self._record()
@@ -270,30 +315,47 @@ class ReviewScreen(StrataScreen):
         def approve(refs: str) -> None:
             from core.services import governance as gov
 
-            self._decide(f"record {rid} promoted", lambda: gov.approve_record(
-                rid, actor=gov.default_actor(), evidence=[r for r in refs.split() if r not in known.split()]))
+            self._decide(
+                f"record {rid} promoted",
+                lambda: gov.approve_record(
+                    rid, actor=gov.default_actor(), evidence=[r for r in refs.split() if r not in known.split()]
+                ),
+            )
 
-        self._ask(f"Approve record {rid}", "What in memory supports it? Evidence refs, space-separated "
-                  "(message:ID, event:ID); the ones already attached are filled in.", approve, value=known,
-                  placeholder="message:12 event:7")
+        self._ask(
+            f"Approve record {rid}",
+            "What in memory supports it? Evidence refs, space-separated "
+            "(message:ID, event:ID); the ones already attached are filled in.",
+            approve,
+            value=known,
+            placeholder="message:12 event:7",
+        )
 
     def action_reject(self) -> None:
         rid = self._record()
         if rid is not None:
             from core.services import governance as gov
 
-            self._ask(f"Reject record {rid}", "Why is it rejected? (kept in the audit trail)",
-                      lambda reason: self._decide(f"record {rid} rejected", lambda: gov.reject_record(
-                          rid, actor=gov.default_actor(), reason=reason)))
+            self._ask(
+                f"Reject record {rid}",
+                "Why is it rejected? (kept in the audit trail)",
+                lambda reason: self._decide(
+                    f"record {rid} rejected", lambda: gov.reject_record(rid, actor=gov.default_actor(), reason=reason)
+                ),
+            )
 
     def action_revoke(self) -> None:
         rid = self._record()
         if rid is not None:
             from core.services import governance as gov
 
-            self._ask(f"Revoke record {rid}", "Why is it withdrawn? Readers stop seeing it; restore (u) "
-                      "brings it back.", lambda reason: self._decide(f"record {rid} revoked", lambda: gov.revoke_record(
-                          rid, actor=gov.default_actor(), reason=reason)))
+            self._ask(
+                f"Revoke record {rid}",
+                "Why is it withdrawn? Readers stop seeing it; restore (u) brings it back.",
+                lambda reason: self._decide(
+                    f"record {rid} revoked", lambda: gov.revoke_record(rid, actor=gov.default_actor(), reason=reason)
+                ),
+            )
 
     def action_restore(self) -> None:
         rid = self._record()
@@ -327,9 +389,13 @@ class ReviewScreen(StrataScreen):
             return
         from core.services import governance as gov
 
-        self._ask(f"Forget event {event_id}", "Why is it forgotten? (reversible: strata restore)",
-                  lambda reason: self._decide(f"event {event_id} forgotten", lambda: gov.forget(
-                      event_id, actor=gov.default_actor(), reason=reason)))
+        self._ask(
+            f"Forget event {event_id}",
+            "Why is it forgotten? (reversible: strata restore)",
+            lambda reason: self._decide(
+                f"event {event_id} forgotten", lambda: gov.forget(event_id, actor=gov.default_actor(), reason=reason)
+            ),
+        )
 
     def action_evidence(self) -> None:
         record = self._loaded_record()

@@ -43,23 +43,47 @@ def run_search(namespace: str, query: str, channel: str) -> list[Result]:
     if channel in ("all", "events"):
         for hit in search_events(namespace, query, 20, track=False):
             e = hit.event
-            out.append(Result("events", "event", e.id, hit.rank_score, e.title,
-                              e.happened_start or (e.mentioned_at or "")[:10],
-                              f"{e.title}\n\n{e.summary}\n\n{e.event_type} · {e.status} · "
-                              f"{', '.join(e.participants)}"))
+            out.append(
+                Result(
+                    "events",
+                    "event",
+                    e.id,
+                    hit.rank_score,
+                    e.title,
+                    e.happened_start or (e.mentioned_at or "")[:10],
+                    f"{e.title}\n\n{e.summary}\n\n{e.event_type} · {e.status} · {', '.join(e.participants)}",
+                )
+            )
     if channel in ("all", "graph"):
         for hit in search_graph(namespace, query, 10):
-            out.append(Result("graph", "node", hit.node_id, hit.rank_score, f"{hit.name} ({hit.type})", "",
-                              f"{hit.name} ({hit.type})\nmatched {', '.join(hit.matched_fields)} "
-                              f"({hit.match_type})\n\n{hit.current_state}"))
+            out.append(
+                Result(
+                    "graph",
+                    "node",
+                    hit.node_id,
+                    hit.rank_score,
+                    f"{hit.name} ({hit.type})",
+                    "",
+                    f"{hit.name} ({hit.type})\nmatched {', '.join(hit.matched_fields)} "
+                    f"({hit.match_type})\n\n{hit.current_state}",
+                )
+            )
     if channel in ("all", "raw"):
         for hit in search_raw(namespace, query, 20):
             m = hit.message
             # Masked before the cut (fetch masks the rest): a cut token is no longer recognised.
-            out.append(Result("raw", "message", m.id, hit.score, " ".join(redact_text(m.content).split())[:90],
-                              m.created_at[:10],
-                              "\n\n".join(f"{n.speaker or n.role}: {n.content}" for n in hit.nearby) or m.content,
-                              5))
+            out.append(
+                Result(
+                    "raw",
+                    "message",
+                    m.id,
+                    hit.score,
+                    " ".join(redact_text(m.content).split())[:90],
+                    m.created_at[:10],
+                    "\n\n".join(f"{n.speaker or n.role}: {n.content}" for n in hit.nearby) or m.content,
+                    5,
+                )
+            )
     return out
 
 
@@ -94,8 +118,11 @@ class SearchScreen(StrataScreen):
             with Horizontal(id="search-panes"):
                 yield DataTable(id="results", cursor_type="row", zebra_stripes=True, classes="loadable")
                 with VerticalScroll(id="result-preview", classes="detail-pane"):
-                    yield Static("Type a query and press enter. Results come from the same channels an agent "
-                                 "uses; enter on a result opens it in its own view.", id="preview-text")
+                    yield Static(
+                        "Type a query and press enter. Results come from the same channels an agent "
+                        "uses; enter on a result opens it in its own view.",
+                        id="preview-text",
+                    )
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
@@ -137,16 +164,18 @@ class SearchScreen(StrataScreen):
         counts = {}
         for result in event.results:
             counts[result.channel] = counts.get(result.channel, 0) + 1
-        self.query_one("#search-summary", Label).update(
-            " · ".join(f"{n} {c}" for c, n in counts.items()) or "no hits")
+        self.query_one("#search-summary", Label).update(" · ".join(f"{n} {c}" for c, n in counts.items()) or "no hits")
         if event.results:
             table.move_cursor(row=0)
             self._preview(0)
             table.focus()
         else:
             self.query_one("#preview-text", Static).update(
-                Content.from_markup("Nothing matches [b]$q[/b]. Try other words, or the Traces view to see what an "
-                                    "agent searched for.", q=event.query))
+                Content.from_markup(
+                    "Nothing matches [b]$q[/b]. Try other words, or the Traces view to see what an agent searched for.",
+                    q=event.query,
+                )
+            )
 
     @on(DataTable.RowHighlighted, "#results")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -155,9 +184,16 @@ class SearchScreen(StrataScreen):
     def _preview(self, index: int) -> None:
         if 0 <= index < len(self.results):
             result = self.results[index]
-            self.query_one("#preview-text", Static).update(Content.from_markup(
-                "[b]$channel[/b] · $kind $id · score $score\n\n$text", channel=result.channel, kind=result.kind,
-                id=str(result.item_id), score=f"{result.score:.4f}", text=result.preview))
+            self.query_one("#preview-text", Static).update(
+                Content.from_markup(
+                    "[b]$channel[/b] · $kind $id · score $score\n\n$text",
+                    channel=result.channel,
+                    kind=result.kind,
+                    id=str(result.item_id),
+                    score=f"{result.score:.4f}",
+                    text=result.preview,
+                )
+            )
 
     @on(DataTable.RowSelected, "#results")
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -28,8 +28,19 @@ from workbench.widgets.table import PagedTable
 PAGE = 50
 BUCKETS = 96
 HISTOGRAM_CACHE = 32  # filters whose day counts are kept
-EVENT_TYPES = ("decision", "release", "task_completed", "plan", "change", "cancellation", "incident", "meeting",
-               "collaboration", "migration", "other")
+EVENT_TYPES = (
+    "decision",
+    "release",
+    "task_completed",
+    "plan",
+    "change",
+    "cancellation",
+    "incident",
+    "meeting",
+    "collaboration",
+    "migration",
+    "other",
+)
 EVENT_STATUSES = ("active", "superseded", "forgotten", "archived")
 LANE_LABELS = (("all times", "all"), ("happened", "dated"), ("unknown time", "undated"))
 
@@ -49,8 +60,15 @@ def clip(text: str, width: int) -> str:
 
 def event_cells(row) -> tuple:
     lane = " " if row.happened_start else "~"
-    return (when(row), lane, clip(row.title, 46), row.event_type, row.status, f"{row.weight:.2f}",
-            clip(", ".join(row.participants[:3]), 30))
+    return (
+        when(row),
+        lane,
+        clip(row.title, 46),
+        row.event_type,
+        row.status,
+        f"{row.weight:.2f}",
+        clip(", ".join(row.participants[:3]), 30),
+    )
 
 
 def _day(ts: float | None) -> str:
@@ -74,13 +92,24 @@ class TimelineScreen(StrataScreen):
 
     BINDINGS = [
         Binding("f", "focus_filter", "Filter", id="timeline.filter", tooltip="Type to filter events by text"),
-        Binding("b", "source_block", "Source block", id="timeline.source-block",
-                tooltip="Open the block this event came from, at L5"),
+        Binding(
+            "b",
+            "source_block",
+            "Source block",
+            id="timeline.source-block",
+            tooltip="Open the block this event came from, at L5",
+        ),
         Binding("x", "clear_filters", "Clear filters", id="timeline.clear", tooltip="Show every event again"),
-        Binding("F", "toggle_forget", "Forget/restore", id="timeline.forget",
-                tooltip="Forget the selected event (asks first), or restore a forgotten one"),
-        Binding("o", "focus_links", "Links", show=False, id="timeline.links",
-                tooltip="Go to the related events and sources"),
+        Binding(
+            "F",
+            "toggle_forget",
+            "Forget/restore",
+            id="timeline.forget",
+            tooltip="Forget the selected event (asks first), or restore a forgotten one",
+        ),
+        Binding(
+            "o", "focus_links", "Links", show=False, id="timeline.links", tooltip="Go to the related events and sources"
+        ),
         Binding("escape", "focus_list", "List", show=False, id="timeline.list", tooltip="Back to the event list"),
     ]
 
@@ -153,9 +182,15 @@ class TimelineScreen(StrataScreen):
             value = self.query_one(selector, Select).value
             return "" if value is Select.NULL or value is None else str(value)
 
-        return EventFilter(text=text("#f-text"), participant=text("#f-who"), date_from=text("#f-from"),
-                           date_to=text("#f-to"), event_type=choice("#f-type"), status=choice("#f-status"),
-                           lane=choice("#f-lane") or "all")
+        return EventFilter(
+            text=text("#f-text"),
+            participant=text("#f-who"),
+            date_from=text("#f-from"),
+            date_to=text("#f-to"),
+            event_type=choice("#f-type"),
+            status=choice("#f-status"),
+            lane=choice("#f-lane") or "all",
+        )
 
     @on(Input.Changed, "#timeline-filters Input")
     def _typed(self) -> None:
@@ -301,8 +336,9 @@ class TimelineScreen(StrataScreen):
                 self.detail = None
                 self.query_one("#event-text", Static).update(
                     "No events match these filters. Press x to clear them."
-                    if self._applied and self._applied != type(self._applied)() else
-                    "No events yet: events are extracted from sealed blocks (run `strata derive`).")
+                    if self._applied and self._applied != type(self._applied)()
+                    else "No events yet: events are extracted from sealed blocks (run `strata derive`)."
+                )
                 self.query_one("#event-links", OptionList).clear_options()
             if self.focused is None:
                 table.focus()
@@ -317,7 +353,8 @@ class TimelineScreen(StrataScreen):
         self.query_one("#hist-start", Label).update(_day(hist.start_ts))
         self.query_one("#hist-end", Label).update(_day(hist.end_ts))
         self.query_one("#hist-summary", Label).update(
-            f"{hist.total} events · {hist.dated} with a happened time · {hist.undated} placed by mention time (~)")
+            f"{hist.total} events · {hist.dated} with a happened time · {hist.undated} placed by mention time (~)"
+        )
 
     @on(PagedTable.NeedMore, "#events")
     def _more(self) -> None:
@@ -364,8 +401,12 @@ class TimelineScreen(StrataScreen):
         for direction, groups in (("", card.links), ("← ", card.linked_from)):
             for kind, linked in groups.items():
                 for other in linked:
-                    options.append(Option(f"{direction}{kind.replace('_', ' ')}: #{other.id} {other.title[:60]}",
-                                          id=f"event:{other.id}:{kind}:{direction}"))
+                    options.append(
+                        Option(
+                            f"{direction}{kind.replace('_', ' ')}: #{other.id} {other.title[:60]}",
+                            id=f"event:{other.id}:{kind}:{direction}",
+                        )
+                    )
         for node_id in card.participant_node_ids[:8]:
             options.append(Option(f"graph node {node_id}", id=f"node:{node_id}"))
         links.add_options(options)
@@ -428,9 +469,16 @@ class TimelineScreen(StrataScreen):
             if yes:
                 self._change_status(event.id, restore=False)
 
-        self.app.push_screen(ConfirmScreen(
-            "Forget event", f"Hide event {event.id} “{clip(event.title, 60)}” from search, context and the graph? "
-            "Facts it ended become current again. F restores it.", "Forget", danger=True), answered)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Forget event",
+                f"Hide event {event.id} “{clip(event.title, 60)}” from search, context and the graph? "
+                "Facts it ended become current again. F restores it.",
+                "Forget",
+                danger=True,
+            ),
+            answered,
+        )
 
     def _change_status(self, event_id: int, *, restore: bool) -> None:
         def change():
@@ -466,10 +514,12 @@ class TimelineScreen(StrataScreen):
     def palette_commands(self):
         return [
             ("timeline: Clear filters", "Show every event again", self.action_clear_filters),
-            ("timeline: Open source block", "The block the selected event came from, at L5",
-             self.action_source_block),
-            ("timeline: Forget or restore event", "Hide the selected event, or bring a forgotten one back",
-             self.action_toggle_forget),
+            ("timeline: Open source block", "The block the selected event came from, at L5", self.action_source_block),
+            (
+                "timeline: Forget or restore event",
+                "Hide the selected event, or bring a forgotten one back",
+                self.action_toggle_forget,
+            ),
         ]
 
 
@@ -485,14 +535,26 @@ def render_event(detail: EventDetail) -> Content:
     add("[b]$title[/b]  [dim]#$id[/dim]\n", title=e.title, id=str(e.id))
     if e.summary != e.title:
         add("$summary\n", summary=e.summary)
-    add("[dim]$type · $status · $crit · $scope · $where[/dim]\n", type=e.event_type, status=e.status,
-        crit=e.criticality, scope=e.scope,
-        where=f"thread {e.thread} · block {e.block_id}" if e.block_id is not None else "no source block")
+    add(
+        "[dim]$type · $status · $crit · $scope · $where[/dim]\n",
+        type=e.event_type,
+        status=e.status,
+        crit=e.criticality,
+        scope=e.scope,
+        where=f"thread {e.thread} · block {e.block_id}" if e.block_id is not None else "no source block",
+    )
     add("\n[b $primary]Time[/]\n")
     if e.happened_start:
-        span = e.happened_start if e.happened_end in (None, e.happened_start) else f"{e.happened_start} – {e.happened_end}"
-        add("happened  $span  ($precision, $basis, $status)\n", span=span, precision=e.precision, basis=e.basis,
-            status=e.time_status)
+        span = (
+            e.happened_start if e.happened_end in (None, e.happened_start) else f"{e.happened_start} – {e.happened_end}"
+        )
+        add(
+            "happened  $span  ($precision, $basis, $status)\n",
+            span=span,
+            precision=e.precision,
+            basis=e.basis,
+            status=e.time_status,
+        )
     else:
         add("happened  unknown ($status): placed by when it was mentioned\n", status=e.time_status)
     add("mentioned $at\n", at=e.mentioned_at or "-")
@@ -517,17 +579,31 @@ def render_event(detail: EventDetail) -> Content:
     else:
         add("[dim]none recorded[/dim]\n")
     cap = "-" if weight.cap is None else f"{weight.cap:g}"
-    add("\n[b $primary]Weight $w[/]  [dim]floor $floor · cap $cap · uses $uses · formed turn $formed · "
-        "last adopted $adopted · now turn $now$pinned[/dim]\n", w=f"{weight.weight:.2f}", floor=f"{weight.floor:g}",
-        cap=cap, uses=str(weight.mention_count), formed=str(weight.formed_turn), adopted=str(weight.last_adopted_turn),
-        now=str(weight.current_turn), pinned=" · pinned" if weight.pinned else "")
+    add(
+        "\n[b $primary]Weight $w[/]  [dim]floor $floor · cap $cap · uses $uses · formed turn $formed · "
+        "last adopted $adopted · now turn $now$pinned[/dim]\n",
+        w=f"{weight.weight:.2f}",
+        floor=f"{weight.floor:g}",
+        cap=cap,
+        uses=str(weight.mention_count),
+        formed=str(weight.formed_turn),
+        adopted=str(weight.last_adopted_turn),
+        now=str(weight.current_turn),
+        pinned=" · pinned" if weight.pinned else "",
+    )
     for step in weight.history:
         add("  $at  $what\n", at=(step.at or "")[:16], what=step.what)
     add("\n[b $primary]Sources[/]  [dim]($n; b opens the block at L5)[/dim]\n", n=str(len(card.sources)))
     for message in card.sources:
-        add("[b]$who[/b] [dim]$thread · turn $turn · $at · msg $id[/dim]\n$text\n",
-            who=message.speaker or message.role, thread=message.thread, turn=str(message.turn),
-            at=message.created_at[:16], id=str(message.id), text=message.content)
+        add(
+            "[b]$who[/b] [dim]$thread · turn $turn · $at · msg $id[/dim]\n$text\n",
+            who=message.speaker or message.role,
+            thread=message.thread,
+            turn=str(message.turn),
+            at=message.created_at[:16],
+            id=str(message.id),
+            text=message.content,
+        )
     if card.quotes:
         add("\n[b $primary]Quotes[/]\n")
         for quote in card.quotes:

@@ -45,8 +45,17 @@ def parse_ref(ref: str) -> tuple[str, int, int | None] | None:
 
 def trace_cells(row) -> tuple:
     query = row.query if len(row.query) <= 48 else row.query[:47] + "…"
-    return (str(row.id), row.created_at[:16].replace("T", " "), row.kind, row.channel or "", query,
-            row.verdict or "", str(row.candidate_count), str(row.selected_count), f"{row.elapsed_ms:.0f}")
+    return (
+        str(row.id),
+        row.created_at[:16].replace("T", " "),
+        row.kind,
+        row.channel or "",
+        query,
+        row.verdict or "",
+        str(row.candidate_count),
+        str(row.selected_count),
+        f"{row.elapsed_ms:.0f}",
+    )
 
 
 class TracesScreen(StrataScreen):
@@ -57,8 +66,13 @@ class TracesScreen(StrataScreen):
     TITLE = "Traces"
 
     BINDINGS = [
-        Binding("f", "focus_filter", "Filter", id="traces.filter",
-                tooltip="Filter by query words or by a ref such as event:12"),
+        Binding(
+            "f",
+            "focus_filter",
+            "Filter",
+            id="traces.filter",
+            tooltip="Filter by query words or by a ref such as event:12",
+        ),
         Binding("w", "candidates", "Candidates", id="traces.candidates", tooltip="Go to the candidates"),
         Binding("escape", "focus_list", "Traces", show=False, id="traces.list", tooltip="Back to the trace list"),
     ]
@@ -82,8 +96,11 @@ class TracesScreen(StrataScreen):
         yield self.compose_header()
         with Vertical(classes="view-body"):
             with Horizontal(classes="filter-bar", id="trace-filters"):
-                yield Input(placeholder="query words, or a ref like event:12 (why was it not recalled?)",
-                            id="t-filter", compact=True)
+                yield Input(
+                    placeholder="query words, or a ref like event:12 (why was it not recalled?)",
+                    id="t-filter",
+                    compact=True,
+                )
                 yield Select([(k, k) for k in KINDS], prompt="any kind", compact=True, id="t-kind")
                 yield Label("", id="trace-summary", classes="summary")
             table = PagedTable(id="traces", classes="loadable")
@@ -143,8 +160,10 @@ class TracesScreen(StrataScreen):
                 self.detail = None
                 filtered = self.query_one("#t-filter", Input).value.strip()
                 self.query_one("#trace-text", Static).update(
-                    f"No trace matches {filtered!r}: nothing retrieved it." if filtered else
-                    "No retrievals yet. Traces appear when an agent (or `strata search`) retrieves memory.")
+                    f"No trace matches {filtered!r}: nothing retrieved it."
+                    if filtered
+                    else "No retrievals yet. Traces appear when an agent (or `strata search`) retrieves memory."
+                )
                 self.query_one("#candidates", DataTable).clear()
 
     @on(PagedTable.NeedMore, "#traces")
@@ -192,8 +211,9 @@ class TracesScreen(StrataScreen):
         titles = {r.ref: (r.citation or {}).get("title") for r in batch.refs} if batch else {}
         assessment = (batch.assessment or {}) if batch else {}
         adopted = set(assessment.get("evidence_refs") or ())
-        rejected = {r.get("ref"): r.get("reason") for r in assessment.get("rejected_evidence_refs") or ()
-                    if isinstance(r, dict)}
+        rejected = {
+            r.get("ref"): r.get("reason") for r in assessment.get("rejected_evidence_refs") or () if isinstance(r, dict)
+        }
         used = set(batch.receipt.event_ids) if batch and batch.receipt else set()
         selected = set(detail.selected)
         table = self.query_one("#candidates", DataTable)
@@ -214,8 +234,14 @@ class TracesScreen(StrataScreen):
             if not state and ref in selected:
                 state.append("returned")
             title = titles.get(ref) or ""
-            table.add_row(str(index), ref, "" if score is None else f"{score:.4f}", components,
-                          ", ".join(state), title[:60] if title else "")
+            table.add_row(
+                str(index),
+                ref,
+                "" if score is None else f"{score:.4f}",
+                components,
+                ", ".join(state),
+                title[:60] if title else "",
+            )
 
     @on(DataTable.RowSelected, "#candidates")
     def _open_candidate(self, event: DataTable.RowSelected) -> None:
@@ -260,9 +286,14 @@ def render_trace(detail) -> Content:
     def add(markup: str, **values: str) -> None:
         parts.append(Content.from_markup(markup, **values))
 
-    add("[b]$kind[/b] trace $id · $channel · $when · $ms ms\n", kind=trace.kind, id=str(trace.id),
-        channel=trace.channel or "no channel", when=trace.created_at[:19].replace("T", " "),
-        ms=f"{trace.elapsed_ms:.1f}")
+    add(
+        "[b]$kind[/b] trace $id · $channel · $when · $ms ms\n",
+        kind=trace.kind,
+        id=str(trace.id),
+        channel=trace.channel or "no channel",
+        when=trace.created_at[:19].replace("T", " "),
+        ms=f"{trace.elapsed_ms:.1f}",
+    )
     add("[b $primary]query[/] $q\n", q=trace.query or "(none)")
     if trace.verdict:
         add("[b $primary]verdict[/] $v\n", v=trace.verdict)
@@ -270,8 +301,14 @@ def render_trace(detail) -> Content:
     if batch is None:
         add("[dim]No batch: a command-line search, or a context build.[/dim]\n")
     else:
-        add("\n[b $primary]Batch $label[/]  $status · session $session · $n refs ($new new)\n", label=batch.label,
-            status=batch.status, session=batch.session or "-", n=str(len(batch.refs)), new=str(batch.new_refs))
+        add(
+            "\n[b $primary]Batch $label[/]  $status · session $session · $n refs ($new new)\n",
+            label=batch.label,
+            status=batch.status,
+            session=batch.session or "-",
+            n=str(len(batch.refs)),
+            new=str(batch.new_refs),
+        )
         assessment = batch.assessment
         if assessment:
             add("[b]assessment[/b] $verdict", verdict=str(assessment.get("verdict")))
@@ -286,16 +323,23 @@ def render_trace(detail) -> Content:
                 strategy += f" (rewritten from {assessment['strategy_rewritten_from']})"
             add("next     $s\n", s=strategy)
             for rejected in assessment.get("rejected_evidence_refs") or ():
-                add("[b $error]rejected[/] $ref: $reason ($detail)\n", ref=str(rejected.get("ref")),
-                    reason=str(rejected.get("reason")), detail=str(rejected.get("detail")))
+                add(
+                    "[b $error]rejected[/] $ref: $reason ($detail)\n",
+                    ref=str(rejected.get("ref")),
+                    reason=str(rejected.get("reason")),
+                    detail=str(rejected.get("detail")),
+                )
             for note in assessment.get("notes") or ():
                 add("[dim]note: $note[/dim]\n", note=str(note))
         else:
             add("[dim]not assessed yet[/dim]\n")
         receipt = batch.receipt
         if receipt is not None:
-            add("\n[b $primary]Use receipt[/] $id · $when\n", id=receipt.receipt_id,
-                when=receipt.created_at[:19].replace("T", " "))
+            add(
+                "\n[b $primary]Use receipt[/] $id · $when\n",
+                id=receipt.receipt_id,
+                when=receipt.created_at[:19].replace("T", " "),
+            )
             add("reinforced events $ids\n", ids=", ".join(map(str, receipt.event_ids)) or "none")
         else:
             add("[dim]no use recorded[/dim]\n")

@@ -32,8 +32,9 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Label(self.title_text, id="confirm-title", classes="dialog-title")
             yield Static(self.body, id="confirm-body")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(f"{self.confirm_label} (y)", id="confirm-yes",
-                             variant="error" if self.danger else "primary")
+                yield Button(
+                    f"{self.confirm_label} (y)", id="confirm-yes", variant="error" if self.danger else "primary"
+                )
                 yield Button("Cancel (n)", id="confirm-no")
 
     def on_mount(self) -> None:

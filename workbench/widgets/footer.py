@@ -21,8 +21,11 @@ class StrataFooter(Footer):
 
     def _signature(self, screen: Screen) -> tuple:
         active = screen.active_bindings
-        keys = tuple((binding.key, binding.action, binding.description, enabled, tooltip)
-                     for (_node, binding, enabled, tooltip) in active.values() if binding.show)
+        keys = tuple(
+            (binding.key, binding.action, binding.description, enabled, tooltip)
+            for (_node, binding, enabled, tooltip) in active.values()
+            if binding.show
+        )
         palette = active.get(self.app.COMMAND_PALETTE_BINDING)
         return keys, None if palette is None else (palette.enabled, self.show_command_palette)
 

@@ -28,8 +28,13 @@ class AppHeader(Widget):
     """Brand, view tabs and the namespace switcher; the same on every screen."""
 
     COMPONENT_CLASSES = {
-        "app-header--brand", "app-header--tab", "app-header--active", "app-header--hover", "app-header--label",
-        "app-header--namespace", "app-header--arrow",
+        "app-header--brand",
+        "app-header--tab",
+        "app-header--active",
+        "app-header--hover",
+        "app-header--label",
+        "app-header--namespace",
+        "app-header--arrow",
     }
     DEFAULT_CSS = """
     AppHeader {
@@ -58,8 +63,11 @@ class AppHeader(Widget):
 
         def add(text: str, component: str, action: str | None = None) -> None:
             nonlocal at
-            if action is not None and action == self._hover and component in ("app-header--tab",
-                                                                               "app-header--namespace"):
+            if (
+                action is not None
+                and action == self._hover
+                and component in ("app-header--tab", "app-header--namespace")
+            ):
                 component = "app-header--hover"
             content = Content(text).stylize(self.get_visual_style(component))
             if action is not None:
@@ -70,8 +78,11 @@ class AppHeader(Widget):
 
         add(" ◆ Strata ", "app-header--brand")
         for view in VIEWS:
-            add(f" {view.key} {view.title} ", "app-header--active" if view.id == self.mode else "app-header--tab",
-                f"app.view('{view.id}')")
+            add(
+                f" {view.key} {view.title} ",
+                "app-header--active" if view.id == self.mode else "app-header--tab",
+                f"app.view('{view.id}')",
+            )
         name = getattr(self.app, "namespace", None) or "(none)"
         if len(name) > NAMESPACE_WIDTH - 3:
             name = name[: NAMESPACE_WIDTH - 4] + "…"
@@ -99,8 +110,9 @@ class AppHeader(Widget):
         """Open the namespace picker under the header."""
         names = tuple(getattr(self.app, "namespaces", ()))
         if not names:
-            self.app.notify("This database has no namespace yet (strata demo builds one)", severity="warning",
-                            timeout=4)
+            self.app.notify(
+                "This database has no namespace yet (strata demo builds one)", severity="warning", timeout=4
+            )
             return
         current = getattr(self.app, "namespace", None)
 

@@ -16,8 +16,7 @@ class PromptScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel", tooltip="Leave everything as it is")]
 
-    def __init__(self, title: str, body: str, *, placeholder: str = "", value: str = "",
-                 required: bool = True) -> None:
+    def __init__(self, title: str, body: str, *, placeholder: str = "", value: str = "", required: bool = True) -> None:
         super().__init__()
         self.title_text = title
         self.body = body

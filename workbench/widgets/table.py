@@ -118,8 +118,10 @@ class PagedTable(PlainTextCells, DataTable, Generic[T]):
     def append_page(self, items: Sequence[T], rows: Sequence[Sequence[Any]], has_more: bool) -> None:
         for item, row in zip(items, rows):
             # Plain text, never markup: a title with brackets shows as typed.
-            self.add_row(*[Text(cell, no_wrap=True, end="") if isinstance(cell, str) else cell for cell in row],
-                         key=str(len(self.items)))
+            self.add_row(
+                *[Text(cell, no_wrap=True, end="") if isinstance(cell, str) else cell for cell in row],
+                key=str(len(self.items)),
+            )
             self.items.append(item)
         self.has_more = has_more
         self._asked = False

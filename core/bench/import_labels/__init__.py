@@ -28,8 +28,20 @@ from core.errors import InvalidInputError
 LABEL_DIR = Path(__file__).resolve().parent
 ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
 TARGETED = ("merge", "supersede", "conflict")
-KINDS = ("paraphrase", "detail", "other-person", "shared-words", "update-dated", "update-undated",
-         "new-preference", "new-instruction", "contradiction", "in-file-duplicate", "chatter", "new-fact")
+KINDS = (
+    "paraphrase",
+    "detail",
+    "other-person",
+    "shared-words",
+    "update-dated",
+    "update-undated",
+    "new-preference",
+    "new-instruction",
+    "contradiction",
+    "in-file-duplicate",
+    "chatter",
+    "new-fact",
+)
 SPLITS = ("dev", "test", "all")
 DEMO = "demo"
 # Lower edges of the reliability buckets; the default threshold (0.85) is one of them so the
@@ -161,8 +173,10 @@ def export_document(items: Sequence[Item], conversation: str) -> dict[str, Any]:
     with it every undated item would carry the export date, and the undated updates would stop
     being undated."""
     return {
-        "schemaVersion": "stratagate.external-memory.v2", "sourceType": "external_ai_memory_export",
-        "sourceSystem": "hand-labelled import set", "coverage": "partial",
+        "schemaVersion": "stratagate.external-memory.v2",
+        "sourceType": "external_ai_memory_export",
+        "sourceSystem": "hand-labelled import set",
+        "coverage": "partial",
         "coverageNote": f"labelled candidates for {conversation}",
         "candidates": [item.candidate for item in items],
     }
@@ -199,8 +213,9 @@ def _bucket(confidence: float | None) -> str:
     return f"{edges[-2]:.2f}-1.00"
 
 
-def score(items: Sequence[Item], decisions: Sequence[Decision], cites: Callable[[int], set[str]],
-          threshold: float = 0.85) -> dict[str, Any]:
+def score(
+    items: Sequence[Item], decisions: Sequence[Decision], cites: Callable[[int], set[str]], threshold: float = 0.85
+) -> dict[str, Any]:
     """Accuracy overall, per kind and per conversation; the share of decisions applied without a
     person (confidence at or above ``threshold``) and their precision; a reliability table
     (confidence bucket → share correct); and one row per item."""
@@ -226,12 +241,22 @@ def score(items: Sequence[Item], decisions: Sequence[Decision], cites: Callable[
         buckets[_bucket(confidence)][0] += right
         buckets[_bucket(confidence)][1] += 1
         decided[decision.action] = decided.get(decision.action, 0) + 1
-        rows.append({"id": item.id, "kind": item.kind, "acceptable": [a.action for a in item.acceptable],
-                     "decided": decision.action, "targets": list(decision.targets),
-                     "target_messages": sorted(set().union(*(cites(t) for t in decision.targets)))
-                     if decision.targets else [],
-                     "confidence": confidence, "auto": is_auto, "right": right,
-                     "title": item.candidate.get("title")})
+        rows.append(
+            {
+                "id": item.id,
+                "kind": item.kind,
+                "acceptable": [a.action for a in item.acceptable],
+                "decided": decision.action,
+                "targets": list(decision.targets),
+                "target_messages": sorted(set().union(*(cites(t) for t in decision.targets)))
+                if decision.targets
+                else [],
+                "confidence": confidence,
+                "auto": is_auto,
+                "right": right,
+                "title": item.candidate.get("title"),
+            }
+        )
     n = len(items)
     return {
         "items": n,
