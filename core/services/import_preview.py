@@ -32,6 +32,7 @@ from core.models import Event, ImportBatch, ImportItem, Message, Namespace, Thre
 from core.providers import Provider, get_provider
 from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
+from core.providers.import_decision import unusable_decision
 from core.redact import redact_text
 from core.services.events import LIVE, live_event_ids
 from core.services.import_batches import (
@@ -48,9 +49,11 @@ from core.services.import_batches import (
     namespace_revision,
 )
 from core.services.import_choices import choice_kept, status_after_preview
+from core.services.preflight import preflight_session
 from core.services.spaces import validate_name
 from core.text import clip, fingerprint
 from core.timeutil import now_iso
+from core.tokens import estimate_tokens
 
 MAX_REASON = 500
 MAX_PASSES = 3
@@ -59,6 +62,9 @@ ProgressFn = Callable[[int, int, str], None]
 
 
 # ----------------------------------------------------------------------------- starting
+
+# Instructions, schema and framing around what a model is shown of an item or a text, estimated.
+DECISION_OVERHEAD = 700
 
 
 def _provider(provider: Provider | str | None, fallback: str | None = None) -> Provider:
@@ -86,8 +92,16 @@ def _provider_name(provider: Provider) -> str:
     return f"{provider.name}:{model}" if model else str(provider.name)
 
 
-def _recover(text: str, provider: Provider, error: ImportFormatError, where: str) -> ParsedImport:
+def _recover(
+    text: str, provider: Provider, error: ImportFormatError, where: str, namespace: str | None = None
+) -> ParsedImport:
     """Candidates from malformed input through the provider, validated by the strict parser."""
+    if getattr(provider, "model_backed", False) and namespace is not None:
+        check = preflight_session(
+            namespace, estimate_tokens(text) + DECISION_OVERHEAD, session="import recovery", item=where
+        )
+        if check is not None and check.decision == "block":
+            raise ImportFormatError(f"{error}; recovery by a model not attempted: {check.reason}")
     before = usage_of(provider)
     try:
         answer = provider.recover_external_memory({"text": text, "error": str(error)})
@@ -120,7 +134,13 @@ def _recover(text: str, provider: Provider, error: ImportFormatError, where: str
 
 
 def parse_or_recover(
-    text: str, format: str, provider: Provider | None, *, recover: bool = True, where: str = "input"
+    text: str,
+    format: str,
+    provider: Provider | None,
+    *,
+    recover: bool = True,
+    where: str = "input",
+    namespace: str | None = None,
 ) -> ParsedImport:
     """Strict parse; if the text is not JSON at all and ``recover``, try the provider's
     recovery (JSON formats only). Raises ImportFormatError naming the location otherwise."""
@@ -129,7 +149,7 @@ def parse_or_recover(
     except ImportFormatError as exc:
         if not (exc.syntax and recover and format == "v2" and provider is not None):
             raise
-        return _recover(text, provider, exc, where)
+        return _recover(text, provider, exc, where, namespace)
 
 
 def start_import(
@@ -158,7 +178,7 @@ def start_import(
     prov = _provider(provider)
     where = source_name or "input"
     if parsed is None:
-        parsed = parse_or_recover(text, format, prov, recover=recover, where=where)
+        parsed = parse_or_recover(text, format, prov, recover=recover, where=where, namespace=namespace)
     now = now_iso()
     with write_transaction():
         batch = ImportBatch.create(
@@ -507,6 +527,15 @@ def _decide_item(
             "matched": item.matched,
         }
     if getattr(prov, "model_backed", False):
+        check = _preflight_decision(batch, item.position, context)
+        if check is not None and check.decision == "block":
+            return {
+                **base,
+                **unusable_decision(f"not sent to the model: {check.reason}"),
+                "matches": matches,
+                "decision_key": None,
+                "calls": 0,
+            }
         decision = _model_decision(prov, context, batch, users)
         if decision.pop("unusable", False):
             key = None  # looked at again, the item asks the model again
@@ -516,6 +545,26 @@ def _decide_item(
             raw, candidate, [m["id"] for m in matches], recovered=bool(batch.recovered), threshold=batch.threshold
         )
     return {**base, **decision, "matches": matches, "decision_key": key, "calls": 1}
+
+
+def _preflight_decision(batch: ImportBatch, position: int, context: dict[str, Any]):
+    """The cost preflight of one item's model request. When the budget is short but the request can
+    shrink (fewer stored matches shown, down to one), ``context`` is shrunk in place to fit."""
+    estimate = estimate_tokens(json.dumps(context, ensure_ascii=False)) + DECISION_OVERHEAD
+    smallest = estimate_tokens(json.dumps({**context, "matches": context["matches"][:1]}, ensure_ascii=False))
+    check = preflight_session(
+        batch.namespace_name,
+        estimate,
+        session=f"import batch {batch.id}",
+        item=f"decision for item {position}",
+        can_shrink_to=smallest + DECISION_OVERHEAD,
+    )
+    if check is not None and check.decision == "mitigate":
+        while len(context["matches"]) > 1 and (
+            estimate_tokens(json.dumps(context, ensure_ascii=False)) + DECISION_OVERHEAD > check.allowed
+        ):
+            context["matches"] = context["matches"][:-1]
+    return check
 
 
 def _model_decision(
@@ -529,7 +578,6 @@ def _model_decision(
         UnusableAnswer,
         capped,
         matched_fields,
-        unusable_decision,
         validate_answer,
         weakness,
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from peewee import fn
 
 from core.db import insert_one, write_transaction
-from core.models import LedgerEntry
+from core.models import LedgerEntry, Namespace
 from core.services.policy import get_policy
 from core.services.spaces import get_namespace
 from core.timeutil import now_iso
@@ -100,4 +100,38 @@ def preflight(
     )
 
 
-__all__ = ["DECISIONS", "Preflight", "preflight", "spent_today"]
+def spent_on(namespace_id: int, purpose_prefix: str) -> int:
+    """Estimated tokens the preflights of one session (their purposes share ``purpose_prefix``, e.g.
+    ``import batch 7``) let through."""
+    total = (
+        LedgerEntry.select(fn.SUM(LedgerEntry.tokens))
+        .where(
+            (LedgerEntry.namespace == namespace_id)
+            & (LedgerEntry.kind == "preflight")
+            & LedgerEntry.decision.in_(("allow", "mitigate"))
+            & LedgerEntry.query.startswith(purpose_prefix)
+        )
+        .scalar()
+    )
+    return int(total or 0)
+
+
+def preflight_session(
+    namespace: str, estimate: int, *, session: str, item: str, can_shrink_to: int | None = None
+) -> Preflight | None:
+    """``preflight`` for one request of a session named by a purpose prefix (``import batch 7``), its
+    spending read back from the ledger. None when the namespace does not exist yet: it has no policy,
+    so there is no budget to keep (an import into a new namespace creates it at commit)."""
+    ns = Namespace.get_or_none(Namespace.name == namespace)
+    if ns is None:
+        return None
+    return preflight(
+        namespace,
+        estimate,
+        purpose=f"{session}: {item}",
+        session_spent=spent_on(ns.id, session),
+        can_shrink_to=can_shrink_to,
+    )
+
+
+__all__ = ["DECISIONS", "Preflight", "preflight", "preflight_session", "spent_on", "spent_today"]

@@ -613,3 +613,29 @@ def test_the_workbench_batch_pane_line_says_tokens_and_an_estimate(monkeypatch):
     )
     monkeypatch.setenv("STRATA_PRICE_INPUT_PER_MTOK", "free")
     assert "no cost estimate: STRATA_PRICE_INPUT_PER_MTOK must be a price" in _spent_line(batch)
+
+
+def test_the_cost_preflight_blocks_a_model_decision_past_the_budget_and_a_person_decides(maya):
+    from core.services.ledger import list_ledger
+    from core.services.policy import read_policy_text, set_policy
+
+    set_policy(NS, read_policy_text("budgets: {session_tokens: 50}", "policy.yaml"))
+    provider = _model(good(targets=[maya], stored_value="Lisbon"))
+    preview = preview_import(NS, v2(MOVE), provider=provider)
+    item = preview.items[0]
+    assert item.requires_confirmation and item.effective_action == "ignore"
+    assert "not sent to the model" in item.reason and "session budget" in item.reason
+    assert [task for task, _ in provider.calls] == []  # the model was never asked
+    (row,) = list_ledger(NS, kind="preflight")
+    assert row.decision == "block" and row.query.startswith(f"import batch {preview.batch.id}")
+
+
+def test_the_cost_preflight_lets_a_decision_through_within_the_budget(maya):
+    from core.services.ledger import list_ledger
+    from core.services.policy import read_policy_text, set_policy
+
+    set_policy(NS, read_policy_text("budgets: {session_tokens: 100000, daily_tokens: 100000}", "policy.yaml"))
+    preview = preview_import(NS, v2(MOVE), provider=_model(good(targets=[maya], stored_value="Lisbon")))
+    assert preview.items[0].action == "supersede"
+    (row,) = list_ledger(NS, kind="preflight")
+    assert row.decision == "allow" and 0 < row.tokens < 100000
