@@ -7,6 +7,8 @@ together or not at all. No model is called here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from dataclasses import dataclass
@@ -135,6 +137,23 @@ def payload_hash(thread: str, messages: Sequence[MessageIn]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _same_as_stored(thread: str, items: Sequence[MessageIn], receipt: IngestionReceipt) -> bool:
+    """A replay without times of a receipt whose hash holds the times it was stored at (receipts
+    written before an omitted time stopped counting): the same payload once the stored times are
+    filled in."""
+    ids = list((receipt.result or {}).get("message_ids") or ())
+    if len(ids) != len(items):
+        return False
+    stored = dict(Message.select(Message.id, Message.created_at).where(Message.id.in_(ids)).tuples())
+    if len(stored) != len(ids):
+        return False
+    filled = [
+        item if item.created_at is not None else dataclasses.replace(item, created_at=stored[i])
+        for item, i in zip(items, ids)
+    ]
+    return payload_hash(thread, filled) == receipt.payload_hash
+
+
 def raw_from_row(row: Message, thread_name: str) -> RawMessage:
     return RawMessage(
         id=row.id,
@@ -246,6 +265,7 @@ def append_messages(
         # Parsed here, before the write lock is taken: the time flag costs about 0.3 ms a message.
         stamped.append((item, to_iso(dt), to_epoch(dt), has_dated_mention(item.content, dt)))
     digest = payload_hash(thread, items) if receipt_id else ""
+    untimed = any(item.created_at is None for item in items)
 
     with write_transaction():
         ns = get_or_create_namespace(namespace, block_turn_size=block_turn_size)
@@ -254,7 +274,7 @@ def append_messages(
                 (IngestionReceipt.namespace == ns) & (IngestionReceipt.receipt_id == receipt_id)
             )
             if existing is not None:
-                if existing.payload_hash != digest:
+                if existing.payload_hash != digest and not (untimed and _same_as_stored(thread, items, existing)):
                     raise ReceiptConflictError(
                         f"receipt {receipt_id!r} in namespace {namespace!r} was already used for a different payload"
                     )
@@ -346,9 +366,10 @@ def append_turn(
 ) -> AppendResult:
     """Append one complete turn (a user message and the assistant's reply).
 
-    Both messages share ``created_at`` (now, in the local offset, when omitted).
+    Both messages share ``created_at`` (now, in the local offset, when omitted). An omitted time is
+    not part of the receipt's identity: replaying the same turn later stores nothing.
     """
-    when = created_at or to_iso(now_local())
+    when = created_at
 
     def build(value: str | MessageIn | dict, role: str, tools: Sequence[ToolTrace | dict]) -> dict:
         if isinstance(value, str):

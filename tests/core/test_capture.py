@@ -265,3 +265,29 @@ def test_a_late_reply_after_a_sealed_turn_does_not_shift_turn_ranges(store):
     append_turn("ns", "t", "q2", "a2")
     ranges = [(b.start_turn, b.end_turn, b.message_count) for b in Block.select().order_by(Block.sequence)]
     assert ranges == [(1, 1, 2), (2, 2, 3)]
+
+
+def test_a_turn_replayed_later_without_a_time_is_the_same_receipt(store):
+    import time as _time
+
+    first = append_turn("ns", "t", "Let's ship on Friday.", "Noted: release on Friday.", receipt_id="s:turn:7")
+    _time.sleep(0.01)  # the clock moved: an omitted time is no part of the receipt's identity
+    again = append_turn("ns", "t", "Let's ship on Friday.", "Noted: release on Friday.", receipt_id="s:turn:7")
+    assert again.duplicate and again.message_ids == first.message_ids
+    with pytest.raises(ReceiptConflictError):
+        append_turn("ns", "t", "Let's ship on Monday.", "Noted.", receipt_id="s:turn:7")
+
+
+def test_a_receipt_stored_with_its_time_in_the_hash_still_replays(store):
+    from core.models import IngestionReceipt, Message
+    from core.dto import MessageIn
+    from core.services.capture import payload_hash
+
+    done = append_turn("ns", "t", "Let's ship on Friday.", "Noted.", receipt_id="old:1")
+    # As receipts were written when an omitted time was stamped before hashing.
+    stamped = [
+        MessageIn(role=m.role, content=m.content, created_at=m.created_at)
+        for m in Message.select().where(Message.id.in_(done.message_ids)).order_by(Message.id)
+    ]
+    IngestionReceipt.update(payload_hash=payload_hash("t", stamped)).execute()
+    assert append_turn("ns", "t", "Let's ship on Friday.", "Noted.", receipt_id="old:1").duplicate
