@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from core.agent_capture import CaptureTools
 from core.agent_schemas import (
     BLOCK_LIST_TOKENS,
     TOOL_SPECS,
@@ -249,7 +250,7 @@ def _strategy_for_tools(name: str | None) -> str | None:
 # ----------------------------------------------------------------------------- the tool set
 
 
-class MemoryTools:
+class MemoryTools(CaptureTools):
     """The memory tools of one agent over one namespace.
 
     ``session`` scopes the agent's batches (round budget, strategy switching, "latest
@@ -287,6 +288,9 @@ class MemoryTools:
             "assess": self._assess,
             "record_use": self._record_use,
             "remember": self._remember,
+            "capture_turn": self._capture_turn,
+            "close_thread": self._close_thread,
+            "get_context": self._get_context,
         }
 
     # -- public API

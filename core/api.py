@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from core.agent_tools import MemoryTools
+from core.harness import Harness, TurnEnd
 from core.services.capture import append_messages, append_turn, close_thread
 from core.services.derive import run_pending
 from core.services.jobs import recover_interrupted
@@ -17,8 +18,10 @@ from core.store import Store, require_existing
 from core.store import open_store as _open_tables
 
 __all__ = [
+    "Harness",
     "MemoryTools",
     "Store",
+    "TurnEnd",
     "append_messages",
     "append_turn",
     "close_thread",

@@ -268,6 +268,33 @@ def block_counts(namespace: str, thread: str | None = None, *, before: int | Non
     return {"blocks": total, "ready": ready, "pending": pending, "failed": total - ready - pending}
 
 
+@dataclass(frozen=True)
+class OpenTail:
+    """A thread's turns waiting to be sealed: a block is sealed every ``block_size`` user turns."""
+
+    namespace: str
+    thread: str
+    turns: int
+    block_size: int
+
+
+def open_tails(namespace: str | None = None, limit: int = 20) -> list[OpenTail]:
+    """Threads with turns not yet sealed into a block, most waiting first."""
+    query = (
+        Message.select(Namespace.name, Thread.name, Namespace.block_turn_size, fn.COUNT(Message.id))
+        .join(Thread, on=(Message.thread == Thread.id))
+        .switch(Message)
+        .join(Namespace, on=(Message.namespace == Namespace.id))
+        .where(Message.block.is_null() & (Message.role == "user"))
+        .group_by(Namespace.name, Thread.name, Namespace.block_turn_size)
+        .order_by(fn.COUNT(Message.id).desc(), Thread.name)
+        .limit(limit)
+    )
+    if namespace is not None:
+        query = query.where(Message.namespace == get_namespace(namespace))
+    return [OpenTail(ns, thread, turns, size) for ns, thread, size, turns in query.tuples()]
+
+
 def open_tail_turns(namespace: str | None = None) -> int:
     """User turns not yet sealed into a block."""
     query = Message.select(fn.COUNT(Message.id)).where((Message.block.is_null()) & (Message.role == "user"))

@@ -84,6 +84,9 @@ def test_schemas_are_valid_json_schema_objects():
         "assess",
         "record_use",
         "remember",
+        "capture_turn",
+        "close_thread",
+        "get_context",
     }
     for spec in schemas:
         assert set(spec) == {"name", "description", "inputSchema"} and len(spec["description"]) > 40
@@ -126,6 +129,9 @@ def test_example_calls_validate_against_their_schema():
         },
         "record_use": {"evidence_refs": []},
         "remember": {"text": "Prefers short answers.", "privacy": "normal", "evidence_refs": ["event:3"]},
+        "capture_turn": {"user": "hi", "assistant": "hello", "receipt_id": "s:turn:1", "tool_calls": []},
+        "close_thread": {},
+        "get_context": {"question": "When is the launch?", "recent_turns": ["we talked"], "budget": 600},
     }
     for spec in MemoryTools.schemas():
         Draft202012Validator(spec["inputSchema"]).validate(examples[spec["name"]])

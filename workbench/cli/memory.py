@@ -71,7 +71,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
         ["open-tail turns", result.open_tail_turns],
     ] + [[f"jobs {status}", n] for status, n in result.jobs.items()]
     table(f"Strata stats ({args.namespace or 'all namespaces'})", ["what", "count"], rows)
+    _tail_hint(args.namespace)
     return 0
+
+
+def _tail_hint(namespace: str | None) -> None:
+    """Why turns are not derived yet: a thread's tail waits for a full block until it is closed."""
+    from core.services.blocks import open_tails
+
+    for tail in open_tails(namespace, limit=5):
+        console.print(
+            f"{tail.thread}: {tail.turns} turn(s) waiting for a block of {tail.block_size}; "
+            f"`strata close {tail.thread} --namespace {tail.namespace}` seals them",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _level_tokens(tokens: dict[int, int]) -> str:
@@ -162,6 +176,8 @@ def cmd_derive(args: argparse.Namespace) -> int:
         )
         for error in report.errors[:20]:
             err_console.print(f"  {error}", markup=False)
+        if not report.processed:
+            _tail_hint(args.namespace)
         if report.blocked:
             err_console.print(
                 f"stopped by the cost preflight: {report.blocked} (see `strata ledger --kind "
