@@ -250,6 +250,10 @@ def _strategy_for_tools(name: str | None) -> str | None:
 # ----------------------------------------------------------------------------- the tool set
 
 
+# Capturing the first turn is what creates a namespace: over MCP, the harness's first call.
+CREATES_NAMESPACE = frozenset({"capture_turn"})
+
+
 class MemoryTools(CaptureTools):
     """The memory tools of one agent over one namespace.
 
@@ -309,7 +313,8 @@ class MemoryTools(CaptureTools):
         """Run one tool; return its JSON-ready result or raise ``ToolError``."""
         args = check_arguments(name, arguments)
         try:
-            self._require_namespace()
+            if name not in CREATES_NAMESPACE:
+                self._require_namespace()
             # The one door every result leaves by: the fields not clipped (block content, an
             # event's full summary, facts) are masked here.
             return redact_value(self._handlers[name](args))

@@ -113,3 +113,10 @@ def test_the_docs_example_loop_runs_with_a_scripted_model(store):
         "Atlas ships on March 17.", "Noted: Atlas ships on March 17.", receipt_id="example:turn:0"
     )
     assert replay.duplicate
+
+
+def test_the_first_captured_turn_creates_the_namespace_over_the_tools(store):
+    tools = MemoryTools("fresh-project", session="agent-1", budget=None)
+    assert tools.call_safe("search_raw", {"query": "anything"})["error"]["code"] == "not_found"
+    assert tools.call("capture_turn", {"user": "Hello there.", "assistant": "Hi!"})["message_ids"]
+    assert "error" not in tools.call_safe("search_raw", {"query": "hello"})
