@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from core.vocab import EVENT_TYPES
+
 TARGET_FIRST_PAINT_MS = 1000
 TARGET_SWITCH_MS = 200
 NAMESPACE = "bench"
@@ -33,19 +35,6 @@ _WORDS = (
     "roadmap backlog incident latency cache index replica snapshot quarterly planning offsite"
 ).split()
 _PEOPLE = ("Maya", "Priya", "Jonas", "Lena", "Sam", "Ivy", "Tomás", "Anouk", "Ruth", "Finn", "Omar", "Chen")
-_TYPES = (
-    "decision",
-    "release",
-    "task_completed",
-    "plan",
-    "change",
-    "cancellation",
-    "incident",
-    "meeting",
-    "collaboration",
-    "migration",
-    "other",
-)
 _NODE_TYPES = ("person", "project", "organization", "tool", "place")
 
 
@@ -266,7 +255,7 @@ def generate_store(
                     "[]",
                     json.dumps(who),
                     "[]",
-                    rng.choice(_TYPES),
+                    rng.choice(EVENT_TYPES),
                     "project",
                     "routine",
                     status,

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
+from core.vocab import EVENT_STATUSES, EVENT_TYPES
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
@@ -28,20 +29,6 @@ from workbench.widgets.table import PagedTable
 PAGE = 50
 BUCKETS = 96
 HISTOGRAM_CACHE = 32  # filters whose day counts are kept
-EVENT_TYPES = (
-    "decision",
-    "release",
-    "task_completed",
-    "plan",
-    "change",
-    "cancellation",
-    "incident",
-    "meeting",
-    "collaboration",
-    "migration",
-    "other",
-)
-EVENT_STATUSES = ("active", "superseded", "forgotten", "archived")
 LANE_LABELS = (("all times", "all"), ("happened", "dated"), ("unknown time", "undated"))
 
 
