@@ -254,6 +254,87 @@ class OpenAICompatProvider:
     def recover_external_memory(self, context: dict[str, Any]) -> dict[str, Any]:
         return self._run(RECOVER_TASK, context, _object_envelope)
 
+    # -- a plain chat call with tools (an agent loop's turn, not a derivation task) ---
+
+    def chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+        *,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """One chat-completions call offering ``tools`` (each ``{name, description, inputSchema}`` as
+        ``MemoryTools.schemas()`` gives them, or with ``parameters``); the model may call any of them
+        or answer in text. Returns the assistant message ``{role, content, tool_calls?}``, each tool
+        call ``{id, type, function: {name, arguments (a JSON string)}}``. An HTTP failure that may pass
+        and an unusable body are tried again, up to ``attempts`` calls; every call is metered."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": int(max_tokens or self.max_output_tokens),
+            "temperature": 0,
+            "stream": False,
+        }
+        if tools:
+            body["tools"] = [_function_tool(t) for t in tools]
+        data = json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+        problem = "no attempt made"
+        for attempt in range(1, self.attempts + 1):
+            try:
+                try:
+                    text = self._post(data)
+                except (ProviderCallError, _BadAnswer):
+                    self._meter(data, None)
+                    raise
+                self._meter(data, text)
+                message = self._chat_message(text)
+            except ProviderCallError as exc:
+                if not exc.retryable or attempt == self.attempts:
+                    raise
+                problem = str(exc)
+                if self.retry_delay:
+                    time.sleep(self.retry_delay)
+                continue
+            except _BadAnswer as exc:
+                problem = exc.reason
+                continue
+            self.recent_responses.append(self._scrub(text))
+            return message
+        raise self._fail(f"chat failed after {self.attempts} attempt(s): {problem}")
+
+    def _chat_message(self, text: str) -> dict[str, Any]:
+        """The assistant message of one chat-completions body, its tool calls checked, or _BadAnswer."""
+        try:
+            body = json.loads(text)
+        except ValueError:
+            raise _BadAnswer(f"response body is not JSON: {self._excerpt(text)}") from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            error = body.get("error") if isinstance(body, dict) else None
+            hint = f": {self._excerpt(json.dumps(error, ensure_ascii=False))}" if error else ""
+            raise _BadAnswer("response has no choices" + hint)
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise _BadAnswer("response choice has no message")
+        content = message.get("content")
+        out: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) else None}
+        calls = []
+        for index, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(name, str) or not name:
+                continue
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{index}"
+            calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        if calls:
+            out["tool_calls"] = calls
+        elif out["content"] is None:
+            raise _BadAnswer("response has neither text nor a tool call")
+        return out
+
     @property
     def usage(self) -> dict[str, int]:
         """Every call so far: tokens as the provider reported them, and Strata's own estimate."""
@@ -478,6 +559,17 @@ class OpenAICompatProvider:
                 corrected = self._request_body(task, payload, corrective=True)
             data = corrected
         raise self._fail(f"{task.tool} failed after {self.attempts} attempt(s): {problem}")
+
+
+def _function_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as chat-completions takes it; one already in that shape is passed as it is."""
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        return tool
+    parameters = tool.get("parameters", tool.get("inputSchema")) or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {"name": tool["name"], "description": tool.get("description", ""), "parameters": parameters},
+    }
 
 
 def _graph_envelope(args: Any) -> dict[str, Any]:
