@@ -14,6 +14,8 @@ import peewee
 from core.db import db, display_url, make_database, resolve_url, sqlite_path
 from core.errors import StoreUnavailableError
 from core.migrations import migrate
+from core.models import ALL_MODELS, SchemaVersion
+from core.redact import redact_text
 
 
 @dataclass
@@ -108,7 +110,6 @@ def require_existing(url: str) -> None:
 
 
 def _has_schema() -> bool:
-    from core.models import SchemaVersion
 
     return SchemaVersion._meta.table_name in set(db.get_tables())
 
@@ -130,7 +131,6 @@ def _refuse_foreign(url: str) -> None:
     """A database another program made is not turned into a Strata store: on SQLite one with
     any table but no Strata schema version (a stray --db would add a hundred tables to the
     file); on PostgreSQL, where a team may share one database, one whose tables clash with ours."""
-    from core.models import ALL_MODELS, SchemaVersion
 
     tables = {t for t in db.get_tables() if not t.startswith("sqlite_")}
     if SchemaVersion._meta.table_name in tables:
@@ -147,7 +147,6 @@ def _refuse_foreign(url: str) -> None:
 
 def unavailable_reason(url: str, exc: BaseException) -> str:
     """What an error opening ``url`` means, in words a person can act on (never its password)."""
-    from core.redact import redact_text
 
     text = redact_text(str(exc).strip()) or type(exc).__name__
     lowered = text.lower()
@@ -176,7 +175,6 @@ def unavailable_reason(url: str, exc: BaseException) -> str:
 def _require_tables(url: str) -> None:
     """A store missing one of its tables (dropped by hand, a damaged file) is refused at open
     with the table's name, instead of every command failing later on "no such table"."""
-    from core.models import ALL_MODELS
 
     present = set(db.get_tables())
     missing = sorted(m._meta.table_name for m in ALL_MODELS if m._meta.table_name not in present)

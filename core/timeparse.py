@@ -81,6 +81,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import re._constants as c
+import re._parser as parser
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
@@ -1276,7 +1278,6 @@ def _first_chars(items) -> tuple[frozenset[str] | None, bool]:
     may also be a non-ASCII one, or None for anything; whether it can match the empty string).
     Zero-width items (lookarounds, anchors) are passed over, which can only make the set
     larger than needed, never smaller."""
-    import re._constants as c
 
     categories = {
         c.CATEGORY_DIGIT: "0123456789",
@@ -1344,7 +1345,6 @@ class _EnglishStarts:
     a non-ASCII one)."""
 
     def __init__(self) -> None:
-        import re._parser as parser
 
         by_char: dict[str, list[str]] = {}
         anywhere: list[str] = []  # bodies that may start with any character (or none)

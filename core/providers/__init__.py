@@ -13,6 +13,7 @@ def get_provider(name: str | None = None) -> Provider:
     """The provider called ``name`` (default: the deterministic offline one)."""
     name = (name or "offline").strip().lower()
     if name == "offline":
+        # start-up time: a provider's module is loaded when it is chosen (openai_compat pulls in http.client, ~11 ms)
         from core.providers.offline import OfflineProvider
 
         return OfflineProvider()

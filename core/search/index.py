@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 from peewee import fn
 
 from core.db import bulk_insert, is_sqlite
-from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm, SearchRemoval
+from core.models import CorpusStat, Event, EventTerm, Message, MessageTerm, SearchRemoval, Thread
 from core.search.analyze import analyze
 
 MAX_TERM = 64
@@ -178,7 +178,6 @@ def postings(
 def _thread_size(thread_id: int | None) -> int | None:
     if thread_id is None:
         return None
-    from core.models import Thread
 
     thread = Thread.get_or_none(Thread.id == thread_id)
     return thread.message_count if thread is not None else None
@@ -195,6 +194,7 @@ def prepared(
     term_weights: dict[str, float] | None = None,
 ):
     """The query resolved against the namespace's current segment view (None: nothing matches)."""
+    # start-up time: scoring and segment load numpy, which core.api and the MCP server do not load until a search runs
     from core.search import scoring, segment
 
     if not query_terms:
@@ -225,6 +225,7 @@ def bm25(
     """BM25 (§7.2 idf) of every document matching a query term (equal to ``bm25_reference``).
 
     Prefer ``bm25_top`` when only the best few are needed: it skips what cannot rank."""
+    # start-up time: numpy, as in prepared()
     from core.search import scoring
 
     query = prepared(kind, namespace_id, query_terms, k1=k1, b=b, thread_id=thread_id, term_weights=term_weights)
@@ -249,6 +250,7 @@ def bm25_top(
     """The k best (id, score) pairs, best first; equal scores by id (``ties`` "asc" or "desc").
 
     The same pairs as sorting all of ``bm25`` would give, found with MaxScore pruning."""
+    # start-up time: numpy, as in prepared()
     from core.search import scoring
 
     query = prepared(kind, namespace_id, query_terms, k1=k1, b=b, thread_id=thread_id, term_weights=term_weights)
@@ -302,8 +304,6 @@ def bm25_reference(
         return {}
     n, avgdl = corpus(namespace_id, kind)
     if thread_id is not None:
-        from core.models import Thread
-
         thread = Thread.get_or_none(Thread.id == thread_id)
         n = thread.message_count if thread is not None else n
     df = Counter(r[1] for r in rows)
@@ -321,6 +321,7 @@ def prepare_search(namespace_ids: Sequence[int]) -> None:
     """Bring each namespace's message segment up to date now (building it the first time, and saving
     it beside the database once it is large), as a bulk import or a derivation pass ends: otherwise
     the first search after a million new messages reads all their postings (35 s)."""
+    # start-up time: numpy, as in prepared()
     from core.search import segment
 
     if not is_sqlite():

@@ -39,6 +39,7 @@ import numpy as np
 
 from core.db import db, is_sqlite, read_snapshot
 from core.files import make_dir, modes_beside, open_new
+from core.search.analyze import analyze
 
 MERGE_MIN = 50_000  # delta postings before a merge is considered
 MERGE_SHARE = 0.05  # … and at least this share of the static part
@@ -663,7 +664,6 @@ def _spread_to(merged: np.ndarray, ids: np.ndarray, values: np.ndarray, fill: in
 
 
 def _speaker_tokens(speakers: Sequence[str], into: dict[str, str]) -> None:
-    from core.search.analyze import analyze
 
     for speaker in speakers:
         for token in analyze(speaker, stemming=False):

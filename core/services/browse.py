@@ -16,7 +16,7 @@ from typing import Sequence
 
 from peewee import JOIN, Case, SqliteDatabase, fn
 
-from core.db import all_of, clamp
+from core.db import all_of, clamp, db
 from core.errors import InvalidInputError, NotFoundError
 from core.models import (
     CURRENT,
@@ -191,7 +191,6 @@ def _grouped_rows(query) -> list[tuple]:
     """The rows of a grouped query of integers. On SQLite they come back as one text value:
     a thousand rows read one by one each hand the GIL back and forth, which costs more than
     the aggregate when another thread (the UI) is busy."""
-    from core.db import db
 
     if not isinstance(db.obj, SqliteDatabase):
         return list(query.tuples())

@@ -22,7 +22,7 @@ from core.layers import deterministic_layers
 from core.models import Block, IngestionReceipt, Message, Namespace, Thread
 from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
-from core.services.spaces import get_or_create_namespace, get_or_create_thread, validate_name
+from core.services.spaces import get_namespace, get_or_create_namespace, get_or_create_thread, validate_name
 from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, now_local, parse_timestamp, to_epoch, to_iso
 from core.tokens import estimate_tokens
@@ -398,7 +398,6 @@ def append_turn(
 
 def thread_messages(namespace: str, thread: str, *, open_tail_only: bool = False) -> list[RawMessage]:
     """Messages of a thread in order (optionally only the unsealed tail)."""
-    from core.services.spaces import get_namespace
 
     ns = get_namespace(namespace)
     th = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(thread, "thread")))
@@ -427,7 +426,6 @@ def close_thread(namespace: str, thread: str) -> tuple[int, ...]:
     For harnesses at the end of a session: without it, a tail shorter than the block
     size would wait for turns that never come and never be derived.
     """
-    from core.services.spaces import get_namespace
 
     with write_transaction():
         ns = get_namespace(namespace)

@@ -14,6 +14,7 @@ from dataclasses import fields
 
 from peewee import fn
 
+from core.errors import InvalidInputError
 from core.models import Job
 from core.services import jobs as jobsvc
 from core.services.derive import DeriveReport, ProgressFn, run_pending
@@ -85,7 +86,6 @@ def run_workers(
     """Run due jobs in ``workers`` processes on the store at ``url`` (open in this process too, for
     progress); returns the workers' reports merged. ``provider`` is a provider's name: each worker
     makes its own."""
-    from core.errors import InvalidInputError
 
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise InvalidInputError(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r}")

@@ -47,7 +47,8 @@ from core.models import (
     Namespace,
     Thread,
 )
-from core.search.index import index_events
+from core.search.analyze import analyze
+from core.search.index import bm25_top_kept, index_events
 from core.search.tokenize import normalize as norm_text
 from core.services.capture import raw_from_row
 from core.services.graph_endings import reconsider
@@ -789,8 +790,6 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     superseded ones do (history matters for relations).
     """
 
-    from core.search.analyze import analyze
-
     # The block's own most repeated terms are enough to find related events; a long query
     # would fetch the postings of every word of a whole summary.
     terms = [t for t, _ in Counter(analyze(query)).most_common(TIMELINE_QUERY_TERMS)]
@@ -807,7 +806,6 @@ CORRECTION_LOOKUP_LIMIT = 4
 def correction_lookup(namespace_id: int, text: str, *, exclude_block: int | None = None) -> list[dict[str, Any]]:
     """The live events (outside ``exclude_block``) that best match the few words a correction names
     (``LazyTimeline.look_for``): at most ``CORRECTION_LOOKUP_LIMIT``, by BM25 over the event index."""
-    from core.search.analyze import analyze
 
     terms = list(dict.fromkeys(analyze(text)))
     return [_timeline_item(e) for e in _best_live(namespace_id, terms, CORRECTION_LOOKUP_LIMIT, exclude_block)]
@@ -821,7 +819,6 @@ def name_mentions(namespace_id: int, name: str, exclude: Iterable[int] = ()) -> 
     ``NAME_MENTIONS_LIMIT`` by BM25, none of ``exclude``): the offline graph projector reads them
     when its batch alone cannot tell whether a name is a person ("KLM from Schiphol" beside
     "the taxi to Schiphol" said elsewhere)."""
-    from core.search.analyze import analyze
 
     skip = set(exclude)
     terms = list(dict.fromkeys(analyze(name)))
@@ -834,7 +831,6 @@ def _best_live(
 ) -> list[Event]:
     """The ``limit`` live events (outside ``exclude_block`` and ``exclude``) that score best for
     ``terms``, best first."""
-    from core.search.index import bm25_top_kept
 
     if not terms:
         return []

@@ -38,6 +38,7 @@ from core.models import (
     UsageReceipt,
 )
 from core.redact import redact_text
+from core.services.graph import newest_sources
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
@@ -335,7 +336,6 @@ def _node_event_ids(node_ids: Sequence[int], expanded: bool) -> dict[int, list[i
     the newest NODE_REF_EVENTS of each. A person named in 38,000 events of a million messages is
     not evidence 38,000 times over; reading and later reinforcing them all took over a second per
     graph search."""
-    from core.services.graph import newest_sources
 
     out: dict[int, list[int]] = {}
     for node_id in dict.fromkeys(node_ids):

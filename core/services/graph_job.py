@@ -11,6 +11,7 @@ from core.db import Prepared, chunks, update_by_id, write_transaction
 from core.models import CURRENT, LIVE, Event, EventSource, GraphEdge, GraphFact, GraphNode, GraphSource, Job, Message
 from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.services import jobs as jobsvc
+from core.services.events import name_mentions
 from core.services.graph import (
     NODES_BY_ID,
     Computed,
@@ -252,8 +253,6 @@ def projection_context(
         "speakers": _speakers(events),
     }
     if mentions:
-        from core.services.events import name_mentions
-
         batch = [e.id for e in events]
         context["mentions"] = lambda name: name_mentions(namespace_id, name, batch)
     return context

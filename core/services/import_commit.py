@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from peewee import fn
+
 from core.db import chunks, is_row_id, write_transaction
 from core.dto import MessageIn
 from core.errors import InvalidInputError, StorageConflictError
@@ -33,7 +35,11 @@ from core.providers import Provider
 from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
 from core.search.index import index_events, index_messages, message_text
+from core.services import jobs as jobsvc
 from core.services.events import LIVE, write_event
+from core.services.graph_apply import apply_projection
+from core.services.graph_job import propose_projection
+from core.services.graph_names import entity_key
 from core.services.import_batches import (
     ACTIONS,
     EVENT_IMAGE,
@@ -127,6 +133,7 @@ def _participants(candidate: dict[str, Any], targets: Sequence[Sequence[str]], u
     one name the namespace's user goes by, else the person the cards it replaces are about
     (extraction lists a card's speaker first and, for the assistant's words, the one spoken to
     next). Without them the graph projection finds no one to give the new value to."""
+    # start-up time: the offline rule tables take ~25 ms to build; only naming an item's participants needs them
     from core.providers.offline_import import about_user
     from core.providers.offline_events import named_in
 
@@ -391,7 +398,6 @@ def _commit(batch_id: int, has_time: bool) -> ImportPreview:
 
 
 def _node_keys(proposal: dict[str, Any]) -> set[str]:
-    from core.services.graph_names import entity_key
 
     keys: set[str] = set()
     for node in proposal.get("nodes") or []:
@@ -406,9 +412,6 @@ def _node_keys(proposal: dict[str, Any]) -> set[str]:
 def _graph_snapshot(namespace_id: int, proposal: dict[str, Any]) -> tuple[dict[str, dict[int, dict]], dict[str, int]]:
     """Every graph row a projection of ``proposal`` may change, and the highest id of each
     table (rows above it afterwards were created by the projection)."""
-    from peewee import fn
-
-    from core.services.graph_names import entity_key
 
     keys = _node_keys(proposal)
     node_ids: set[int] = set()
@@ -475,9 +478,6 @@ def run_import_graph_job(job: Job, provider: Any, report: Any) -> None:
     record the pre-image of every graph row the projection creates or changes, so that an
     undo of the batch can restore the graph exactly. The model call runs outside any
     transaction; the projection and its pre-images commit together."""
-    from core.services import jobs as jobsvc
-    from core.services.graph_apply import apply_projection
-    from core.services.graph_job import propose_projection
 
     payload = dict(job.payload or {})
     metered = usage_of(provider)

@@ -23,11 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from core.db import Prepared, any_of
-from core.models import GraphFact, Namespace
+from core.db import Prepared, any_of, db
+from core.models import CURRENT, LIVE, GraphEdge, GraphFact, Namespace
+from core.providers.base import UNNAMED_USER
+from core.search import beside, scoring, segment, spread
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
-from core.search.related import RELATED_WEIGHT
+from core.search.index import prepared
+from core.search.related import RELATED_WEIGHT, class_words, related_weights
+from core.search.segment import view
+from core.services.graph import first_mention, newest_sources
+from core.services.graph_names import entity_key, node_names, padded
+from core.services.graph_vocab import FUNCTIONAL_RELATIONS, render_value
+from core.services.search import best_live_events, cited_messages, search_graph
 from core.services.spaces import get_namespace, thread_names
 from core.services.governance import withheld
 from core.timeparse import has_dated_mention
@@ -97,7 +105,6 @@ class _Layout:
 
 
 def _layout(ns: Namespace) -> _Layout:
-    from core.search.segment import view
 
     current = view("message", ns.id, ns.created_at)
     return _Layout(view=current, speakers=current.speakers)
@@ -116,14 +123,12 @@ def _has_time(content: str, created_at: str, stored: bool | None) -> bool:
 
 def _legacy_time_flags(ids: list[int]) -> dict[int, bool]:
     """The time flag of messages stored before schema 7 that never got one (parsed here)."""
-    from core.search.segment import rows_by_ids
 
-    rows = rows_by_ids("SELECT id, content, created_at FROM message WHERE id IN ({ids})", ids)
+    rows = segment.rows_by_ids("SELECT id, content, created_at FROM message WHERE id IN ({ids})", ids)
     return {mid: _has_time(content, created_at, None) for mid, content, created_at in rows}
 
 
 def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: RetrievalParams) -> dict[int, float]:
-    from core.search import beside, scoring, spread
 
     terms = analyze(question)
     query = _related_query(ns, terms, params)
@@ -189,8 +194,6 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
 def _related_query(ns: Namespace, terms: list[str], params: RetrievalParams):
     """The messages' query for the question's terms and the answers of its class words
     (core.search.related); a class word no message holds is stood in for by its answers."""
-    from core.search.index import prepared
-    from core.search.related import class_words, related_weights
 
     classes = class_words(terms) if params.related_weight > 0 else set()
     extra = related_weights(terms, params.related_weight) if classes else None
@@ -207,7 +210,6 @@ def _related_query(ns: Namespace, terms: list[str], params: RetrievalParams):
 def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
     """For each message, the best BM25 score of a live event that cites it (``raw_ranking``
     computes the same on its helper thread)."""
-    from core.search import scoring
 
     events = _event_query(ns, terms)
     return _support(*scoring.top_k(events, EVENT_SUPPORT_LIMIT)) if events is not None else {}
@@ -216,7 +218,6 @@ def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
 def _event_query(ns: Namespace, terms: list[str]):
     """The events' query for the question's terms (None when no event matches): only the best
     EVENT_SUPPORT_LIMIT of them can move a message noticeably; joining all matches costs time."""
-    from core.search.index import prepared
 
     return prepared("event", ns.id, terms)
 
@@ -226,11 +227,10 @@ def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
     live and cite it."""
     if not len(event_ids):
         return {}
-    from core.search.segment import rows_by_ids
 
     by_event = dict(zip(event_ids.tolist(), scores.tolist()))
     support: dict[int, float] = {}
-    rows = rows_by_ids(
+    rows = segment.rows_by_ids(
         "SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
         "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')",
         list(by_event),
@@ -242,7 +242,6 @@ def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
 
 def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
     """Messages cited by the best events for the question, in event order."""
-    from core.services.search import best_live_events, cited_messages
 
     return cited_messages(best_live_events(ns.id, analyze(question), params.event_limit))
 
@@ -313,7 +312,6 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
       cannot).
     Other accumulating facts (likes, visits), and questions about what happened or when, are
     left to the text: which statement answers them is what the text ranking decides."""
-    from core.services.search import cited_messages
 
     if _WHEN.search(question) or _ABOUT_EVENTS.search(question):
         return []
@@ -328,8 +326,6 @@ def fact_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[
 def _cited(kind: str, scored: list[tuple[int, ...]], limit: int) -> list[int]:
     """The live events citing the best ``limit`` records (``scored`` tuples sort best first and
     end with -record id), each one's FACT_SOURCES newest."""
-    from core.models import LIVE
-    from core.services.graph import newest_sources
 
     return list(
         dict.fromkeys(
@@ -343,7 +339,6 @@ def _cited(kind: str, scored: list[tuple[int, ...]], limit: int) -> list[int]:
 def _named_nodes(ns: Namespace, question: str) -> tuple[set[int], set[str]]:
     """The nodes a question names ("I" / "my" is the namespace's one user, when it names no one)
     and the analysed words of their names."""
-    from core.services.graph_names import entity_key, node_names, padded
 
     names = node_names(ns.id)
     words = re.findall(r"[\w'’-]+", question)
@@ -361,8 +356,6 @@ def _named_nodes(ns: Namespace, question: str) -> tuple[set[int], set[str]]:
 def _state_events(question: str, terms: list[str], named: tuple[set[int], set[str]], limit: int) -> list[int]:
     """Events behind what the question asks of the nodes it names (``_named_nodes``; see
     ``fact_ranking``)."""
-    from core.models import CURRENT
-    from core.services.graph_vocab import FUNCTIONAL_RELATIONS
 
     nodes, named_words = named
     if not nodes:
@@ -391,8 +384,6 @@ def _introductions(nodes: list[int]) -> list[int]:
     """For each node, the event that introduced it: the first said of those that cite what the
     graph knows of it (its relations other than "knows", and its current facts: "our neighbour
     Anouk" before a passing "Anouk said she can"), else the first that mentions it at all."""
-    from core.models import CURRENT, LIVE, GraphEdge
-    from core.services.graph import first_mention
 
     out: list[int] = []
     for node in nodes:
@@ -426,10 +417,6 @@ def _bridging_events(ns: Namespace, terms: list[str], named: set[int], limit: in
     """Events behind current facts holding a question word that no message holds, of the nodes
     the question names and the best few by graph search ("what allergies does Ivy have?" finds
     ``allergic_to: peanuts`` where the messages only say "allergic")."""
-    from core.models import CURRENT
-    from core.search.index import prepared
-    from core.services.graph_vocab import render_value
-    from core.services.search import search_graph
 
     query = prepared("message", ns.id, terms)
     unknown = set(terms) - ({t.term for t in query.terms} if query is not None else set())
@@ -491,9 +478,6 @@ def user_speakers(ns: Namespace) -> frozenset[str]:
     """The speakers of the namespace's user messages (``UNNAMED_USER`` for those with none), read
     from its message segment; kept per database and namespace and extended by the documents
     appended since (one pass over 1M documents the first time, a few rows after a capture)."""
-    from core.db import db
-    from core.search.segment import view
-    from core.providers.base import UNNAMED_USER
 
     current = view("message", ns.id, ns.created_at)
     known = _USER_SPEAKERS.setdefault(db.obj, {})
@@ -549,16 +533,15 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
     Notion" is followed by "I no longer use Notion, I switched to Obsidian", which shares no word
     with "which app do I keep my notes in?"). The messages placed are given the score of the one
     they follow, and returned as well (their channel "correction")."""
-    from core.search.segment import rows_by_ids
 
     head = order[:CORRECTION_REACH]
-    superseded = rows_by_ids(SUPERSEDED_CITING, head)
+    superseded = segment.rows_by_ids(SUPERSEDED_CITING, head)
     if not superseded:
         return order, set()
     successor: dict[int, int] = {}
     frontier = {by for _, by in superseded}
     for _ in range(CORRECTION_HOPS):  # a correction that was corrected again: on to the newest
-        rows = rows_by_ids(
+        rows = segment.rows_by_ids(
             "SELECT id, superseded_by FROM event WHERE id IN ({ids}) AND status = 'superseded' "
             "AND superseded_by IS NOT NULL",
             sorted(frontier),
@@ -579,7 +562,7 @@ def _with_corrections(order: list[int], score: dict[int, float]) -> tuple[list[i
     for message_id, by in superseded:
         targets.setdefault(message_id, set()).add(newest(by))
     cited: dict[int, list[int]] = {}
-    for event_id, message_id in rows_by_ids(
+    for event_id, message_id in segment.rows_by_ids(
         "SELECT event_id, message_id FROM eventsource WHERE event_id IN ({ids}) ORDER BY message_id",
         sorted(set().union(*targets.values())),
     ):
@@ -631,13 +614,12 @@ def default_retrieval(
     hidden = withheld(message_ids=order, for_agent=for_agent)
     order = [mid for mid in order if ("message", mid) not in hidden][: max(1, limit)]
     threads.update(layout.threads_of([mid for mid in order if mid not in threads]))
-    from core.search.segment import rows_by_ids
 
     names = thread_names(threads[mid] for mid in order if mid in threads)
     # Only messages the segment marks as having an external id are read (random rows at 1M).
     view = layout.view
     marked = [mid for mid, at in zip(order, view.index_of(order).tolist()) if at < 0 or view.doc_external[at]]
-    external = dict(rows_by_ids("SELECT id, external_id FROM message WHERE id IN ({ids})", marked))
+    external = dict(segment.rows_by_ids("SELECT id, external_id FROM message WHERE id IN ({ids})", marked))
     out = []
     for mid in order:
         if mid not in threads:

@@ -14,17 +14,30 @@ from typing import Sequence
 
 from core.db import Prepared, chunks, clamp, db, write_transaction
 from core.dto import RawMessage, ToolTrace
-from core.errors import InvalidInputError
-from core.models import Event, EventParticipant, EventSource, Message, Namespace, Thread
+from core.errors import InvalidInputError, NotFoundError
+from core.eventtypes import filter_event_type
+from core.models import (
+    CURRENT,
+    Event,
+    EventParticipant,
+    EventSource,
+    GraphEdge,
+    GraphFact,
+    GraphNode,
+    Message,
+    Namespace,
+    Thread,
+)
 from core.search.analyze import analyze
-from core.search.bm25 import RRF_K, rrf
+from core.search.bm25 import RRF_K, bm25_counted, rrf
 from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
 from core.services.capture import raw_from_row
-from core.services.events import EVENTS_BY_ID, LIVE, EventRow, event_row, live_event_ids
+from core.services.events import EVENTS_BY_ID, LIVE, EventRow, event_row, event_weight, live_event_ids
 from core.services.governance import withheld
-from core.services.spaces import get_namespace, thread_names
+from core.services.graph_vocab import render_value
+from core.services.spaces import get_namespace, thread_names, validate_name
 from core.timeutil import now_iso, range_bounds
 
 
@@ -52,7 +65,6 @@ class EventHit:
 def _thread_id(ns: Namespace, thread: str | None) -> int | None:
     if thread is None:
         return None
-    from core.services.spaces import validate_name
 
     thread = validate_name(thread, "thread")  # spelled as it was stored
     row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == thread))
@@ -193,8 +205,6 @@ def search_events(
 ) -> list[EventHit]:
     """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF.
     Events of governed records that may not be shown (``governance.withheld``) are left out."""
-    from core.eventtypes import filter_event_type
-    from core.services.events import event_weight
 
     ns = get_namespace(namespace)
     limit = clamp(limit, 1, SEARCH_MAX["events"], 6)
@@ -431,8 +441,6 @@ def _graph_fingerprint(namespace_id: int) -> tuple:
 def _node_corpus(namespace_id: int, fingerprint: tuple | None = None) -> tuple[dict, dict, dict]:
     """(term counts, lengths, name/alias tokens) of every current node, counted once per
     version of the namespace's graph (the fingerprint) rather than once per query."""
-    from core.models import CURRENT, GraphEdge, GraphFact, GraphNode
-    from core.services.graph_vocab import render_value
 
     key = (id(db.obj), namespace_id, fingerprint or _graph_fingerprint(namespace_id))
     cached = _NODE_CORPORA.get(key)
@@ -491,7 +499,6 @@ def _prerank_nodes(namespace_id: int, terms: list[str], fingerprint: tuple | Non
 
     A node whose own name or alias matches is ranked above nodes that only mention it:
     a hub person linked from everywhere would otherwise lose to its short neighbours."""
-    from core.search.bm25 import bm25_counted
 
     counts, lengths, own_names = _node_corpus(namespace_id, fingerprint)
     if not counts:
@@ -525,7 +532,7 @@ def _view_fingerprint(namespace_id: int) -> tuple:
 def _cached_node_views(namespace_id: int, fingerprint: tuple, node_ids: list[int]) -> dict:
     """``node_view`` of each node (or the NotFoundError it raises), remembered until the
     namespace's graph or its evidence changes; the ones not remembered are read in one batch."""
-    from core.errors import NotFoundError
+    # start-up time: `strata --help` loads this module; the graph service (~5 ms) only when a graph view is read
     from core.services.graph import node_views
 
     key = (id(db.obj), fingerprint)
@@ -549,7 +556,6 @@ def search_graph(namespace: str, query: str, limit: int = 8) -> list[NodeHit]:
     A node counts only when its Event-authoritative view (forgotten sources hidden) still
     matches the query in something other than a relation label: a relation-only hit is no hit.
     """
-    from core.errors import NotFoundError
 
     limit = clamp(limit, 1, SEARCH_MAX["graph"], 8)
     terms = analyze(query or "")

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from core.db import Prepared, chunks, write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import Namespace, Thread
+from core.models import Message, Namespace, Thread
 from core.timeutil import now_iso
 
 DEFAULT_NAMESPACE = "default"
@@ -145,7 +145,6 @@ def configure_namespace(
 
 
 def namespace_info(name: str) -> NamespaceInfo:
-    from core.models import Message
 
     row = get_namespace(name)
     return NamespaceInfo(

@@ -24,7 +24,9 @@ from core.models import (
     GraphSource,
     Job,
     Message,
+    Namespace,
 )
+from core.search import segment
 from core.services.jobs import BLOCK_KINDS
 from core.services.spaces import get_namespace
 
@@ -257,8 +259,6 @@ def _check_orphans(report: VerifyReport, ns, limit: int) -> None:
 def _check_search_copies(report: VerifyReport, ns, limit: int) -> None:
     """The search index's saved copies (``<db>.search``): a posting damaged inside a file is
     found here by reading every one (a search process that meets it builds the copy again)."""
-    from core.models import Namespace
-    from core.search import segment
 
     spaces = [ns] if ns is not None else list(Namespace.select())
     for space in spaces:
