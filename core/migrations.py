@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -313,6 +313,13 @@ def _v23_governed_records(database: Database) -> None:
         run(SchemaMigrator.from_database(database).add_column(Namespace._meta.table_name, "policy", Namespace.policy))
 
 
+def _v24_notes(database: Database) -> None:
+    """Version 24: task-outcome notes and topic pages (``note``), immutable versions with a public id."""
+    from core.models import V24_MODELS
+
+    database.create_tables(V24_MODELS, safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -339,6 +346,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {
     21: _v21_postgres_columns_as_on_sqlite,
     22: _v22_import_model_accounting,
     23: _v23_governed_records,
+    24: _v24_notes,
 }
 
 

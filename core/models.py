@@ -729,6 +729,42 @@ class LedgerEntry(BaseModel):
         indexes = ((("namespace", "kind", "id"), False),)
 
 
+class Note(BaseModel):
+    """A task-outcome note (core.services.notes): what an agent or a person concluded at the end of a
+    piece of work, or a topic page (``kind`` topic) gathering such notes by ``[[id]]`` links. A version is
+    never edited: a replace writes a new row and marks the old one ``superseded``, a delete marks it
+    ``withdrawn`` with a reason; every version stays readable by its public id (``note_id``, hex).
+    ``search_text`` holds the normalised title, summary and keywords, one per line, for recall."""
+
+    namespace = ForeignKeyField(Namespace, backref="notes", on_delete="CASCADE")
+    note_id = CharField(max_length=40, unique=True)
+    kind = CharField(max_length=16, default="task")
+    title = TextField()
+    summary = TextField()
+    keywords = JSONTextField(default=list)  # as written, first spelling of each normalised form
+    search_text = TextField()
+    content = TextField()
+    code_branch = TextField(null=True)
+    code_commit = CharField(max_length=64, null=True)
+    related_branches = JSONTextField(default=list)
+    related_paths = JSONTextField(default=list)
+    status = CharField(max_length=16)  # active | quarantined | superseded | withdrawn
+    supersedes = CharField(max_length=40, null=True)
+    superseded_by = CharField(max_length=40, null=True)
+    reason = TextField(null=True)  # why it was withdrawn, or why it replaced the one it supersedes
+    digest = CharField(max_length=64)
+    source = CharField(max_length=16)
+    actor = CharField(max_length=200, null=True)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = (
+            (("namespace", "status"), False),
+            (("namespace", "digest"), False),
+        )
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event,
@@ -773,6 +809,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     MemoryRecord,
     AuditEntry,
     LedgerEntry,
+    Note,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -786,3 +823,6 @@ V5_MODELS: list[type[BaseModel]] = [ImportBatch, ImportItem, ImportChange]
 
 # Tables added by schema version 23 (governed records, their audit trail, the context ledger).
 V23_MODELS: list[type[BaseModel]] = [MemoryRecord, AuditEntry, LedgerEntry]
+
+# Tables added by schema version 24 (task-outcome notes and topic pages).
+V24_MODELS: list[type[BaseModel]] = [Note]

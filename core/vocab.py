@@ -55,3 +55,8 @@ REASON_CODES = (
 EVENT_STATUSES = ("active", "superseded", "disputed", "forgotten", "archived", "revoked")
 # Hidden from readers, weight 0, not evidence an agent may cite.
 HIDDEN_EVENT_STATUSES = ("forgotten", "archived", "revoked")
+
+# Task-outcome notes (core.services.notes): what a note is, where it stands, how a search ranks.
+NOTE_KINDS = ("task", "topic")
+NOTE_STATUSES = ("active", "quarantined", "superseded", "withdrawn")
+NOTE_SCORING = ("weighted", "count")
