@@ -21,6 +21,8 @@ dict instead.
 
 from __future__ import annotations
 
+import copy
+from datetime import timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from core.agent_capture import CaptureTools
@@ -33,6 +35,7 @@ from core.agent_schemas import (
     parse_id,
 )
 from core.db import DRIVER_FAILURES, store_failure
+from core.decay import normalize_target
 from core.errors import (
     BlockNotReadyError,
     InvalidInputError,
@@ -41,9 +44,15 @@ from core.errors import (
     StoreUnavailableError,
     StrataError,
 )
-from core.models import LIVE
-from core.services.governance import THREAD as GOVERNED_THREAD, withheld
+from core.models import LIVE, Namespace, RetrievalBatch, Thread
+from core.services import gate
+from core.services.events import get_event
+from core.services.governance import THREAD as GOVERNED_THREAD, DuplicateRecordError, remember, withheld
 from core.redact import redact_text, redact_value
+from core.services.graph import node_view
+from core.services.search import mark_retrieved, search_events, search_graph, search_raw
+from core.services.spaces import validate_name
+from core.timeutil import period_bounds
 
 SCORE_MEANING = (
     "rank_score only orders the hits of this result list (higher ranks first); "
@@ -272,8 +281,6 @@ class MemoryTools(CaptureTools):
         thread: str | None = None,
         budget: int | None | object = _DEFAULT_BUDGET,
     ):
-        from core.services import gate
-        from core.services.spaces import validate_name
 
         self.namespace = validate_name(namespace)
         # Spelled as capture spells the thread a session's turns go to, so 'session' scope finds them.
@@ -302,7 +309,6 @@ class MemoryTools(CaptureTools):
     @staticmethod
     def schemas() -> list[dict[str, Any]]:
         """Every tool as ``{name, description, inputSchema}`` (a JSON Schema object)."""
-        import copy
 
         return [
             {"name": name, "description": spec["description"], "inputSchema": copy.deepcopy(spec["inputSchema"])}
@@ -342,7 +348,6 @@ class MemoryTools(CaptureTools):
         work (only its existence is remembered, so a later capture is seen)."""
         if self._ready:
             return
-        from core.models import Namespace
 
         if Namespace.get_or_none(Namespace.name == self.namespace) is None:
             names = [n for (n,) in Namespace.select(Namespace.name).order_by(Namespace.name).limit(11).tuples()]
@@ -372,7 +377,6 @@ class MemoryTools(CaptureTools):
     ) -> dict[str, Any]:
         """Open the batch for a retrieval and wrap its results with the batch id and refs; what the
         search withheld (``excluded``) goes to the trace, never to the agent."""
-        from core.services import gate
 
         batch = gate.open_batch(
             self.namespace,
@@ -396,7 +400,6 @@ class MemoryTools(CaptureTools):
         return out
 
     def _thread_exists(self) -> bool:
-        from core.models import Namespace, Thread
 
         return (
             Thread.select()
@@ -419,10 +422,6 @@ class MemoryTools(CaptureTools):
     # -- retrieval
 
     def _search_events(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
-        from core.services.search import mark_retrieved, search_events
-        from core.timeutil import period_bounds
-        from datetime import timezone
 
         query = args["query"].strip()
         participants = args.get("participants") or []
@@ -472,8 +471,6 @@ class MemoryTools(CaptureTools):
         return out
 
     def _search_graph(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
-        from core.services.search import search_graph
 
         query = args["query"].strip()
         hits = search_graph(self.namespace, query, args.get("limit", 8))
@@ -488,8 +485,6 @@ class MemoryTools(CaptureTools):
         return self._open("search_graph", "graph", query, specs, {"limit": args.get("limit", 8)}, results, **extra)
 
     def _search_raw(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
-        from core.services.search import search_raw
 
         query = args["query"].strip()
         scope = self._session_scope("search_raw", args.get("scope"), "namespace")
@@ -520,7 +515,7 @@ class MemoryTools(CaptureTools):
         )
 
     def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
+        # start-up time: core.api loads this module; the block service (~5 ms) only when a block tool is called
         from core.services.blocks import block_counts, get_block_context
 
         scope = self._session_scope("get_blocks", args.get("scope"), "session" if self.thread else "namespace")
@@ -558,8 +553,7 @@ class MemoryTools(CaptureTools):
     # -- expansion
 
     def _expand_block(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.decay import normalize_target
-        from core.services import gate
+        # start-up time: as in the first block tool above
         from core.services.blocks import expand_block, expansion_level, get_block, render_block
 
         block_id = parse_id("expand_block", args["id"], "block", "block")
@@ -599,8 +593,6 @@ class MemoryTools(CaptureTools):
         )
 
     def _expand_event(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
-        from core.services.events import get_event
 
         event_id = parse_id("expand_event", args["id"], "event", "event")
         card = get_event(event_id)
@@ -648,8 +640,6 @@ class MemoryTools(CaptureTools):
         return self._open("expand_event", "event_detail", str(event_id), specs, {"id": event_id}, [result])
 
     def _expand_graph_node(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
-        from core.services.graph import node_view
 
         node_id = parse_id("expand_graph_node", args["id"], "graph-node", "graph node")
         view = node_view(node_id)
@@ -686,7 +676,6 @@ class MemoryTools(CaptureTools):
     # -- the gate
 
     def _assess(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
 
         strategy = args["next_strategy"]
         if isinstance(strategy, str):
@@ -731,7 +720,6 @@ class MemoryTools(CaptureTools):
     # -- writing
 
     def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services.governance import DuplicateRecordError, remember
 
         try:
             done = remember(
@@ -763,7 +751,6 @@ class MemoryTools(CaptureTools):
         return out
 
     def _latest_batch_id(self) -> int:
-        from core.models import Namespace, RetrievalBatch
 
         scope = RetrievalBatch.session.is_null() if self.session is None else RetrievalBatch.session == self.session
         batch_id = (
@@ -787,7 +774,6 @@ class MemoryTools(CaptureTools):
         return f"strata:{self.session or '-'}:batch:{batch_id}"
 
     def _record_use(self, args: dict[str, Any]) -> dict[str, Any]:
-        from core.services import gate
 
         raw_id = args.get("batch_id")
         if raw_id is None:
@@ -836,7 +822,6 @@ def _tool_words(text: str) -> str:
 
 def _translate(tool: str, exc: StrataError) -> ToolError:
     """A core error as a ToolError the agent can act on."""
-    from core.services import gate
 
     message = _tool_words(str(exc))
     if isinstance(exc, gate.BudgetExhaustedError):

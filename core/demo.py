@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
+import time
 from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Callable
+
+import peewee
+
+from core.api import open_store
+from core.db import db, display_url, make_database, sqlite_path
+from core.errors import InvalidInputError
+from core.ingest import ingest
+from core.models import Namespace, SchemaVersion, Thread
+from core.services.capture import close_thread
+from core.services.derive import run_pending
+from core.services.spaces import get_namespace
+from core.services.stats import stats
 
 DEMO_NAMESPACE = "demo"
 
@@ -30,9 +45,6 @@ def demo_source() -> Path:
 def _stored_namespaces(path: Path) -> list[str] | None:
     """The namespace names in the SQLite file at ``path``; None when it is not a Strata database.
     Read with plain sqlite3: opening it as a store would migrate (write to) a file that may not be ours."""
-    import sqlite3
-
-    from core.models import Namespace, SchemaVersion
 
     try:
         connection = sqlite3.connect(str(path))
@@ -53,7 +65,6 @@ def _stored_namespaces(path: Path) -> list[str] | None:
 
 def check_replaceable(path: Path) -> None:
     """Refuse to build the demo over anything but an earlier demo: the build replaces the file."""
-    from core.errors import InvalidInputError
 
     if not os.path.lexists(path):
         return
@@ -74,11 +85,6 @@ def check_server_replaceable(url: str) -> None:
     """On a server database nothing is replaced, so the demo is built only into one that holds no
     namespace but ``demo``: ingesting the sample into a person's own memory could not be undone.
     Read without migrating; a database that cannot be read is left for ``open_store`` to name."""
-    import peewee
-
-    from core.db import display_url, make_database
-    from core.errors import InvalidInputError
-    from core.models import Namespace
 
     database = make_database(url)
     try:
@@ -107,7 +113,6 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
     reading a deleted file, or write into the new one's journal): the new demo is built under a
     temporary name beside it and moved over it only when no other connection holds it; otherwise
     it is kept beside, as ``demo-<time>.db``, and ``DemoResult.path`` names that file."""
-    from core.db import db, sqlite_path
 
     path = sqlite_path(url)
     if path is None:
@@ -134,18 +139,10 @@ def build_demo(url: str, progress: Callable[[int, int, str], None] | None = None
 
 
 def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoResult:
-    from core.db import sqlite_path
-    from core.ingest import ingest
-    from core.services.derive import run_pending
-    from core.services.stats import stats
-    from core.api import open_store
 
     path = sqlite_path(url)
     open_store(url)
     ingest("jsonl", demo_source(), namespace=DEMO_NAMESPACE)
-    from core.models import Thread
-    from core.services.capture import close_thread
-    from core.services.spaces import get_namespace
 
     # The sample conversations are finished: seal their short tails so everything is derived.
     # In id order: without one PostgreSQL returns rows in no fixed order, and the tails' block ids would vary.
@@ -168,7 +165,6 @@ _JOURNALS = ("-wal", "-shm", "-journal")
 
 
 def _remove_database(path: Path) -> None:
-    import shutil
 
     for suffix in ("", *_JOURNALS):
         Path(str(path) + suffix).unlink(missing_ok=True)
@@ -178,7 +174,6 @@ def _remove_database(path: Path) -> None:
 def _fold_journal(path: Path) -> None:
     """Checkpoint what a connection still open in this process (a worker thread's) left in the
     write-ahead log into the file itself, so the file moves alone."""
-    import sqlite3
 
     connection = sqlite3.connect(str(path), timeout=5)
     try:
@@ -190,7 +185,6 @@ def _fold_journal(path: Path) -> None:
 def _switch(building: Path, path: Path) -> Path:
     """Move the finished demo at ``building`` to ``path`` when no other connection holds the earlier
     demo there; else to a new name beside it. Returns where it is."""
-    import shutil
 
     holder = _exclusive(path)
     if holder is None:
@@ -215,7 +209,6 @@ def _switch(building: Path, path: Path) -> Path:
 def _exclusive(path: Path):
     """A sqlite3 connection holding an exclusive lock on ``path``; None when another connection (a
     workbench, in this process or another) holds any lock on it, or it cannot be locked at all."""
-    import sqlite3
 
     try:
         connection = sqlite3.connect(str(path), timeout=0, isolation_level=None)
@@ -232,7 +225,6 @@ def _exclusive(path: Path):
 
 
 def _free_name(path: Path) -> Path:
-    import time
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1, 1000):

@@ -24,9 +24,15 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from mcp.shared.message import SessionMessage
 from core import __version__
 from core.agent_schemas import MAX_ARGUMENT_DEPTH, ToolError
 from core.agent_tools import MemoryTools
+from core.api import open_store
+from core.db import display_url
+from core.errors import StrataError
+from core.jsoninput import field_path, lone_surrogate, nesting_position
+from core.models import Namespace
 from core.redact import RedactingFilter, redact_text, redact_value
 
 log = logging.getLogger("strata.mcp")
@@ -136,7 +142,6 @@ class _AnsweringReader:
             await self._answer(item)
 
     async def _answer(self, exc: Exception) -> None:
-        from mcp.shared.message import SessionMessage
 
         errors = getattr(exc, "errors", None)
         kinds = {e.get("type") for e in errors()} if callable(errors) else set()
@@ -217,7 +222,6 @@ class _CheckedLines:
             await self._ready.wait()
             code, message, request_id = problem
             log.warning("answered a malformed message (id %r) with %s: %s", request_id, code, message)
-            from mcp.shared.message import SessionMessage
 
             await self._write.send(
                 SessionMessage(
@@ -240,7 +244,6 @@ class _CheckedLines:
 def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str, Any] | None]:
     """(the line as text, None) when it is a JSON-RPC message the SDK can take; else ("", (code,
     message, id)) with the request's id when it can be read (None otherwise)."""
-    from core.jsoninput import field_path, lone_surrogate, nesting_position
 
     if oversize:
         return "", (
@@ -301,7 +304,6 @@ def check_line(raw: bytes, oversize: bool = False) -> tuple[str, tuple[int, str,
 
 
 def _valid_id(value: Any) -> str | int | None:
-    from core.jsoninput import lone_surrogate
 
     if isinstance(value, str) and lone_surrogate(value) is not None:
         return None  # no reply could carry it
@@ -370,15 +372,12 @@ def _configure_logging() -> None:
 
 def run_stdio(db_url: str | None = None, namespace: str = "default", session: str | None = None) -> int:
     """Open the store and serve the memory tools over stdio; returns an exit code."""
-    from core.db import display_url
-    from core.api import open_store
 
     _configure_logging()
     # Names checked before the store is opened: a refused one makes no database.
     tools = MemoryTools(namespace or "default", session=session)
     store = open_store(db_url)
     log.info("strata MCP server on %s (namespace %r, session %r)", display_url(store.url), tools.namespace, session)
-    from core.models import Namespace
 
     if Namespace.get_or_none(Namespace.name == tools.namespace) is None:
         # Said once at start, where whoever set the server up looks: its tools refuse until then.
@@ -403,7 +402,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--namespace", default="default", help="memory namespace (default 'default')")
     parser.add_argument("--session", default=None, help="the agent's session / conversation id")
     args = parser.parse_args(argv)
-    from core.errors import StrataError
 
     try:
         return run_stdio(args.db, args.namespace, args.session)

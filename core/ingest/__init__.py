@@ -8,14 +8,19 @@ file), so a second run adds nothing and a writer beside a long ingest never wait
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import tzinfo
 from itertools import islice
 from pathlib import Path
 from typing import Callable
 
-from core.db import chunks
+from core.db import bulk_insert, chunks, write_transaction
 from core.errors import InvalidInputError, ReceiptConflictError
+from core.models import IngestionReceipt, Namespace
+from core.search.index import prepare_search
+from core.services.capture import append_messages, coerce_message, payload_hash
+from core.services.spaces import get_namespace, validate_name
+from core.timeutil import now_iso
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -79,11 +84,10 @@ def parse(
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InvalidInputError(f"--limit must be a positive integer, got {limit!r}")
     if namespace is not None:
-        from core.services.spaces import validate_name
-
         # Checked as given: an empty name must not quietly become 'default' or a per-item namespace.
         validate_name(namespace)
     if fmt == "locomo":
+        # would be a cycle: each parser imports Unit and ThreadBatch from this package
         from core.ingest.locomo import parse_locomo as parser
     elif fmt == "longmemeval":
         from core.ingest.longmemeval import parse_longmemeval as parser
@@ -99,9 +103,6 @@ def _check_names(path: Path, units: list[Unit]) -> None:
     """Namespace and thread names are checked here so a bad one fails before any write, and each
     unit is given them as the store spells them (stripped, NFC): the report, the receipts and the
     search index that follow look the namespace up by the name the unit carries."""
-    from dataclasses import replace
-
-    from core.services.spaces import validate_name
 
     for index, unit in enumerate(units):
         try:
@@ -118,7 +119,6 @@ def _check_names(path: Path, units: list[Unit]) -> None:
 
 
 def _renamed(batch: "ThreadBatch", name: str) -> "ThreadBatch":
-    from dataclasses import replace
 
     return replace(batch, thread=name)
 
@@ -145,9 +145,6 @@ def check_stored_receipts(units: list[Unit], report: IngestReport) -> None:
     """A unit whose receipt an earlier ingest used for other messages is refused before anything is
     written, so a file is stored whole or not at all (one transaction per unit keeps a large file's
     progress: a rerun after an interruption skips what was stored)."""
-    from core.models import IngestionReceipt, Namespace
-    from core.services.capture import coerce_message, payload_hash
-    from core.services.spaces import validate_name
 
     wanted: dict[str, dict[str, tuple[Unit, ThreadBatch]]] = {}
     for unit in units:
@@ -197,10 +194,6 @@ def write_units(
 ) -> IngestReport:
     """Write each unit in one transaction; a unit whose receipt exists is skipped. ``checked``: the
     caller has run ``check_stored_receipts`` already."""
-    from core.db import write_transaction
-    from core.search.index import prepare_search
-    from core.services.capture import append_messages
-    from core.services.spaces import get_namespace
 
     # Progress counts units, or lines where each line is its own record (one JSONL file can be a
     # million lines written for minutes).
@@ -296,8 +289,6 @@ def _new_lines(unit: Unit, thread: str, messages: list[dict]) -> list[tuple[dict
 
     The same check appending line by line under each line's receipt did, in one query per 500
     lines: at a million lines that was 30 minutes of per-message SQL."""
-    from core.models import IngestionReceipt, Namespace
-    from core.services.capture import coerce_message, payload_hash
 
     hashed = [(m, payload_hash(thread, [coerce_message(m, m.get("where", unit.label))])) for m in messages]
     known: dict[str, str] = {}
@@ -326,10 +317,6 @@ def _new_lines(unit: Unit, thread: str, messages: list[dict]) -> list[tuple[dict
 
 def _line_receipts(namespace: str, result, part: list[tuple[dict, str]]) -> None:
     """One receipt per appended line, as appending it alone would have written."""
-    from core.db import bulk_insert
-    from core.models import IngestionReceipt
-    from core.services.spaces import get_namespace
-    from core.timeutil import now_iso
 
     ns_id, now = get_namespace(namespace).id, now_iso()
     as_text = IngestionReceipt.result.db_value
