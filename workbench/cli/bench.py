@@ -453,7 +453,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     bench = sub.add_parser(
         "bench",
         help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, workers, "
-        "reliability, ui, rules, governance)",
+        "reliability, ui, rules, governance, qa)",
     )
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
@@ -481,6 +481,10 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     from workbench.cli.bench_governance import register_governance
 
     register_governance(kinds, common)
+
+    from workbench.cli.bench_qa import register_qa
+
+    register_qa(kinds, common)
 
     p = kinds.add_parser(
         "longmemeval", parents=[common], help="LongMemEval_S session retrieval against a BM25 baseline"
