@@ -36,7 +36,7 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.cli import agent, bench, events, governance, graph, harness, imports, memory, search
+    from workbench.cli import agent, bench, events, governance, graph, harness, imports, memory, notes, search
 
     parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     events.register(sub, common)
     events.register_verify(sub, common)
     governance.register(sub, common)
+    notes.register(sub, common)
     harness.register(sub, common)
     graph.register(sub, common)
     search.register(sub, common)
