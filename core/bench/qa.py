@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from core.bench import git_commit
-from core.errors import InvalidInputError
+from core.errors import InvalidInputError, StrataError
 from core.providers import usage as usage_acct
 
 ProgressFn = Callable[[int, int, str], None]
@@ -52,6 +52,9 @@ QA_TOOLS = (
 )
 MAX_TOOL_ROUNDS = 8
 MAX_TOOL_RESULT_CHARS = 16_000  # of one tool result handed back to the model
+# HTTP statuses that end the run: the key or the model is wrong, so every question would fail alike
+# (a 400 may be one question's prompt, too long say: that question is an error and the run goes on).
+FATAL_STATUSES = (401, 403, 404)
 JUDGE_EXCERPT = 300  # characters of the judge's reply kept in the report
 
 ANSWER_INSTRUCTIONS = (
@@ -128,9 +131,9 @@ def _word_label(value: object) -> str | None:
 
 def parse_judge_label(reply: object) -> str:
     """CORRECT, WRONG or ``unparsed`` from a judge's reply: a JSON object's ``label`` (or verdict,
-    judgment, grade, result), a "Label: correct" line, a bare word in any case and decoration, or
-    prose that names one label only ("not correct" counts as WRONG). A reply naming both, or
-    neither, is unparsed: it is never counted as correct."""
+    judgment, grade, result; or a boolean ``correct``), a "Label: correct" line, a bare word in any
+    case and decoration, or prose that names one label only ("not correct" counts as WRONG). A reply
+    naming both, or neither, is unparsed: it is never counted as correct."""
     if not isinstance(reply, str) or not reply.strip():
         return UNPARSED
     from core.providers.base import ProviderOutputError
@@ -140,11 +143,15 @@ def parse_judge_label(reply: object) -> str:
         found = extract_json_object(reply)
     except ProviderOutputError:
         found = None
-    if isinstance(found, dict):
+    if isinstance(found, dict):  # an object decides alone: its keys are not prose ({"correct": false})
         lowered = {str(k).lower(): v for k, v in found.items()}
         for key in _LABEL_KEYS:
             if key in lowered:
                 return _word_label(lowered[key]) or UNPARSED
+        for key in ("correct", "is_correct"):
+            if isinstance(lowered.get(key), bool):
+                return "CORRECT" if lowered[key] else "WRONG"
+        return UNPARSED
     fields = {_word_label(m) for m in _FIELD.findall(reply)} - {None}
     if len(fields) == 1:
         return fields.pop()
@@ -185,11 +192,15 @@ def _serve(harness: Any, call: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     elif name not in QA_TOOLS:
         result = {"error": {"code": "unknown_tool", "message": f"{name!r} is not offered; use {', '.join(QA_TOOLS)}"}}
     else:
-        result = harness.tools.call_safe(name, args)
+        try:
+            result = harness.tools.call_safe(name, args)
+        except StrataError as exc:  # a model's odd arguments end one call, not the run
+            result = {"error": {"code": "failed", "message": str(exc)}}
     text = json.dumps(result, ensure_ascii=False, default=str)
     if len(text) > MAX_TOOL_RESULT_CHARS:
         text = text[:MAX_TOOL_RESULT_CHARS] + " … [cut: ask for less]"
-    record = {"name": name, "arguments": args, "error": (result.get("error") or {}).get("code")}
+    error = result.get("error")
+    record = {"name": name, "arguments": args, "error": error.get("code") if isinstance(error, dict) else error}
     return record, {"role": "tool", "tool_call_id": call.get("id"), "content": text}
 
 
@@ -375,9 +386,8 @@ def _ask(
         row.update(answer_question(harness, item, answer_model, max_tool_rounds=max_tool_rounds))
         row["label"], row["judge_reply"] = judge_answer(item, row["answer"], judge_model)
     except ProviderOutputError as exc:
-        if isinstance(exc, ProviderCallError) and exc.status is not None and 400 <= exc.status < 500:
-            if exc.status != 429:
-                raise  # a refused key, an unknown model: every question would fail the same way
+        if isinstance(exc, ProviderCallError) and exc.status in FATAL_STATUSES:
+            raise  # a refused key, an unknown model: every question would fail the same way
         row.setdefault("answer", "")
         row.setdefault("tool_calls", [])
         row.update(label=ERROR, error=str(exc))

@@ -208,6 +208,9 @@ def judging(messages, tools):
         ("Hmm, hard to say.", UNPARSED),
         ('{"label": "maybe"}', UNPARSED),
         ('{"score": 1}', UNPARSED),
+        ('{"correct": false}', "WRONG"),
+        ('{"is_correct": true, "why": "same date"}', "CORRECT"),
+        ('The answer is correct. {"score": 1}', UNPARSED),  # an object decides alone
         ("", UNPARSED),
         (None, UNPARSED),
     ],
@@ -289,9 +292,21 @@ def test_limit_a_tool_loop_that_never_answers_and_a_failed_call(locomo_file, tmp
     def searching_forever(messages, tools):
         if messages[-1]["content"] == FINAL_NUDGE:
             assert tools  # still offered: a history with tool results needs them
-        return _call("search_events", {"query": "puppy"}, f"c{len(messages)}")
+        served = sum(m["role"] == "tool" for m in messages)
+        if served == 0:  # arguments that are not JSON, then a tool not offered: errors the model is shown
+            call = _call("search_events", {}, "c0")
+            call["tool_calls"][0]["function"]["arguments"] = "{query: puppy"
+            return call
+        if served == 1:
+            return _call("remember", {"title": "x"}, "c1")
+        return _call("search_events", {"query": "puppy"}, f"c{served}")
 
-    failed = iter([ProviderOutputError("openai provider (m): response has no choices")])
+    failed = iter(
+        [
+            ProviderOutputError("openai provider (m): response has no choices"),
+            ProviderCallError("openai provider (m): HTTP 400: prompt too long", status=400),
+        ]
+    )
 
     def flaky_judge(messages, tools):
         error = next(failed, None)
@@ -307,16 +322,23 @@ def test_limit_a_tool_loop_that_never_answers_and_a_failed_call(locomo_file, tmp
         answer_model=answer,
         judge_model=Scripted("judge", flaky_judge, 5, 1),
         db_url=fresh_url(tmp_path),
-        max_tool_rounds=2,
+        max_tool_rounds=3,
     )
     first, second = report["per_question"]
     assert report["questions"] == 2 and report["limit"] == 2
-    assert first["stopped"] == "tool_rounds" and first["answer"] == "" and len(first["tool_calls"]) == 2
+    assert first["stopped"] == "tool_rounds" and first["answer"] == ""
+    assert [(c["name"], c["error"]) for c in first["tool_calls"]] == [
+        ("search_events", "bad_arguments"),
+        ("remember", "unknown_tool"),
+        ("search_events", None),
+    ]
+    shown = [m for m in answer.calls[2][0] if m["role"] == "tool"]
+    assert "bad_arguments" in shown[0]["content"] and "is not offered" in shown[1]["content"]
     assert first["label"] == "error" and "no choices" in first["error"]
-    assert first["unclosed_batches"] == 2  # the agent never closed its batches: reported
-    assert first["usage"]["answer"]["calls"] == 3 and first["usage"]["judge"]["calls"] == 1
-    assert second["label"] == "WRONG"
-    assert report["accuracy"]["overall"]["error"] == 1 and report["accuracy"]["overall"]["accuracy"] == 0.0
+    assert first["unclosed_batches"] == 1  # the agent never closed its batch: reported
+    assert first["usage"]["answer"]["calls"] == 4 and first["usage"]["judge"]["calls"] == 1
+    assert second["label"] == "error" and "HTTP 400" in second["error"]  # one question's failure
+    assert report["accuracy"]["overall"]["error"] == 2 and report["accuracy"]["overall"]["accuracy"] == 0.0
 
     def refused(messages, tools):
         raise ProviderCallError("openai provider (m): HTTP 401", status=401)
