@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from core.agent_note_schemas import NOTE_TOOL_SPECS
 from core.errors import InvalidInputError, StrataError
 from core.redact import redact_value
 
@@ -384,6 +385,8 @@ TOOL_SPECS["get_context"] = {
     ),
 }
 
+TOOL_SPECS.update(NOTE_TOOL_SPECS)
+
 TOOL_NAMES = tuple(TOOL_SPECS)
 
 # Arguments that the gate itself normalizes (§8.1): any string goes through, enum or not,
@@ -431,6 +434,12 @@ def _coerce(tool: str, name: str, spec: Mapping[str, Any], value: Any) -> Any:
                     )
             items = [item.strip() for item in items]
         return items
+    if kinds == ("boolean",):
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            value = value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise fail("true or false")
+        return value
     if kinds == ("integer",):
         if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
             value = int(value)

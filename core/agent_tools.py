@@ -26,6 +26,7 @@ from datetime import timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from core.agent_capture import CaptureTools
+from core.agent_notes import NoteTools
 from core.agent_schemas import (
     BLOCK_LIST_TOKENS,
     TOOL_SPECS,
@@ -263,7 +264,7 @@ def _strategy_for_tools(name: str | None) -> str | None:
 CREATES_NAMESPACE = frozenset({"capture_turn"})
 
 
-class MemoryTools(CaptureTools):
+class MemoryTools(CaptureTools, NoteTools):
     """The memory tools of one agent over one namespace.
 
     ``session`` scopes the agent's batches (round budget, strategy switching, "latest
@@ -302,6 +303,7 @@ class MemoryTools(CaptureTools):
             "capture_turn": self._capture_turn,
             "close_thread": self._close_thread,
             "get_context": self._get_context,
+            **self._note_handlers(),
         }
 
     # -- public API

@@ -87,6 +87,11 @@ def test_schemas_are_valid_json_schema_objects():
         "capture_turn",
         "close_thread",
         "get_context",
+        "note_write",
+        "note_read",
+        "note_search",
+        "note_replace",
+        "note_delete",
     }
     for spec in schemas:
         assert set(spec) == {"name", "description", "inputSchema"} and len(spec["description"]) > 40
@@ -132,6 +137,18 @@ def test_example_calls_validate_against_their_schema():
         "capture_turn": {"user": "hi", "assistant": "hello", "receipt_id": "s:turn:1", "tool_calls": []},
         "close_thread": {},
         "get_context": {"question": "When is the launch?", "recent_turns": ["we talked"], "budget": 600},
+        "note_write": {
+            "title": "Pool fixed",
+            "summary": "Max 50.",
+            "keywords": ["pool", "timeout"],
+            "content": "db/pool.py",
+            "kind": "task",
+            "related_paths": ["db/pool.py"],
+        },
+        "note_read": {"id": "3f2a9c1", "expand": True},
+        "note_search": {"keywords": ["pool"], "mode": "count", "limit": 5, "skip": 0, "snapshot": "1.4"},
+        "note_replace": {"id": "3f2a9c1", "summary": "Max 60.", "reason": "load grew"},
+        "note_delete": {"id": "3f2a9c1", "reason": "reverted"},
     }
     for spec in MemoryTools.schemas():
         Draft202012Validator(spec["inputSchema"]).validate(examples[spec["name"]])

@@ -123,7 +123,7 @@ def test_real_mcp_client_session_over_stdio(store, db_url):
         assert seen["server"] == "strata-memory" and "record_use" in seen["instructions"]
 
         tools = seen["tools"]
-        assert set(TOOL_NAMES) <= set(tools) and len(TOOL_NAMES) == 13
+        assert set(TOOL_NAMES) <= set(tools) and len(TOOL_NAMES) == 18
         for tool in tools.values():
             assert tool.input_schema["type"] == "object" and tool.description
         assert tools["search_events"].input_schema["required"] == ["query"]
