@@ -10,9 +10,13 @@ from typing import Callable
 
 from peewee import fn
 
+from core.api import open_store
 from core.bench import git_commit
 from core.bench.locomo_data import load_questions, split_ids
+from core.db import db
+from core.ingest import IngestReport, parse, write_units
 from core.models import Block, Event, EventSource, GraphFact, GraphNode, Message, Namespace
+from core.services.derive import run_pending
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -42,9 +46,6 @@ def run_coverage(
     provider: str = "offline",
     progress: ProgressFn | None = None,
 ) -> dict:
-    from core.ingest import IngestReport, parse, write_units
-    from core.services.derive import run_pending
-    from core.api import open_store
 
     samples, questions = load_questions(data, split)
     wanted = split_ids(split)
@@ -119,8 +120,6 @@ def run_coverage(
         "timing": {"ingest_s": round(ingest_s, 2), "derive_s": round(derive_s, 2), "messages": messages},
     }
     if workdir is not None:
-        from core.db import db
-
         db.close()
         workdir.cleanup()
     return report

@@ -28,6 +28,16 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+from core.agent_tools import MemoryTools
+from core.api import open_store
+from core.db import db
+from core.models import LedgerEntry, MemoryRecord
+from core.services import governance as gov
+from core.services.capture import append_turn
+from core.services.context import auto_context
+from core.services.derive import run_pending
+from core.services.spaces import configure_namespace
+
 CONDITIONS = ("C0", "C1", "C2", "C3")
 NAMESPACE = "governance-bench"
 TIGHT_BUDGET = 120  # C3's context token budget
@@ -127,11 +137,6 @@ class GovernanceReport:
 
 def _build(condition: str, path: Path) -> tuple[dict[str, int], int]:
     """A store for one condition; returns the record id of each write and the approvals made."""
-    from core.api import open_store
-    from core.services import governance as gov
-    from core.services.capture import append_turn
-    from core.services.derive import run_pending
-    from core.services.spaces import configure_namespace
 
     open_store(f"sqlite:///{path}")
     configure_namespace(NAMESPACE, block_turn_size=2)  # the conversation is sealed and derived
@@ -166,8 +171,6 @@ def _build(condition: str, path: Path) -> tuple[dict[str, int], int]:
 def _ask(question: str, condition: str, session: int) -> tuple[list[str], str, int]:
     """What an agent is handed for ``question``: the refs and text of its searches and of the
     context builder, and the tokens the context builder injected."""
-    from core.agent_tools import MemoryTools
-    from core.services.context import auto_context
 
     tools = MemoryTools(NAMESPACE, session=f"bench-{session}", budget=None)
     outputs = [
@@ -181,7 +184,6 @@ def _ask(question: str, condition: str, session: int) -> tuple[list[str], str, i
 
 def _record_of(refs: list[str]) -> set[int]:
     """Governed records the refs reach (an event card or a raw message a promotion wrote)."""
-    from core.models import MemoryRecord
 
     events = {int(r.split(":")[1]) for r in refs if r.startswith("event:")}
     messages = {int(r.split(":")[2]) for r in refs if r.startswith("raw:")}
@@ -196,7 +198,6 @@ def _record_of(refs: list[str]) -> set[int]:
 
 
 def run_condition(condition: str, workdir: Path) -> ConditionResult:
-    from core.models import LedgerEntry
 
     started = time.perf_counter()
     ids, approvals = _build(condition, workdir / f"{condition}.db")
@@ -225,7 +226,6 @@ def run_condition(condition: str, workdir: Path) -> ConditionResult:
 def run_governance_bench(
     progress: Callable[[int, int, str], None] | None = None, workdir: str | Path | None = None
 ) -> GovernanceReport:
-    from core.db import db
 
     own = tempfile.TemporaryDirectory(prefix="strata-governance-") if workdir is None else None
     base = Path(own.name if own else workdir)

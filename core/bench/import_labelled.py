@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from core.api import open_store
 from core.bench import git_commit
 from core.bench.import_labels import (
     DEMO,
@@ -29,7 +30,15 @@ from core.bench.import_labels import (
     load,
     score,
 )
+from core.bench.imports import decision_provider, model_usage
+from core.demo import DEMO_NAMESPACE, demo_source
 from core.errors import InvalidInputError
+from core.ingest import IngestReport, ingest, parse, write_units
+from core.models import Event, EventSource, Message, Thread
+from core.services.capture import close_thread
+from core.services.derive import run_pending
+from core.services.import_preview import preview_file
+from core.services.spaces import get_namespace
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -48,17 +57,10 @@ def _check_data(data: str | Path | None, locomo: list[str]) -> None:
 def build_store(data: str | Path | None, wanted: list[str], progress: ProgressFn | None = None) -> dict[str, Any]:
     """Ingest the demo and the LoCoMo conversations in ``wanted`` into the open store and derive
     them offline. Returns counts for the report."""
-    from core.ingest import IngestReport, parse, write_units
 
     locomo = [c for c in wanted if c != DEMO]
     _check_data(data, locomo)
     if DEMO in wanted:
-        from core.demo import DEMO_NAMESPACE, demo_source
-        from core.ingest import ingest
-        from core.models import Thread
-        from core.services.capture import close_thread
-        from core.services.spaces import get_namespace
-
         ingest("jsonl", demo_source(), namespace=DEMO_NAMESPACE)
         # As `strata demo` does: the sample threads are finished, so their tails are derived too.
         for thread in Thread.select().where(Thread.namespace == get_namespace(DEMO_NAMESPACE)):
@@ -69,7 +71,6 @@ def build_store(data: str | Path | None, wanted: list[str], progress: ProgressFn
         if absent:
             raise InvalidInputError(f"{data}: no conversation {', '.join(absent)}")
         write_units(units, IngestReport(format="locomo", path=str(data)))
-    from core.services.derive import run_pending
 
     derived = run_pending(provider="offline", progress=progress)
     return {"conversations": wanted, "events": derived.events, "blocks": derived.blocks_ready}
@@ -77,8 +78,6 @@ def build_store(data: str | Path | None, wanted: list[str], progress: ProgressFn
 
 def event_citations(namespace: str) -> dict[int, set[str]]:
     """Event id → external ids of the messages it cites, for every event of ``namespace``."""
-    from core.models import Event, EventSource, Message
-    from core.services.spaces import get_namespace
 
     rows = (
         EventSource.select(EventSource.event, Message.external_id)
@@ -109,8 +108,6 @@ def run_labelled_import_bench(
     db_url: str | None = None,
     progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
-    from core.services.import_preview import preview_file
-    from core.api import open_store
 
     if split not in SPLITS:
         raise InvalidInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -118,7 +115,6 @@ def run_labelled_import_bench(
     wanted = [i.id for i in everything if split == "all" or i.split == split]
     files = conversations(everything)
     _check_data(data, [c for c in files if c != DEMO])  # before a store is made
-    from core.bench.imports import decision_provider, model_usage
 
     prov, described = decision_provider(provider)  # so is a model provider's missing key
     started = time.monotonic()

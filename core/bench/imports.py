@@ -33,6 +33,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core.bench import git_commit
+from core.errors import InvalidInputError
+from core.imports.formats import MAX_CANDIDATES
+from core.models import Event, EventSource, Message
+from core.providers import get_provider, usage as usage_acct
+from core.providers.usage import prices
+from core.services.capture import append_messages
+from core.services.export import export_namespace
+from core.services.spaces import configure_namespace
 
 ProgressFn = Callable[[int, int, str], None]
 ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
@@ -643,6 +651,8 @@ class OracleExtractor:
     model = None
 
     def __init__(self, facts: list[Fact], title_rng: random.Random):
+        # start-up time, here and below: `strata --help` loads this module, so what only a run
+        # needs loads when the run starts
         from core.providers.offline import OfflineProvider
 
         self._offline = OfflineProvider()
@@ -687,10 +697,7 @@ class OracleExtractor:
 
 
 def _seed_store(namespace: str, generated: Generated, seed: int) -> None:
-    from core.models import Event, EventSource, Message
-    from core.services.capture import append_messages
     from core.services.derive import run_pending
-    from core.services.spaces import configure_namespace
 
     configure_namespace(namespace, block_turn_size=6)
     for thread, turns in sorted(generated.conversations.items()):
@@ -717,7 +724,6 @@ def _seed_store(namespace: str, generated: Generated, seed: int) -> None:
 
 def _materialise(cases: list[Case]) -> None:
     """Fill the duplicate cases with the stored event's own title and summary."""
-    from core.models import Event
 
     for case in cases:
         _title, summary = case.candidate.get("title", ""), case.candidate.get("summary", "")
@@ -794,13 +800,10 @@ def score(cases: list[Case], items: list[Any]) -> dict[str, Any]:
 def decision_provider(provider: Any) -> tuple[Any, dict[str, Any]]:
     """The provider the decisions go through (made now, so a missing key fails before any work),
     and how the report names it."""
-    from core.providers import get_provider
 
     prov = provider if provider is not None and not isinstance(provider, str) else get_provider(provider)
     name = provider if isinstance(provider, str) and provider else getattr(prov, "name", "offline")
     if getattr(prov, "model_backed", False):
-        from core.providers.usage import prices
-
         prices()  # a price setting that is no number is refused now, not after the model was paid
     return prov, {
         "provider": name,
@@ -812,7 +815,6 @@ def decision_provider(provider: Any) -> tuple[Any, dict[str, Any]]:
 def model_usage(described: dict[str, Any], batches: list[Any]) -> dict[str, Any] | None:
     """Tokens of the model calls the batches made, as reported and as Strata estimates them, with
     the estimated cost at the configured prices; None for a decider that is no model."""
-    from core.providers import usage as usage_acct
 
     if not described["model_backed"]:
         return None
@@ -833,14 +835,10 @@ def run_import_bench(
 ) -> dict[str, Any]:
     """Seed a store, preview the generated import, score it, then commit, derive and undo."""
     from core.services.derive import run_pending
-    from core.services.export import export_namespace
     from core.services.import_commit import commit_batch
     from core.services.import_preview import preview_import
     from core.services.import_undo import undo_batch
     from core.api import open_store
-
-    from core.errors import InvalidInputError
-    from core.imports.formats import MAX_CANDIDATES
 
     if not 1 <= candidates <= MAX_CANDIDATES:
         raise InvalidInputError(f"candidates must be from 1 to {MAX_CANDIDATES} (one import batch), got {candidates}")

@@ -8,10 +8,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from core.api import open_store
 from core.bench import git_commit
 from core.bench.locomo_data import CATEGORIES, load_questions, split_ids
 from core.bench.metrics import aggregate, dedupe_keep_order, percentile, recall_all_at_k, recall_at_k
 from core.bench.retrieval import Bm25Baseline, DefaultRetriever, RetrieverFactory, locomo_turns, retriever_name
+from core.db import db
+from core.ingest import IngestReport, parse, write_units
+from core.models import Message
+from core.services.derive import run_pending
+from core.tokens import estimate_tokens
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -50,7 +56,6 @@ def _results(per_question: list[dict]) -> dict:
 
 def _context_tokens(per_question: list[dict], texts: dict[str, dict[str, str]]) -> dict:
     """Mean tokens of the top-k messages' rendered text ("<speaker>: <text>"), per system and k."""
-    from core.tokens import estimate_tokens
 
     out: dict = {}
     for system in SYSTEMS:
@@ -75,11 +80,6 @@ def run_locomo(
     progress: ProgressFn | None = None,
 ) -> dict:
     """Ingest the split into a fresh database (or ``db_url``), derive, rank every question."""
-    from core.db import db
-    from core.ingest import IngestReport, parse, write_units
-    from core.models import Message
-    from core.services.derive import run_pending
-    from core.api import open_store
 
     samples, questions = load_questions(data, split)
     wanted = split_ids(split)

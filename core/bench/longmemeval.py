@@ -5,16 +5,25 @@ baseline over one document per session from the same run."""
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 import tempfile
 import time
 from datetime import timezone
 from pathlib import Path
 from typing import Callable
 
+from core.api import open_store
 from core.bench import git_commit
 from core.bench.metrics import aggregate, dedupe_keep_order, ndcg_any_at_k, percentile, recall_all_at_k, recall_any_at_k
 from core.bench.retrieval import Bm25Baseline, DefaultRetriever, RetrieverFactory, retriever_name
+from core.db import db
 from core.errors import InvalidInputError
+from core.ingest import IngestReport, parse, write_units
+from core.ingest.common import load_json
+from core.ingest.longmemeval import parse_lme_date
+from core.services.derive import run_pending
+from core.timeutil import to_iso
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -85,10 +94,6 @@ def _results(per_question: list[dict]) -> dict:
 
 def _question(item: dict, unit, retriever, provider: str, data: str, derive: str = "retrieval") -> tuple[dict, dict]:
     """Ingest, derive and rank one question in its own namespace; (per-question row, costs)."""
-    from core.ingest import IngestReport, write_units
-    from core.ingest.longmemeval import parse_lme_date
-    from core.services.derive import run_pending
-    from core.timeutil import to_iso
 
     qid = item["question_id"]
     costs = {
@@ -137,10 +142,6 @@ _WORKER: dict = {}
 
 
 def _worker_init(data: str, wanted: list[str], db_dir: str, provider: str, derive: str) -> None:
-    import os
-
-    from core.ingest import parse
-    from core.api import open_store
 
     _WORKER["units"] = {u.namespace: u for u in parse("longmemeval", data) if u.namespace in set(wanted)}
     _WORKER["data"], _WORKER["provider"], _WORKER["derive"] = data, provider, derive
@@ -172,10 +173,6 @@ def run_longmemeval(
     wall time changes). One process uses one database (a temporary one unless ``db_url``).
     ``derive`` picks the stages run per question (DERIVE_STAGES).
     """
-    from core.db import db
-    from core.ingest import parse
-    from core.ingest.common import load_json
-    from core.api import open_store
 
     if derive not in DERIVE_STAGES:
         raise InvalidInputError(f"--derive must be one of {', '.join(DERIVE_STAGES)}, got {derive!r}")
@@ -201,8 +198,6 @@ def run_longmemeval(
     retriever = None
     try:
         if workers > 1:
-            import multiprocessing
-
             context = multiprocessing.get_context("spawn")
             with context.Pool(
                 workers, _worker_init, (str(data), sorted(wanted), workdir.name, provider, derive)

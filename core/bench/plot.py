@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from html import escape
 
+from core.bench.scale import CHANNELS
+
 COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#d62728", "#7f7f7f")
 WIDTH, HEIGHT = 720, 420
 LEFT, RIGHT, TOP, BOTTOM = 70, 200, 40, 60
@@ -88,7 +90,6 @@ def line_chart(title: str, x_label: str, y_label: str, series: dict[str, list[tu
 
 def scale_svg(report: dict) -> str:
     """p95 latency (ms) against corpus size for every channel and the baseline of a scale report."""
-    from core.bench.scale import CHANNELS
 
     rows = report["results"]
     series: dict[str, list[tuple[float, float]]] = {}

@@ -31,22 +31,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from urllib.parse import urlparse, urlunparse
+from core import models
 from core.bench import git_commit
+from core.db import db, is_sqlite
 from core.errors import StrataError
+from core.imports.formats import FORMATS as IMPORT_FORMATS
+from core.ingest import FORMATS as INGEST_FORMATS, ingest, parse
+from core.models import Block, Event, GraphNode, ImportBatch, IngestionReceipt, Job, Message, Namespace, Thread
+from core.services.capture import append_messages, append_turn, close_thread
+from core.services.events import forget_event
+from core.services.export import comparable_memory, export_namespace
+from core.services.search import search_events, search_graph, search_raw
+from core.services.spaces import configure_namespace
 
 ProgressFn = Callable[[int, int, str], None]
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +138,7 @@ class Engine:
 
     def _cursor(self):
         if self._admin is None or self._admin.closed:
+            # optional dependency (psycopg2, the postgres extra)
             import psycopg2
 
             self._admin = psycopg2.connect(self.server_url)
@@ -131,13 +146,11 @@ class Engine:
         return self._admin.cursor()
 
     def _pg_url(self, name: str) -> str:
-        from urllib.parse import urlparse, urlunparse
 
         return urlunparse(urlparse(self.server_url)._replace(path=f"/{name}"))
 
     @staticmethod
     def _pg_name(url: str) -> str:
-        from urllib.parse import urlparse
 
         return urlparse(url).path.lstrip("/")
 
@@ -155,7 +168,6 @@ class Engine:
 
     def copy(self, template: str, label: str) -> str:
         """A private copy of a closed store."""
-        from core.db import db
 
         if db.obj is not None and not db.is_closed():
             db.close()
@@ -177,7 +189,6 @@ class Engine:
         return self._pg_url(name)
 
     def drop(self, url: str) -> None:
-        from core.db import db
 
         if db.obj is not None and not db.is_closed():
             db.close()
@@ -194,8 +205,6 @@ class Engine:
         ``PRAGMA integrity_check`` on a connection of its own; a PostgreSQL server recovers its
         own files, so there the check is that the store opens (and ``verify`` later)."""
         if self.kind == "sqlite":
-            import sqlite3
-
             path = Path(url[len("sqlite:///") :])
             if not path.exists():
                 return None  # killed before the file was made
@@ -208,8 +217,8 @@ class Engine:
             except sqlite3.Error as exc:
                 return f"integrity_check could not run: {exc}"
             return None if rows == ["ok"] else "; ".join(map(str, rows[:5]))
-        from core.db import db
-        from core.errors import StrataError
+        # start-up time, here and below: `strata --help` loads this module, so what only a trial
+        # needs loads when the trial runs
         from core.api import open_store
 
         try:
@@ -235,11 +244,8 @@ def _remove_sqlite(path: Path) -> None:
 
 
 def _close() -> None:
-    from core.db import db
 
     if db.obj is not None and not db.is_closed():
-        from core.db import is_sqlite
-
         if is_sqlite():
             db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
@@ -382,7 +388,6 @@ def _v2_export(facts: list[str], exported: str = "2025-06-01") -> dict:
 
 def expected_messages(fmt: str, path: Path, limit: int | None = None) -> Counter:
     """(namespace, thread, role, content) of every message the file holds, as ingest stores them."""
-    from core.ingest import parse
 
     expected: Counter = Counter()
     for unit in parse(fmt, path, namespace=CHAT if fmt == "jsonl" else None, limit=limit):
@@ -393,7 +398,6 @@ def expected_messages(fmt: str, path: Path, limit: int | None = None) -> Counter
 
 
 def stored_messages(namespaces: list[str]) -> Counter:
-    from core.models import Message, Namespace, Thread
 
     rows = (
         Message.select(Namespace.name, Thread.name, Message.role, Message.content)
@@ -413,8 +417,6 @@ def _clock_pattern() -> re.Pattern:
     """ISO stamps of the days this run spans: the clock's, never the data's (2021–2025)."""
     global _CLOCK
     if _CLOCK is None:
-        from datetime import datetime, timedelta, timezone
-
         today = datetime.now(timezone.utc).date()
         days = "|".join(str(today + timedelta(days=d)) for d in (-1, 0, 1))
         _CLOCK = re.compile(rf"^(?:{days})T")
@@ -424,7 +426,6 @@ def _clock_pattern() -> re.Pattern:
 def comparable(namespace: str) -> Any:
     """``comparable_memory`` with every stamp of the clock left out too (an import's source block
     and message are dated when it is committed)."""
-    from core.services.export import comparable_memory
 
     pattern = _clock_pattern()
 
@@ -441,8 +442,6 @@ def comparable(namespace: str) -> Any:
 def memory_of(url: str, namespaces: list[str]) -> dict[str, Any]:
     _open(url)
     try:
-        from core.models import Namespace
-
         return {
             name: comparable(name) if Namespace.get_or_none(Namespace.name == name) else None for name in namespaces
         }
@@ -528,8 +527,6 @@ def build_reference(
 
     _open(ref)
     try:
-        from core.models import Namespace
-
         every = [n for (n,) in Namespace.select(Namespace.name).order_by(Namespace.name).tuples()]
     finally:
         _close()
@@ -551,8 +548,6 @@ def build_reference(
     memory["committed-underived"] = memory_of(ref, [CHAT])
     _open(ref)
     try:
-        from core.models import ImportBatch
-
         imported = ImportBatch.get_by_id(batch_id).imported_count or 0
     finally:
         _close()
@@ -644,7 +639,6 @@ def _kill_delay(rng: random.Random, ref: Reference, scenario: str) -> float:
 
 
 def _batch_state(batch_id: int) -> str:
-    from core.models import ImportBatch
 
     batch = ImportBatch.get_or_none(ImportBatch.id == batch_id)
     return batch.status if batch is not None else "missing"
@@ -660,8 +654,6 @@ def kill_trial(
     data_limit: int | None,
 ) -> None:
     """One kill at a random moment of ``scenario`` and every check after it."""
-    from core.errors import StrataError
-    from core.models import Job, Namespace
 
     plan = _scenario_plan(scenario, ref, inputs, data_limit)
     url = engine.new("trial") if plan["start"] is None else engine.copy(ref.urls[plan["start"]], "trial")
@@ -821,7 +813,6 @@ def _turn_thread(writer: int, i: int) -> str:
 
 
 def _turn_time(writer: int, i: int) -> str:
-    from datetime import datetime, timedelta, timezone
 
     return (datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=i, seconds=writer)).isoformat()
 
@@ -829,7 +820,6 @@ def _turn_time(writer: int, i: int) -> str:
 def writer_main(url: str, writer: int, turns: int) -> dict:
     """Append ``turns`` turns under receipts (replaying every 37th one); an exception is counted
     and the same receipt tried again, as a harness would."""
-    from core.services.capture import append_turn
 
     _open(url)
     errors: list[str] = []
@@ -928,7 +918,6 @@ def _child_result(process: subprocess.Popen, role: str, section: Section, timeou
 
 
 def run_concurrency(engine: Engine, turns: int, seed: int, workdir: Path, progress: ProgressFn | None) -> Section:
-    from core.services.spaces import configure_namespace
 
     section = Section()
     section.zero(
@@ -990,7 +979,6 @@ def run_concurrency(engine: Engine, turns: int, seed: int, workdir: Path, progre
 
 
 def _check_live(url: str, turns: int, section: Section) -> None:
-    from core.models import IngestionReceipt, Job, Message, Namespace, Thread
     from core.services.verify import verify
 
     _open(url)
@@ -1055,11 +1043,9 @@ def write_mark() -> Any:
     """Something that changes whenever this process writes to the store: SQLite counts every row
     its connection changed; on PostgreSQL the newest id of each table that grows, every
     namespace's revision and the stamps retrieval, use and lifting update."""
-    from core.db import db, is_sqlite
 
     if is_sqlite():
         return db.connection().total_changes
-    from core import models
 
     tables = [
         model._meta.table_name
@@ -1468,6 +1454,7 @@ def fuzz_mcp(tools, lines: list[str], section: Section, on_line: Callable[[], No
     standard input, the SDK's stdio transport, its answering reader, the server), through a pipe
     instead of this process's standard input, one line at a time, each followed by a ping that
     marks where its replies end."""
+    # start-up time: the MCP SDK (anyio, mcp) loads in ~0.4 s and only the MCP trials need it
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -1604,14 +1591,8 @@ def run_fuzz(
     engine: Engine, template: str, total: int, seed: int, workdir: Path, progress: ProgressFn | None
 ) -> Section:
     from core.agent_tools import MemoryTools
-    from core.errors import StrataError
-    from core.imports.formats import FORMATS as IMPORT_FORMATS
-    from core.ingest import FORMATS as INGEST_FORMATS, ingest
     from core.services.import_preview import start_import
     from core.services.retrieval import default_retrieval
-    from core.services.search import search_events, search_graph, search_raw
-
-    import logging
 
     section = Section()
     section.zero(
@@ -1717,7 +1698,6 @@ def run_fuzz(
 
 def _recover_connection() -> None:
     """After an unexpected exception a transaction may be left open; roll it back."""
-    from core.db import db
 
     try:
         if db.in_transaction():
@@ -1730,11 +1710,7 @@ def _recover_connection() -> None:
 
 
 def run_round_trips(engine: Engine, template: str, count: int, seed: int, progress: ProgressFn | None) -> Section:
-    from core.models import Event, Namespace
-    from core.services.capture import append_messages
     from core.services.derive import run_pending
-    from core.services.events import forget_event
-    from core.services.export import export_namespace
     from core.services.import_choices import decide
     from core.services.import_commit import commit_batch
     from core.services.import_preview import preview_import
@@ -1889,7 +1865,6 @@ def _later_turns(rng: random.Random, number: int) -> list[dict]:
 
 
 def _write_later(messages: list[dict], number: int) -> None:
-    from core.services.capture import append_messages
     from core.services.derive import run_pending
 
     append_messages(CHAT, f"later-{number}", messages, close_turn=True, close_thread=True)
@@ -1897,7 +1872,6 @@ def _write_later(messages: list[dict], number: int) -> None:
 
 
 def _unrelated_write(rng: random.Random, number: int, append_messages, run_pending, forget_event) -> None:
-    from core.models import Event, Namespace
 
     roll = rng.random()
     if roll < 0.5:
@@ -1942,16 +1916,13 @@ def _secret_turns() -> list[tuple[str, str]]:
 
 
 def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) -> Section:
+    # start-up time: the MCP SDK, as in fuzz_mcp
     import anyio
 
     from core.agent_tools import MemoryTools
-    from core.models import Block, Event, GraphNode, Message, Namespace
-    from core.services.capture import append_turn, close_thread
     from core.services.context import auto_context
     from core.services.derive import run_pending
     from core.services.retrieval import default_retrieval
-    from core.services.search import search_events, search_graph, search_raw
-    from core.services.spaces import configure_namespace
 
     section = Section()
     section.zero("leaks", "errors")
@@ -2044,6 +2015,7 @@ def run_isolation(engine: Engine, template: str, progress: ProgressFn | None) ->
                 ),
             )
 
+        # start-up time: the MCP SDK, as in fuzz_mcp
         from mcp import Client
 
         from core.mcp_server import build_server

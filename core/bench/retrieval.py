@@ -21,6 +21,9 @@ from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkabl
 from rank_bm25 import BM25Okapi
 
 from core.bench.metrics import dedupe_keep_order
+from core.models import Message, Namespace
+from core.search.bm25 import bm25_scores, ranked
+from core.search.tokenize import tokenize
 
 
 @runtime_checkable
@@ -61,8 +64,6 @@ class RawBM25Retriever:
         if namespace in self._cache:
             self._cache.move_to_end(namespace)
             return self._cache[namespace]
-        from core.models import Message, Namespace
-        from core.search.tokenize import tokenize
 
         documents: dict[int, list[str]] = {}
         external: dict[int, str] = {}
@@ -83,8 +84,6 @@ class RawBM25Retriever:
         return documents, external
 
     def rank(self, namespace: str, question: str, *, question_time: str | None = None, limit: int = 50) -> list[str]:
-        from core.search.bm25 import bm25_scores, ranked
-        from core.search.tokenize import tokenize
 
         documents, external = self._index(namespace)
         scores = bm25_scores(tokenize(question), documents)
@@ -137,8 +136,6 @@ def message_external_ids(results: Iterable[Any]) -> list[str]:
     pks = [key for key in keys if isinstance(key, int)]
     names: dict[int, str] = {}
     if pks:
-        from core.models import Message
-
         for pk, external_id in Message.select(Message.id, Message.external_id).where(Message.id.in_(pks)).tuples():
             names[pk] = external_id or f"message:{pk}"
     out = (key if isinstance(key, str) else names.get(key, f"message:{key}") for key in keys)

@@ -40,6 +40,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from core.bench import git_commit
+from core.eventtypes import EVENT_TYPES, PRECISIONS, TIME_STATUSES
+from core.providers.offline_events import extract_events_offline
+from core.providers.offline_graph import project_graph_offline
+
 CORPUS = Path(__file__).resolve().parent / "rules_corpus"
 BASELINE = CORPUS / "baseline.json"
 FAMILIES = ("type", "time", "status", "participants", "non_persons", "facts", "supersessions")
@@ -107,7 +112,6 @@ _FAMILY_KEYS = {
 
 
 def _vocab() -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-    from core.eventtypes import EVENT_TYPES, PRECISIONS, TIME_STATUSES
 
     return EVENT_TYPES, PRECISIONS, TIME_STATUSES
 
@@ -316,6 +320,7 @@ class Derived:
 
 def _functional(relation: str) -> bool:
     try:
+        # a bench run may be against an older checkout, where this import fails
         from core.services.graph_vocab import is_functional
     except ImportError:  # the older layout kept it beside the applier
         from core.services.graph import is_functional
@@ -324,8 +329,6 @@ def _functional(relation: str) -> bool:
 
 def derive(case: Case) -> Derived:
     """Run the offline provider on ``case``: one block and one graph batch per session."""
-    from core.providers.offline_events import extract_events_offline
-    from core.providers.offline_graph import project_graph_offline
 
     out = Derived()
     speakers = list(dict.fromkeys(t["speaker"] for t in case.turns))
@@ -528,7 +531,6 @@ class RulesReport:
     corpus: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        from core.bench import git_commit
 
         return {
             "benchmark": "rules",

@@ -17,14 +17,32 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
+
+from rank_bm25 import BM25Okapi
+
+from core.api import open_store
 from core.bench import git_commit
 from core.bench.metrics import percentile
+from core.bench.retrieval import baseline_tokens
+from core.bench.synthetic import conversation, queries, thread_names
+from core.db import db
+from core.models import Block, Event, GraphNode
+from core.search.index import message_text
+from core.search.segment import forget_views
+from core.services.capture import append_messages, close_thread
+from core.services.derive import run_pending
+from core.services.retrieval import default_retrieval
+from core.services.search import search_events, search_graph, search_raw
 
 if TYPE_CHECKING:
     from core.providers import Provider
@@ -90,7 +108,6 @@ def throughput(n: int, ingest_s: float, derived: int, derive_s: float) -> dict:
 
 def remove_database(path: Path) -> None:
     """A bench database and what lies beside it (WAL, shared memory, saved search segments)."""
-    import shutil
 
     for stale in path.parent.glob(f"{path.name}*"):
         if stale.is_dir():
@@ -114,11 +131,6 @@ def build(
     ``derive_limit`` derives only the first that many messages' blocks (a flagged shortcut for
     sizes whose full derivation would take too long); None derives everything.
     """
-    from core.bench.synthetic import conversation, thread_names
-    from core.db import db
-    from core.services.capture import append_messages, close_thread
-    from core.services.derive import run_pending
-    from core.api import open_store
 
     if path.exists():
         raise FileExistsError(path)
@@ -160,7 +172,6 @@ def build(
     ingest_s += time.perf_counter() - started
     if deriving:
         derive()
-    from core.models import Block, Event, GraphNode
 
     counts = {
         "blocks": Block.select().count(),
@@ -188,8 +199,6 @@ def build(
 
 
 def _channel_calls() -> dict[str, Callable[[str], object]]:
-    from core.services.retrieval import default_retrieval
-    from core.services.search import search_events, search_graph, search_raw
 
     return {
         "search_events": lambda q: search_events(NAMESPACE, q),
@@ -209,7 +218,6 @@ def summary_ms(samples: list[float]) -> dict:
 
 def measure(path: Path, questions: list[str], *, progress: ProgressFn = report_progress) -> dict:
     """Open the database cold and time every channel on every question (after a warm-up)."""
-    from core.api import open_store
 
     started = time.perf_counter()
     open_store(f"sqlite:///{path}")
@@ -262,10 +270,6 @@ def after_capture(questions: list[str]) -> list[float]:
 
     The turns go to a thread of their own inside one transaction that is rolled back, so the
     database measured stays as it was built (a ``--reuse`` run measures the same corpus)."""
-    from core.db import db
-    from core.search.segment import forget_views
-    from core.services.capture import append_messages
-    from core.services.retrieval import default_retrieval
 
     samples = []
     with db.atomic() as transaction:
@@ -284,13 +288,6 @@ def after_capture(questions: list[str]) -> list[float]:
 
 def baseline(path: Path, questions: list[str], *, progress: ProgressFn = report_progress) -> dict:
     """rank_bm25.BM25Okapi over the same messages (as the raw index sees them), top 10 per question."""
-    import sqlite3
-
-    import numpy as np
-    from rank_bm25 import BM25Okapi
-
-    from core.bench.retrieval import baseline_tokens
-    from core.search.index import message_text
 
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     corpus = []
@@ -336,7 +333,6 @@ def _child(
     """Run one phase in a fresh interpreter, relaying its progress; return its result.
 
     With ``timeout`` (seconds) a phase still running then is stopped and counts as failed."""
-    import threading
 
     command = [sys.executable, "-m", module, *args]
     env = dict(os.environ, PYTHONHASHSEED="0")
@@ -473,7 +469,6 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--derive-limit", type=int, default=None)
     args = parser.parse_args(argv)
-    from core.bench.synthetic import queries
 
     if args.phase == "build":
         result = build(args.messages, args.db, seed=args.seed, derive_limit=args.derive_limit)

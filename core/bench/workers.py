@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from core.api import open_store
 from core.bench import git_commit
+from core.db import db
+from core.errors import StrataError
+from core.ingest import ingest
+from core.services.export import comparable_memory
+from core.services.spaces import list_namespaces
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -29,17 +35,11 @@ def _derive(url: str, workers: int) -> float:
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.monotonic() - started
     if done.returncode != 0:
-        from core.errors import StrataError
-
         raise StrataError(f"`{' '.join(command[2:])}` exited {done.returncode}: {done.stderr.strip()[-500:]}")
     return seconds
 
 
 def _memory(url: str) -> dict[str, Any]:
-    from core.db import db
-    from core.services.export import comparable_memory
-    from core.services.spaces import list_namespaces
-    from core.api import open_store
 
     open_store(url)
     try:
@@ -53,9 +53,6 @@ def run(
 ) -> dict[str, Any]:
     """Ingest ``data`` (LoCoMo) into ``workdir``, derive one copy with one worker and one with
     ``workers``, and compare."""
-    from core.db import db
-    from core.ingest import ingest
-    from core.api import open_store
 
     steps = 4
     workdir.mkdir(parents=True, exist_ok=True)
