@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import sys
 from typing import Sequence
 
 from core import __version__
+from core.db import DRIVER_FAILURES, store_failure
 from core.errors import StrataError
 from workbench.cli.argtypes import namespace_name
 
@@ -36,6 +38,8 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # start-up time, here and in main(): `import workbench.cli` stays light (no numpy, Rich or
+    # models); the command modules load when the parser is built
     from workbench.cli import agent, bench, events, governance, graph, harness, imports, memory, notes, search
 
     parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
@@ -128,8 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"[bold red]strata: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except _driver_failures() as exc:  # the store failed under a read: said like any other store error
-        from core.db import store_failure
-
         err_console.print(
             f"[bold red]strata: error:[/] {escape(str(store_failure(exc)))}", highlight=False, soft_wrap=True
         )
@@ -153,7 +155,6 @@ SIGPIPE_EXIT = 128 + 13
 
 def _driver_failures() -> tuple[type[BaseException], ...]:
     # Evaluated only when an exception is on its way out: `strata --version` does not load peewee.
-    from core.db import DRIVER_FAILURES
 
     return DRIVER_FAILURES
 
@@ -161,8 +162,6 @@ def _driver_failures() -> tuple[type[BaseException], ...]:
 def _stdout_closed() -> bool:
     """Whether standard output is a pipe whose reader went away."""
     try:
-        import select
-
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)
         return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))

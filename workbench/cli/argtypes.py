@@ -12,6 +12,7 @@ import math
 from typing import Callable
 
 from core.db import MAX_ROW_ID
+from core.decay import NEXT, normalize_target, parse_level
 from core.errors import InvalidInputError
 
 
@@ -53,7 +54,6 @@ positive_int = integer(1)
 
 def level(text: str) -> int:
     """A block level: 0..5, L0..L5 or raw."""
-    from core.decay import parse_level
 
     try:
         return parse_level(text)
@@ -63,7 +63,6 @@ def level(text: str) -> int:
 
 def expansion_target(text: str) -> int | str:
     """What to expand a block to: next, or a level as ``level`` reads it."""
-    from core.decay import NEXT, normalize_target
 
     if text.strip().lower() in NEXT:
         return "next"
@@ -77,6 +76,7 @@ def namespace_name(text: str) -> str:
     """A --namespace value, spelled as the store spells it (``core.services.spaces.validate_name``:
     stripped, NFC). Blank would otherwise read as "not given" (every namespace, or the only one),
     so a command meant for one namespace would act on another or on all."""
+    # start-up time: `import workbench.cli` loads this module; spaces loads core.models
     from core.services.spaces import validate_name
 
     try:
@@ -87,6 +87,7 @@ def namespace_name(text: str) -> str:
 
 def thread_name(text: str) -> str:
     """A --thread value, spelled as the store spells thread names."""
+    # start-up time: as in namespace_name
     from core.services.spaces import validate_name
 
     try:

@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from core.bench.reliability import DEFAULTS, SECTIONS, run_reliability
+from core.errors import InvalidInputError
 from workbench.cli.argtypes import integer, positive_int
+from workbench.cli.bench_governance import register_governance
+from workbench.cli.bench_qa import register_qa
+from workbench.cli.bench_rules import register_rules
+from workbench.cli.imports import register_bench
 from workbench.cli.output import (
     check_outputs,
     console,
@@ -31,13 +37,12 @@ def bench_workdir(given: str | None, prefix: str) -> Iterator[Path]:
         return
     workdir = Path(given)
     if workdir.exists() and not workdir.is_dir():
-        from core.errors import InvalidInputError
-
         raise InvalidInputError(f"--workdir {workdir}: is not a directory")
     yield workdir
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
+    # start-up time, here and below: `strata --help` builds this parser, so a benchmark loads when it runs
     from core.bench.coverage import run_coverage
 
     check_outputs(args)
@@ -342,7 +347,6 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 
 def _sections(text: str) -> tuple[str, ...]:
-    from core.bench.reliability import SECTIONS
 
     chosen = tuple(dict.fromkeys(part.strip().replace("-", "_") for part in text.split(",") if part.strip()))
     unknown = [name for name in chosen if name not in SECTIONS]
@@ -360,7 +364,6 @@ def _figure(value) -> str:
 
 
 def cmd_reliability(args: argparse.Namespace) -> int:
-    from core.bench.reliability import run_reliability
 
     check_outputs(args)
     server = None
@@ -405,6 +408,7 @@ def cmd_reliability(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    # only the UI bench imports Textual
     from workbench.bench_ui import TARGET_FIRST_PAINT_MS, TARGET_SWITCH_MS, run
 
     check_outputs(args)
@@ -470,19 +474,11 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_locomo)
 
-    from workbench.cli.imports import register_bench
-
     register_bench(kinds, common)
-
-    from workbench.cli.bench_rules import register_rules
 
     register_rules(kinds, common)
 
-    from workbench.cli.bench_governance import register_governance
-
     register_governance(kinds, common)
-
-    from workbench.cli.bench_qa import register_qa
 
     register_qa(kinds, common)
 
@@ -567,8 +563,6 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=None, help="keep the three databases here (default: a temporary folder)")
     p.add_argument("--json-out", help="write the JSON report to this file")
     p.set_defaults(handler=cmd_workers)
-
-    from core.bench.reliability import DEFAULTS, SECTIONS
 
     p = kinds.add_parser(
         "reliability",

@@ -8,6 +8,7 @@ from workbench.cli.output import check_outputs, console, progress_bar, table, wr
 
 
 def cmd_governance(args: argparse.Namespace) -> int:
+    # start-up time: `strata --help` builds this parser, so the benchmark loads when it runs
     from core.bench.governance import run_governance_bench
 
     check_outputs(args)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
+from core.services.events import get_event, list_events
+from core.services.jobs import list_jobs, retry
 from core.vocab import EVENT_STATUSES
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, cut, err_console, open_from_args, print_json, progress_bar, table
@@ -18,7 +20,6 @@ def _when(row) -> str:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from core.services.events import list_events
 
     open_from_args(args)
     rows = list_events(
@@ -78,7 +79,6 @@ def _print_card(card) -> None:
 
 
 def cmd_event(args: argparse.Namespace) -> int:
-    from core.services.events import get_event
 
     open_from_args(args)
     card = get_event(args.id)
@@ -90,7 +90,6 @@ def cmd_event(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from core.services.jobs import list_jobs
 
     open_from_args(args)
     rows = list_jobs(args.namespace, args.status, limit=args.limit)
@@ -106,7 +105,6 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    from core.services.jobs import retry
 
     open_from_args(args)
     row = retry(args.id)
@@ -152,6 +150,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    # start-up time: `strata --help` builds this parser, so the verifier loads when it runs
     from core.services.verify import verify
 
     open_from_args(args)

@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.errors import InvalidInputError
+from core.services import governance as gov
+from core.services.events import get_event
+from core.services.governance import audit_trail, get_record, remember, review_queue
+from core.services.policy import get_policy, read_policy_text, set_policy
+from core.services.spaces import get_or_create_namespace
+from core.vocab import EVIDENCE_GRADES, PRIVACY_LEVELS, RECORD_SOURCES, SCOPES
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
 from workbench.cli.output import console, cut, open_from_args, print_json, table
 
@@ -30,7 +37,6 @@ def _print_record(record, *, json_out: bool) -> None:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from core.services.governance import remember
 
     open_from_args(args, create=True)
     done = remember(
@@ -56,7 +62,6 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_review_list(args: argparse.Namespace) -> int:
-    from core.services.governance import review_queue
 
     open_from_args(args)
     items = review_queue(args.namespace)
@@ -72,7 +77,6 @@ def cmd_review_list(args: argparse.Namespace) -> int:
 
 
 def cmd_review_show(args: argparse.Namespace) -> int:
-    from core.services.governance import audit_trail, get_record
 
     open_from_args(args)
     record = get_record(args.id)
@@ -91,7 +95,6 @@ def cmd_review_show(args: argparse.Namespace) -> int:
 
 
 def _transition(args: argparse.Namespace) -> int:
-    from core.services import governance as gov
 
     open_from_args(args)
     actor = args.actor or gov.default_actor()
@@ -116,7 +119,6 @@ def _transition(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from core.services.governance import audit_trail
 
     open_from_args(args)
     subject, subject_id = (None, None)
@@ -148,8 +150,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_event_standing(args: argparse.Namespace) -> int:
-    from core.services import governance as gov
-    from core.services.events import get_event
 
     open_from_args(args)
     actor = args.actor or gov.default_actor()
@@ -169,6 +169,7 @@ def cmd_event_standing(args: argparse.Namespace) -> int:
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
+    # start-up time: `strata --help` builds this parser, so the ledger service loads when it runs
     from core.services.ledger import list_ledger
 
     open_from_args(args)
@@ -200,8 +201,6 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    from core.errors import InvalidInputError
-    from core.services.policy import get_policy, read_policy_text, set_policy
 
     open_from_args(args, create=args.step == "set")
     if args.step == "set":
@@ -210,7 +209,6 @@ def cmd_policy(args: argparse.Namespace) -> int:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"{path}: cannot read the policy ({exc})") from exc
-        from core.services.spaces import get_or_create_namespace
 
         get_or_create_namespace(args.namespace)
         policy = set_policy(args.namespace, read_policy_text(text, str(path)))
@@ -225,7 +223,6 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    from core.vocab import EVIDENCE_GRADES, PRIVACY_LEVELS, RECORD_SOURCES, SCOPES
 
     p = sub.add_parser(
         "remember",

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
+from core.services.graph_endings import describe
+from core.services.graph_vocab import render_value
+from core.vocab import NODE_TYPES
 from workbench.cli.argtypes import integer, namespace_name
 from workbench.cli.output import console, open_from_args, print_json, table
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
+    # start-up time, here and below: `strata --help` builds every command's parser, so a service
+    # loads when its command runs
     from core.services.graph import list_nodes
 
     open_from_args(args)
@@ -36,7 +41,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _value(value) -> str:
-    from core.services.graph_vocab import render_value
 
     return render_value(value)
 
@@ -47,7 +51,6 @@ def _ids(ids) -> str:
 
 def cmd_node(args: argparse.Namespace) -> int:
     from core.services.graph import find_node, node_view
-    from core.services.graph_endings import describe
 
     open_from_args(args)
     view = node_view(find_node(args.node, getattr(args, "namespace", None)))
@@ -99,7 +102,6 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    from core.vocab import NODE_TYPES
 
     p = sub.add_parser(
         "graph",

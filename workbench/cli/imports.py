@@ -7,7 +7,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.cli.argtypes import ROW_ID, integer, namespace_name
+from rich.markup import escape
+
+from rich.table import Table
+
+from core.bench.imports import PEOPLE, run_import_bench
+from core.db import LIST_MAX
+from core.errors import InvalidInputError
+from core.imports.formats import FORMATS, MAX_CANDIDATES, ImportFormatError, format_for_path, read_import_file
+from core.models import Namespace
+from core.providers import get_provider
+from core.providers.usage import describe
+from core.services import export as exportsvc
+from core.services.export import EXPORT_FORMATS
+from core.services.import_batches import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES, get_batch, list_batches
+from core.services.spaces import DEFAULT_NAMESPACE, get_namespace, list_namespaces
+from core.vocab import IMPORT_ACTIONS
+from workbench.cli.argtypes import ROW_ID, float_in, integer, namespace_name
 from workbench.cli.output import (
     check_output,
     check_outputs,
@@ -26,8 +42,6 @@ ACTION_STYLE = {"add": "green", "merge": "cyan", "supersede": "yellow", "conflic
 
 def _namespace(args: argparse.Namespace) -> str:
     """The namespace named by --namespace; without it the only namespace there is (or 'default')."""
-    from core.errors import InvalidInputError
-    from core.services.spaces import DEFAULT_NAMESPACE, list_namespaces
 
     chosen = getattr(args, "namespace", None)
     if chosen is not None:  # an empty one is refused where it is used, not replaced by the only one
@@ -42,7 +56,6 @@ def _provider(args: argparse.Namespace):
     name = getattr(args, "provider", None)
     if not name:
         return None
-    from core.providers import get_provider
 
     return get_provider(name)
 
@@ -61,6 +74,8 @@ def _matches(item) -> str:
 def _print_matches(preview) -> None:
     """Each item's decision and matches with their titles, and the subject / slot / value a
     decision or match carries (the decider names them in its reason; some also give them as fields)."""
+    # start-up time, here and below: `strata --help` builds every command's parser, so a service
+    # loads when its command runs
     from workbench.import_facts import facts_text
 
     for item in preview.items:
@@ -94,8 +109,6 @@ def _action_cell(item) -> str:
 
 
 def _print_preview(preview, *, title: str | None = None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
 
     batch = preview.batch
     out = Table(
@@ -134,8 +147,6 @@ def _print_preview(preview, *, title: str | None = None) -> None:
     )
     spent = getattr(batch, "usage", None)
     if spent:
-        from core.providers.usage import describe
-
         console.print(f"{batch.provider}: {describe(spent)}", markup=False, highlight=False)
     for warning in batch.warnings[:10]:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
@@ -158,10 +169,7 @@ def _show(preview, args: argparse.Namespace, title: str | None = None) -> None:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from core.imports.formats import read_import_file
     from core.services.import_preview import parse_or_recover, preview_batch, start_import
-
-    from core.imports.formats import format_for_path
 
     provider = _provider(args)
     args.format = format_for_path(args.file, args.format)
@@ -169,11 +177,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
     try:
         text, parsed = read_import_file(args.file, args.format)
     except Exception as exc:
-        from core.imports.formats import ImportFormatError
-
         if not (isinstance(exc, ImportFormatError) and exc.syntax and not args.no_recover and args.format == "v2"):
             raise
-        from core.providers import get_provider
 
         text = Path(args.file).read_text(encoding="utf-8")
         parsed = parse_or_recover(text, args.format, provider or get_provider(None), where=str(args.file))
@@ -202,7 +207,6 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def _note_new_namespace(namespace: str, *, quiet: bool) -> None:
     """A preview into a namespace that does not exist is allowed (its commit creates it), but it has
     nothing to match against: say so, so that a mistyped --namespace is seen before the commit."""
-    from core.models import Namespace
 
     if not quiet and Namespace.get_or_none(Namespace.name == namespace) is None:
         err_console.print(
@@ -214,7 +218,6 @@ def _note_new_namespace(namespace: str, *, quiet: bool) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from core.services.import_batches import get_batch
     from core.services.import_preview import preview_batch
 
     open_from_args(args)
@@ -267,8 +270,6 @@ def cmd_commit(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from core.services.import_batches import list_batches
-    from core.services.spaces import get_namespace
 
     open_from_args(args)
     namespace = getattr(args, "namespace", None)
@@ -302,7 +303,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from core.services.import_batches import get_batch
 
     open_from_args(args)
     preview = get_batch(args.batch)
@@ -359,26 +359,21 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from core.services.export import write_export
 
     check_output(args.out, "--out")
     open_from_args(args)
     namespace = _namespace(args)
     if not args.out:
-        write_export(namespace, sys.stdout, args.format, redact=args.redact)
+        exportsvc.write_export(namespace, sys.stdout, args.format, redact=args.redact)
         return 0
     # At a million messages an export takes minutes and gigabytes: a failed one must leave the previous file.
     with output_file(args.out, "--out") as out, progress_bar("export") as update:
-        write_export(namespace, out, args.format, progress=update, redact=args.redact)
+        exportsvc.write_export(namespace, out, args.format, progress=update, redact=args.redact)
     err_console.print(f"export written to {args.out}", markup=False)
     return 0
 
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
-    from core.imports.formats import FORMATS
-    from core.vocab import IMPORT_ACTIONS
-    from core.db import LIST_MAX
-    from core.services.import_batches import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES
 
     imp = sub.add_parser(
         "import",
@@ -470,8 +465,6 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p = steps.add_parser("prompt", parents=[common], help="print a prompt that asks another assistant for a v2 export")
     p.set_defaults(handler=cmd_prompt)
 
-    from core.services.export import EXPORT_FORMATS
-
     p = sub.add_parser(
         "export",
         parents=[common_no_json],
@@ -503,8 +496,6 @@ def _rate(value: float | None) -> str:
 
 def _print_model_usage(report: dict) -> None:
     if report.get("usage"):
-        from core.providers.usage import describe
-
         cost = report["usage"]["cost"]
         console.print(
             f"model {report['provider']}:{report['model']}: {describe(report['usage'], cost)}",
@@ -579,8 +570,6 @@ GENERATED_DEFAULTS = {"seed": 7, "candidates": 200, "people": 14}
 
 
 def cmd_bench_import(args: argparse.Namespace) -> int:
-    from core.bench.imports import run_import_bench
-    from core.errors import InvalidInputError
 
     generated = [f"--{k}" for k in GENERATED_DEFAULTS if getattr(args, k) is not None]
     if args.labels is not None:
@@ -630,9 +619,6 @@ def cmd_bench_import(args: argparse.Namespace) -> int:
 
 
 def register_bench(kinds, common: argparse.ArgumentParser) -> None:
-    from core.bench.imports import PEOPLE
-    from core.imports.formats import MAX_CANDIDATES
-    from workbench.cli.argtypes import float_in, integer
 
     p = kinds.add_parser(
         "import",

@@ -4,10 +4,20 @@ derive, namespaces, demo and ui."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
+from core.db import sqlite_path
 from core.errors import InvalidInputError
+from core.ingest import FORMATS, IngestReport, check_stored_receipts, parse, write_units
+from core.models import Namespace
+from core.search.index import prepare_search
+from core.services.jobs import MAX_ATTEMPTS, is_dead, list_jobs
+from core.services.spaces import list_namespaces
+from core.timeutil import parse_tz
 from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level, namespace_name, thread_name
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
 
@@ -15,8 +25,6 @@ PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from core.ingest import IngestReport, check_stored_receipts, parse, write_units
-    from core.timeutil import parse_tz
 
     tz = parse_tz(args.tz) if args.tz else None
     # Validate the whole file before opening the store: a bad file changes nothing.
@@ -43,8 +51,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _prepare_search(namespaces: list[str], *, quiet: bool) -> None:
-    from core.models import Namespace
-    from core.search.index import prepare_search
 
     ids = [n.id for n in Namespace.select(Namespace.id).where(Namespace.name.in_(namespaces))]
     if quiet:
@@ -55,6 +61,8 @@ def _prepare_search(namespaces: list[str], *, quiet: bool) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    # start-up time, here and below: `strata --help` builds every command's parser, so a service
+    # loads when its command runs
     from core.services.stats import stats
 
     open_from_args(args)
@@ -197,7 +205,6 @@ def cmd_derive(args: argparse.Namespace) -> int:
 def _still_failed(namespace: str | None) -> list[str]:
     """One line per job left failed, saying how it is retried: a passing failure (network, timeout,
     a killed process) by running `strata derive` again, one that failed for good by `strata retry`."""
-    from core.services.jobs import MAX_ATTEMPTS, is_dead, list_jobs
 
     lines = []
     for job in list_jobs(namespace, status="failed", limit=1000):
@@ -213,7 +220,6 @@ def _still_failed(namespace: str | None) -> list[str]:
 
 
 def cmd_namespaces(args: argparse.Namespace) -> int:
-    from core.services.spaces import list_namespaces
 
     open_from_args(args)
     rows = list_namespaces()
@@ -232,13 +238,11 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
 
 
 def demo_db_path() -> Path:
-    from platformdirs import user_data_dir
 
     return Path(user_data_dir("strata", appauthor=False)) / "demo.db"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from core.db import sqlite_path
     from core.demo import build_demo, check_replaceable, check_server_replaceable
 
     url = getattr(args, "db", None) or f"sqlite:///{demo_db_path()}"
@@ -289,6 +293,7 @@ def in_terminal() -> bool:
 
 
 def run_ui(args: argparse.Namespace) -> int:
+    # only `strata` and `strata ui` import Textual
     from workbench.app import run_app
 
     if not in_terminal():
@@ -305,7 +310,6 @@ def run_ui(args: argparse.Namespace) -> int:
 def _require_named_store(args: argparse.Namespace) -> None:
     """The workbench makes the default store (an empty one offers the demo), but a database named by
     --db or $STRATA_DB that does not exist is refused without --create: it is most likely mistyped."""
-    import os
 
     from core.api import require_existing
 
@@ -315,7 +319,6 @@ def _require_named_store(args: argparse.Namespace) -> None:
 
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
-    from core.ingest import FORMATS
 
     p = sub.add_parser(
         "ingest",

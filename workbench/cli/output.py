@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from core.dto import to_plain
+from core.errors import InvalidInputError
 from core.redact import redact_text, redact_value
 
 
@@ -50,6 +51,7 @@ def open_from_args(args: Any, *, create: bool = False):
     Only commands that store something pass ``create`` (ingest, an import preview); the others
     refuse a database that does not exist unless ``--create`` is given, so a mistyped --db is an
     error rather than a new empty store that answers "nothing found"."""
+    # start-up time: core.api (migrations, every service) loads when a command opens the store
     from core.api import open_store
 
     def upgrading(done: int, total: int, label: str) -> None:
@@ -64,7 +66,6 @@ def open_from_args(args: Any, *, create: bool = False):
 def check_output(path: str | Path | None, option: str) -> None:
     """Refuse an output file that cannot be written before the work that fills it runs: an export
     or a benchmark can take minutes, and its result would be lost at the end."""
-    from core.errors import InvalidInputError
 
     if path is None:
         return
@@ -93,7 +94,6 @@ def output_file(path: str | Path, option: str) -> Iterator[TextIO]:
     as it was. A FIFO or a device is written directly: renaming over it would replace it instead of
     writing to it. An OS error (a full disk, a reader that went away) is one error line naming
     ``option``."""
-    from core.errors import InvalidInputError
 
     real = Path(os.path.realpath(path))
     try:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+import time
+from core.db import write_transaction
+from core.errors import InvalidInputError
+from core.models import LIVE, Event, EventSource
+from core.services.search import SEARCH_MAX, messages_by_id, search_events, search_graph, search_raw
+from core.services.spaces import get_namespace, list_namespaces
+from core.services.traces import TRACES_MAX, list_traces, record_trace
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name, thread_name
 from workbench.cli.output import console, cut, open_from_args, print_json, table
 
 
 def _namespace(args: argparse.Namespace) -> str:
-    from core.errors import InvalidInputError
-    from core.services.spaces import list_namespaces
 
     if args.namespace:
         return args.namespace
@@ -22,14 +27,7 @@ def _namespace(args: argparse.Namespace) -> str:
 
 def _trace(namespace: str, channel: str, query: str, candidates: list[dict], started: float) -> None:
     """Searches from the command line are traced like an agent's (kind "search", no batch)."""
-    import time
 
-    try:
-        from core.db import write_transaction
-        from core.services.spaces import get_namespace
-        from core.services.traces import record_trace
-    except ImportError:  # traces arrive with the gate; searching must not depend on them
-        return
     with write_transaction():
         record_trace(
             get_namespace(namespace).id,
@@ -42,10 +40,6 @@ def _trace(namespace: str, channel: str, query: str, candidates: list[dict], sta
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    import time
-
-    from core.errors import InvalidInputError
-    from core.services.search import SEARCH_MAX, search_events, search_graph, search_raw
 
     if args.limit > SEARCH_MAX[args.channel]:
         # One --limit serves every channel, so argparse allows the largest; this channel's is smaller.
@@ -138,9 +132,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """Default retrieval for a question, printed as evidence with its sources."""
-    from core.models import LIVE, Event, EventSource
+    # start-up time, here and below: `strata --help` builds every command's parser, so a service
+    # loads when its command runs
     from core.services.retrieval import default_retrieval
-    from core.services.search import messages_by_id
 
     open_from_args(args)
     ns = _namespace(args)
@@ -189,7 +183,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
-    from core.services.search import SEARCH_MAX
 
     p = sub.add_parser("search", parents=[common], help="search one channel: events, graph or raw messages")
     p.add_argument("channel", choices=["events", "graph", "raw"])
@@ -217,7 +210,6 @@ def register(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_traces(args: argparse.Namespace) -> int:
-    from core.services.traces import list_traces
 
     open_from_args(args)
     rows = list_traces(args.namespace, limit=args.limit, kind=args.kind)
@@ -287,7 +279,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def register_traces(sub, common: argparse.ArgumentParser) -> None:
-    from core.services.traces import TRACES_MAX
 
     p = sub.add_parser("traces", parents=[common], help="retrieval traces, newest first")
     p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
