@@ -27,9 +27,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from core.api import Harness, open_store
 from core.bench import git_commit
+from core.bench.locomo_data import CATEGORIES, load_questions
+from core.bench.longmemeval import QUESTION_TYPES, is_abstention, select_questions
+from core.bench.metrics import percentile
+from core.db import db
 from core.errors import InvalidInputError, StrataError
+from core.ingest import IngestReport, parse, write_units
+from core.ingest.common import load_json
 from core.providers import usage as usage_acct
+from core.providers.base import ProviderOutputError
+from core.providers.jsonrecover import extract_json_object
+from core.providers.openai_compat import ProviderCallError
+from core.services.derive import run_pending
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -136,9 +147,6 @@ def parse_judge_label(reply: object) -> str:
     naming both, or neither, is unparsed: it is never counted as correct."""
     if not isinstance(reply, str) or not reply.strip():
         return UNPARSED
-    from core.providers.base import ProviderOutputError
-    from core.providers.jsonrecover import extract_json_object
-
     try:
         found = extract_json_object(reply)
     except ProviderOutputError:
@@ -276,8 +284,6 @@ def _check_limit(limit: int | None) -> None:
 
 def locomo_items(data: str | Path, split: str, limit: int | None = None) -> list[QaItem]:
     """The split's category 1-4 questions (those the retrieval bench scores), the first ``limit``."""
-    from core.bench.locomo_data import CATEGORIES, load_questions
-
     _check_limit(limit)
     samples, questions = load_questions(data, split)
     by_id = {s["sample_id"]: s for s in samples}
@@ -302,8 +308,6 @@ def locomo_items(data: str | Path, split: str, limit: int | None = None) -> list
 
 def longmemeval_items(raw: list, split: str, limit: int | None = None) -> list[QaItem]:
     """The split's questions in file order (abstention ones too: the judge knows them)."""
-    from core.bench.longmemeval import is_abstention, select_questions
-
     _check_limit(limit)
     return [
         QaItem(
@@ -347,8 +351,6 @@ def _priced(usage: Mapping[str, Any], price: Mapping[str, Any]) -> dict[str, Any
 
 
 def _percentile(values: list[float], pct: float) -> float:
-    from core.bench.metrics import percentile
-
     return round(percentile(values, pct), 2) if values else 0.0
 
 
@@ -365,10 +367,6 @@ def _ask(
     max_tool_rounds: int,
     price: Mapping[str, Any],
 ) -> dict[str, Any]:
-    from core.api import Harness
-    from core.providers.base import ProviderOutputError
-    from core.providers.openai_compat import ProviderCallError
-
     started = time.perf_counter()
     before_answer, before_judge = answer_model.usage, judge_model.usage
     row: dict[str, Any] = {
@@ -418,11 +416,6 @@ def run_qa_bench(
     LoCoMo: the conversations the chosen questions belong to, ingested and derived into one store
     (a temporary SQLite file unless ``db_url``). LongMemEval_S: each question's haystack in its own
     namespace of that store, ingested and derived just before the question."""
-    from core.api import open_store
-    from core.db import db
-    from core.ingest import IngestReport, parse, write_units
-    from core.services.derive import run_pending
-
     if dataset not in DATASETS:
         raise InvalidInputError(f"--dataset must be one of {', '.join(DATASETS)}, got {dataset!r}")
     if split not in ("dev", "test", "all"):
@@ -433,14 +426,9 @@ def run_qa_bench(
     run_started = time.perf_counter()
     commit = git_commit()
     if dataset == "locomo":
-        from core.bench.locomo_data import CATEGORIES
-
         items = locomo_items(data, split, limit)
         groups: Sequence[str] = tuple(CATEGORIES.values())
     else:
-        from core.bench.longmemeval import QUESTION_TYPES
-        from core.ingest.common import load_json
-
         raw_items = load_json(Path(data))
         if not isinstance(raw_items, list):
             raise InvalidInputError(f"{data}: expected the LongMemEval list of questions")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.table import Table
+
+from core.providers.usage import add, describe
 from workbench.cli.argtypes import positive_int
 from workbench.cli.output import check_outputs, console, cut, progress_bar, table, write_report
 
@@ -19,10 +22,6 @@ def _tokens(usage: dict) -> str:
 
 def _question_table(report: dict) -> None:
     """One row a question; the short columns never wrap, the texts share what is left."""
-    from rich.table import Table
-
-    from core.providers.usage import add
-
     out = Table(
         title=f"Questions, {report['dataset']} {report['split']} (answer {report['answer_model']}, "
         f"judge {report['judge_model']})",
@@ -51,9 +50,9 @@ def _question_table(report: dict) -> None:
 
 
 def cmd_qa(args: argparse.Namespace) -> int:
+    # start-up time: `strata --help` builds this parser, so the benchmark and the HTTP client load when it runs
     from core.bench.qa import run_qa_bench
     from core.providers.openai_compat import OpenAICompatProvider
-    from core.providers.usage import describe
 
     # Both models first: without a key this is an error naming the variables, before any work.
     answer_model = OpenAICompatProvider(model=args.model)
