@@ -8,7 +8,10 @@ touches the database.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Iterable
@@ -20,7 +23,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from core.db import display_url
 from workbench.backend import Backend
+from workbench.commands import StrataCommands
 from workbench.config import Config, load_config, save_config
 from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
 from workbench.textual_internals import (
@@ -38,6 +43,7 @@ from workbench.textual_internals import (
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
 from workbench.views import DIALOGS, PREBUILD_ORDER, VIEWS, View, import_path, view_for_item
 from workbench.widgets.header import AppHeader
+from workbench.widgets.table import PagedTable
 
 HERE = Path(__file__).parent
 log = logging.getLogger("strata.workbench")
@@ -105,7 +111,6 @@ class Workbench(ShutdownHook, App):
         self.DEFAULT_MODE = self.config.start_screen
         self.MODES = {view.id: _screen_factory(view) for view in VIEWS}
         super().__init__()
-        from workbench.commands import StrataCommands
 
         self.COMMANDS = self.COMMANDS | {StrataCommands}
         self.backend = Backend(db_url)
@@ -139,7 +144,6 @@ class Workbench(ShutdownHook, App):
         apply_theme_before_css(self, wanted)
 
     def on_mount(self) -> None:
-        import threading
 
         self.backend.loop_thread = threading.get_ident()
         problems = self._problems
@@ -174,6 +178,8 @@ class Workbench(ShutdownHook, App):
 
     @work(thread=True, exclusive=True, group="app:namespaces", exit_on_error=False)
     def load_namespaces(self) -> None:
+        # start-up time, here and below: the services `strata` has not loaded for its parser load when a view first
+        # reads, on the database thread, not before the first paint
         from core.services.browse import namespace_names
 
         worker = get_current_worker()
@@ -184,7 +190,6 @@ class Workbench(ShutdownHook, App):
 
     @on(NamespacesLoaded)
     def _namespaces_loaded(self, event: NamespacesLoaded) -> None:
-        from core.db import display_url
 
         self.store_url = event.url
         self.sub_title = display_url(event.url)  # the header is on screen and in screenshots
@@ -238,7 +243,6 @@ class Workbench(ShutdownHook, App):
             )
 
     async def _prebuild_views(self) -> None:
-        import asyncio
 
         started = time.perf_counter()
         first = self.screen
@@ -275,7 +279,6 @@ class Workbench(ShutdownHook, App):
         """Leave what exists now (the views, their widgets, styles and caches: they live as long
         as the app) out of the garbage collector's full passes, which otherwise walk all of it
         every so often and stall a keystroke for 60–130 ms. Undone when the app closes."""
-        import gc
 
         if not self._frozen:
             self._frozen = True
@@ -284,7 +287,6 @@ class Workbench(ShutdownHook, App):
     async def before_shutdown(self) -> None:
         # A view being built ahead finishes mounting before the screens are closed (closing
         # one half-mounted fails inside its widgets), and no other one is started.
-        import asyncio
 
         building = self._building
         if building is not None:
@@ -298,8 +300,6 @@ class Workbench(ShutdownHook, App):
     def on_unmount(self) -> None:
         self.backend.close()
         if self._frozen:
-            import gc
-
             gc.unfreeze()  # collectable again (several apps may run in one process, e.g. tests)
             self._frozen = False
 
@@ -379,6 +379,7 @@ class Workbench(ShutdownHook, App):
         self.notify(f"Copied {len(text)} characters (shift+drag selects text natively)", timeout=3)
 
     def action_help(self) -> None:
+        # start-up time: the help screen (~6 ms) loads when it is asked for
         from workbench.screens.help import HelpScreen
 
         if isinstance(self.screen, HelpScreen):
@@ -393,7 +394,6 @@ class Workbench(ShutdownHook, App):
 
 def binding_ids() -> set[str]:
     """Every binding id a keymap may remap (the app's, the views' and the widgets')."""
-    from workbench.widgets.table import PagedTable
 
     classes: list[type] = [Workbench, PagedTable]
     for view in VIEWS:

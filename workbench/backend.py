@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, TypeVar
 
+from core.db import db
+
 R = TypeVar("R")
 
 
@@ -62,7 +64,7 @@ class Backend:
         self._guard()
         with self._lock:
             if self._info is None:
-                from core.db import db
+                # start-up time: core.api (migrations, the services) loads off the event loop, after the first paint
                 from core.api import open_store
 
                 store = open_store(self.url, recover=False)
@@ -81,7 +83,6 @@ class Backend:
         return future
 
     def _serve(self) -> None:
-        from core.db import db
 
         while True:
             _priority, _order, future, call = self._queue.get()
@@ -132,7 +133,6 @@ class Backend:
     def session(self) -> Iterator[StoreInfo]:
         """A connection for one unit of work on the calling (worker) thread."""
         info = self.open()
-        from core.db import db
 
         self._guard()
         with db.connection_context():

@@ -10,11 +10,11 @@ import argparse
 from pathlib import Path
 
 from core.bench.scale import NAMESPACE, emit, report_progress
+from workbench.bench_ui import measure
 
 
 def workbench_timings(path: Path) -> dict:
     """First paint, slowest screen switch and slowest filter of the real workbench on ``path``."""
-    from workbench.bench_ui import measure
 
     report_progress(0, 1, "workbench")
     timings = measure(f"sqlite:///{path}", namespace=NAMESPACE)

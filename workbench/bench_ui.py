@@ -18,11 +18,34 @@ import asyncio
 import json
 import os
 import random
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from textual.widgets import Input, Select
+
+from core.api import open_store
+from core.db import bulk_insert, db, sqlite_path, write_transaction
+from core.errors import InvalidInputError
+from core.models import (
+    Block,
+    Event,
+    EventParticipant,
+    EventSource,
+    GraphEdge,
+    GraphFact,
+    GraphNode,
+    GraphSource,
+    Job,
+    Message,
+    Namespace,
+    RetrievalTrace,
+    Thread,
+)
 from core.vocab import EVENT_TYPES
+from workbench.app import Workbench
+from workbench.config import Config
 
 TARGET_FIRST_PAINT_MS = 1000
 TARGET_SWITCH_MS = 200
@@ -46,23 +69,6 @@ def generate_store(
     url: str, events: int = 100_000, *, seed: int = 7, progress: Callable[[int, int, str], None] | None = None
 ) -> dict[str, int]:
     """Create a fresh store at ``url`` holding ``events`` events (and what they hang off)."""
-    from core.db import bulk_insert, db, sqlite_path, write_transaction
-    from core.models import (
-        Block,
-        Event,
-        EventParticipant,
-        EventSource,
-        GraphEdge,
-        GraphFact,
-        GraphNode,
-        GraphSource,
-        Job,
-        Message,
-        Namespace,
-        RetrievalTrace,
-        Thread,
-    )
-    from core.api import open_store
 
     path = sqlite_path(url)
     if path is not None:
@@ -492,10 +498,6 @@ def _ms(seconds: float) -> float:
 
 
 async def _measure(url: str, namespace: str, size: tuple[int, int], prebuild: bool = True) -> dict[str, Any]:
-    from textual.widgets import Input, Select
-
-    from workbench.app import Workbench
-    from workbench.config import Config
 
     started = time.perf_counter()
     app = Workbench(db_url=url, namespace=namespace, config=Config(path=None), prebuild=prebuild)
@@ -599,22 +601,17 @@ def run(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Generate (or reuse) the store, then measure. Returns the JSON report."""
-    import tempfile
 
     holder = None
     if url is None:
         holder = tempfile.TemporaryDirectory(prefix="strata-bench-ui-")
         url = f"sqlite:///{Path(holder.name) / 'bench-ui.db'}"
     try:
-        from core.db import sqlite_path
-
         path = sqlite_path(url)
         t = time.perf_counter()
         if reuse and path is not None and path.exists():
             counts = {"events": events, "reused": True}
         elif holder is None and path is not None and path.exists():
-            from core.errors import InvalidInputError
-
             raise InvalidInputError(
                 f"{path} exists: pass --reuse to measure it as it is, or remove it first "
                 "(the benchmark writes a fresh store)"

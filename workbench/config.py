@@ -20,6 +20,10 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import yaml
+
+from platformdirs import user_config_dir
+
 from workbench.views import VIEW_IDS
 
 CONFIG_ENV = "STRATA_CONFIG_DIR"
@@ -31,7 +35,6 @@ def config_dir() -> Path:
     chosen = os.environ.get(CONFIG_ENV)
     if chosen:
         return Path(chosen).expanduser()
-    from platformdirs import user_config_dir
 
     return Path(user_config_dir("strata", appauthor=False))
 
@@ -65,7 +68,6 @@ def load_config(path: Path | None = None) -> Config:
     A missing file gives the defaults; a malformed one gives the defaults plus a
     description of what was wrong in ``problems``.
     """
-    import yaml
 
     path = path or config_path()
     if not path.exists():
@@ -107,7 +109,6 @@ def load_config(path: Path | None = None) -> Config:
 
 def save_config(config: Config) -> None:
     """Write the settings back (keeps the keymap; no-op for a config without a path)."""
-    import yaml
 
     if config.path is None:
         return

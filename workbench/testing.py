@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+from pathlib import Path
+
+from rich.console import Console
+from textual.widgets import DataTable, Input
+
+from workbench.app import Workbench
+from workbench.config import Config
+from workbench.textual_internals import render_current_screen, table_layout_pending
+from workbench.views import VIEWS, view
 
 
 async def settle(pilot, rounds: int = 20) -> None:
@@ -12,9 +21,6 @@ async def settle(pilot, rounds: int = 20) -> None:
     Unlike ``WorkerManager.wait_for_complete`` this does not raise when a worker was
     cancelled (a newer load of the same group replaced it), which is normal here.
     """
-    from textual.widgets import DataTable
-
-    from workbench.textual_internals import table_layout_pending
 
     app = pilot.app
 
@@ -44,9 +50,6 @@ async def settle(pilot, rounds: int = 20) -> None:
 
 def screen_text(app) -> str:
     """The current screen as plain text (for quick looks and assertions on layout)."""
-    from rich.console import Console
-
-    from workbench.textual_internals import render_current_screen
 
     width, height = app.size
     console = Console(
@@ -76,14 +79,11 @@ SCREENSHOT_KEYS = {
 
 def keys_to_show(view_id: str) -> list[str]:
     """The keys that show a view from the start screen (none for the start screen itself)."""
-    from workbench.config import Config
-    from workbench.views import view
 
     return [] if view_id == Config().start_screen else [view(view_id).key]
 
 
 def _screenshot_steps() -> dict[str, list[str]]:
-    from workbench.views import VIEWS
 
     steps = {v.id: [*keys_to_show(v.id), *SCREENSHOT_KEYS.get(v.id, ())] for v in VIEWS}
     steps["help"] = [VIEWS[0].key, "question_mark"]
@@ -95,12 +95,6 @@ SCREENSHOT_STEPS = _screenshot_steps()
 
 async def save_screenshots(url: str, out_dir, *, theme: str = "strata-dark", size: tuple[int, int] = (120, 36)) -> list:
     """Write an SVG screenshot of every view (for docs/img); returns the files written."""
-    from pathlib import Path
-
-    from textual.widgets import Input
-
-    from workbench.app import Workbench
-    from workbench.config import Config
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+import workbench
 
 BASE_COLOURS = (
     "primary",
@@ -49,7 +52,6 @@ def builtin_theme_dir() -> Path:
     packaged = files("workbench") / "themes"
     if packaged.is_dir():
         return Path(str(packaged))
-    import workbench
 
     return Path(workbench.__file__).resolve().parent.parent / "themes"
 
@@ -92,7 +94,6 @@ def theme_from_mapping(data: object, where: str) -> Theme:
 
 
 def load_theme_file(path: Path) -> Theme:
-    import yaml
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ Every load goes through ``StrataScreen.fetch``, which masks the secrets in what 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
 
@@ -15,9 +16,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, get_current_worker
 
+from core.errors import StrataError
+from core.redact import redact_text, redact_value
 from workbench.messages import LoadFailed
 from workbench.textual_internals import style_generation
+from workbench.widgets.footer import StrataFooter
 from workbench.widgets.header import AppHeader
+from workbench.widgets.table import stop_busy
 
 if TYPE_CHECKING:
     from workbench.backend import Backend
@@ -92,7 +97,6 @@ class StrataScreen(Screen):
         return AppHeader(self.MODE)
 
     def compose_footer(self) -> Footer:
-        from workbench.widgets.footer import StrataFooter
 
         return StrataFooter()
 
@@ -118,7 +122,6 @@ class StrataScreen(Screen):
         What ``call`` returns is masked (``core.redact``) on the worker before ``done`` sees it:
         this is the views' one door to stored text.
         """
-        from core.redact import redact_text, redact_value
 
         backend = self.workbench.backend
         service = call
@@ -127,7 +130,6 @@ class StrataScreen(Screen):
             return redact_value(service())
 
         def failed(exc: Exception) -> Message:
-            from core.errors import StrataError
 
             if not isinstance(exc, StrataError):
                 log.exception("workbench %s/%s failed", self.MODE, group, exc_info=exc)
@@ -136,7 +138,6 @@ class StrataScreen(Screen):
         if group not in OWN_THREAD:
 
             async def read() -> None:
-                import asyncio
 
                 if after_paint:
                     painted = asyncio.Event()
@@ -196,7 +197,6 @@ class StrataScreen(Screen):
 
     def load_failed(self, event: LoadFailed) -> None:
         """Hook: clear loading indicators after a failed load."""
-        from workbench.widgets.table import stop_busy
 
         for widget in self.query(".loadable"):
             stop = getattr(widget, "stop_loading", None)

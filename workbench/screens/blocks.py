@@ -18,6 +18,9 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Select, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from core.errors import BlockNotReadyError, NotFoundError
+from core.services.capture import thread_messages
+from core.services.search import messages_by_id
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable, start_busy, stop_busy
 
@@ -181,6 +184,8 @@ class BlocksScreen(StrataScreen):
         start_busy(self.query_one("#threads", OptionList))
 
         def threads():
+            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
+            # first reads, on the database thread, not before the first paint
             from core.services.browse import list_threads
 
             return list_threads(ns)
@@ -269,10 +274,8 @@ class BlocksScreen(StrataScreen):
         self.requested_id = row.id
 
         def detail():
-            from core.errors import BlockNotReadyError
             from core.services.blocks import get_block, render_block
             from core.services.browse import block_jobs
-            from core.services.capture import thread_messages
 
             fresh = get_block(row.id)
             views: dict[int, str] = {}
@@ -444,13 +447,10 @@ class BlocksScreen(StrataScreen):
 
         def find():
             from core.services.blocks import get_block
-            from core.services.search import messages_by_id
 
             if kind == "message":
                 message = messages_by_id([item_id]).get(item_id)
                 if message is None or message.block_id is None:
-                    from core.errors import NotFoundError
-
                     where = f"the open tail of {message.thread}" if message else "no block"
                     raise NotFoundError(f"message {item_id} is in {where}")
                 return get_block(message.block_id)

@@ -125,6 +125,8 @@ class GraphScreen(StrataScreen):
             table.start_loading()
 
         def nodes():
+            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
+            # first reads, on the database thread, not before the first paint
             from core.services.browse import node_page, node_position, node_type_counts
 
             start = node_position(start_at) if start_at is not None else after

@@ -8,6 +8,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Label, Static
 
+from workbench.widgets.table import PagedTable
+
 NOTES = (
     "Remap any key in config.yaml under [b]keymap[/b] with the id shown here "
     "(for example [b]app.quit: ctrl+q[/b]); `strata ui` reads it at start.\n"
@@ -31,7 +33,6 @@ class HelpScreen(ModalScreen[None]):
 
     @classmethod
     def for_screen(cls, screen: Screen) -> "HelpScreen":
-        from workbench.widgets.table import PagedTable
 
         app = screen.app
         keymap = dict(getattr(getattr(app, "config", None), "keymap", {}) or {})

@@ -33,6 +33,11 @@ from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, Input, Label, ProgressBar, Select, SelectionList, Static, TextArea
 
+from core.errors import InvalidInputError
+from core.imports.formats import format_for_path
+from core.providers.usage import cost_estimate
+from core.services.import_batches import get_batch, list_batches
+from core.services.spaces import DEFAULT_NAMESPACE, validate_name
 from workbench.import_facts import facts_text
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.textual_internals import input_suggestion
@@ -256,8 +261,6 @@ def _clip(text: str, width: int) -> str:
 def _spent_line(batch) -> str:
     """What the batch's model calls used and an estimate of their cost (tokens alone when the
     price settings are invalid: the view must still show the batch)."""
-    from core.errors import InvalidInputError
-    from core.providers.usage import cost_estimate
 
     u = batch.usage
     text = (
@@ -480,8 +483,6 @@ class ImportsScreen(StrataScreen):
         self._loaded_once = True
         self.show_empty(False)
         if self.namespace is not None or self.target is None:
-            from core.services.spaces import DEFAULT_NAMESPACE
-
             self.set_target(self.namespace or self.workbench.config.namespace or DEFAULT_NAMESPACE)
         self.reload()
 
@@ -494,8 +495,6 @@ class ImportsScreen(StrataScreen):
 
     def _typed_target(self) -> str | None:
         """The namespace in the field (checked), or None after telling the user why not."""
-        from core.errors import InvalidInputError
-        from core.services.spaces import validate_name
 
         value = self.query_one("#i-namespace", Input).value.strip()
         try:
@@ -522,7 +521,6 @@ class ImportsScreen(StrataScreen):
         ns = self.target
 
         def batches():
-            from core.services.import_batches import list_batches
 
             return list_batches(ns, limit=200)
 
@@ -556,7 +554,6 @@ class ImportsScreen(StrataScreen):
 
     def load_preview(self, batch_id: int) -> None:
         def preview():
-            from core.services.import_batches import get_batch
 
             return get_batch(batch_id)
 
@@ -744,7 +741,6 @@ class ImportsScreen(StrataScreen):
         if not Path(path).is_file():
             self.notify(f"{path} is not a file", severity="error")
             return
-        from core.imports.formats import format_for_path
 
         # The picker follows what the file name says (a list of facts, or JSON: v2 unless Mem0 is
         # picked), and shows it, so the batch's format is no surprise.
@@ -779,6 +775,8 @@ class ImportsScreen(StrataScreen):
             screen.post_message(screen.PreviewProgress(done, total, label))
 
         def preview():
+            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
+            # first reads, on the database thread, not before the first paint
             from core.services.import_preview import preview_file, preview_import
 
             if path is not None:
@@ -855,7 +853,6 @@ class ImportsScreen(StrataScreen):
             targets = None
 
         def decide():
-            from core.services.import_batches import get_batch
             from core.services.import_choices import decide as decide_item
 
             decide_item(batch_id, item.position, action, targets)

@@ -12,6 +12,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, Select, Static
 
+from core.errors import StrataError
+from core.services.jobs import job_counts, retry as retry_job
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.table import PagedTable
@@ -99,8 +101,9 @@ class JobsScreen(StrataScreen):
             table.start_loading()
 
         def page():
+            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
+            # first reads, on the database thread, not before the first paint
             from core.services.browse import job_page
-            from core.services.jobs import job_counts
 
             rows = job_page(ns, statuses, before_id=before, limit=PAGE + 1)
             return rows, (job_counts(ns) if counts else None)
@@ -196,8 +199,6 @@ class JobsScreen(StrataScreen):
 
     def _retry(self, job_ids: list[int]) -> None:
         def retry():
-            from core.errors import StrataError
-            from core.services.jobs import retry as retry_job
 
             done, errors = [], []
             for job_id in job_ids:

@@ -14,6 +14,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, Select, Static
 
+from core.errors import StrataError
+from core.models import Event
+from core.services import governance as gov
+from core.services.governance import audit_trail, get_record, review_items
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.prompt import PromptScreen
 from workbench.widgets.table import PagedTable
@@ -117,7 +121,6 @@ class ReviewScreen(StrataScreen):
         self.query_one("#review", PagedTable).start_loading()
 
         def items():
-            from core.services.governance import review_items
 
             return review_items(ns, show=show)
 
@@ -187,7 +190,6 @@ class ReviewScreen(StrataScreen):
             return
 
         def card():
-            from core.services.governance import audit_trail, get_record
 
             record = get_record(rid)
             return record, audit_trail(record.namespace, subject="record", subject_id=rid)
@@ -277,7 +279,6 @@ class ReviewScreen(StrataScreen):
 
     def _decide(self, what: str, call) -> None:
         def run():
-            from core.errors import StrataError
 
             try:
                 call()
@@ -313,7 +314,6 @@ class ReviewScreen(StrataScreen):
         known = " ".join(record.evidence) if record is not None else ""
 
         def approve(refs: str) -> None:
-            from core.services import governance as gov
 
             self._decide(
                 f"record {rid} promoted",
@@ -334,8 +334,6 @@ class ReviewScreen(StrataScreen):
     def action_reject(self) -> None:
         rid = self._record()
         if rid is not None:
-            from core.services import governance as gov
-
             self._ask(
                 f"Reject record {rid}",
                 "Why is it rejected? (kept in the audit trail)",
@@ -347,8 +345,6 @@ class ReviewScreen(StrataScreen):
     def action_revoke(self) -> None:
         rid = self._record()
         if rid is not None:
-            from core.services import governance as gov
-
             self._ask(
                 f"Revoke record {rid}",
                 "Why is it withdrawn? Readers stop seeing it; restore (u) brings it back.",
@@ -360,8 +356,6 @@ class ReviewScreen(StrataScreen):
     def action_restore(self) -> None:
         rid = self._record()
         if rid is not None:
-            from core.services import governance as gov
-
             self._decide(f"record {rid} restored", lambda: gov.restore_record(rid, actor=gov.default_actor()))
 
     def _event_of_record(self) -> int | None:
@@ -374,10 +368,8 @@ class ReviewScreen(StrataScreen):
     def action_pin(self) -> None:
         if self._record() is None or (event_id := self._event_of_record()) is None:
             return
-        from core.services import governance as gov
 
         def toggle() -> None:
-            from core.models import Event
 
             pinned = bool(Event.get_by_id(event_id).pinned)
             gov.set_pinned(event_id, not pinned, actor=gov.default_actor())
@@ -387,7 +379,6 @@ class ReviewScreen(StrataScreen):
     def action_forget(self) -> None:
         if self._record() is None or (event_id := self._event_of_record()) is None:
             return
-        from core.services import governance as gov
 
         self._ask(
             f"Forget event {event_id}",

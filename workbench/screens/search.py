@@ -17,6 +17,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static
 
+from core.redact import redact_text
+from core.services.search import search_events, search_graph, search_raw
 from workbench.screens.base import EmptyState, StrataScreen
 
 CHANNELS = (("all channels", "all"), ("events", "events"), ("graph", "graph"), ("raw messages", "raw"))
@@ -36,8 +38,6 @@ class Result:
 
 def run_search(namespace: str, query: str, channel: str) -> list[Result]:
     """Every channel's hits as one list (events, then graph, then raw), best first within each."""
-    from core.redact import redact_text
-    from core.services.search import search_events, search_graph, search_raw
 
     out: list[Result] = []
     if channel in ("all", "events"):

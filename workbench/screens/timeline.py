@@ -9,7 +9,7 @@ shows the temporal record, relations, weight with its history and the source mes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from textual import on
@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
+from core.services.events import forget_event, get_event, restore_event
 from core.vocab import EVENT_STATUSES, EVENT_TYPES
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
@@ -160,6 +161,8 @@ class TimelineScreen(StrataScreen):
     # ------------------------------------------------------------------ filters
 
     def current_filter(self):
+        # start-up time, here and below: the services `strata` has not loaded for its parser load when a view first
+        # reads, on the database thread, not before the first paint
         from core.services.browse import EventFilter
 
         def text(selector: str) -> str:
@@ -244,7 +247,6 @@ class TimelineScreen(StrataScreen):
         self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
 
     def _cached_histogram(self) -> bool:
-        from dataclasses import replace
 
         flt = self._applied or self.current_filter()
         counts = self._day_counts.get((self.namespace, replace(flt, lane="all"), self.workbench.data_version))
@@ -260,7 +262,6 @@ class TimelineScreen(StrataScreen):
         detail: the database thread serves reads in turn). The day counts behind it are one
         grouped query per filter (lane aside: one count serves every lane), kept until the
         data changes."""
-        from dataclasses import replace
 
         if self._cached_histogram():
             return
@@ -359,7 +360,6 @@ class TimelineScreen(StrataScreen):
 
         def detail():
             from core.services.browse import event_weight_info
-            from core.services.events import get_event
 
             return EventDetail(get_event(event_id), event_weight_info(event_id))
 
@@ -469,7 +469,6 @@ class TimelineScreen(StrataScreen):
 
     def _change_status(self, event_id: int, *, restore: bool) -> None:
         def change():
-            from core.services.events import forget_event, restore_event
 
             return (restore_event if restore else forget_event)(event_id)
 

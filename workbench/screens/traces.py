@@ -9,6 +9,7 @@ what happened to it there. ``enter`` on a candidate opens it in its own view.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from textual import on
@@ -19,6 +20,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static
 
+from core.dto import to_plain
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.table import PagedTable
 
@@ -135,6 +137,8 @@ class TracesScreen(StrataScreen):
             table.start_loading()
 
         def page():
+            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
+            # first reads, on the database thread, not before the first paint
             from core.services.browse import trace_page
 
             return trace_page(ns, text, kind, before_id=before, limit=PAGE + 1)
@@ -272,9 +276,6 @@ class TracesScreen(StrataScreen):
     def copy_text(self) -> str | None:
         if self.detail is None:
             return None
-        import json
-
-        from core.dto import to_plain
 
         return json.dumps(to_plain(self.detail), ensure_ascii=False, indent=2, sort_keys=True)
 
