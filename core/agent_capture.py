@@ -67,7 +67,9 @@ class CaptureTools:
             "context": ctx.text,
             "tokens": ctx.tokens,
             "budget": args.get("budget", 900),
-            "selected": [f"event:{i}" for i in ctx.event_ids] + [f"graph-node:{i}" for i in ctx.node_ids],
+            "selected": [f"event:{i}" for i in ctx.event_ids]
+            + [f"graph-node:{i}" for i in ctx.node_ids]
+            + [f"note:{i}" for i in ctx.note_ids],
             "excluded": excluded,
             "ledger_id": ctx.ledger_id,
         }

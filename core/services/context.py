@@ -27,10 +27,12 @@ from core.services.events import LIVE, event_weight
 from core.services.graph import NodeView, node_view
 from core.services.governance import withheld
 from core.services.graph_vocab import render_value
+from core.services.notes import MAX_QUERY_KEYWORDS, search_notes
 from core.services.search import search_events
 from core.services.spaces import get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
+from core.text import STOPWORDS, words
 from core.tokens import estimate_tokens
 
 HEADER = (
@@ -39,6 +41,7 @@ HEADER = (
 )
 EVENT_HITS = 20
 NODE_HITS = 12
+NOTE_HITS = 6
 RECENT_TURNS = 2
 MAX_SPECIAL = 100  # pinned/safety events considered per build
 STATE_CHARS = 500
@@ -56,6 +59,7 @@ class AutoContext:
     tokens: int  # estimate_tokens(text)
     trace_id: int | None = None
     ledger_id: int | None = None
+    note_ids: tuple[str, ...] = ()
 
 
 def _clip(text: str, limit: int) -> str:
@@ -94,9 +98,11 @@ def _node_json(view: NodeView) -> dict[str, Any]:
     )
 
 
-def render_context(events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]]) -> str:
-    """The context text for already-selected event and node payloads ("" when both are empty)."""
-    if not events and not nodes:
+def render_context(
+    events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]], notes: Sequence[dict[str, Any]] = ()
+) -> str:
+    """The context text for already-selected event, node and note payloads ("" when all are empty)."""
+    if not events and not nodes and not notes:
         return ""
     lines = [HEADER]
     if events:
@@ -105,7 +111,29 @@ def render_context(events: Sequence[dict[str, Any]], nodes: Sequence[dict[str, A
     if nodes:
         lines.append("Graph nodes:")
         lines.extend(_dumps(n) for n in nodes)
+    if notes:
+        lines.append("Notes:")
+        lines.extend(_dumps(n) for n in notes)
     return "\n".join(lines)
+
+
+def rank_notes(namespace: str, query: str, limit: int = NOTE_HITS) -> list[Any]:
+    """Active notes for the context: the note search (weighted, with its recency bonus) over the
+    question's content words."""
+    terms = [w.casefold() for w in words(query) if len(w) > 2 and w.casefold() not in STOPWORDS]
+    if not terms:
+        return []
+    return list(search_notes(namespace, sorted(set(terms))[:MAX_QUERY_KEYWORDS], limit=limit).hits)
+
+
+def _note_json(hit: Any) -> dict[str, Any]:
+    return {
+        "id": hit.id,
+        "kind": hit.kind,
+        "title": _clip(hit.title, 200),
+        "summary": _clip(hit.summary, STATE_CHARS),
+        "keywords": list(hit.keywords),
+    }
 
 
 # ----------------------------------------------------------------------------- graph ranking
@@ -175,6 +203,7 @@ def auto_context(
     exclude_thread: str | None = None,
     max_events: int = 4,
     max_nodes: int = 4,
+    max_notes: int = 2,
     token_budget: int = 900,
 ) -> AutoContext:
     """Automatic memory context for the next model call (§12.3); writes a ``context`` trace."""
@@ -228,22 +257,27 @@ def auto_context(
         _only_from_thread([v.id for v, _ in node_hits], excluded_thread_id) if excluded_thread_id is not None else set()
     )
     nodes = [(v, s) for v, s in node_hits if v.id not in excluded_nodes]
+    note_hits = rank_notes(namespace, query) if has_terms and max_notes else []
 
     # Interleave the two ranked lists and keep each item only while the text fits.
     queue: list[tuple[str, Any]] = []
-    ev_iter, node_iter = iter([i for i, _ in fused]), iter(nodes)
+    ev_iter, node_iter, note_iter = iter([i for i, _ in fused]), iter(nodes), iter(note_hits)
     while True:
-        ev, nd = next(ev_iter, None), next(node_iter, None)
-        if ev is None and nd is None:
+        ev, nd, nt = next(ev_iter, None), next(node_iter, None), next(note_iter, None)
+        if ev is None and nd is None and nt is None:
             break
         if ev is not None:
             queue.append(("event", ev))
         if nd is not None:
             queue.append(("node", nd))
+        if nt is not None:
+            queue.append(("note", nt))
     chosen_events: list[dict[str, Any]] = []
     chosen_nodes: list[dict[str, Any]] = []
+    chosen_notes: list[dict[str, Any]] = []
     event_ids: list[int] = []
     node_ids: list[int] = []
+    note_ids: list[str] = []
     text = ""
     left_out: dict[str, str] = {}  # ref -> reason code
     for kind, item in queue:
@@ -253,24 +287,37 @@ def auto_context(
                 left_out[ref] = "limit"
                 continue
             payload = _event_json(rows[item])
-            trial = render_context(chosen_events + [payload], chosen_nodes)
+            trial = render_context(chosen_events + [payload], chosen_nodes, chosen_notes)
             if estimate_tokens(trial) <= token_budget:
                 chosen_events.append(payload)
                 event_ids.append(item)
                 text = trial
             else:
                 left_out[ref] = "over_budget"
-        else:
+        elif kind == "node":
             view, _ = item
             ref = f"graph-node:{view.id}"
             if len(node_ids) >= max_nodes:
                 left_out[ref] = "limit"
                 continue
             payload = _node_json(view)
-            trial = render_context(chosen_events, chosen_nodes + [payload])
+            trial = render_context(chosen_events, chosen_nodes + [payload], chosen_notes)
             if estimate_tokens(trial) <= token_budget:
                 chosen_nodes.append(payload)
                 node_ids.append(view.id)
+                text = trial
+            else:
+                left_out[ref] = "over_budget"
+        else:
+            ref = f"note:{item.id}"
+            if len(note_ids) >= max_notes:
+                left_out[ref] = "limit"
+                continue
+            payload = _note_json(item)
+            trial = render_context(chosen_events, chosen_nodes, chosen_notes + [payload])
+            if estimate_tokens(trial) <= token_budget:
+                chosen_notes.append(payload)
+                note_ids.append(item.id)
                 text = trial
             else:
                 left_out[ref] = "over_budget"
@@ -300,7 +347,9 @@ def auto_context(
             "context",
             query=query,
             candidates=candidates,
-            selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
+            selected=[f"event:{i}" for i in event_ids]
+            + [f"graph-node:{i}" for i in node_ids]
+            + [f"note:{i}" for i in note_ids],
             detail={
                 "tokens": tokens,
                 "token_budget": token_budget,
@@ -318,7 +367,9 @@ def auto_context(
                 kind="context",
                 trace_id=trace_id,
                 query=query[:4000],
-                selected=[f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids],
+                selected=[f"event:{i}" for i in event_ids]
+                + [f"graph-node:{i}" for i in node_ids]
+                + [f"note:{i}" for i in note_ids],
                 excluded=[{"ref": ref, "reason": code} for ref, code in sorted(left_out.items())],
                 tokens=tokens,
                 budget=token_budget,
@@ -329,6 +380,7 @@ def auto_context(
         text=text,
         event_ids=tuple(event_ids),
         node_ids=tuple(node_ids),
+        note_ids=tuple(note_ids),
         tokens=tokens,
         trace_id=trace_id,
         ledger_id=ledger_id,

@@ -37,6 +37,7 @@ from core.models import (
     MemoryRecord,
     Message,
     Namespace,
+    Note,
     Thread,
 )
 from core.search.index import index_messages, message_text
@@ -118,8 +119,8 @@ class ReviewItem:
     """One thing waiting for a person: a governed record, a canonical-key conflict, a promoted
     record past its review date, or an import item whose decision needs confirming."""
 
-    kind: str  # record | key_conflict | stale | import_item
-    id: str  # "record:12", "key:home", "import:3:7"
+    kind: str  # record | key_conflict | stale | note | import_item
+    id: str  # "record:12", "key:home", "note:<hex id>", "import:3:7"
     title: str
     detail: str
     status: str
@@ -818,8 +819,8 @@ def _clashing_keys(keys: set[tuple[int, str]]) -> set[tuple[int, str]]:
 
 def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem]:
     """Everything waiting for a person in a namespace, newest first within each kind: records in
-    quarantine or verified, canonical-key conflicts, promoted records past their review date, and
-    import items whose decision needs confirming."""
+    quarantine or verified, canonical-key conflicts, promoted records past their review date, notes
+    an untrusted source wrote, and import items whose decision needs confirming."""
     ns = get_namespace(namespace)
     day = today or now_iso()[:10]
     items: list[ReviewItem] = []
@@ -875,6 +876,18 @@ def review_queue(namespace: str, *, today: str | None = None) -> list[ReviewItem
                     r.source,
                 )
             )
+    for note in Note.select().where((Note.namespace == ns) & (Note.status == "quarantined")).order_by(Note.id.desc()):
+        items.append(
+            ReviewItem(
+                "note",
+                f"note:{note.note_id}",
+                note.title,
+                f"{note.kind} note by {note.actor or note.source}: {note.summary[:120]}",
+                note.status,
+                note.created_at,
+                note.source,
+            )
+        )
     waiting = (
         ImportItem.select(ImportItem, ImportBatch)
         .join(ImportBatch)

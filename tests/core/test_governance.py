@@ -369,3 +369,22 @@ def test_derivation_with_a_model_stops_at_the_budget_and_leaves_the_job_pending(
     assert Job.select().where(Job.status == "running").count() == 0  # the blocked job was given back
     set_policy(NS, read_policy_text("trust: []", "p.yaml"))
     assert run_pending(NS, provider=Metered()).blocked is None
+
+
+def test_a_note_an_agent_wrote_waits_in_the_review_queue(said):
+    from core.services.notes import approve_note, read_note, write_note
+
+    note = write_note(
+        NS,
+        title="Atlas deploy shortcut",
+        summary="Skip the canary on Fridays.",
+        keywords=["deploy", "canary"],
+        content="…",
+        source="agent",
+        actor="deployer",
+    )
+    queue = gov.review_queue(NS)
+    (item,) = [i for i in queue if i.kind == "note"]
+    assert item.id == f"note:{note.id}" and item.source == "agent" and "deployer" in item.detail
+    approve_note(note.id, actor="alice")
+    assert read_note(note.id).status == "active" and not [i for i in gov.review_queue(NS) if i.kind == "note"]

@@ -120,3 +120,31 @@ def test_the_first_captured_turn_creates_the_namespace_over_the_tools(store):
     assert tools.call_safe("search_raw", {"query": "anything"})["error"]["code"] == "not_found"
     assert tools.call("capture_turn", {"user": "Hello there.", "assistant": "Hi!"})["message_ids"]
     assert "error" not in tools.call_safe("search_raw", {"query": "hello"})
+
+
+def test_notes_are_a_channel_of_the_context_and_quarantined_ones_are_not(store):
+    from core.services.notes import write_note
+
+    configure_namespace(NS, block_turn_size=1)
+    Harness(NS, session="s0").after_turn("Hello.", "Hi.", receipt_id="s0:0")
+    kept = write_note(
+        NS,
+        title="Deploy runbook for Atlas",
+        summary="Blue-green deploy; roll back with the flag.",
+        keywords=["deploy", "atlas"],
+        content="Steps …",
+        source="user",
+    )
+    guess = write_note(
+        NS,
+        title="Atlas deploy shortcut",
+        summary="Skip the canary on Fridays.",
+        keywords=["deploy", "canary"],
+        content="…",
+        source="agent",
+    )
+    assert guess.status == "quarantined"
+    ctx = Harness(NS, session="s1").before_model_call([{"role": "user", "content": "How do we deploy Atlas?"}])
+    assert kept.id in ctx.note_ids and guess.id not in ctx.note_ids
+    assert "Blue-green deploy" in ctx.text and "Skip the canary" not in ctx.text
+    assert f"note:{kept.id}" in list_ledger(NS, kind="context")[0].selected

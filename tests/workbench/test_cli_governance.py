@@ -132,3 +132,23 @@ def test_the_ledger_lists_context_builds(db, capsys):
     auto_context("me", "aisle seat")
     (row,) = run(capsys, db, "ledger", "--namespace", "me", "--kind", "context")
     assert row["kind"] == "context" and row["budget"] == 900 and row["query"] == "aisle seat"
+
+
+def test_review_decides_a_note_in_the_queue(db, capsys):
+    from core.api import open_store
+    from core.services.notes import read_note, write_note
+
+    open_store(db)
+    note = write_note(
+        "me",
+        title="Atlas deploy shortcut",
+        summary="Skip the canary on Fridays.",
+        keywords=["deploy", "canary"],
+        content="…",
+        source="agent",
+    )
+    assert [i["id"] for i in run(capsys, db, "review", "list", "--namespace", "me")] == [f"note:{note.id}"]
+    run(capsys, db, "review", "reject", f"note:{note.id}", "--reason", "never skip the canary")
+    assert read_note(note.id).status == "withdrawn"
+    err = run(capsys, db, "review", "revoke", f"note:{note.id}", "--reason", "x", code=2)
+    assert "approved or rejected" in err

@@ -147,3 +147,25 @@ async def test_forget_asks_why_and_hides_the_records_event(make_app):
         await pilot.press("f")
         await answer(pilot, app, "not needed any more")
         assert Event.get_by_id(MemoryRecord.get_by_id(1).event_id).status == "forgotten"
+
+
+async def test_a_note_in_the_queue_is_approved_from_the_keyboard(make_app, wb_url):
+    from core.api import open_store
+    from core.services.notes import read_note, write_note
+
+    open_store(wb_url, recover=False)
+    note = write_note(
+        "demo",
+        title="Atlas deploy shortcut",
+        summary="Skip the canary on Fridays.",
+        keywords=["deploy", "canary"],
+        content="…",
+        source="agent",
+    )
+    async with review(make_app) as (app, pilot, screen):
+        screen.query_one("#r-kind", Select).value = "note"
+        await settle(pilot)
+        assert ids(screen) == [f"note:{note.id}"] and "Skip the canary" in card(screen)
+        await pilot.press("a")
+        await settle(pilot)
+        assert read_note(note.id).status == "active" and ids(screen) == []

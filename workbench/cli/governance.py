@@ -99,6 +99,8 @@ def _transition(args: argparse.Namespace) -> int:
     open_from_args(args)
     actor = args.actor or gov.default_actor()
     step = args.step
+    if str(args.id).startswith("note:"):
+        return _note_step(args, actor)
     if step == "approve":
         record = gov.approve_record(args.id, actor=actor, evidence=args.evidence or (), reason=args.reason)
     elif step == "verify":
@@ -115,6 +117,25 @@ def _transition(args: argparse.Namespace) -> int:
         print_json(record)
     else:
         console.print(f"record {record.id} is now {record.status}", markup=False)
+    return 0
+
+
+def _note_step(args: argparse.Namespace, actor: str) -> int:
+    """A note waiting in the review queue (``note:<id>``): approve lets it stand, reject withdraws it."""
+    from core.errors import InvalidInputError
+    from core.services.notes import approve_note, delete_note
+
+    note_id = str(args.id)[len("note:") :]
+    if args.step == "approve":
+        note = approve_note(note_id, actor=actor, reason=args.reason)
+    elif args.step == "reject":
+        note = delete_note(note_id, reason=args.reason, actor=actor)
+    else:
+        raise InvalidInputError(f"review {args.step} applies to records; a note is approved or rejected")
+    if args.json:
+        print_json(note)
+    else:
+        console.print(f"note {note.id[:12]} is now {note.status}", markup=False)
     return 0
 
 
@@ -258,7 +279,9 @@ def register(sub, common: argparse.ArgumentParser) -> None:
         ("restore", "undo a revoke (promoted again) or a reject (back to quarantine)", False),
     ):
         p = steps.add_parser(step, parents=[common], help=helptext)
-        p.add_argument("id", help="record id (12 or record:12)")
+        p.add_argument(
+            "id", help="record id (12 or record:12), or note:ID for a note waiting in the queue (approve, reject)"
+        )
         p.add_argument("--actor", help=f"who decides (default: ${ACTOR_ENV} or the login name)")
         p.add_argument("--reason", required=reason_required)
         if step in ("approve", "verify"):

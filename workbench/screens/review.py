@@ -18,6 +18,7 @@ from core.errors import StrataError
 from core.models import Event
 from core.services import governance as gov
 from core.services.governance import audit_trail, get_record, review_items
+from core.services.notes import approve_note, delete_note
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.prompt import PromptScreen
 from workbench.widgets.table import PagedTable
@@ -31,12 +32,23 @@ SHOWS = (
 KINDS = (
     ("every kind", "all"),
     ("records", "record"),
+    ("notes", "note"),
     ("key conflicts", "key_conflict"),
     ("past review date", "stale"),
     ("import items", "import_item"),
 )
+HINTS = {
+    "import_item": "Enter opens it in the Imports view.",
+    "note": "a approves it (it then stands, and search and context find it); x rejects it (withdrawn, asks why).",
+}
 SOURCES = (("every source", "all"), ("agent", "agent"), ("user", "user"), ("tool", "tool"), ("import", "import"))
-KIND_LABEL = {"record": "record", "key_conflict": "key conflict", "stale": "review due", "import_item": "import"}
+KIND_LABEL = {
+    "record": "record",
+    "note": "note",
+    "key_conflict": "key conflict",
+    "stale": "review due",
+    "import_item": "import",
+}
 
 
 def item_cells(item) -> tuple:
@@ -182,9 +194,7 @@ class ReviewScreen(StrataScreen):
                     "[b]$title[/b]\n$detail\n\n$hint",
                     title=item.title,
                     detail=item.detail,
-                    hint="Enter opens it in the Imports view."
-                    if item.kind == "import_item"
-                    else "Revoke one of the records to settle it (show: promoted).",
+                    hint=HINTS.get(item.kind, "Revoke one of the records to settle it (show: promoted)."),
                 )
             )
             return
@@ -306,7 +316,17 @@ class ReviewScreen(StrataScreen):
             PromptScreen(title, body, value=value, placeholder=placeholder, required=required), answered
         )
 
+    def _note(self) -> str | None:
+        item = self.current
+        return item.id[len("note:") :] if item is not None and item.kind == "note" else None
+
     def action_approve(self) -> None:
+        if (note_id := self._note()) is not None:
+            self._decide(
+                f"note {note_id[:12]} approved",
+                lambda: approve_note(note_id, actor=gov.default_actor(), namespace=self.namespace),
+            )
+            return
         rid = self._record()
         if rid is None:
             return
@@ -332,6 +352,16 @@ class ReviewScreen(StrataScreen):
         )
 
     def action_reject(self) -> None:
+        if (note_id := self._note()) is not None:
+            self._ask(
+                f"Reject note {note_id[:12]}",
+                "Why is it withdrawn? (it stays readable by id, with your reason)",
+                lambda reason: self._decide(
+                    f"note {note_id[:12]} withdrawn",
+                    lambda: delete_note(note_id, reason=reason, actor=gov.default_actor(), namespace=self.namespace),
+                ),
+            )
+            return
         rid = self._record()
         if rid is not None:
             self._ask(
