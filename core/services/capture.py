@@ -420,6 +420,86 @@ def block_messages(block_id: int) -> list[RawMessage]:
     return [raw_from_row(r, r.thread.name) for r in _BLOCK_MESSAGES.rows(block_id)]
 
 
+def append_evidence_block(
+    ns: Namespace,
+    thread: Thread,
+    *,
+    role: str,
+    speaker: str | None,
+    content: str,
+    external_id: str,
+    has_time: bool,
+    now: str,
+    title: str,
+    tags: list[str],
+    summary: str,
+    points: list[str],
+) -> tuple[Block, Message]:
+    """One message that is no conversation turn (an imported export, a promoted governed record)
+    stored as raw evidence: appended to ``thread`` as a ready block of its own, with the given shallow
+    views, indexed for search, so event cards can cite it. Runs inside the caller's write
+    transaction; the caller saves ``ns``."""
+    position = thread.message_count + 1
+    message = insert_one(
+        Message,
+        dict(
+            namespace=ns,
+            thread=thread,
+            position=position,
+            turn=position,
+            ns_turn=ns.current_turn,
+            role=role,
+            speaker=speaker,
+            content=content,
+            created_at=now,
+            created_ts=to_epoch(parse_timestamp(now)),
+            external_id=external_id,
+            has_time=has_time,
+        ),
+    )
+    layers = deterministic_layers([MessageIn(role=role, content=content)])
+    ns.block_count += 1
+    block = insert_one(
+        Block,
+        dict(
+            namespace=ns,
+            thread=thread,
+            sequence=ns.block_count,
+            start_turn=position,
+            end_turn=position,
+            message_count=1,
+            created_at=now,
+            status="ready",
+            l0_title=title,
+            l0_tags=tags,
+            l1_summary=summary,
+            l2_keypoints=points,
+            should_extract=False,
+            l3_text=layers[3],
+            l4_text=layers[4],
+            tokens_l3=estimate_tokens(layers[3]),
+            tokens_l4=estimate_tokens(layers[4]),
+            tokens_l5=estimate_tokens(layers[5]),
+            ready_position=1,
+            pointer_current_level=5,
+            pointer_anchor_level=5,
+            pointer_anchor_position=1,
+        ),
+    )
+    Message.update(block=block).where(Message.id == message.id).execute()
+    Thread.update(
+        message_count=position,
+        turn_count=position,
+        sealed_turns=position,
+        block_count=Thread.block_count + 1,
+        ready_count=Thread.ready_count + 1,
+        updated_at=now,
+    ).where(Thread.id == thread.id).execute()
+    index_messages(ns.id, [(message.id, thread.id, message_text(speaker, content, None))])
+    message.block_id = block.id
+    return block, message
+
+
 def close_thread(namespace: str, thread: str) -> tuple[int, ...]:
     """Seal a finished conversation's open tail as a (shorter) block; returns the new block id(s).
 

@@ -23,9 +23,7 @@ from datetime import date
 from typing import Any, Iterable, Sequence
 
 from core.db import chunks, insert_one, is_row_id, write_transaction
-from core.dto import MessageIn
 from core.errors import InvalidInputError, NotFoundError
-from core.layers import deterministic_layers
 from core.models import (
     LIVE,
     AuditEntry,
@@ -40,13 +38,12 @@ from core.models import (
     Note,
     Thread,
 )
-from core.search.index import index_messages, message_text
+from core.services.capture import append_evidence_block
 from core.services.events import forget_event, queue_graph_projection, restore_event, write_event
 from core.services.graph_endings import reconsider
 from core.services.policy import get_policy
 from core.services.spaces import bump_revision, get_namespace, get_or_create_namespace
-from core.timeutil import now_iso, parse_timestamp, to_epoch
-from core.tokens import estimate_tokens
+from core.timeutil import now_iso
 from core.vocab import EVIDENCE_GRADES, PRIVACY_LEVELS, RECORD_SOURCES, SCOPES
 
 MAX_TEXT = 4000
@@ -633,66 +630,22 @@ def _write_message(ns: Namespace, record: MemoryRecord, now: str) -> Message:
     thread = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == THREAD))
     if thread is None:
         thread = insert_one(Thread, dict(namespace=ns, name=THREAD, created_at=now, updated_at=now))
-    position = thread.message_count + 1
     speaker = f"{record.source}:{record.actor}" if record.actor and record.actor != record.source else record.source
-    message = insert_one(
-        Message,
-        dict(
-            namespace=ns,
-            thread=thread,
-            position=position,
-            turn=position,
-            ns_turn=ns.current_turn,
-            role="tool",
-            speaker=speaker[:255],
-            content=record.text,
-            created_at=now,
-            created_ts=to_epoch(parse_timestamp(now)),
-            external_id=f"record:{record.id}",
-            has_time=False,
-        ),
+    _, message = append_evidence_block(
+        ns,
+        thread,
+        role="tool",
+        speaker=speaker[:255],
+        content=record.text,
+        external_id=f"record:{record.id}",
+        has_time=False,
+        now=now,
+        title=record.title[:120],
+        tags=[GOVERNED_TAG],
+        summary=record.text[:600],
+        points=[record.text[:300]],
     )
-    layers = deterministic_layers([MessageIn(role="tool", content=record.text)])
-    ns.block_count += 1
     ns.save()
-    block = insert_one(
-        Block,
-        dict(
-            namespace=ns,
-            thread=thread,
-            sequence=ns.block_count,
-            start_turn=position,
-            end_turn=position,
-            message_count=1,
-            created_at=now,
-            status="ready",
-            l0_title=record.title[:120],
-            l0_tags=[GOVERNED_TAG],
-            l1_summary=record.text[:600],
-            l2_keypoints=[record.text[:300]],
-            should_extract=False,
-            l3_text=layers[3],
-            l4_text=layers[4],
-            tokens_l3=estimate_tokens(layers[3]),
-            tokens_l4=estimate_tokens(layers[4]),
-            tokens_l5=estimate_tokens(layers[5]),
-            ready_position=1,
-            pointer_current_level=5,
-            pointer_anchor_level=5,
-            pointer_anchor_position=1,
-        ),
-    )
-    Message.update(block=block).where(Message.id == message.id).execute()
-    Thread.update(
-        message_count=position,
-        turn_count=position,
-        sealed_turns=position,
-        block_count=Thread.block_count + 1,
-        ready_count=Thread.ready_count + 1,
-        updated_at=now,
-    ).where(Thread.id == thread.id).execute()
-    index_messages(ns.id, [(message.id, thread.id, message_text(speaker, record.text, None))])
-    message.block_id = block.id
     return message
 
 

@@ -14,9 +14,7 @@ from typing import Any, Mapping, Sequence
 from peewee import fn
 
 from core.db import chunks, is_row_id, write_transaction
-from core.dto import MessageIn
 from core.errors import InvalidInputError, StorageConflictError
-from core.layers import deterministic_layers
 from core.models import (
     Block,
     Event,
@@ -34,8 +32,9 @@ from core.models import (
 from core.providers import Provider
 from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
-from core.search.index import index_events, index_messages, message_text
+from core.search.index import index_events
 from core.services import jobs as jobsvc
+from core.services.capture import append_evidence_block
 from core.services.events import LIVE, write_event
 from core.services.graph_apply import apply_projection
 from core.services.graph_job import propose_projection
@@ -60,8 +59,7 @@ from core.services.jobs import create_job
 from core.services.spaces import bump_revision, get_or_create_namespace
 from core.text import clip
 from core.timeparse import has_dated_mention
-from core.timeutil import now_iso, parse_timestamp, to_epoch
-from core.tokens import estimate_tokens
+from core.timeutil import now_iso, parse_timestamp
 
 IMPORT_TAG = "external-memory-import"
 IMPORT_GRAPH_PRIORITY = 2000
@@ -193,61 +191,21 @@ def _create_source_block(
     ns: Namespace, batch: ImportBatch, views: dict[str, Any], now: str, has_time: bool
 ) -> tuple[Block, Message]:
     """The synthetic source block: one message holding the whole imported text (L5)."""
-    stamp = parse_timestamp(now)
-    thread = Thread.create(
-        namespace=ns,
-        name=f"external-import:{batch.id}",
-        message_count=1,
-        turn_count=1,
-        sealed_turns=1,
-        block_count=1,
-        ready_count=1,
-        created_at=now,
-        updated_at=now,
-    )
-    message = Message.create(
-        namespace=ns,
-        thread=thread,
-        position=1,
-        turn=1,
-        ns_turn=ns.current_turn,
+    thread = Thread.create(namespace=ns, name=f"external-import:{batch.id}", created_at=now, updated_at=now)
+    return append_evidence_block(
+        ns,
+        thread,
         role="user",
         speaker=None,
         content=batch.text,
-        created_at=now,
-        created_ts=to_epoch(stamp),
         external_id=f"import:{batch.id}",
         has_time=has_time,
+        now=now,
+        title=views["title"],
+        tags=[IMPORT_TAG],
+        summary=views["summary"],
+        points=views["points"],
     )
-    layers = deterministic_layers([MessageIn(role="user", content=batch.text)])
-    ns.block_count += 1
-    block = Block.create(
-        namespace=ns,
-        thread=thread,
-        sequence=ns.block_count,
-        start_turn=1,
-        end_turn=1,
-        message_count=1,
-        created_at=now,
-        status="ready",
-        l0_title=views["title"],
-        l0_tags=[IMPORT_TAG],
-        l1_summary=views["summary"],
-        l2_keypoints=views["points"],
-        should_extract=False,
-        l3_text=layers[3],
-        l4_text=layers[4],
-        tokens_l3=estimate_tokens(layers[3]),
-        tokens_l4=estimate_tokens(layers[4]),
-        tokens_l5=estimate_tokens(layers[5]),
-        ready_position=1,
-        pointer_current_level=5,
-        pointer_anchor_level=5,
-        pointer_anchor_position=1,
-    )
-    Message.update(block=block).where(Message.id == message.id).execute()
-    index_messages(ns.id, [(message.id, thread.id, message_text(None, batch.text, None))])
-    return block, message
 
 
 class _Stale(Exception):
