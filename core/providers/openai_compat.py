@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 from core.errors import InvalidInputError
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
+from core.providers.import_decision import render_decision_prompt
 from core.providers.jsonrecover import extract_json_object
 from core.providers.schemas import (
     DECIDE_INSTRUCTIONS,
@@ -135,7 +136,6 @@ GRAPH_TASK = _Task(
 
 
 def _render_decision(payload: Any) -> str:
-    from core.providers.import_decision import render_decision_prompt
 
     return render_decision_prompt(payload)
 
