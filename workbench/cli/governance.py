@@ -37,6 +37,8 @@ def _print_record(record, *, json_out: bool) -> None:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
+    # start-up time, here and below: `strata --help` builds this parser, so the services load when a
+    # command runs
 
     open_from_args(args, create=True)
     done = remember(

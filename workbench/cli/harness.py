@@ -10,7 +10,7 @@ from workbench.cli.output import console, cut, open_from_args, print_json, table
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    # Services load per command, so `strata --help` stays quick.
+    # start-up time, here and below: `strata --help` builds this parser, so the services load when it runs
     from core.services.context import auto_context
     from core.services.ledger import list_ledger
 

@@ -15,6 +15,8 @@ from workbench.cli.output import console, cut, open_from_args, print_json, table
 
 def _content(args: argparse.Namespace, *, required: bool) -> str | None:
     """--content, or the text of --content-file (``-`` reads standard input)."""
+    # start-up time, here and below: `strata --help` builds this parser, so the notes service loads when a
+    # note command runs
     from core.errors import InvalidInputError
 
     if args.content_file is None:
