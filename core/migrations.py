@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -320,6 +320,13 @@ def _v24_notes(database: Database) -> None:
     database.create_tables(V24_MODELS, safe=True)
 
 
+def _v25_note_aliases(database: Database) -> None:
+    """Version 25: the old ids of notes imported from a gitmemo repository (``notealias``)."""
+    from core.models import V25_MODELS
+
+    database.create_tables(V25_MODELS, safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -347,6 +354,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {
     22: _v22_import_model_accounting,
     23: _v23_governed_records,
     24: _v24_notes,
+    25: _v25_note_aliases,
 }
 
 

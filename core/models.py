@@ -765,6 +765,21 @@ class Note(BaseModel):
         )
 
 
+class NoteAlias(BaseModel):
+    """Another id a note answers to: the hash of the gitmemo commit that wrote the version, kept when a
+    ``.mem`` repository is imported (core.services.gitmemo), so that reading by the old hash, or by a
+    prefix of it, and ``[[old hash]]`` links still find the note."""
+
+    namespace = ForeignKeyField(Namespace, backref="note_aliases", on_delete="CASCADE")
+    note = ForeignKeyField(Note, backref="aliases", on_delete="CASCADE")
+    alias = CharField(max_length=64)
+    origin = CharField(max_length=16)  # gitmemo
+    created_at = CharField()
+
+    class Meta:
+        indexes = ((("namespace", "alias"), True),)
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event,
@@ -810,6 +825,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     AuditEntry,
     LedgerEntry,
     Note,
+    NoteAlias,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -826,3 +842,6 @@ V23_MODELS: list[type[BaseModel]] = [MemoryRecord, AuditEntry, LedgerEntry]
 
 # Tables added by schema version 24 (task-outcome notes and topic pages).
 V24_MODELS: list[type[BaseModel]] = [Note]
+
+# Tables added by schema version 25 (the old ids of notes imported from gitmemo).
+V25_MODELS: list[type[BaseModel]] = [NoteAlias]

@@ -38,7 +38,7 @@ from peewee import fn
 
 from core.db import any_of, insert_one, read_snapshot, write_transaction
 from core.errors import InvalidInputError, NotFoundError
-from core.models import AuditEntry, Namespace, Note
+from core.models import AuditEntry, Namespace, Note, NoteAlias
 from core.services.policy import get_policy
 from core.services.spaces import get_namespace, get_or_create_namespace
 from core.text import normalize
@@ -77,6 +77,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # one would forge its own keywords or lineage when written out as text and read back in.
 _MARKER = re.compile(r"^[ \t]*(?:gitmemo|strata)-[a-z0-9][a-z0-9-]*[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _ID = re.compile(r"[0-9a-f]{7,40}")
+_ALIAS = re.compile(r"[0-9a-f]{7,64}")  # an imported note's old id (a gitmemo commit hash)
 _LINK = re.compile(r"\[\[([0-9a-fA-F]{7,64})\]\]")
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -343,17 +344,39 @@ def _fields(
     commit: Any,
     related_branches: Any,
     related_paths: Any,
+    min_keywords: int = MIN_KEYWORDS,
 ) -> _Fields:
     return _Fields(
         kind=_choice(kind, "kind", NOTE_KINDS),
         title=_text(title, "title", MAX_TITLE, one_line=True),  # type: ignore[arg-type]
         summary=_text(summary, "summary", MAX_SUMMARY),  # type: ignore[arg-type]
-        keywords=normalize_keywords(keywords, low=MIN_KEYWORDS, high=MAX_KEYWORDS),
+        keywords=normalize_keywords(keywords, low=min_keywords, high=MAX_KEYWORDS),
         content=_content(content),
         branch=_branch(branch, "branch"),
         commit=_commit(commit),
         related_branches=_branches(related_branches),
         related_paths=_paths(related_paths),
+    )
+
+
+def imported_note_values(*, min_keywords: int = MIN_KEYWORDS, **given: Any) -> dict[str, Any]:
+    """The checked content columns of a note read from another store (title, summary, keywords,
+    content, kind, code context), with its search text and digest, under the rules of ``write_note``
+    but for the least number of keywords (gitmemo's legacy entries may have none). The caller sets
+    the status, lineage, source, actor and times."""
+    fields = _fields(min_keywords=min_keywords, **given)
+    return dict(
+        kind=fields.kind,
+        title=fields.title,
+        summary=fields.summary,
+        keywords=fields.keywords,
+        search_text=_search_text(fields.title, fields.summary, fields.keywords),
+        content=fields.content,
+        code_branch=fields.branch,
+        code_commit=fields.commit,
+        related_branches=fields.related_branches,
+        related_paths=fields.related_paths,
+        digest=fields.digest,
     )
 
 
@@ -424,18 +447,35 @@ def _find(id_or_prefix: Any, namespace_id: int | None = None, field: str = "id")
     key = id_or_prefix.strip().lower()
     if key.startswith("note:"):
         key = key[len("note:") :]
-    if not _ID.fullmatch(key):
+    if not _ALIAS.fullmatch(key):
         raise InvalidInputError(f"{field} must be a note id (7 to 40 hex characters), got {id_or_prefix!r}")
-    query = Note.select().where(Note.note_id.startswith(key))
-    if namespace_id is not None:
-        query = query.where(Note.namespace == namespace_id)
-    rows = list(query.order_by(Note.note_id).limit(6))
+    rows: list[Note] = []
+    if _ID.fullmatch(key):
+        query = Note.select().where(Note.note_id.startswith(key))
+        if namespace_id is not None:
+            query = query.where(Note.namespace == namespace_id)
+        rows = list(query.order_by(Note.note_id).limit(6))
+    if not rows:
+        rows = _aliased(key, namespace_id, 6)  # an imported note read by its old id
+    if not rows and not _ID.fullmatch(key):
+        raise InvalidInputError(
+            f"{field} must be a note id (7 to 40 hex characters) or the old id of an imported note, got "
+            f"{id_or_prefix!r}"
+        )
     if not rows:
         raise NotFoundError(f"no note {key} (see `strata note list`)")
     if len(rows) > 1:
         shown = ", ".join(r.note_id[:12] for r in rows[:5])
         raise InvalidInputError(f"{field} {key} is ambiguous: it starts {shown}{' …' if len(rows) > 5 else ''}")
     return rows[0]
+
+
+def _aliased(key: str, namespace_id: int | None, limit: int) -> list[Note]:
+    """The notes whose old id (NoteAlias) is, or starts with, ``key``."""
+    query = Note.select().join(NoteAlias, on=(NoteAlias.note == Note.id)).where(NoteAlias.alias.startswith(key))
+    if namespace_id is not None:
+        query = query.where(NoteAlias.namespace == namespace_id)
+    return list({r.id: r for r in query.order_by(NoteAlias.alias).limit(limit)}.values())
 
 
 def _current(row: Note) -> Note:
@@ -746,9 +786,11 @@ def _linked(link: str, state: str, row: Note, error: str | None = None) -> NoteL
 
 
 def _resolve_link(namespace_id: int, link: str) -> NoteLink:
-    if len(link) > 40:
-        return NoteLink(link, "dangling", None, error=f"no note {link}: note ids are at most 40 characters")
-    rows = list(Note.select().where((Note.namespace == namespace_id) & Note.note_id.startswith(link)).limit(2))
+    rows = []
+    if len(link) <= 40:
+        rows = list(Note.select().where((Note.namespace == namespace_id) & Note.note_id.startswith(link)).limit(2))
+    if not rows:
+        rows = _aliased(link, namespace_id, 2)  # an imported note linked by its old id
     if not rows:
         return NoteLink(link, "dangling", None, error=f"no note {link} in this namespace")
     if len(rows) > 1:

@@ -412,9 +412,10 @@ def test_approving_a_replacement_of_a_version_that_no_longer_stands_is_refused(s
 def test_a_version_23_store_gains_the_note_table(db_url, store):
     from core.api import open_store
 
+    db.execute_sql('DROP TABLE "notealias"')  # schema 25 refers to the note table
     db.execute_sql('DROP TABLE "note"')
     SchemaVersion.delete().execute()
     SchemaVersion.create(version=23, applied_at="2026-12-01T00:00:00+00:00")
     db.close()
-    assert open_store(db_url).schema_version == SCHEMA_VERSION == 24
+    assert open_store(db_url).schema_version == SCHEMA_VERSION >= 24
     assert note().status == "active"
