@@ -1,7 +1,8 @@
 """Canonical export of a namespace: everything it remembers, in a stable order.
 
 The export covers memory content — threads, messages, blocks, events (with sources, links
-and weights), the knowledge graph (nodes, facts, edges and what they cite) and receipts —
+and weights), the knowledge graph (nodes, facts, edges and what they cite), receipts and notes
+(every version, with the old ids an imported note answers to) —
 and leaves out bookkeeping that changes without the memory changing: the namespace
 revision and block counter, jobs, retrieval batches and traces, the search index, when an
 event was last retrieved, and the import audit (which keeps undone batches on purpose).
@@ -35,6 +36,8 @@ from core.models import (
     GraphSource,
     IngestionReceipt,
     Message,
+    Note,
+    NoteAlias,
     Thread,
     UsageReceipt,
 )
@@ -304,6 +307,33 @@ def _sections(ns) -> dict[str, Any]:
                 "created_at": r.created_at,
             }
 
+    def notes(query) -> Iterator[dict[str, Any]]:
+        for page in _pages(query, Note.id):
+            aliases = _grouped(NoteAlias, NoteAlias.note, [n.id for n in page], (NoteAlias.alias,))
+            for n in page:
+                yield {
+                    "id": n.note_id,
+                    "kind": n.kind,
+                    "title": n.title,
+                    "summary": n.summary,
+                    "keywords": n.keywords,
+                    "content": n.content,
+                    "code_branch": n.code_branch,
+                    "code_commit": n.code_commit,
+                    "related_branches": n.related_branches,
+                    "related_paths": n.related_paths,
+                    "status": n.status,
+                    "supersedes": n.supersedes,
+                    "superseded_by": n.superseded_by,
+                    "reason": n.reason,
+                    "digest": n.digest,
+                    "source": n.source,
+                    "actor": n.actor,
+                    "created_at": n.created_at,
+                    "updated_at": n.updated_at,
+                    "aliases": [a.alias for a in aliases.get(n.id, [])],
+                }
+
     return {
         "export_version": EXPORT_VERSION,
         "namespace": {
@@ -342,6 +372,7 @@ def _sections(ns) -> dict[str, Any]:
             "usage": Rows(UsageReceipt.select().where(UsageReceipt.namespace == ns), usage),
             "ingestion": Rows(IngestionReceipt.select().where(IngestionReceipt.namespace == ns), ingestion),
         },
+        "notes": Rows(Note.select().where(Note.namespace == ns), notes),
     }
 
 
@@ -443,6 +474,14 @@ def write_markdown(data: dict[str, Any], out: TextIO) -> None:
         lines(f"- use {r['receipt_id']}: events {r['event_ids']} ({r['created_at']})")
     for r in data["receipts"]["ingestion"]:
         lines(f"- ingestion {r['receipt_id']} ({r['created_at']})")
+    lines("", "## Notes", "")
+    for n in data["notes"]:
+        lines(
+            f"- [{n['id']}] **{_md_text(n['title'])}** ({n['kind']}, {n['status']}, {n['created_at']}): "
+            f"{_md_text(n['summary'])} — keywords {', '.join(n['keywords'] or [])}"
+            + (f" — replaced by {n['superseded_by']}" if n["superseded_by"] else "")
+            + (f" — withdrawn: {_md_text(n['reason'])}" if n["status"] == "withdrawn" else "")
+        )
 
 
 PROGRESS_EVERY = 5000  # records written between two progress calls

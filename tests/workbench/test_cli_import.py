@@ -225,7 +225,8 @@ def test_prompt_export_formats_and_namespace_choice(url, capsys):
     first = run(capsys, "export", "--db", url).out  # the only namespace
     assert first == run(capsys, "export", "--db", url, "--namespace", "ns").out
     data = json.loads(first)
-    assert set(data) == {"export_version", "namespace", "threads", "messages", "blocks", "events", "graph", "receipts"}
+    sections = {"export_version", "namespace", "threads", "messages", "blocks", "events", "graph", "receipts", "notes"}
+    assert set(data) == sections
     assert data["events"] and all("weight" in e for e in data["events"])
     markdown = run(capsys, "export", "--db", url, "--format", "markdown").out
     assert markdown.startswith("# Strata export: ns") and "## Events" in markdown
