@@ -53,6 +53,7 @@ SLOW: dict[str, str | set[str]] = {
         "test_demo_rebuilds_an_earlier_demo",
         "test_demo_never_builds_over_strata_db",
     },
+    "core/test_gitmemo.py": {"test_export_round_trips_through_the_importer"},  # two exports and three imports
     "core/test_mcp_server.py": {
         "test_real_mcp_client_session_over_stdio",
         "test_a_server_on_a_new_namespace_works_once_a_turn_is_captured",

@@ -133,6 +133,7 @@ class UndoResult:
     restored_event_ids: tuple[int, ...]
     graph_removed: int
     graph_restored: int
+    removed_note_ids: tuple[str, ...] = ()  # a gitmemo batch: the notes it had written
 
 
 # ----------------------------------------------------------------------------- reading

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from core.db import is_row_id, write_transaction
 from core.errors import InvalidInputError, NotFoundError
+from core.imports.gitmemo import FORMAT as GITMEMO
 from core.models import ImportBatch, ImportItem, Namespace
 from core.services.events import live_event_ids
 from core.services.import_batches import (
@@ -107,6 +108,10 @@ def reset_choice(batch_id: int | str, position: int | None = None) -> ImportPrev
 
 
 def _check_choosable(batch: ImportBatch) -> None:
+    if batch.format == GITMEMO:
+        raise InvalidInputError(
+            f"import batch {batch.id} is a gitmemo repository: its history is imported whole, without choices"
+        )
     if batch.status in ("committed", "undone"):
         raise InvalidInputError(f"import batch {batch.id} is {batch.status}; its choices cannot change")
 

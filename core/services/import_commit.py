@@ -32,12 +32,14 @@ from core.models import (
 from core.providers import Provider
 from core.providers import usage as usage_acct
 from core.providers.base import UNNAMED_USER, ProviderOutputError
+from core.imports.gitmemo import FORMAT as GITMEMO
 from core.search.index import index_events
 from core.services import jobs as jobsvc
 from core.services.capture import append_evidence_block
 from core.services.events import LIVE, write_event
 from core.services.graph_apply import apply_projection
 from core.services.graph_job import propose_projection
+from core.services.gitmemo import commit_gitmemo
 from core.services.graph_names import entity_key
 from core.services.import_batches import (
     ACTIONS,
@@ -244,6 +246,10 @@ def commit_batch(
     and StalePreviewError carries it.
     """
     batch = load_batch(batch_id)
+    if batch.format == GITMEMO:
+        if choices:
+            raise InvalidInputError(f"import batch {batch.id} is a gitmemo repository, imported whole without choices")
+        return commit_gitmemo(batch.id)
     _check_committable(batch)
     for position, choice in (choices or {}).items():
         action, targets = (choice, None) if isinstance(choice, str) else (choice[0], list(choice[1] or []))

@@ -27,6 +27,7 @@ from core.imports.formats import (
     parse_v2_object,
     read_import_file,
 )
+from core.imports.gitmemo import FORMAT as GITMEMO
 from core.jsoninput import check_surrogates
 from core.models import Event, ImportBatch, ImportItem, Message, Namespace, Thread
 from core.providers import Provider, get_provider
@@ -622,6 +623,8 @@ def preview_batch(
     batch = load_batch(batch_id)
     if batch.status in ("committed", "undone"):
         raise InvalidInputError(f"import batch {batch.id} is {batch.status}; its preview cannot change")
+    if batch.format == GITMEMO:
+        raise InvalidInputError(f"import batch {batch.id} is a gitmemo repository, read whole when it was previewed")
     prov = _provider(provider, (batch.provider or "").split(":")[0] or None)
     prov_name = _provider_name(prov)
     meta = batch.meta or {}

@@ -24,8 +24,10 @@ from core.models import (
     Thread,
     UsageReceipt,
 )
+from core.imports.gitmemo import FORMAT as GITMEMO
 from core.search.index import unindex_events, unindex_messages
 from core.services.events import LIVE
+from core.services.gitmemo import undo_gitmemo
 from core.services.graph_endings import affected_by, forget_endings_by_events, forget_endings_of, settle
 from core.services.import_batches import (
     EVENT_IMAGE,
@@ -154,6 +156,8 @@ def undo_batch(batch_id: int | str) -> UndoResult:
     ids leave every use receipt (a receipt left empty is deleted); its source block, thread
     and message go. Later unrelated writes are untouched. Undoing twice is an error.
     """
+    if load_batch(batch_id).format == GITMEMO:
+        return undo_gitmemo(batch_id)
     with write_transaction():
         batch = load_batch(batch_id)
         if batch.status == "undone":

@@ -23,6 +23,7 @@ from core.services.export import EXPORT_FORMATS
 from core.services.import_batches import DEFAULT_THRESHOLD, DEFAULT_TOP_K, STATUSES, get_batch, list_batches
 from core.services.spaces import DEFAULT_NAMESPACE, get_namespace, list_namespaces
 from core.vocab import IMPORT_ACTIONS
+from workbench.cli import gitmemo
 from workbench.cli.argtypes import ROW_ID, float_in, integer, namespace_name
 from workbench.cli.output import (
     check_output,
@@ -257,6 +258,8 @@ def cmd_commit(args: argparse.Namespace) -> int:
         raise
     if args.json:
         print_json(preview)
+    elif preview.batch.format == "gitmemo":
+        console.print(gitmemo.commit_line(preview), markup=False, highlight=False)
     else:
         batch = preview.batch
         console.print(
@@ -306,6 +309,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     open_from_args(args)
     preview = get_batch(args.batch)
+    if preview.batch.format == "gitmemo" and not args.json:
+        gitmemo.print_batch(preview)
+        return 0
     _show(preview, args)
     if not args.json:
         _print_matches(preview)
@@ -337,6 +343,8 @@ def cmd_undo(args: argparse.Namespace) -> int:
     result = undo_batch(args.batch)
     if args.json:
         print_json(result)
+    elif result.batch.format == "gitmemo":
+        console.print(gitmemo.undo_line(result), markup=False, highlight=False)
     else:
         console.print(
             f"undid import batch {result.batch.id}: removed {len(result.removed_event_ids)} events, restored "
@@ -359,7 +367,10 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-
+    if args.format == "gitmemo":
+        return gitmemo.cmd_export(args, _namespace)
+    if args.directory is not None:
+        raise InvalidInputError(f"DIR is for --format gitmemo; write a {args.format} export with --out FILE")
     check_output(args.out, "--out")
     open_from_args(args)
     namespace = _namespace(args)
@@ -465,6 +476,8 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p = steps.add_parser("prompt", parents=[common], help="print a prompt that asks another assistant for a v2 export")
     p.set_defaults(handler=cmd_prompt)
 
+    gitmemo.register(steps, common)
+
     p = sub.add_parser(
         "export",
         parents=[common_no_json],
@@ -476,7 +489,13 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
         default=argparse.SUPPRESS,
         help="namespace to export (default: the only one)",
     )
-    p.add_argument("--format", default="json", choices=EXPORT_FORMATS)
+    p.add_argument(
+        "--format",
+        default="json",
+        choices=(*EXPORT_FORMATS, "gitmemo"),
+        help="json, markdown, or gitmemo (the notes as a gitmemo .mem repository written to DIR)",
+    )
+    p.add_argument("directory", nargs="?", default=None, metavar="DIR", help="with --format gitmemo: a new directory")
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument(
         "--redact",
