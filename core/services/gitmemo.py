@@ -714,7 +714,8 @@ def commit_gitmemo(batch_id: int | str) -> ImportPreview:
 
 
 def undo_gitmemo(batch_id: int | str) -> UndoResult:
-    """Delete exactly the notes, aliases and audit rows a committed gitmemo batch wrote. Refused, with
+    """Delete exactly the notes and aliases a committed gitmemo batch wrote (the audit trail keeps its
+    rows and records each removal). Refused, with
     nothing changed, when one of its notes changed since (replaced, withdrawn, approved): undoing
     would lose that change."""
     with write_transaction():
@@ -752,11 +753,27 @@ def undo_gitmemo(batch_id: int | str) -> UndoResult:
                     f"note {later.note_id} replaces {later.supersedes} of import batch {batch.id}; delete it first: "
                     "nothing was undone"
                 )
-        for table, model in (("auditentry", AuditEntry), ("notealias", NoteAlias), ("note", Note)):
+        for table, model in (("notealias", NoteAlias), ("note", Note)):
             wanted = [c.record_id for c in changes if c.table == table]
             for start in range(0, len(wanted), 500):
                 model.delete().where(model.id.in_(wanted[start : start + 500])).execute()
         now = now_iso()
+        # The audit trail only grows: the rows the import added stay, and each note's removal is one more.
+        for record_id, row in sorted(rows.items()):
+            insert_one(
+                AuditEntry,
+                dict(
+                    namespace=row.namespace_id,
+                    subject="note",
+                    subject_id=record_id,
+                    action="import_undone",
+                    from_status=row.status,
+                    to_status=None,
+                    actor=IMPORT_ACTOR,
+                    reason=f"import batch {batch.id} undone",
+                    at=now,
+                ),
+            )
         ImportBatch.update(status="undone", undone_at=now, updated_at=now).where(ImportBatch.id == batch.id).execute()
         row = batch_row(load_batch(batch.id))
     return UndoResult(
