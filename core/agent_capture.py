@@ -59,6 +59,7 @@ class CaptureTools:
             recent_turns=args.get("recent_turns") or (),
             exclude_thread=self.thread,
             token_budget=args.get("budget", 900),
+            session=self.session,
         )
         (row,) = [r for r in list_ledger(self.namespace, kind="context", limit=1) if r.id == ctx.ledger_id] or [None]
         excluded = [e for e in (row.excluded if row else ()) if e.get("reason") in SHOWN_EXCLUSIONS]

@@ -456,6 +456,7 @@ class MemoryTools(CaptureTools, NoteTools):
             temporal_intent=args.get("temporal_intent"),
             track=False,
             for_agent=True,
+            session=self.session,
             excluded=excluded,
         )
         specs = gate.refs_for_events(hits)
@@ -503,6 +504,7 @@ class MemoryTools(CaptureTools, NoteTools):
                 limit,
                 thread=self.thread if scope == "session" else None,
                 for_agent=True,
+                session=self.session,
                 excluded=excluded,
             )
         specs = gate.refs_for_raw(hits)
@@ -603,7 +605,7 @@ class MemoryTools(CaptureTools, NoteTools):
             raise NotFoundError(
                 f"event {event_id} does not exist in namespace {self.namespace!r} (or it was forgotten)"
             )
-        hidden = withheld(event_ids=[event_id], for_agent=True)
+        hidden = withheld(event_ids=[event_id], for_agent=True, session=self.session)
         if hidden:
             raise NotFoundError(f"event {event_id} is withheld from agents ({hidden[('event', event_id)]})")
         specs = gate.refs_for_events([card])

@@ -84,6 +84,7 @@ class Harness:
             recent_turns=recent,
             exclude_thread=self.thread,
             token_budget=self.token_budget,
+            session=self.session,
         )
 
     def after_turn(

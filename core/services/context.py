@@ -205,6 +205,7 @@ def auto_context(
     max_nodes: int = 4,
     max_notes: int = 2,
     token_budget: int = 900,
+    session: str | None = None,
 ) -> AutoContext:
     """Automatic memory context for the next model call (§12.3); writes a ``context`` trace."""
     for name, value in (("max_events", max_events), ("max_nodes", max_nodes), ("token_budget", token_budget)):
@@ -223,7 +224,11 @@ def auto_context(
         row = Thread.get_or_none((Thread.namespace == ns) & (Thread.name == validate_name(exclude_thread, "thread")))
         excluded_thread_id = row.id if row is not None else None
 
-    hits = search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True) if has_terms else []
+    hits = (
+        search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True, session=session)
+        if has_terms
+        else []
+    )
     hit_order = [h.event.id for h in hits]
     special = list(
         Event.select(Event.id)
@@ -239,7 +244,9 @@ def auto_context(
     }
     # Pinned and safety events join without a search: what governance withholds is checked here too.
     hidden = {
-        i: code for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True).items() if kind == "event"
+        i: code
+        for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True, session=session).items()
+        if kind == "event"
     }
     live = [
         i

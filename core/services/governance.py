@@ -703,12 +703,18 @@ def _event(event_id: Any) -> Event:
 
 
 def withheld(
-    *, message_ids: Iterable[int] = (), event_ids: Iterable[int] = (), for_agent: bool = False, today: str | None = None
+    *,
+    message_ids: Iterable[int] = (),
+    event_ids: Iterable[int] = (),
+    for_agent: bool = False,
+    session: str | None = None,
+    today: str | None = None,
 ) -> dict[tuple[str, int], str]:
     """Why each of these messages/events (those a governed record wrote) must not be handed out,
     as ``{("message"|"event", id): reason code}``; what is absent may be shown. An agent is never
-    handed a secret record; nobody is handed one that is not promoted, expired, past its review
-    date, or one of two promoted records sharing a canonical key."""
+    handed a secret record, nor a session-scoped one another session wrote (``session`` is the
+    reading agent's); nobody is handed one that is not promoted, expired, past its review date, or
+    one of two promoted records sharing a canonical key."""
     mids, eids = sorted(set(message_ids)), sorted(set(event_ids))
     if not mids and not eids:
         return {}
@@ -724,7 +730,7 @@ def withheld(
     clashing = _clashing_keys(keys)
     out: dict[tuple[str, int], str] = {}
     for r in {r.id: r for r in rows}.values():
-        code = _reason_code(r, for_agent, day, clashing)
+        code = _reason_code(r, for_agent, session, day, clashing)
         if code is None:
             continue
         if r.message_id is not None:
@@ -734,11 +740,16 @@ def withheld(
     return out
 
 
-def _reason_code(r: MemoryRecord, for_agent: bool, day: str, clashing: set[tuple[int, str]]) -> str | None:
+def _reason_code(
+    r: MemoryRecord, for_agent: bool, session: str | None, day: str, clashing: set[tuple[int, str]]
+) -> str | None:
+    # The first check that fails is the reason, in the order the governance design lists them.
     if r.status in ("revoked", "superseded"):
         return r.status
     if r.status != "promoted":
         return "not_promoted"
+    if for_agent and r.scope == "session" and (session is None or r.actor != session):
+        return "out_of_scope"
     if for_agent and r.privacy == "secret":
         return "privacy_denied"
     if r.expires_at and r.expires_at <= day:

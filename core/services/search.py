@@ -100,6 +100,7 @@ def search_raw(
     *,
     thread: str | None = None,
     for_agent: bool = False,
+    session: str | None = None,
     excluded: list[dict[str, str]] | None = None,
 ) -> list[RawHit]:
     """Raw messages ranked by BM25 — sealed blocks and the open tail alike.
@@ -113,7 +114,7 @@ def search_raw(
     if not terms:
         return []
     best = bm25_top("message", ns.id, terms, limit, thread_id=_thread_id(ns, thread), ties="desc")
-    hidden = withheld(message_ids=[i for i, _ in best], for_agent=for_agent)
+    hidden = withheld(message_ids=[i for i, _ in best], for_agent=for_agent, session=session)
     best = [(i, score) for i, score in best if ("message", i) not in hidden]
     _note_excluded(excluded, hidden)
     if not best:
@@ -127,7 +128,9 @@ def search_raw(
     around: dict[int, list[tuple]] = {}
     for row in db.execute_sql(f"{_RAW_SELECT} WHERE {clauses} ORDER BY m.position", params).fetchall():
         around.setdefault(row[-1], []).append(row)
-    hidden_near = withheld(message_ids=[r[0] for rows in around.values() for r in rows], for_agent=for_agent)
+    hidden_near = withheld(
+        message_ids=[r[0] for rows in around.values() for r in rows], for_agent=for_agent, session=session
+    )
     around = {t: [r for r in rows if ("message", r[0]) not in hidden_near] for t, rows in around.items()}
     block_ids = sorted({found[i][9] for i in ids if found[i][9]})
     blocks = {
@@ -201,6 +204,7 @@ def search_events(
     temporal_intent: str | None = None,
     track: bool = True,
     for_agent: bool = False,
+    session: str | None = None,
     excluded: list[dict[str, str]] | None = None,
 ) -> list[EventHit]:
     """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF.
@@ -219,7 +223,7 @@ def search_events(
         if not fused:
             return []
         candidates = {e.id: e for e in EVENTS_BY_ID.rows([i for i, _ in fused])}
-        return _event_hits(ns, fused, candidates, track, for_agent, excluded)
+        return _event_hits(ns, fused, candidates, track, for_agent, excluded, session)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
         return []
@@ -283,7 +287,7 @@ def search_events(
         if terms:
             return []
         rankings = [structured(list(candidates))]
-    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent, excluded)
+    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent, excluded, session)
 
 
 def _note_excluded(excluded: list[dict[str, str]] | None, hidden: dict[tuple[str, int], str]) -> None:
@@ -347,8 +351,9 @@ def _event_hits(
     track: bool,
     for_agent: bool,
     excluded: list[dict[str, str]] | None = None,
+    session: str | None = None,
 ) -> list[EventHit]:
-    hidden = withheld(event_ids=[i for i, _ in fused], for_agent=for_agent)
+    hidden = withheld(event_ids=[i for i, _ in fused], for_agent=for_agent, session=session)
     fused = [(i, score) for i, score in fused if ("event", i) not in hidden]
     _note_excluded(excluded, {k: v for k, v in hidden.items() if k[0] == "event"})
     ids = [i for i, _ in fused]

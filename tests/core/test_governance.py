@@ -388,3 +388,24 @@ def test_a_note_an_agent_wrote_waits_in_the_review_queue(said):
     assert item.id == f"note:{note.id}" and item.source == "agent" and "deployer" in item.detail
     approve_note(note.id, actor="alice")
     assert read_note(note.id).status == "active" and not [i for i in gov.review_queue(NS) if i.kind == "note"]
+
+
+def test_a_session_scoped_record_reaches_only_the_session_that_wrote_it(said):
+    import json
+
+    from core.agent_tools import MemoryTools
+
+    writer = MemoryTools(NS, session="agent-a", budget=None)
+    rid = int(
+        writer.call("remember", {"text": "This session's draft uses the codename Kestrel.", "scope": "session"})[
+            "record_id"
+        ].split(":")[1]
+    )
+    gov.approve_record(rid, actor="alice", evidence=[f"message:{said}"])
+    mine = MemoryTools(NS, session="agent-a", budget=None).call("search_events", {"query": "codename Kestrel"})
+    theirs = MemoryTools(NS, session="agent-b", budget=None).call("search_events", {"query": "codename Kestrel"})
+    assert "Kestrel" in json.dumps(mine) and "Kestrel" not in json.dumps(theirs)
+    event_id = gov.get_record(rid).event_id
+    codes = gov.withheld(event_ids=[event_id], for_agent=True, session="agent-b")
+    assert codes[("event", event_id)] == "out_of_scope" and set(codes.values()) == {"out_of_scope"}
+    assert gov.withheld(event_ids=[event_id]) == {}  # a person sees it
