@@ -23,6 +23,14 @@ class InvalidInputError(StrataError):
     """Input that cannot be stored; the message names the file, line or field."""
 
 
+class DuplicateError(InvalidInputError):
+    """A write that restates something still standing: ``existing_id`` names what it restates."""
+
+    def __init__(self, message: str, existing_id: int | str) -> None:
+        super().__init__(message)
+        self.existing_id = existing_id
+
+
 class BlockNotReadyError(StrataError):
     """A pending block cannot be expanded or rendered yet."""
 

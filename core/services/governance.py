@@ -23,7 +23,7 @@ from datetime import date
 from typing import Any, Iterable, Sequence
 
 from core.db import chunks, insert_one, is_row_id, write_transaction
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import DuplicateError, InvalidInputError, NotFoundError
 from core.models import (
     LIVE,
     AuditEntry,
@@ -65,12 +65,8 @@ _REF = re.compile(r"^(message|event):(\d{1,18})$|^raw:\d{1,18}:(\d{1,18}):\d{1,9
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-class DuplicateRecordError(InvalidInputError):
+class DuplicateRecordError(DuplicateError):
     """The record restates a standing one word for word."""
-
-    def __init__(self, message: str, existing_id: int) -> None:
-        super().__init__(message)
-        self.existing_id = existing_id
 
 
 @dataclass(frozen=True)

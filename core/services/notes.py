@@ -37,7 +37,7 @@ from typing import Any, Iterable, Sequence
 from peewee import fn
 
 from core.db import any_of, insert_one, read_snapshot, write_transaction
-from core.errors import InvalidInputError, NotFoundError
+from core.errors import DuplicateError, InvalidInputError, NotFoundError
 from core.models import AuditEntry, Namespace, Note, NoteAlias
 from core.services.policy import get_policy
 from core.services.spaces import get_namespace, get_or_create_namespace
@@ -84,12 +84,8 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _SNAPSHOT = re.compile(r"(\d{1,18})\.(\d{1,18})")
 
 
-class DuplicateNoteError(InvalidInputError):
+class DuplicateNoteError(DuplicateError):
     """The note says exactly what a standing note says (same digest)."""
-
-    def __init__(self, message: str, existing_id: str) -> None:
-        super().__init__(message)
-        self.existing_id = existing_id
 
 
 @dataclass(frozen=True)
