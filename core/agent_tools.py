@@ -126,6 +126,8 @@ def _event_brief(hit: Any, ref: str) -> dict[str, Any]:
         "scope": event.scope,
         "criticality": event.criticality,
         "rank_score": hit.rank_score,
+        # A history question is shown superseded events: each names what replaced it.
+        **({"superseded_by": hit.superseded_by} if getattr(hit, "superseded_by", None) else {}),
     }
 
 

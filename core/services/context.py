@@ -23,12 +23,13 @@ from core.models import SPECIAL_EVENT, Event, GraphEdge, GraphFact, GraphSource,
 from core.redact import redact_text, redact_value
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
+from core.search.history import requests_history
 from core.services.events import LIVE, event_weight
 from core.services.graph import NodeView, node_view
 from core.services.governance import withheld
 from core.services.graph_vocab import render_value
 from core.services.notes import MAX_QUERY_KEYWORDS, search_notes
-from core.services.search import search_events
+from core.services.search import CURRENT_EVENT, search_events
 from core.services.spaces import get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
@@ -71,18 +72,21 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _event_json(event: Event) -> dict[str, Any]:
+def _event_json(event: Event, history: bool = False) -> dict[str, Any]:
+    payload = {
+        "id": event.id,
+        "title": event.title,
+        "summary": event.summary,
+        "happened_start": event.happened_start,
+        "happened_end": event.happened_end,
+        "status": event.time_status,
+    }
+    if history:  # a history question is shown the chain old → new, each with the day it was said
+        payload["said_on"] = (event.mentioned_at or event.created_at or "")[:10] or None
+        if event.status == "superseded" and event.superseded_by:
+            payload["superseded_by"] = event.superseded_by
     # The context goes to a model: a pasted secret in an event card must not.
-    return redact_value(
-        {
-            "id": event.id,
-            "title": event.title,
-            "summary": event.summary,
-            "happened_start": event.happened_start,
-            "happened_end": event.happened_end,
-            "status": event.time_status,
-        }
-    )
+    return redact_value(payload)
 
 
 def _node_json(view: NodeView) -> dict[str, Any]:
@@ -216,6 +220,9 @@ def auto_context(
     turns = [t for t in recent_turns if isinstance(t, str) and t.strip()][-RECENT_TURNS:]
     query = "\n".join([current_message or "", *turns]).strip()
     has_terms = bool(analyze(query))
+    # Superseded events are left out unless the question asks what held before.
+    history = requests_history(query)
+    shown = LIVE if history else CURRENT_EVENT
 
     excluded_thread_id = None
     if exclude_thread is not None:
@@ -225,7 +232,9 @@ def auto_context(
         excluded_thread_id = row.id if row is not None else None
 
     hits = (
-        search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True, session=session)
+        search_events(
+            namespace, query, limit=EVENT_HITS, track=True, for_agent=True, session=session, history=history
+        )
         if has_terms
         else []
     )
@@ -248,15 +257,19 @@ def auto_context(
         for (kind, i), code in withheld(event_ids=candidate_ids, for_agent=True, session=session).items()
         if kind == "event"
     }
+    superseded = {i for i in candidate_ids if i in rows and rows[i].status in LIVE and rows[i].status not in shown}
     live = [
         i
         for i in candidate_ids
-        if i in rows and rows[i].status in LIVE and i not in excluded_events and i not in hidden
+        if i in rows and rows[i].status in shown and i not in excluded_events and i not in hidden
     ]
     weights = {i: event_weight(rows[i], ns.current_turn) for i in live}
     relevance = [i for i in hit_order if i in weights]
     by_weight = sorted(sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True), key=lambda i: -weights[i])
-    fused = rrf([relevance, by_weight]) if live else []
+    if history:  # the search's order keeps each chain of corrections together, oldest first
+        fused = rrf([relevance + [i for i in by_weight if i not in set(relevance)]]) if live else []
+    else:
+        fused = rrf([relevance, by_weight]) if live else []
     fused_score = dict(fused)
 
     node_hits = rank_nodes(ns.id, query, NODE_HITS) if has_terms else []
@@ -293,7 +306,7 @@ def auto_context(
             if len(event_ids) >= max_events:
                 left_out[ref] = "limit"
                 continue
-            payload = _event_json(rows[item])
+            payload = _event_json(rows[item], history)
             trial = render_context(chosen_events + [payload], chosen_nodes, chosen_notes)
             if estimate_tokens(trial) <= token_budget:
                 chosen_events.append(payload)
@@ -329,6 +342,7 @@ def auto_context(
             else:
                 left_out[ref] = "over_budget"
     tokens = estimate_tokens(text)
+    left_out.update({f"event:{i}": "superseded" for i in superseded})
     left_out.update({f"event:{i}": code for i, code in hidden.items()})
     left_out.update({f"event:{i}": "out_of_scope" for i in excluded_events})
     left_out.update({f"graph-node:{i}": "out_of_scope" for i in excluded_nodes})
@@ -364,6 +378,7 @@ def auto_context(
                 "excluded_event_ids": sorted(excluded_events),
                 "excluded_node_ids": sorted(excluded_nodes),
                 "pinned_or_safety": [i for (i,) in special],
+                "history": history,
             },
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )

@@ -29,6 +29,7 @@ from core.providers.base import UNNAMED_USER
 from core.search import beside, scoring, segment, spread
 from core.search.analyze import analyze
 from core.search.bm25 import rrf
+from core.search.history import requests_history
 from core.search.index import prepared
 from core.search.related import RELATED_WEIGHT, class_words, related_weights
 from core.search.segment import view
@@ -140,7 +141,7 @@ def raw_ranking(ns: Namespace, question: str, layout: _Layout, params: Retrieval
     events = _event_query(ns, terms) if params.event_boost > 0 else None
     pending = beside.submit(scoring.top_k, events, EVENT_SUPPORT_LIMIT) if events is not None else None
     sums, own = spread.spread_all(view, query, params)
-    boost = _support(*pending.result()) if pending is not None else {}
+    boost = _support(*pending.result(), history=requests_history(question)) if pending is not None else {}
     factors: dict[int, float] = {}
     if boost:
         top_event = max(boost.values())
@@ -207,12 +208,12 @@ def _related_query(ns: Namespace, terms: list[str], params: RetrievalParams):
     return prepared("message", ns.id, terms + list(extra or ()), k1=params.k1, b=params.b, term_weights=extra)
 
 
-def event_support(ns: Namespace, terms: list[str]) -> dict[int, float]:
-    """For each message, the best BM25 score of a live event that cites it (``raw_ranking``
-    computes the same on its helper thread)."""
+def event_support(ns: Namespace, terms: list[str], *, history: bool = False) -> dict[int, float]:
+    """For each message, the best BM25 score of a current event (a live one, for a question that
+    asks for history) that cites it (``raw_ranking`` computes the same on its helper thread)."""
 
     events = _event_query(ns, terms)
-    return _support(*scoring.top_k(events, EVENT_SUPPORT_LIMIT)) if events is not None else {}
+    return _support(*scoring.top_k(events, EVENT_SUPPORT_LIMIT), history=history) if events is not None else {}
 
 
 def _event_query(ns: Namespace, terms: list[str]):
@@ -222,17 +223,19 @@ def _event_query(ns: Namespace, terms: list[str]):
     return prepared("event", ns.id, terms)
 
 
-def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
+def _support(event_ids: np.ndarray, scores: np.ndarray, *, history: bool = False) -> dict[int, float]:
     """Message -> the best score among the given events (ids with their BM25 scores) that are
-    live and cite it."""
+    current (live, when the question asks for history) and cite it: a superseded card does not
+    lift what it cited unless history is asked for (the messages themselves stay searchable)."""
     if not len(event_ids):
         return {}
 
     by_event = dict(zip(event_ids.tolist(), scores.tolist()))
     support: dict[int, float] = {}
+    statuses = "'active', 'superseded'" if history else "'active'"
     rows = segment.rows_by_ids(
         "SELECT s.message_id, s.event_id FROM eventsource s JOIN event e ON e.id = s.event_id "
-        "WHERE s.event_id IN ({ids}) AND e.status IN ('active', 'superseded')",
+        f"WHERE s.event_id IN ({{ids}}) AND e.status IN ({statuses})",
         list(by_event),
     )
     for message_id, event_id in rows:
@@ -243,7 +246,8 @@ def _support(event_ids: np.ndarray, scores: np.ndarray) -> dict[int, float]:
 def event_ranking(ns: Namespace, question: str, params: RetrievalParams) -> list[int]:
     """Messages cited by the best events for the question, in event order."""
 
-    return cited_messages(best_live_events(ns.id, analyze(question), params.event_limit))
+    history = requests_history(question)
+    return cited_messages(best_live_events(ns.id, analyze(question), params.event_limit, current_only=not history))
 
 
 # How people ask about a one-at-a-time fact besides the words of its key ("what is Maya's job?"
@@ -595,9 +599,12 @@ def default_retrieval(
     limit: int = 50,
     params: RetrievalParams = DEFAULT_PARAMS,
     for_agent: bool = False,
+    excluded: list[dict[str, Any]] | None = None,
 ) -> list[RetrievedMessage]:
     """Source messages for a question, best first (at most ``limit``). Messages of governed
-    records that may not be shown (``core.services.governance.withheld``) are left out."""
+    records that may not be shown (``core.services.governance.withheld``) are left out; those
+    that ranked above the cut are added to ``excluded`` (when given) as ``{"ref": "message:ID",
+    "score": fused score, "reason": code}``."""
     ns = get_namespace(namespace)
     layout = _layout(ns)
     raw = raw_ranking(ns, question, layout, params)
@@ -612,7 +619,16 @@ def default_retrieval(
     score = dict(fused)
     order, corrected = _with_corrections(order, score)
     hidden = withheld(message_ids=order, for_agent=for_agent)
-    order = [mid for mid in order if ("message", mid) not in hidden][: max(1, limit)]
+    kept: list[int] = []
+    for mid in order:
+        if len(kept) >= max(1, limit):
+            break
+        code = hidden.get(("message", mid))
+        if code is None:
+            kept.append(mid)
+        elif excluded is not None:
+            excluded.append({"ref": f"message:{mid}", "score": round(score[mid], 6), "reason": code})
+    order = kept
     threads.update(layout.threads_of([mid for mid in order if mid not in threads]))
 
     names = thread_names(threads[mid] for mid in order if mid in threads)

@@ -30,6 +30,7 @@ from core.models import (
 )
 from core.search.analyze import analyze
 from core.search.bm25 import RRF_K, bm25_counted, rrf
+from core.search.history import requests_history
 from core.search.index import bm25, bm25_top, bm25_top_kept
 from core.search.segment import rows_by_ids
 from core.search.tokenize import normalize
@@ -60,6 +61,7 @@ class EventHit:
     rank_score: float
     source_message_ids: tuple[int, ...]
     source_block_id: int | None
+    superseded_by: int | None = None  # set on a superseded event (shown to history questions only)
 
 
 def _thread_id(ns: Namespace, thread: str | None) -> int | None:
@@ -206,11 +208,18 @@ def search_events(
     for_agent: bool = False,
     session: str | None = None,
     excluded: list[dict[str, str]] | None = None,
+    history: bool | None = None,
 ) -> list[EventHit]:
     """§7.4: BM25 plus structured rankings (participants, type, time), exact or soft, fused by RRF.
-    Events of governed records that may not be shown (``governance.withheld``) are left out."""
+    Events of governed records that may not be shown (``governance.withheld``) are left out.
+
+    Superseded events are left out too unless ``history`` (by default: whether the query asks
+    for history, ``core.search.history.requests_history``); then each chain of corrections the
+    hits touch is shown whole, oldest first, each superseded event naming its ``superseded_by``."""
 
     ns = get_namespace(namespace)
+    if history is None:
+        history = requests_history(query)
     limit = clamp(limit, 1, SEARCH_MAX["events"], 6)
     if temporal_intent not in (None, "first", "latest"):
         raise InvalidInputError(f"temporal_intent must be 'first' or 'latest', got {temporal_intent!r}")
@@ -219,15 +228,18 @@ def search_events(
     filters = bool(participants) or bool(event_type) or bool(happened_from or happened_to)
     if terms and not filters and not temporal_intent:
         # Text alone: the fused ranking is the text ranking of live events, so only its head is read.
-        fused = _live_text_head(ns.id, terms, limit)
+        fused = _live_text_head(ns.id, terms, limit, current_only=not history)
         if not fused:
             return []
         candidates = {e.id: e for e in EVENTS_BY_ID.rows([i for i, _ in fused])}
+        if history:
+            fused = _chains(fused, candidates, limit)
         return _event_hits(ns, fused, candidates, track, for_agent, excluded, session)
     text_scores = bm25("event", ns.id, terms) if terms else {}
     if terms and not text_scores and not filters:
         return []
-    live = Event.select().where((Event.namespace == ns) & (Event.status.in_(LIVE)))
+    shown = LIVE if history else CURRENT_EVENT
+    live = Event.select().where((Event.namespace == ns) & (Event.status.in_(shown)))
     candidates: dict[int, Event]
     if filters or not terms:
         candidates = {e.id: e for e in live}
@@ -287,7 +299,94 @@ def search_events(
         if terms:
             return []
         rankings = [structured(list(candidates))]
-    return _event_hits(ns, rrf(rankings)[:limit], candidates, track, for_agent, excluded, session)
+    fused = rrf(rankings)[:limit]
+    if history:
+        fused = _chains(fused, candidates, limit)
+    return _event_hits(ns, fused, candidates, track, for_agent, excluded, session)
+
+
+CHAIN_HOPS = 4  # corrections of corrections followed this far, either way
+
+
+def _chain_links(events: dict[int, Event]) -> tuple[dict[int, Event], dict[int, int]]:
+    """``events`` with the live events their correction chains reach (up to CHAIN_HOPS either way),
+    and the chains' links, superseded event -> the event that superseded it."""
+    known = dict(events)
+    frontier = set(known)
+    for _ in range(CHAIN_HOPS):
+        newer = {
+            known[i].superseded_by for i in frontier if known[i].status == "superseded" and known[i].superseded_by
+        } - set(known)
+        found = {e.id: e for e in EVENTS_BY_ID.rows(sorted(newer))} if newer else {}
+        for part in chunks(sorted(frontier)):
+            older = Event.select().where(Event.superseded_by.in_(list(part)) & (Event.status == "superseded"))
+            found.update({e.id: e for e in older if e.id not in known})
+        found = {i: e for i, e in found.items() if e.status in LIVE}
+        if not found:
+            break
+        known.update(found)
+        frontier = set(found)
+    links = {i: e.superseded_by for i, e in known.items() if e.status == "superseded" and e.superseded_by in known}
+    return known, links
+
+
+def history_chains(event_ids: Sequence[int]) -> list[list[Event]]:
+    """The correction chains the live events touch (each event in at most one), each oldest first,
+    in the order of ``event_ids``' first member; an event nothing corrected and that corrected
+    nothing is no chain."""
+    events = {e.id: e for e in EVENTS_BY_ID.rows(sorted(set(event_ids)))} if event_ids else {}
+    known, links = _chain_links({i: e for i, e in events.items() if e.status in LIVE})
+    back = {new: old for old, new in links.items()}
+    chains: list[list[Event]] = []
+    done: set[int] = set()
+    for event_id in event_ids:
+        if event_id in done or event_id not in known or (event_id not in links and event_id not in back):
+            continue
+        start, seen = event_id, set()
+        while start in back and start not in seen:
+            seen.add(start)
+            start = back[start]
+        chain = [start]
+        while chain[-1] in links and links[chain[-1]] not in chain:
+            chain.append(links[chain[-1]])
+        done.update(chain)
+        chains.append([known[i] for i in chain])
+    return chains
+
+
+def _chains(fused: list[tuple[int, float]], candidates: dict[int, Event], limit: int) -> list[tuple[int, float]]:
+    """A history question's hits with each correction chain they touch made whole (what a
+    superseded hit was superseded by, what a hit superseded), each chain at the place of its best
+    member, oldest first; an event added for its chain takes that member's score. At most
+    ``limit`` hits: a chain cut short keeps its oldest members."""
+
+    known, links = _chain_links(candidates)
+    back = {new: old for old, new in links.items()}
+
+    def root(i: int) -> int:
+        seen = set()
+        while i in back and i not in seen:
+            seen.add(i)
+            i = back[i]
+        return i
+
+    def chain(start: int) -> list[int]:
+        out = [start]
+        while out[-1] in links and links[out[-1]] not in out:
+            out.append(links[out[-1]])
+        return out
+
+    placed: list[tuple[int, float]] = []
+    done: set[int] = set()
+    for event_id, score in fused:
+        if event_id in done:
+            continue
+        for member in chain(root(event_id)):
+            if member not in done:
+                done.add(member)
+                placed.append((member, score))
+    candidates.update({i: known[i] for i, _ in placed})
+    return placed[:limit]
 
 
 def _note_excluded(excluded: list[dict[str, str]] | None, hidden: dict[tuple[str, int], str]) -> None:
@@ -295,20 +394,40 @@ def _note_excluded(excluded: list[dict[str, str]] | None, hidden: dict[tuple[str
         excluded.extend({"ref": f"{kind}:{i}", "reason": code} for (kind, i), code in sorted(hidden.items()))
 
 
-def best_live_events(namespace_id: int, terms: list[str], limit: int) -> list[int]:
-    """The ``limit`` best live events by (BM25 desc, id), forgotten/archived ones skipped.
+def best_live_events(namespace_id: int, terms: list[str], limit: int, *, current_only: bool = False) -> list[int]:
+    """The ``limit`` best live events by (BM25 desc, id), forgotten/archived ones skipped (and
+    superseded ones too when ``current_only``).
 
     The top k with MaxScore, k growing until enough are live: a common word matches most
     events, and scoring them all and checking each one's status cost ~100 ms at 1M messages."""
-    return bm25_top_kept("event", namespace_id, terms, limit, lambda ids: live_event_ids(ids, namespace_id))
+    keep = current_event_ids if current_only else live_event_ids
+    return bm25_top_kept("event", namespace_id, terms, limit, lambda ids: keep(ids, namespace_id))
 
 
-def _live_text_head(namespace_id: int, terms: list[str], limit: int) -> list[tuple[int, float]]:
-    """The ``limit`` best live events by BM25 with their RRF scores (1 / (61 + rank)), as
-    ``rrf([text ranking of live events])`` would give them, reading only as deep as needed."""
-    return [
-        (i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(best_live_events(namespace_id, terms, limit))
-    ]
+CURRENT_EVENT = ("active",)  # what an event search shows when the question does not ask for history
+
+
+def current_event_ids(ids: Sequence[int], namespace_id: int) -> set[int]:
+    """Which of the events are current (active) in the namespace."""
+    marker = db.obj.param
+    return {
+        i
+        for part in chunks(list(ids))
+        for (i,) in rows_by_ids(
+            f"SELECT id FROM event WHERE id IN ({{ids}}) AND namespace_id = {marker} AND status = 'active'",
+            part,
+            (namespace_id,),
+        )
+    }
+
+
+def _live_text_head(
+    namespace_id: int, terms: list[str], limit: int, *, current_only: bool = False
+) -> list[tuple[int, float]]:
+    """The ``limit`` best live (or current) events by BM25 with their RRF scores (1 / (61 + rank)),
+    as ``rrf([text ranking of those events])`` would give them, reading only as deep as needed."""
+    best = best_live_events(namespace_id, terms, limit, current_only=current_only)
+    return [(i, 1.0 / (RRF_K + position + 1)) for position, i in enumerate(best)]
 
 
 # Read on every event search: rendered once (core.db.Prepared), not per call.
@@ -367,6 +486,7 @@ def _event_hits(
             rank_score=round(score, 6),
             source_message_ids=tuple(sources.get(i, ())),
             source_block_id=candidates[i].block_id,
+            superseded_by=candidates[i].superseded_by if candidates[i].status == "superseded" else None,
         )
         for i, score in fused
     ]

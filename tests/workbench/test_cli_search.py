@@ -88,3 +88,33 @@ def test_search_needs_a_namespace_when_several_exist(tmp_path, capsys):
     capsys.readouterr()
     assert main(["search", "raw", "hello", "--db", url]) == 2
     assert "--namespace is required" in capsys.readouterr().err
+
+
+def test_ask_is_traced_with_what_ranked_just_below_the_cut(demo_url, capsys):
+    rows = run_json(capsys, "ask", "When is the Lisbon trip?", "--db", demo_url, "--namespace", "demo", "--limit", "3")
+    traces = run_json(capsys, "traces", "--db", demo_url, "--namespace", "demo", "--limit", "1")
+    assert traces[0]["query"] == "When is the Lisbon trip?" and traces[0]["kind"] == "search"
+    detail = run_json(capsys, "trace", str(traces[0]["id"]), "--db", demo_url)
+    assert detail["trace"]["channel"] == "default"
+    assert detail["selected"] == [f"message:{r['retrieved']['message_id']}" for r in rows]
+    lost = detail["detail"]["not_recalled"]
+    assert len(lost) == 5 and {w["reason"] for w in lost} == {"limit"}
+    assert all(w["score"] <= rows[-1]["retrieved"]["score"] for w in lost)
+    assert [c["ref"] for c in detail["candidates"]] == detail["selected"] + [w["ref"] for w in lost]
+    assert main(["trace", str(traces[0]["id"]), "--db", demo_url]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Why not recalled" in out and lost[0]["ref"] in out and "limit" in out
+
+
+def test_ask_about_history_prints_the_chain_old_to_new_with_dates(demo_url, capsys):
+    question = "which app did I use for my notes before?"
+    assert main(["ask", question, "--db", demo_url, "--namespace", "demo", "--limit", "5"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    chain = re.search(r"history: event (\d+) \((\d{4}-\d\d-\d\d)\): ([^→]*)→ event (\d+) \((\d{4}-\d\d-\d\d)\)", out)
+    assert chain and "Notion" in chain.group(3) and chain.group(2) <= chain.group(5), out
+    rows = run_json(capsys, "ask", question, "--db", demo_url, "--namespace", "demo", "--limit", "5")
+    links = next(e["history"] for r in rows for e in r["events"] if e.get("history"))
+    assert links[0]["status"] == "superseded" and links[-1]["status"] != "superseded"
+    # A plain question prints no chain.
+    assert main(["ask", "which app do I keep my notes in?", "--db", demo_url, "--namespace", "demo"]) == 0
+    assert "history:" not in capsys.readouterr().out

@@ -130,25 +130,49 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+BELOW_CUT = 5  # of what ranked just below the cut, how many an ask's trace records (why not recalled)
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
-    """Default retrieval for a question, printed as evidence with its sources."""
+    """Default retrieval for a question, printed as evidence with its sources; traced like a search
+    (kind "search", channel "default"), with the best few just below the cut and why they lost."""
     # start-up time, here and below: `strata --help` builds every command's parser, so a service
     # loads when its command runs
+    from core.search.history import requests_history
     from core.services.retrieval import default_retrieval
+    from core.services.search import history_chains
 
     open_from_args(args)
     ns = _namespace(args)
-    found = default_retrieval(ns, args.question, limit=args.limit)
+    started = time.perf_counter()
+    withheld: list[dict] = []
+    ranked = default_retrieval(ns, args.question, limit=args.limit + BELOW_CUT, excluded=withheld)
+    found, below = ranked[: args.limit], ranked[args.limit :]
+    # Withheld before the cut would have been shown; those past it ranked below it anyway.
+    shown_ids = {r.message_id for r in found}
+    floor = found[-1].score if found else None
+    lost = [{"ref": f"message:{r.message_id}", "score": r.score, "reason": "limit"} for r in below] + [
+        w for w in withheld if floor is None or w["score"] >= floor or len(found) < args.limit
+    ]
+    lost.sort(key=lambda w: -w["score"])
+    _trace_ask(ns, args.question, found, lost, started)
     messages = messages_by_id([r.message_id for r in found])
     cited: dict[int, list[tuple[int, str, int | None]]] = {}
     rows = (
         EventSource.select(EventSource.message, Event.id, Event.title, Event.superseded_by)
         .join(Event)
-        .where(EventSource.message.in_([r.message_id for r in found]) & Event.status.in_(LIVE))
+        .where(EventSource.message.in_(sorted(shown_ids)) & Event.status.in_(LIVE))
         .tuples()
     )
     for message_id, event_id, title, superseded_by in rows:
         cited.setdefault(message_id, []).append((event_id, title, superseded_by))
+    # A question that asks what held before is shown each chain of corrections, old → new, dated.
+    chains = (
+        history_chains([e for r in found for e, _, _ in cited.get(r.message_id, [])])
+        if requests_history(args.question)
+        else []
+    )
+    in_chain = {e.id: [_chain_link(link) for link in chain] for chain in chains for e in chain}
     if args.json:
         print_json(
             [
@@ -156,7 +180,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     "rank": i + 1,
                     "retrieved": r,
                     "message": messages[r.message_id],
-                    "events": [{"id": e, "title": t, "superseded_by": by} for e, t, by in cited.get(r.message_id, [])],
+                    "events": [
+                        {"id": e, "title": t, "superseded_by": by, **_history_of(in_chain, e)}
+                        for e, t, by in cited.get(r.message_id, [])
+                    ],
                 }
                 for i, r in enumerate(found)
             ]
@@ -179,7 +206,50 @@ def cmd_ask(args: argparse.Namespace) -> int:
             console.print(f"      event {event_id}{status}: {title}", markup=False, highlight=False)
     if not found:
         console.print("nothing found", markup=False)
+    for chain in chains:
+        console.print(
+            "history: " + " → ".join(f"event {e.id} ({_said_on(e)}): {e.title}" for e in chain),
+            markup=False,
+            highlight=False,
+        )
     return 0
+
+
+def _history_of(in_chain: dict[int, list[dict]], event_id: int) -> dict:
+    return {"history": in_chain[event_id]} if event_id in in_chain else {}
+
+
+def _said_on(event: Event) -> str:
+    return (event.mentioned_at or event.created_at or "")[:10] or "undated"
+
+
+def _chain_link(event: Event) -> dict:
+    return {"id": event.id, "said_on": _said_on(event), "status": event.status, "title": event.title}
+
+
+def _trace_ask(namespace: str, question: str, found: list, lost: list[dict], started: float) -> None:
+    """`strata ask` is traced as a search of the default channel: what was shown, and the best few
+    below the cut with why each lost (``limit``: ranked below it; else the governance code)."""
+
+    with write_transaction():
+        record_trace(
+            get_namespace(namespace).id,
+            "search",
+            channel="default",
+            query=question,
+            candidates=[
+                {"ref": f"message:{r.message_id}", "score": r.score, "components": {"rank": i + 1}}
+                for i, r in enumerate(found)
+            ]
+            + [{"ref": w["ref"], "score": w["score"]} for w in lost],
+            selected=[f"message:{r.message_id}" for r in found],
+            detail={
+                "limit": len(found),
+                "channels": {f"message:{r.message_id}": list(r.channels) for r in found},
+                "not_recalled": lost,
+            },
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
 
 
 def register(sub, common: argparse.ArgumentParser) -> None:
@@ -273,8 +343,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
                 console.print(f"  rejected {r.get('ref')!r}: {r.get('reason')} {r.get('detail') or ''}", markup=False)
         if b.receipt is not None:
             console.print(f"use receipt {b.receipt.receipt_id}: events {list(b.receipt.event_ids)}", markup=False)
-    if detail.detail:
-        console.print(f"detail: {detail.detail}", markup=False)
+    extra = dict(detail.detail or {})
+    lost = extra.pop("not_recalled", None)
+    if lost:
+        table(
+            "Why not recalled (best just below the cut)",
+            ["ref", "score", "reason"],
+            [[w.get("ref"), w.get("score"), w.get("reason")] for w in lost],
+        )
+    if extra:
+        console.print(f"detail: {extra}", markup=False)
     return 0
 
 
