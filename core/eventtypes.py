@@ -79,6 +79,7 @@ _ID_LIST_FIELDS = (
     "after_event_ids",
     "related_event_ids",
     "supersedes_earlier",
+    "restates_earlier",
 )
 
 

@@ -105,7 +105,7 @@ _TYPE_RULES: tuple[tuple[str, CaselessPattern], ...] = tuple(
             r"\b(switch(ed|ing)? to|chang(ed|es|ing)\b|change (of|to|from|in)\b|"
             r"(another|small|one|a) (\w+ )?change(?=:)|"
             r"no longer|not anymore|instead of|moved (the|it|our|my)\b|swap(s|ped|ping)?\b|"
-            r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为",
+            r"resched\w*|postpon\w*|actually|now (use|prefer|live|work))\b|变更|改成|改为|改用|换成|换用|不再",
         ),
         (
             "plan",
@@ -328,18 +328,43 @@ _NEWS_OPENER = re.compile(
 )
 
 
+# A short statement of a like, a state or a habit: "I like hiking.", "I'm vegan.", "We own cats."
+_SHORT_STATEMENT = re.compile(
+    r"^\W*(?:i|we)(?:['’]m|\s+am|\s+(?:really\s+|also\s+|still\s+)?"
+    r"(?:like|love|hate|enjoy|prefer|dislike|use|own|have|speak|play|eat|drink|live|work|study|teach|run|swim|cook))"
+    r"\s+(?!(?:fine|good|ok|okay|sure|here|back|done|ready|sorry|glad|great|well|busy|tired|it|that|this|so|too)\b)\w",
+    re.IGNORECASE,
+)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# A Chinese reply that only acknowledges or thanks: "好的", "好的，记下了", "谢谢！", "没问题".
+_ZH_ACK = re.compile(
+    r"^(?:(?:好的?|嗯+|哦|噢|收到|明白了?|了解了?|知道了|谢谢(?:你|您)?|多谢|没问题|行|可以|对|是的|记下了|记住了|好吧|当然)"
+    r"[\s，,。.！!～~、]*)+$"
+)
+# A Chinese question: a question mark, or a sentence-final particle of asking.
+_ZH_QUESTION = re.compile(r"[？?]\s*$|[吗呢吧]\s*[。.]?\s*$")
+
+
+def _informative_zh(text: str) -> bool:
+    """A Chinese statement (at least four characters of Chinese) that neither only acknowledges nor asks:
+    "我对青霉素过敏。", "我用 Notion 记笔记。"."""
+    return len(_CJK.findall(text)) >= 4 and not _ZH_ACK.match(text) and not _ZH_QUESTION.search(text)
+
+
 def informative(sentence: str) -> bool:
     """Worth remembering: says something about someone, not just greets or asks."""
     text = _NEWS_OPENER.sub("", sentence.strip())
     if not text or _is_filler(text):
         return False
+    if _CJK.search(text):
+        return _informative_zh(text)
     n_words = len(words(text))
     if _GREETING.match(text) and n_words < 9:
         return False
     if text.endswith("?") and n_words < 12 and not _FIRST_PERSON.search(text):
         return False
     if n_words < 3:
-        return bool(_NUMBER.search(text))
+        return bool(_NUMBER.search(text) or _SHORT_STATEMENT.match(text))
     # Any one signal will do, so the cheapest run first: the event-type and safety patterns (long
     # case-blind alternations) cost ten times the others.
     if (
@@ -350,7 +375,7 @@ def informative(sentence: str) -> bool:
         or _SAFETY.found_in(text)
         or _ANY_TYPE.found_in(text)
     ):
-        return n_words >= 4
+        return n_words >= 4 or bool(_SHORT_STATEMENT.match(text))
     return n_words >= 10 and not _SECOND_PERSON.search(text)
 
 
@@ -745,6 +770,175 @@ def _supersedes(
     return [best[1]] if best else []
 
 
+# ----------------------------------------------------------------------------- explicit corrections
+# "Change the Cedar service port from 6389 to 8247", "将 Cedar 服务的数据库从 MySQL 改为 PostgreSQL": a
+# correction that names what it changes ends the one earlier statement of the same speaker holding that
+# subject (and the old value, when it is named); none found, or more than one, and nothing is ended.
+# A possibility or a plan ("I might switch my editor to Vim", "我打算改用 Obsidian") is never a correction.
+CONDITIONAL = re.compile(
+    r"\b(?:might|maybe|perhaps|possibly|consider(?:s|ed|ing)?|thinking\s+(?:about|of)|plan(?:s|ning)?\s+to|"
+    r"(?:i|we)\s+(?:may|could)|wonder(?:ing)?\s+(?:if|whether)|if\s+i)\b|可能|也许|或许|考虑|打算|想要?改|以后再",
+    re.IGNORECASE,
+)
+_ZH_STOP = r"[^，,。！？!?；;\n]"
+_EN_STOP = r"[^.!?;,\n]"
+_CORRECTIONS = (
+    (
+        "zh-change",
+        re.compile(
+            rf"(?:把|将)\s*(?P<subject>{_ZH_STOP}{{2,80}}?)\s*(?:从\s*(?P<prev>{_ZH_STOP}{{1,60}}?)\s*)?"
+            rf"(?:改为|改成|更改为|更新为|替换为|换成)\s*(?P<new>{_ZH_STOP}{{1,80}})"
+        ),
+    ),
+    (
+        "zh-stop",
+        re.compile(
+            rf"不再(?:用|使用|吃|喝|去|住在)\s*(?P<prev>{_ZH_STOP}{{1,40}}?)\s*了?\s*[，,]?\s*"
+            rf"(?:改用|换用|转用|现在用|改成|改为)\s*(?P<new>{_ZH_STOP}{{1,60}})"
+        ),
+    ),
+    (
+        "zh-set",
+        re.compile(
+            rf"(?P<subject>{_ZH_STOP}{{2,40}}?)\s*(?:从\s*(?P<prev>{_ZH_STOP}{{1,40}}?)\s*)?"
+            rf"(?:改成了?|改为了?|换成了?|更改为)\s*(?P<new>{_ZH_STOP}{{1,60}})"
+        ),
+    ),
+    (
+        "en-change",
+        re.compile(
+            rf"\b(?:change[sd]?|changing|update[sd]?|updating|set|switch(?:ed|es)?)\s+(?P<subject>{_EN_STOP}{{2,80}}?)"
+            rf"\s+(?:from\s+(?P<prev>{_EN_STOP}{{1,60}}?)\s+)?to\s+(?P<new>{_EN_STOP}{{1,80}})",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "en-now",
+        re.compile(
+            rf"^\W*(?:(?:actually|correction|update|so|and|also)\W+)*(?P<subject>(?:the|my|our)\s+{_EN_STOP}{{2,60}}?)"
+            rf"\s+(?:is|are)\s+now\s+(?P<new>{_EN_STOP}{{1,60}})",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "en-not-but",
+        re.compile(
+            rf"\bnot\s+(?!only\b|just\b|merely\b)(?P<prev>{_EN_STOP}{{1,40}}?)\s*,?\s+but\s+(?:rather\s+)?"
+            rf"(?P<new>{_EN_STOP}{{1,60}})",
+            re.IGNORECASE,
+        ),
+    ),
+)
+_LEADING = re.compile(r"^(?:(?:the|a|an|my|our|your|his|her|their)\s+)+|^(?:我们?的|我的|我)", re.IGNORECASE)
+_TRAILING = re.compile(r"\s+(?:value|setting)$|[了的]$", re.IGNORECASE)
+_PRONOUN_SUBJECT = frozenset("it this that he she they we i you there".split())
+
+
+def _clean_capture(text: str | None) -> str:
+    if not text:
+        return ""
+    text = _TRAILING.sub("", _LEADING.sub("", text.strip())).strip(" \"'“”‘’")
+    return text.casefold()
+
+
+def explicit_correction(text: str) -> dict[str, str] | None:
+    """The correction ``text`` states (its pattern, subject, previous and new values), or None;
+    ``{"pattern": "conditional"}`` when it would be one but says a plan or a possibility."""
+    for name, pattern in _CORRECTIONS:
+        m = pattern.search(text)
+        if m is None:
+            continue
+        found = {k: _clean_capture(v) for k, v in m.groupdict().items()}
+        subject, prev, new = found.get("subject", ""), found.get("prev", ""), found.get("new", "")
+        if not new or (not subject and not prev) or prev == new:
+            continue
+        if subject and not (set(words(subject)) - {*_PRONOUN_SUBJECT, *STOPWORDS}):
+            continue  # "it is now done": no subject to look for
+        if CONDITIONAL.search(text):
+            return {"pattern": "conditional"}
+        return {"pattern": name, "subject": subject, "prev": prev, "new": new}
+    return None
+
+
+def _phrase(text: str) -> re.Pattern[str]:
+    """``text`` as a phrase: flexible spaces, and no ASCII letter, digit or hyphen just around it
+    ("cedar service port" is not in "cedar-2 service port")."""
+    body = r"\s*".join(re.escape(w) for w in text.split())
+    return re.compile(rf"(?<![A-Za-z0-9_-]){body}(?![A-Za-z0-9_]|-[A-Za-z0-9])")
+
+
+def _plain(text: str, speaker: str) -> str:
+    text = text.casefold().replace(f"{speaker.casefold()}'s ", "").replace(f"{speaker.casefold()}’s ", "")
+    return re.sub(r"\b(?:the|a|an|my|our)\s+", "", text)
+
+
+def correction_targets(
+    correction: dict[str, str], speaker: str, items: Iterable[tuple[Any, str, Sequence[str], str | None]]
+) -> list[Any]:
+    """The keys of ``items`` (key, text, participants, status) the correction may end: live statements
+    of ``speaker`` that hold its subject and previous value, and not already its new value."""
+    wanted = [_phrase(c) for c in (correction.get("subject"), correction.get("prev")) if c]
+    new = _phrase(correction["new"])
+    found = []
+    for key, text, participants, status in items:
+        if status == "superseded" or (list(participants) or [None])[0] != speaker:
+            continue
+        plain = _plain(text, speaker)
+        if all(p.search(plain) for p in wanted) and not (correction.get("prev") and new.search(plain)):
+            found.append(key)
+    return found
+
+
+def _resolve_correction(
+    correction: dict[str, str],
+    speaker: str,
+    timeline: Sequence[dict[str, Any]],
+    earlier: Sequence[dict[str, Any]],
+    temporal: dict[str, Any],
+) -> None:
+    """Sets the one card ``correction`` ends on ``temporal``: an earlier card of this block
+    (``supersedes_earlier``) or a timeline event (``supersedes_event_ids``); nothing when none or
+    several hold what it corrects (the unique-target rule: no closest match is ever changed)."""
+
+    def of_timeline(items: Sequence[dict[str, Any]]) -> list[Any]:
+        return correction_targets(
+            correction,
+            speaker,
+            (
+                (
+                    ("t", item["id"]),
+                    f"{item.get('title', '')} {item.get('summary', '')}",
+                    item.get("participants") or [],
+                    item.get("status"),
+                )
+                for item in items
+            ),
+        )
+
+    here = correction_targets(
+        correction,
+        speaker,
+        (
+            (
+                ("e", i),
+                " ".join([card["title"], card["summary"], *card.get("quotes", [])]),
+                card["temporal"].get("participants", []),
+                None,
+            )
+            for i, card in enumerate(earlier)
+        ),
+    )
+    found = here + of_timeline(timeline)
+    look_for = getattr(timeline, "look_for", None)
+    if not found and look_for is not None:
+        found = of_timeline(look_for(" ".join(c for c in (correction.get("subject"), correction.get("prev")) if c)))
+    found = list(dict.fromkeys(found))
+    if len(found) != 1:
+        return
+    kind, key = found[0]
+    temporal["supersedes_earlier" if kind == "e" else "supersedes_event_ids"] = [key]
+
+
 def _card(
     parts: list[str],
     message: dict[str, Any],
@@ -801,12 +995,19 @@ def _card(
         # "Let's plan a trip to Lisbon, March 19 to 24", said in January: what has a date ahead is planned.
         temporal["status"] = "planned"
     changing = ""
-    if _CHANGE_CUE.found_in(joined):
+    correction = next((c for p in parts if (c := explicit_correction(p))), None)
+    if correction is not None:
+        # An explicit correction ends its one target or nothing; a conditional one ends nothing.
+        if correction["pattern"] != "conditional":
+            _resolve_correction(correction, speaker, timeline, earlier, temporal)
+    elif _CHANGE_CUE.found_in(joined):
         # Only the statements that say something changed: "I need to write the postmortem for the duplicate
         # orders. By the way, I no longer use Notion" corrects the notes app, not the duplicate orders.
         # Advice ("You can use coconut oil instead of butter") changes nothing of the speaker's own.
         cued = [p for p in parts if _CHANGE_CUE.found_in(p)]
         changing = " ".join(p for p in cued if not _ADVICE.match(p)) if cued else joined
+        if CONDITIONAL.search(changing):
+            changing = ""  # "I might stop using Notion": a possibility changes nothing yet
     if changing:
         said = set(_content_words(changing))
         replaced = replaced_words(changing)
@@ -871,6 +1072,43 @@ def _topics(parts: list[str]) -> list[list[str]]:
     return topics
 
 
+# An assistant's receipt of what it was told: "Noted: the launch is on March 3.", "Got it — …", "好的，记下了：…".
+_ECHO_OPENER = re.compile(
+    r"^\W*(?:(?:noted|got\s+it|understood|will\s+do|saved|recorded|remembered|i['’]ll\s+remember(?:\s+that)?)"
+    r"\s*[:：,，—–-]|(?:ok(?:ay)?|sure|done)\s*[:：—–-])\s*"
+    r"|^(?:好的?[，,]?\s*)?(?:记下了|已记下|记住了|已记录|收到|明白了?|了解)\s*[：:，,]\s*",
+    re.IGNORECASE,
+)
+ECHO_OVERLAP = 0.5  # the share of an echo's words the statement must hold
+ECHO_OVERLAP_BARE = 0.6  # ... when the assistant restates it without "Noted:" ("Weekly sync: Thursdays at 10:00.")
+
+
+def _echo_words(text: str) -> frozenset[str]:
+    """Content words, a Chinese run as its character pairs ("数据库是" as 数据, 据库, 库是)."""
+    found: set[str] = set()
+    for w in _tokens(text):
+        if _CJK.search(w) and len(w) > 2:
+            found |= {w[i : i + 2] for i in range(len(w) - 1)}
+        else:
+            found.add(w)
+    return frozenset(found)
+
+
+def _echoed(part: str, before: Sequence[dict[str, Any]], events: list[dict[str, Any]], opener: bool) -> int | None:
+    """The card (its position in ``events``) an assistant's receipt ``part`` restates: of the cards of
+    the user's message just before it, the one sharing most of its words, when that message holds
+    half of them (most of them without an opener such as "Noted:")."""
+    said = next((m for m in reversed(before) if m.get("role") == "user"), None)
+    if said is None:
+        return None
+    cards = [i for i, card in enumerate(events) if said["id"] in card["source_message_ids"]]
+    echo = _echo_words(_ECHO_OPENER.sub("", part))
+    needed = ECHO_OVERLAP if opener else ECHO_OVERLAP_BARE
+    if not cards or not echo or len(echo & _echo_words(said.get("text") or "")) / len(echo) < needed:
+        return None
+    return max(cards, key=lambda i: (len(echo & _echo_words(" ".join(events[i]["quotes"]))), -i))
+
+
 def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     target = context.get("target", {})
     messages = [m for m in target.get("messages", []) if m.get("role") != "system"]
@@ -888,6 +1126,11 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
             continue
         speaker = message.get("speaker") or (UNNAMED_USER if message.get("role") == "user" else "Assistant")
         parts = [s for s in sentences(text) if informative(s)]
+        echoed = None
+        if parts and message.get("role") == "assistant":
+            opener = bool(_ECHO_OPENER.match(parts[0]))
+            if opener or speaker.casefold() in _ASSISTANT_NAMES:
+                echoed = _echoed(parts[0], messages[:index], events, opener)
         kin = [(m.group("name"), _KIN_GENDER[m.group("kin").casefold()]) for m in _KIN_NAMED.finditer(text)]
         before = named_kin.get(speaker)
         if kin:
@@ -900,6 +1143,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 # A short answer needs its question to make sense on its own.
                 sources.insert(0, previous["id"])
                 question = previous.get("text")
+            first = len(events)
             for topic in _topics(parts):
                 anchor_parts = [p for p in topic if time_for(p, _anchor(message))]
                 if len(anchor_parts) >= 2:
@@ -937,6 +1181,9 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                             events,
                         )
                     )
+            if echoed is not None:
+                # The receipt ends with what it restates: a correction of the statement ends it too.
+                events[first]["temporal"]["restates_earlier"] = [echoed]
             meant = _meant(parts[0], before, index) if not kin else None
             if meant and not _someone_before(text, parts[0]) and meant not in events[-1]["temporal"]["participants"]:
                 events[-1]["temporal"]["participants"].append(meant)

@@ -17,6 +17,7 @@ from typing import Any
 
 from core import lexicon
 from core.providers.offline_events import (
+    CONDITIONAL,
     DOSE,
     FEMININE_KIN,
     MASCULINE_KIN,
@@ -392,6 +393,11 @@ _LEFT = re.compile(
 _TAKEN_FOR = re.compile(
     r"\b(?:replac\w*|swap\w*|ditch\w*|drop\w*)\s+\S+(?:\s+\S+)?\s+(?:with|for|by)\s+$", re.IGNORECASE
 )
+# What a conditional sentence may still state: a plan is one.
+_PLAN_KEYS = frozenset({"plans_to_visit", "plans_to"})
+_ZH_USE_RE = re.compile(
+    r"(?P<neg>不再|不|没有?|别)?\s*(?:使用|用|改用|换用|在用|转用|换成|改成)\s*(?P<tool>[A-Z][\w.+#-]*(?:\s+[A-Z][\w.+#-]*)?)"
+)
 _USE_VERB = re.compile(
     r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b", re.IGNORECASE
 )
@@ -715,6 +721,8 @@ class _Builder:
         # is dated ahead: when it was said. "I'm vegetarian" in an event about Saturday's dinner is
         # vegetarian since it was said, not since the dinner. None: the event's own time stands.
         self.since: str | None = None
+        # While the sentence read says a possibility or a plan: only plans are stated.
+        self.vetoed = False
 
     @staticmethod
     def _note_since(since: dict[int, str | None], event_id: int, value: str | None) -> None:
@@ -771,7 +779,7 @@ class _Builder:
 
     def fact(self, ref: str | None, key: str, value: str, event_id: int, status: str = "active") -> None:
         """``status`` "superseded" states that the fact held and has ended (it ends the current one)."""
-        if ref is None or not value:
+        if ref is None or not value or (self.vetoed and key not in _PLAN_KEYS):
             return
         facts = self.nodes[ref]["facts"]
         entry = facts.setdefault(
@@ -789,7 +797,7 @@ class _Builder:
     def edge(
         self, source: str | None, target: str | None, relation: str, event_id: int, status: str = "active"
     ) -> None:
-        if source is None or target is None or source == target:
+        if source is None or target is None or source == target or (self.vetoed and relation not in _PLAN_KEYS):
             return
         ids = self.edges.setdefault((source, target, relation, status), [])
         if event_id not in ids:
@@ -1142,6 +1150,15 @@ class _EventReader:
             ref = self.person(who)
             if ref is not None and not _denial(s, m.start()):
                 self.b.node("person", self.b.nodes[ref]["name"], self.id, alias)
+        # "I might switch my editor to Vim": a possibility or a plan, never a current fact (a plan stays one).
+        self.b.vetoed = bool(CONDITIONAL.search(s))
+        try:
+            self._facts(s)
+        finally:
+            self.b.vetoed = False
+
+    def _facts(self, s: str) -> None:
+        self._zh_tools(s)
         projects = self._projects(s)
         self._orgs(s, projects)
         self._places(s)
@@ -1315,6 +1332,16 @@ class _EventReader:
                     self._use(s, taken.start(), ref)
                 elif _USE_VERB.search(_statement_before(s, m.start())) and not re.search(r"\bfrom\s+$", before):
                     self._use(s, m.start(), ref)
+
+    def _zh_tools(self, s: str) -> None:
+        """ "我用 Notion 记笔记" uses Notion; "我不再用 Notion 了，改用 Obsidian" ends it and uses Obsidian."""
+        for m in _ZH_USE_RE.finditer(s):
+            if m.group("neg") and m.group("neg") != "不再":
+                continue  # "我不用 Jira": denied, neither held nor ended
+            ref = self.tool(m.group("tool"))
+            if ref is not None:
+                subject = self.clause_subject(s, m.start())
+                self.b.fact_and_edge(subject, ref, "uses", self.id, "superseded" if m.group("neg") else "active")
 
     def _use(self, s: str, at: int, ref: str, ended: bool = False) -> None:
         denial = _denial(s, at)

@@ -194,6 +194,11 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
                 draft["relations"]["supersedes"] = list(
                     dict.fromkeys(draft["relations"].get("supersedes", []) + earlier)
                 )
+            restated = [events[i].id for i in draft.pop("restates_earlier", [])]
+            if restated:
+                draft["relations"]["same_event"] = list(
+                    dict.fromkeys(draft["relations"].get("same_event", []) + restated)
+                )
             latest = max((created_at.get(i) or "" for i in draft["source_message_ids"]), default=None)
             events.append(
                 write_event(

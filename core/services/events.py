@@ -182,6 +182,8 @@ def validate_extracted(
         # after "my appointment is on March 3"), as positions among the drafts: the writer turns
         # them into ids once those are written (relations hold event ids only).
         earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
+        # ... and the one it restates ("Noted: …" after the statement): it ends with that one.
+        restates = [kept_as[i] for i in temporal.pop("restates_earlier", []) if i in kept_as]
         kept_as[index] = len(drafts)
         drafts.append(
             {
@@ -193,6 +195,7 @@ def validate_extracted(
                 "temporal": temporal,
                 "relations": relations,
                 "supersedes_earlier": earlier,
+                "restates_earlier": restates,
                 "scope": normalize_scope(raw.get("scope")),
                 "criticality": normalize_criticality(raw.get("criticality")),
             }
@@ -253,6 +256,20 @@ _SUPERSEDE = Prepared(
     lambda by, now, target: Event.update(
         status="superseded", superseded_by=by, forced_cap=SUPERSEDED_CAP, updated_at=now
     ).where(Event.id == target)
+)
+
+_RESTATING = Prepared(
+    lambda target, ns: (
+        EventLink.select(EventLink.event)
+        .join(Event, on=(EventLink.event == Event.id))
+        .where(
+            (EventLink.target == target)
+            & (EventLink.kind == "same_event")
+            & Event.status.in_(LIVE)
+            & (Event.namespace == ns)
+        )
+        .tuples()
+    )
 )
 
 
@@ -327,6 +344,11 @@ def write_event(
                 _link(target_id, "conflicts", event.id)
             if kind == "supersedes":
                 _SUPERSEDE.execute(event.id, now, target_id)
+                # What only restated the target (an assistant's "Noted: …", linked as the same event) ends with it.
+                for (echo_id,) in _RESTATING.rows(target_id, event.namespace_id):
+                    if echo_id != event.id:
+                        _link(event.id, "supersedes", echo_id)
+                        _SUPERSEDE.execute(event.id, now, echo_id)
     return event
 
 

@@ -1,0 +1,207 @@
+"""Current truth after explicit corrections (seed-features §2.8, §4 row 39), in English and Chinese.
+
+Each case is said through the real path (append_turn, offline derivation, the store's events and
+graph facts): a single correction, the history kept, several corrections, a similar entity left
+alone, a conditional that changes nothing, an entity never stated that changes nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import Event, GraphFact
+from core.services.capture import append_turn
+from core.services.derive import run_pending
+from core.services.spaces import configure_namespace
+
+
+def _say(*turns: tuple[str, str]) -> None:
+    configure_namespace("ns", block_turn_size=1)
+    for user, assistant in turns:
+        append_turn("ns", "t", user, assistant)
+        run_pending("ns", provider="offline")
+
+
+def _current(text: str) -> list[str]:
+    return [e.title for e in Event.select().where(Event.status == "active") if text in e.title]
+
+
+def _superseded(text: str) -> list[str]:
+    return [e.title for e in Event.select().where(Event.status == "superseded") if text in e.title]
+
+
+ACK = {"en": "Done.", "zh": "好的。"}
+STATED = {
+    "en": "The Cedar service port is 6389.",
+    "zh": "Cedar 服务的端口是 6389。",
+}
+CORRECTED = {
+    "en": "Change the Cedar service port from 6389 to 8247.",
+    "zh": "将 Cedar 服务的端口从 6389 改为 8247。",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_single_correction_supersedes_the_statement(store, lang):
+    _say((STATED[lang], ACK[lang]), (CORRECTED[lang], ACK[lang]))
+    assert _superseded("6389") == [STATED[lang]]
+    assert _current("8247") == [CORRECTED[lang]]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_history_is_kept(store, lang):
+    _say((STATED[lang], ACK[lang]), (CORRECTED[lang], ACK[lang]))
+    old = Event.get(Event.title == STATED[lang])
+    new = Event.get(Event.title == CORRECTED[lang])
+    assert (old.status, old.superseded_by) == ("superseded", new.id)
+
+
+@pytest.mark.parametrize(
+    "lang, third",
+    [
+        ("en", "Change the Cedar service port from 8247 to 9361."),
+        ("zh", "将 Cedar 服务的端口从 8247 改为 9361。"),
+    ],
+)
+def test_multiple_corrections_end_at_the_last(store, lang, third):
+    _say((STATED[lang], ACK[lang]), (CORRECTED[lang], ACK[lang]), (third, ACK[lang]))
+    assert [e.title for e in Event.select().where(Event.status == "active")] == [third]
+    assert sorted(_superseded("Cedar")) == sorted([STATED[lang], CORRECTED[lang]])
+
+
+@pytest.mark.parametrize(
+    "lang, sibling",
+    [("en", "The Cedar-2 service port is 6389."), ("zh", "Cedar-2 服务的端口是 6389。")],
+)
+def test_a_similar_entity_is_left_alone(store, lang, sibling):
+    _say((STATED[lang], ACK[lang]), (sibling, ACK[lang]), (CORRECTED[lang], ACK[lang]))
+    assert _superseded("Cedar") == [STATED[lang]]
+    assert sibling in _current("Cedar-2")
+
+
+@pytest.mark.parametrize(
+    "lang, maybe",
+    [
+        ("en", "I might change the Cedar service port from 6389 to 8247."),
+        ("zh", "我可能会将 Cedar 服务的端口从 6389 改为 8247。"),
+    ],
+)
+def test_a_conditional_changes_nothing(store, lang, maybe):
+    _say((STATED[lang], ACK[lang]), (maybe, ACK[lang]))
+    assert _superseded("") == []
+    assert STATED[lang] in _current("6389")
+
+
+@pytest.mark.parametrize(
+    "lang, unknown",
+    [
+        ("en", "Change the Birch service port from 6389 to 8247."),
+        ("zh", "将 Birch 服务的端口从 6389 改为 8247。"),
+    ],
+)
+def test_an_unknown_entity_changes_nothing(store, lang, unknown):
+    _say((STATED[lang], ACK[lang]), (unknown, ACK[lang]))
+    assert _superseded("") == []
+
+
+@pytest.mark.parametrize(
+    "lang, first, second",
+    [
+        ("en", "The Cedar service port is 6389.", "The Cedar service port is 6390."),
+        ("zh", "Cedar 服务的端口是 6389。", "Cedar 服务的端口也可以是 6390。"),
+    ],
+)
+def test_an_ambiguous_target_changes_nothing(store, lang, first, second):
+    _say(
+        (first, ACK[lang]),
+        (second, ACK[lang]),
+        ("Change the Cedar service port to 8247." if lang == "en" else "将 Cedar 服务的端口改为 8247。", ACK[lang]),
+    )
+    assert _superseded("") == []
+
+
+@pytest.mark.parametrize(
+    "statement, correction",
+    [
+        ("Cedar 服务的数据库是 MySQL。", "将 Cedar 服务的数据库从 MySQL 改为 PostgreSQL。"),
+        ("我用 Notion 记笔记。", "我不再用 Notion 了，改用 Obsidian。"),
+        ("My editor is Emacs.", "My editor is now Vim."),
+        ("Our standup is on Tuesday.", "Sorry, our standup is not on Tuesday but on Wednesday."),
+        ("Cedar 服务的缓存是 Redis。", "Cedar 服务的缓存改成 Memcached。"),
+    ],
+)
+def test_each_correction_pattern(store, statement, correction):
+    _say((statement, "OK."), (correction, "OK."))
+    assert len(_superseded("")) == 1 and _superseded("")[0] in (
+        statement,
+        statement.replace("My", "User's").replace("Our", "User's"),
+    )
+    assert len([e for e in Event.select().where(Event.status == "active")]) == 1
+
+
+def test_a_correction_in_the_same_block_supersedes_like_one_in_the_next(store):
+    configure_namespace("ns", block_turn_size=2)
+    append_turn("ns", "t", "The Cedar service port is 6389.", "Noted: the Cedar service port is 6389.")
+    append_turn("ns", "t", "Change the Cedar service port from 6389 to 8247.", "Done.")
+    run_pending("ns", provider="offline")
+    assert [e.title for e in Event.select().where(Event.status == "active")] == [
+        "Change the Cedar service port from 6389 to 8247."
+    ]
+    new = Event.get(Event.status == "active")
+    assert {e.superseded_by for e in Event.select().where(Event.status == "superseded")} == {new.id}
+
+
+def test_stopping_a_tool_ends_its_use_in_the_graph(store):
+    _say(("我用 Notion 记笔记。", "好的。"), ("我不再用 Notion 了，改用 Obsidian。", "好的。"))
+    uses = {(f.value, f.status) for f in GraphFact.select().where(GraphFact.key == "uses")}
+    assert ('"Obsidian"', "active") in uses or ("Obsidian", "active") in uses
+    assert not {v for v, s in uses if "Notion" in str(v) and s == "active"}
+
+
+@pytest.mark.parametrize(
+    "said", ["I might switch my editor to Vim.", "我可能会改用 Vim。", "I'm considering Vim for my editor, maybe."]
+)
+def test_a_possibility_is_no_current_fact(store, said):
+    _say(("I use Emacs as my editor.", "Noted."), (said, "OK."))
+    current = {
+        str(f.value) for f in GraphFact.select().where((GraphFact.key == "uses") & (GraphFact.status == "active"))
+    }
+    assert not any("Vim" in v for v in current) and any("Emacs" in v for v in current)
+
+
+# ----------------------------------------------------------------------------- echoes
+
+
+@pytest.mark.parametrize(
+    "statement, echo, correction",
+    [
+        (
+            "The Atlas launch is on Tuesday, March 3.",
+            "Noted: the Atlas launch is Tuesday, March 3.",
+            "Change the Atlas launch from March 3 to March 17.",
+        ),
+        (
+            "Cedar 服务的数据库是 MySQL。",
+            "好的，记下了：Cedar 服务的数据库是 MySQL。",
+            "将 Cedar 服务的数据库从 MySQL 改为 PostgreSQL。",
+        ),
+    ],
+)
+def test_an_echo_ends_with_the_statement_it_restates(store, statement, echo, correction):
+    _say((statement, echo), (correction, "OK."))
+    assert [e.title for e in Event.select().where(Event.status == "active")] == [correction]
+
+
+# ----------------------------------------------------------------------------- short statements
+
+
+@pytest.mark.parametrize("said", ["I like hiking.", "我对青霉素过敏。", "I'm vegan.", "我喜欢爬山。"])
+def test_a_short_statement_is_a_card(store, said):
+    _say((said, "OK."))
+    assert Event.select().count() == 1
+
+
+@pytest.mark.parametrize("said", ["ok", "thanks", "好的", "谢谢！", "I see.", "I'm fine."])
+def test_a_filler_is_no_card(store, said):
+    _say((said, "ok"))
+    assert Event.select().count() == 0
