@@ -232,9 +232,7 @@ def auto_context(
         excluded_thread_id = row.id if row is not None else None
 
     hits = (
-        search_events(
-            namespace, query, limit=EVENT_HITS, track=True, for_agent=True, session=session, history=history
-        )
+        search_events(namespace, query, limit=EVENT_HITS, track=True, for_agent=True, session=session, history=history)
         if has_terms
         else []
     )
