@@ -360,7 +360,11 @@ def imported_note_values(*, min_keywords: int = MIN_KEYWORDS, **given: Any) -> d
     content, kind, code context), with its search text and digest, under the rules of ``write_note``
     but for the least number of keywords (gitmemo's legacy entries may have none). The caller sets
     the status, lineage, source, actor and times."""
-    fields = _fields(min_keywords=min_keywords, **given)
+    return _content_columns(_fields(min_keywords=min_keywords, **given))
+
+
+def _content_columns(fields: _Fields) -> dict[str, Any]:
+    """A note's content columns, search text and digest as stored."""
     return dict(
         kind=fields.kind,
         title=fields.title,
@@ -569,20 +573,10 @@ def _insert(
         dict(
             namespace=ns.id,
             note_id=hashlib.sha256(seed.encode("utf-8")).hexdigest()[:40],
-            kind=fields.kind,
-            title=fields.title,
-            summary=fields.summary,
-            keywords=fields.keywords,
-            search_text=_search_text(fields.title, fields.summary, fields.keywords),
-            content=fields.content,
-            code_branch=fields.branch,
-            code_commit=fields.commit,
-            related_branches=fields.related_branches,
-            related_paths=fields.related_paths,
+            **_content_columns(fields),
             status=status,
             supersedes=supersedes,
             reason=reason,
-            digest=digest,
             source=source,
             actor=actor,
             created_at=created_at,
