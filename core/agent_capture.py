@@ -11,7 +11,6 @@ from typing import Any
 from core.agent_schemas import ToolError
 from core.services.capture import append_turn, close_thread
 from core.services.context import auto_context
-from core.services.ledger import list_ledger
 
 # What the context builder leaves out that an agent may be told about; the rest (governance) it may not.
 SHOWN_EXCLUSIONS = ("over_budget", "limit", "out_of_scope")
@@ -61,16 +60,12 @@ class CaptureTools:
             token_budget=args.get("budget", 900),
             session=self.session,
         )
-        (row,) = [r for r in list_ledger(self.namespace, kind="context", limit=1) if r.id == ctx.ledger_id] or [None]
-        excluded = [e for e in (row.excluded if row else ()) if e.get("reason") in SHOWN_EXCLUSIONS]
         return {
             "tool": "get_context",
             "context": ctx.text,
             "tokens": ctx.tokens,
             "budget": args.get("budget", 900),
-            "selected": [f"event:{i}" for i in ctx.event_ids]
-            + [f"graph-node:{i}" for i in ctx.node_ids]
-            + [f"note:{i}" for i in ctx.note_ids],
-            "excluded": excluded,
+            "selected": ctx.selected,
+            "excluded": [e for e in ctx.excluded if e["reason"] in SHOWN_EXCLUSIONS],
             "ledger_id": ctx.ledger_id,
         }

@@ -61,6 +61,8 @@ class AutoContext:
     trace_id: int | None = None
     ledger_id: int | None = None
     note_ids: tuple[str, ...] = ()
+    selected: tuple[str, ...] = ()  # the refs handed over, as traced and ledgered
+    excluded: tuple[dict[str, str], ...] = ()  # {ref, reason}: what was left out and why
 
 
 def _clip(text: str, limit: int) -> str:
@@ -340,10 +342,14 @@ def auto_context(
             else:
                 left_out[ref] = "over_budget"
     tokens = estimate_tokens(text)
+    selected = tuple(
+        [f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids] + [f"note:{i}" for i in note_ids]
+    )
     left_out.update({f"event:{i}": "superseded" for i in superseded})
     left_out.update({f"event:{i}": code for i, code in hidden.items()})
     left_out.update({f"event:{i}": "out_of_scope" for i in excluded_events})
     left_out.update({f"graph-node:{i}": "out_of_scope" for i in excluded_nodes})
+    excluded = tuple({"ref": ref, "reason": code} for ref, code in sorted(left_out.items()))
 
     with write_transaction():
         untracked = [i for i in event_ids if i not in set(hit_order)]
@@ -366,9 +372,7 @@ def auto_context(
             "context",
             query=query,
             candidates=candidates,
-            selected=[f"event:{i}" for i in event_ids]
-            + [f"graph-node:{i}" for i in node_ids]
-            + [f"note:{i}" for i in note_ids],
+            selected=list(selected),
             detail={
                 "tokens": tokens,
                 "token_budget": token_budget,
@@ -387,10 +391,8 @@ def auto_context(
                 kind="context",
                 trace_id=trace_id,
                 query=query[:4000],
-                selected=[f"event:{i}" for i in event_ids]
-                + [f"graph-node:{i}" for i in node_ids]
-                + [f"note:{i}" for i in note_ids],
-                excluded=[{"ref": ref, "reason": code} for ref, code in sorted(left_out.items())],
+                selected=list(selected),
+                excluded=list(excluded),
                 tokens=tokens,
                 budget=token_budget,
                 created_at=now_iso(),
@@ -404,6 +406,8 @@ def auto_context(
         tokens=tokens,
         trace_id=trace_id,
         ledger_id=ledger_id,
+        selected=selected,
+        excluded=excluded,
     )
 
 

@@ -12,19 +12,17 @@ from workbench.cli.output import console, cut, open_from_args, print_json, table
 def cmd_context(args: argparse.Namespace) -> int:
     # start-up time, here and below: `strata --help` builds this parser, so the services load when it runs
     from core.services.context import auto_context
-    from core.services.ledger import list_ledger
 
     open_from_args(args)
     ctx = auto_context(args.namespace, args.question, exclude_thread=args.thread, token_budget=args.budget)
-    row = next((r for r in list_ledger(args.namespace, kind="context", limit=5) if r.id == ctx.ledger_id), None)
-    excluded = list(row.excluded) if row else []
+    excluded = list(ctx.excluded)
     if args.json:
         print_json(
             {
                 "context": ctx.text,
                 "tokens": ctx.tokens,
                 "budget": args.budget,
-                "selected": list(row.selected) if row else [],
+                "selected": ctx.selected,
                 "excluded": excluded,
                 "ledger_id": ctx.ledger_id,
             }
