@@ -16,7 +16,7 @@ from core.errors import SchemaTooNewError
 from core.models import ALL_MODELS, SchemaVersion, create_late_indexes
 from core.timeutil import now_iso
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 
 def _v2_events_and_graph(database: Database) -> None:
@@ -327,6 +327,13 @@ def _v25_note_aliases(database: Database) -> None:
     database.create_tables(V25_MODELS, safe=True)
 
 
+def _v26_associations(database: Database) -> None:
+    """Version 26: co-activation edges between event cards used together (``association``)."""
+    from core.models import V26_MODELS
+
+    database.create_tables(V26_MODELS, safe=True)
+
+
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.
 # A migration creates tables from the current models, so a later change to those models
 # needs its own migration that checks whether the column already exists.
@@ -355,6 +362,7 @@ MIGRATIONS: dict[int, Callable[[Database], None]] = {
     23: _v23_governed_records,
     24: _v24_notes,
     25: _v25_note_aliases,
+    26: _v26_associations,
 }
 
 

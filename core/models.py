@@ -780,6 +780,29 @@ class NoteAlias(BaseModel):
         indexes = ((("namespace", "alias"), True),)
 
 
+class Association(BaseModel):
+    """Two event cards that were used together: a bounded co-activation edge (core.services.associations).
+
+    One row per unordered pair (``source`` < ``target``). ``weight`` grows when the pair is used
+    together again and decays with time since ``updated_at``. An edge means "used together", never
+    a fact, a cause or a preference."""
+
+    namespace = ForeignKeyField(Namespace, backref="associations", on_delete="CASCADE")
+    source = ForeignKeyField(Event, backref="associations_out", on_delete="CASCADE")
+    target = ForeignKeyField(Event, backref="associations_in", on_delete="CASCADE")
+    weight = FloatField()
+    coactivation_count = IntegerField(default=1)
+    created_at = CharField()
+    updated_at = CharField()
+
+    class Meta:
+        indexes = (
+            (("namespace", "source", "target"), True),
+            (("namespace", "source", "weight"), False),
+            (("namespace", "target", "weight"), False),
+        )
+
+
 # Tables added by schema version 2 (the derivation work).
 V2_MODELS: list[type[BaseModel]] = [
     Event,
@@ -826,6 +849,7 @@ ALL_MODELS: list[type[BaseModel]] = [
     LedgerEntry,
     Note,
     NoteAlias,
+    Association,
 ]
 
 # Tables added by schema version 3 (the search index).
@@ -845,3 +869,6 @@ V24_MODELS: list[type[BaseModel]] = [Note]
 
 # Tables added by schema version 25 (the old ids of notes imported from gitmemo).
 V25_MODELS: list[type[BaseModel]] = [NoteAlias]
+
+# Tables added by schema version 26 (co-activation associations between event cards).
+V26_MODELS: list[type[BaseModel]] = [Association]

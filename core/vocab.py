@@ -49,6 +49,14 @@ REASON_CODES = (
     "irrelevant",
     "over_budget",
     "limit",
+    # The context window's gates (core.services.context), in the order they are checked.
+    "current_query",
+    "low_utility",
+    "conditional",
+    "focus_mismatch",
+    "below_min_relevance",
+    "below_min_score",
+    "redundant",
 )
 
 # An event card's standing. ``revoked``: the governed record it came from was withdrawn.

@@ -22,8 +22,24 @@ from core.errors import InvalidInputError, NotFoundError
 from core.models import SPECIAL_EVENT, Event, GraphEdge, GraphFact, GraphSource, LedgerEntry, Thread
 from core.redact import redact_text, redact_value
 from core.search.analyze import analyze
-from core.search.bm25 import rrf
+from core.search.bm25 import RRF_K, rrf
 from core.search.history import requests_history
+from core.search.window import (
+    MIN_COVERAGE,
+    MIN_SCORE,
+    REDUNDANT,
+    Coverage,
+    content_kind,
+    focus_overlap,
+    focus_terms,
+    is_conditional,
+    is_echo,
+    jaccard,
+    utility,
+    view_terms,
+)
+from core.services.associations import SEED_LIMIT, spread
+from core.services.associations import WEIGHT as ASSOCIATION_WEIGHT
 from core.services.events import LIVE, event_weight
 from core.services.graph import NodeView, node_view
 from core.services.governance import withheld
@@ -198,6 +214,177 @@ def _only_from_thread(node_ids: Sequence[int], thread_id: int) -> set[int]:
     return only
 
 
+# ----------------------------------------------------------------------------- the window
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """How the builder ranks and gates event cards. The defaults are what agents get; the other
+    settings exist so ``strata bench window`` can measure what each part is worth."""
+
+    name: str = "full"
+    hygiene: bool = True  # echo, kind, conditional, focus and redundancy gates
+    associations: bool = True  # co-activation lift among candidates
+    ranking: str = "full"  # full: relevance + memory weight; no_recency: + importance only; similarity_only
+
+    def __post_init__(self) -> None:
+        if self.ranking not in RANKINGS:
+            raise InvalidInputError(f"window ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+
+
+RANKINGS = ("full", "no_recency", "similarity_only")
+ABLATIONS: dict[str, WindowConfig] = {
+    "full": WindowConfig(),
+    "no_hygiene": WindowConfig(name="no_hygiene", hygiene=False),
+    "no_associations": WindowConfig(name="no_associations", associations=False),
+    "similarity_only": WindowConfig(name="similarity_only", associations=False, ranking="similarity_only"),
+    "no_recency": WindowConfig(name="no_recency", ranking="no_recency"),
+}
+NOT_RECALLED = 5  # the best candidates below the cut a trace keeps, with why each lost
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One event card in a context build, with every measure its gates read."""
+
+    id: int
+    kind: str
+    utility: float
+    coverage: float
+    focus: float
+    rrf: float
+    base: float  # normalised rank score × utility: what the minimum-score gate reads
+    association: float
+    final: float  # base + association lift: the order
+    relevance_rank: int | None
+    terms: frozenset[str]
+    gate: str | None  # the first gate it failed (a ReasonCode), None when it may be selected
+
+
+@dataclass(frozen=True)
+class Ranked:
+    candidates: list[Candidate]  # best first
+    seeds: tuple[int, ...]
+    edges_read: int
+    edges_applied: int
+
+
+def _card_text(event: Event) -> str:
+    return " ".join(p for p in (event.title, event.summary, " ".join(event.participants or ())) if p)
+
+
+def _score_events(
+    namespace_id: int,
+    query: str,
+    rows: dict[int, Event],
+    live: list[int],
+    relevance: list[int],
+    weights: dict[int, float],
+    standing: set[int],
+    history: bool,
+    window: WindowConfig,
+) -> Ranked:
+    """Rank the live candidate cards and run each through the gates, in this order (the first that
+    fails names the reason): the question itself stored (``current_query``), a question or an
+    acknowledgement (``low_utility``), a possibility asked about as a fact (``conditional``), a card
+    naming none of the question's focus terms (``focus_mismatch``), too little of the question
+    covered (``below_min_relevance``), too low a score (``below_min_score``). Redundancy, the limit and
+    the token budget are checked as cards are taken. Pinned and safety cards ("standing") are shown
+    whatever the question; only the kind gates apply to them."""
+    if not live:
+        return Ranked([], (), 0, 0)
+    if window.ranking == "similarity_only":
+        lists = [relevance + [i for i in live if i not in set(relevance)]]
+    else:
+        if window.ranking == "no_recency":
+            second = sorted(
+                live, key=lambda i: (-int(rows[i].pinned), -(rows[i].floor_weight or 0), -rows[i].mention_count, -i)
+            )
+        else:
+            second = sorted(
+                sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True), key=lambda i: -weights[i]
+            )
+        # A history question keeps the search's order: each chain of corrections together, oldest first.
+        lists = [relevance + [i for i in second if i not in set(relevance)]] if history else [relevance, second]
+    fused = rrf(lists)
+    best_possible = len(lists) / (RRF_K + 1)
+    query_terms = view_terms(query)
+    focus = focus_terms(query)
+    conditional_query = is_conditional(query)
+    texts = {i: _card_text(rows[i]) for i in live}
+    terms = {i: view_terms(texts[i]) for i in live}
+    coverage = Coverage.over(query_terms, list(terms.values()))
+    rank_of = {i: n + 1 for n, i in enumerate(relevance)}
+
+    base: dict[int, tuple] = {}
+    for i, score in fused:
+        kind = content_kind(rows[i].summary or rows[i].title)
+        util = utility(kind, conditional_query)
+        cov = coverage.of(terms[i]) if query_terms else 1.0
+        overlap = focus_overlap(focus, texts[i])
+        value = min(1.0, score / best_possible) * util
+        gate = None
+        if window.hygiene and is_echo(query, rows[i].summary or rows[i].title):
+            gate = "current_query"
+        elif window.hygiene and kind in ("question", "acknowledgement"):
+            gate = "low_utility"
+        elif window.hygiene and kind == "conditional" and not conditional_query:
+            gate = "conditional"
+        elif i in standing:
+            gate = None
+        elif window.hygiene and overlap <= 0:
+            gate = "focus_mismatch"
+        elif cov < MIN_COVERAGE or cov <= 0:
+            gate = "below_min_relevance"
+        elif value < MIN_SCORE:
+            gate = "below_min_score"
+        base[i] = (kind, util, cov, overlap, score, value, gate)
+
+    lift: dict[int, float] = {}
+    seeds: tuple[int, ...] = ()
+    edges_read = edges_applied = 0
+    if window.associations:
+        passing = [i for i, _ in fused if base[i][6] is None]
+        seed_map = {i: base[i][5] for i in sorted(passing, key=lambda i: -base[i][5]) if base[i][0] == "statement"}
+        spread_result = spread(namespace_id, dict(list(seed_map.items())[:SEED_LIMIT]), passing)
+        lift = {i: ASSOCIATION_WEIGHT * v for i, v in spread_result.scores.items()}
+        seeds, edges_read, edges_applied = spread_result.seeds, spread_result.edges_read, spread_result.edges_applied
+
+    candidates = [
+        Candidate(
+            id=i,
+            kind=kind,
+            utility=util,
+            coverage=round(cov, 6),
+            focus=round(overlap, 6),
+            rrf=score,
+            base=value,
+            association=lift.get(i, 0.0),
+            final=value + lift.get(i, 0.0),
+            relevance_rank=rank_of.get(i),
+            terms=terms[i],
+            gate=gate,
+        )
+        for i, (kind, util, cov, overlap, score, value, gate) in base.items()
+    ]
+    order = {i: n for n, (i, _) in enumerate(fused)}
+    if history:  # the chain order stands; associations only break ties there
+        candidates.sort(key=lambda c: (order[c.id], -c.final))
+    else:
+        candidates.sort(key=lambda c: (-c.final, order[c.id]))
+    return Ranked(candidates, seeds, edges_read, edges_applied)
+
+
+def _not_recalled(scored: Sequence[Candidate], left_out: dict[str, str], selected: Sequence[str]) -> list[dict]:
+    """The best few event cards below the cut, with why each lost."""
+    chosen = set(selected)
+    lost = [c for c in scored if f"event:{c.id}" not in chosen and f"event:{c.id}" in left_out]
+    return [
+        {"ref": f"event:{c.id}", "score": round(c.final, 6), "reason": left_out[f"event:{c.id}"], "kind": c.kind}
+        for c in lost[:NOT_RECALLED]
+    ]
+
+
 # ----------------------------------------------------------------------------- context
 
 
@@ -212,11 +399,13 @@ def auto_context(
     max_notes: int = 2,
     token_budget: int = 900,
     session: str | None = None,
+    window: WindowConfig | None = None,
 ) -> AutoContext:
     """Automatic memory context for the next model call (§12.3); writes a ``context`` trace."""
     for name, value in (("max_events", max_events), ("max_nodes", max_nodes), ("token_budget", token_budget)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidInputError(f"auto_context: {name} must be a non-negative integer, got {value!r}")
+    window = window or WindowConfig()
     started = time.perf_counter()
     ns = get_namespace(namespace)
     turns = [t for t in recent_turns if isinstance(t, str) and t.strip()][-RECENT_TURNS:]
@@ -265,12 +454,8 @@ def auto_context(
     ]
     weights = {i: event_weight(rows[i], ns.current_turn) for i in live}
     relevance = [i for i in hit_order if i in weights]
-    by_weight = sorted(sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True), key=lambda i: -weights[i])
-    if history:  # the search's order keeps each chain of corrections together, oldest first
-        fused = rrf([relevance + [i for i in by_weight if i not in set(relevance)]]) if live else []
-    else:
-        fused = rrf([relevance, by_weight]) if live else []
-    fused_score = dict(fused)
+    ranked = _score_events(ns.id, query, rows, live, relevance, weights, {i for (i,) in special}, history, window)
+    scored = ranked.candidates
 
     node_hits = rank_nodes(ns.id, query, NODE_HITS) if has_terms else []
     excluded_nodes = (
@@ -281,7 +466,8 @@ def auto_context(
 
     # Interleave the two ranked lists and keep each item only while the text fits.
     queue: list[tuple[str, Any]] = []
-    ev_iter, node_iter, note_iter = iter([i for i, _ in fused]), iter(nodes), iter(note_hits)
+    gated = {c.id: c.gate for c in scored if c.gate}
+    ev_iter, node_iter, note_iter = iter([c.id for c in scored if not c.gate]), iter(nodes), iter(note_hits)
     while True:
         ev, nd, nt = next(ev_iter, None), next(node_iter, None), next(note_iter, None)
         if ev is None and nd is None and nt is None:
@@ -292,6 +478,7 @@ def auto_context(
             queue.append(("node", nd))
         if nt is not None:
             queue.append(("note", nt))
+    by_id = {c.id: c for c in scored}
     chosen_events: list[dict[str, Any]] = []
     chosen_nodes: list[dict[str, Any]] = []
     chosen_notes: list[dict[str, Any]] = []
@@ -303,6 +490,10 @@ def auto_context(
     for kind, item in queue:
         if kind == "event":
             ref = f"event:{item}"
+            terms = by_id[item].terms
+            if window.hygiene and any(jaccard(terms, by_id[j].terms) >= REDUNDANT for j in event_ids):
+                left_out[ref] = "redundant"
+                continue
             if len(event_ids) >= max_events:
                 left_out[ref] = "limit"
                 continue
@@ -345,6 +536,7 @@ def auto_context(
     selected = tuple(
         [f"event:{i}" for i in event_ids] + [f"graph-node:{i}" for i in node_ids] + [f"note:{i}" for i in note_ids]
     )
+    left_out.update({f"event:{i}": code for i, code in gated.items()})
     left_out.update({f"event:{i}": "superseded" for i in superseded})
     left_out.update({f"event:{i}": code for i, code in hidden.items()})
     left_out.update({f"event:{i}": "out_of_scope" for i in excluded_events})
@@ -357,15 +549,19 @@ def auto_context(
             Event.update(last_retrieved_at=now_iso()).where(Event.id.in_(untracked)).execute()
         candidates = [
             {
-                "ref": f"event:{i}",
-                "score": fused_score[i],
+                "ref": f"event:{c.id}",
+                "score": c.final,
                 "components": {
-                    "rrf": fused_score[i],
-                    "weight": weights[i],
-                    **({"relevance_rank": relevance.index(i) + 1} if i in relevance else {}),
+                    "rrf": c.rrf,
+                    "weight": weights[c.id],
+                    "utility": c.utility,
+                    "coverage": c.coverage,
+                    "focus": c.focus,
+                    "association": c.association,
+                    **({"relevance_rank": c.relevance_rank} if c.relevance_rank else {}),
                 },
             }
-            for i, _ in fused
+            for c in scored
         ] + [{"ref": f"graph-node:{v.id}", "score": s, "components": {"bm25": s}} for v, s in node_hits]
         trace_id = record_trace(
             ns.id,
@@ -381,6 +577,15 @@ def auto_context(
                 "excluded_node_ids": sorted(excluded_nodes),
                 "pinned_or_safety": [i for (i,) in special],
                 "history": history,
+                "window": window.name,
+                "kinds": {f"event:{c.id}": c.kind for c in scored},
+                "focus_terms": list(focus_terms(query)),
+                "associations": {
+                    "seeds": [f"event:{i}" for i in ranked.seeds],
+                    "edges_read": ranked.edges_read,
+                    "edges_applied": ranked.edges_applied,
+                },
+                "not_recalled": _not_recalled(scored, left_out, selected),
             },
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
@@ -411,4 +616,4 @@ def auto_context(
     )
 
 
-__all__ = ["AutoContext", "HEADER", "auto_context", "rank_nodes", "render_context"]
+__all__ = ["ABLATIONS", "AutoContext", "HEADER", "WindowConfig", "auto_context", "rank_nodes", "render_context"]

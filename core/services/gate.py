@@ -39,6 +39,7 @@ from core.models import (
 )
 from core.redact import redact_text
 from core.services.graph import newest_sources
+from core.services.associations import reinforce
 from core.services.spaces import bump_revision, get_namespace
 from core.services.traces import record_trace
 from core.timeutil import now_iso
@@ -1076,6 +1077,8 @@ def record_use(
                 last_adopted_turn=ns.current_turn,
                 updated_at=now,
             ).where(Event.id.in_(eligible)).execute()
+            # Cards used together are linked: an adopted ref counts as fully active.
+            reinforce(ns.id, {i: 1.0 for i in eligible}, now)
             bump_revision(ns.id, now)
         UsageReceipt.create(
             namespace=ns, receipt_id=receipt_id, batch=batch.id, event_ids=eligible, audit=payload, created_at=now
