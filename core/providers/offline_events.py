@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 
 from core import lexicon
 from core.providers.base import UNNAMED_USER
+from core.search.window import CONDITIONAL
 from core.vocab import EVENT_TYPES
 from core.text import (
     CaselessPattern,
@@ -775,11 +776,6 @@ def _supersedes(
 # correction that names what it changes ends the one earlier statement of the same speaker holding that
 # subject (and the old value, when it is named); none found, or more than one, and nothing is ended.
 # A possibility or a plan ("I might switch my editor to Vim", "我打算改用 Obsidian") is never a correction.
-CONDITIONAL = re.compile(
-    r"\b(?:might|maybe|perhaps|possibly|consider(?:s|ed|ing)?|thinking\s+(?:about|of)|plan(?:s|ning)?\s+to|"
-    r"(?:i|we)\s+(?:may|could)|wonder(?:ing)?\s+(?:if|whether)|if\s+i)\b|可能|也许|或许|考虑|打算|想要?改|以后再",
-    re.IGNORECASE,
-)
 _ZH_STOP = r"[^，,。！？!?；;\n]"
 _EN_STOP = r"[^.!?;,\n]"
 _CORRECTIONS = (

@@ -16,8 +16,8 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from core import lexicon
+from core.search.window import CONDITIONAL
 from core.providers.offline_events import (
-    CONDITIONAL,
     DOSE,
     FEMININE_KIN,
     MASCULINE_KIN,
