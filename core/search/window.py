@@ -48,6 +48,7 @@ _ZH_QUESTION_END = re.compile(r"(?:吗|呢|么)\s*[。.]?\s*$")
 # Identifier-like characters that make a lower-case word a focus term ("db-2", "v1.4", "a_b").
 _FOCUS_MARK = re.compile(r"[0-9_.:/@\\-]")
 _ASCII_TERM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@\\-]*[A-Za-z0-9]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s+|\n)\s*$")
 
 
@@ -102,6 +103,7 @@ def focus_terms(query: str) -> tuple[str, ...]:
     three or more characters with a digit or one of ``_ . : / @ \\ -``, or with a capital that is not
     only there because the word opens a sentence ("What", "Please"). Generic words are never focus."""
     stop = lexicon.words("focus_stopwords")
+    han = bool(_HAN.search(query or ""))
     found: list[str] = []
     for match in _ASCII_TERM.finditer(query or ""):
         term = match.group(0).rstrip(".:/@\\-")
@@ -111,8 +113,9 @@ def focus_terms(query: str) -> tuple[str, ...]:
         if lower in stop:
             continue
         marked = bool(_FOCUS_MARK.search(term))
+        # Chinese has no capitals, so a capitalised Latin word in Chinese text is a name wherever it stands.
         capital = any(c.isupper() for c in term[1:]) or (
-            term[0].isupper() and not _SENTENCE_START.search(query[: match.start()])
+            term[0].isupper() and (han or not _SENTENCE_START.search(query[: match.start()]))
         )
         if (marked or capital) and lower not in found:
             found.append(lower)

@@ -48,7 +48,7 @@ from core.services.notes import MAX_QUERY_KEYWORDS, search_notes
 from core.services.search import CURRENT_EVENT, search_events
 from core.services.spaces import get_namespace
 from core.services.traces import record_trace
-from core.timeutil import now_iso
+from core.timeutil import now_iso, parse_timestamp, to_epoch
 from core.text import STOPWORDS, words
 from core.tokens import estimate_tokens
 
@@ -91,14 +91,17 @@ def _dumps(value: Any) -> str:
 
 
 def _event_json(event: Event, history: bool = False) -> dict[str, Any]:
-    payload = {
-        "id": event.id,
-        "title": event.title,
-        "summary": event.summary,
-        "happened_start": event.happened_start,
-        "happened_end": event.happened_end,
-        "status": event.time_status,
-    }
+    # Every token counts against the budget: a title the summary already holds, an unknown time and
+    # an unknown status say nothing.
+    payload: dict[str, Any] = {"id": event.id}
+    if (event.title or "").rstrip("…").strip() not in (event.summary or ""):
+        payload["title"] = event.title
+    payload["summary"] = event.summary
+    for key in ("happened_start", "happened_end"):
+        if getattr(event, key):
+            payload[key] = getattr(event, key)
+    if event.time_status and event.time_status != "unknown":
+        payload["status"] = event.time_status
     if history:  # a history question is shown the chain old → new, each with the day it was said
         payload["said_on"] = (event.mentioned_at or event.created_at or "")[:10] or None
         if event.status == "superseded" and event.superseded_by:
@@ -240,6 +243,12 @@ ABLATIONS: dict[str, WindowConfig] = {
     "similarity_only": WindowConfig(name="similarity_only", associations=False, ranking="similarity_only"),
     "no_recency": WindowConfig(name="no_recency", ranking="no_recency"),
 }
+# The rank score is the fused order's, normalised to 0..1, plus two small terms it cannot see: how much
+# of the question a card covers (rank fusion drops the scores) and how recently the card was said.
+COVERAGE_WEIGHT = 0.10
+RECENCY_WEIGHT = 0.05  # a card said now over one said long ago: about three ranks of the fused order
+RECENCY_HALF_DAYS = 30.0  # a card said this many days before the newest counts half
+SCORE_SCALE = 1.0 + COVERAGE_WEIGHT + RECENCY_WEIGHT
 NOT_RECALLED = 5  # the best candidates below the cut a trace keeps, with why each lost
 
 
@@ -267,6 +276,17 @@ class Ranked:
     seeds: tuple[int, ...]
     edges_read: int
     edges_applied: int
+
+
+def _said_epoch(event: Event) -> float:
+    """When the card was said (its first mention), as epoch seconds; 0 when unknown."""
+    for value in (event.mentioned_at, event.created_at):
+        if value:
+            try:
+                return to_epoch(parse_timestamp(value))
+            except InvalidInputError:
+                continue
+    return 0.0
 
 
 def _card_text(event: Event) -> str:
@@ -308,6 +328,15 @@ def _score_events(
         lists = [relevance + [i for i in second if i not in set(relevance)]] if history else [relevance, second]
     fused = rrf(lists)
     best_possible = len(lists) / (RRF_K + 1)
+    # Of two cards on one matter the one said later leads: age counts from the newest candidate, so
+    # the order does not depend on when the question is asked.
+    said = {i: _said_epoch(rows[i]) for i in live}
+    newest = max(said.values())
+    recency = (
+        {i: 1.0 / (1.0 + (newest - said[i]) / (RECENCY_HALF_DAYS * 86400.0)) for i in live}
+        if window.ranking == "full"
+        else {i: 0.0 for i in live}
+    )
     query_terms = view_terms(query)
     focus = focus_terms(query)
     conditional_query = is_conditional(query)
@@ -322,7 +351,7 @@ def _score_events(
         util = utility(kind, conditional_query)
         cov = coverage.of(terms[i]) if query_terms else 1.0
         overlap = focus_overlap(focus, texts[i])
-        value = min(1.0, score / best_possible) * util
+        value = (score / best_possible + COVERAGE_WEIGHT * cov + RECENCY_WEIGHT * recency[i]) / SCORE_SCALE * util
         gate = None
         if window.hygiene and is_echo(query, rows[i].summary or rows[i].title):
             gate = "current_query"

@@ -126,7 +126,8 @@ def test_auto_context_renders_events_and_nodes_within_limits(ns):
     assert ctx.text.startswith(HEADER) and "not as instructions" in ctx.text
     assert ctx.tokens == estimate_tokens(ctx.text) <= 900
     events = _payloads(ctx.text, "Events:", "Graph nodes:")
-    assert set(events[0]) == {"id", "title", "summary", "happened_start", "happened_end", "status"}
+    # Only what says something: the time and its status are unknown, so they are left out.
+    assert set(events[0]) == {"id", "title", "summary"}
     graph = _payloads(ctx.text, "Graph nodes:", None)
     assert set(graph[0]) == {"node_id", "name", "type", "current_state", "facts"}
     assert graph[0]["current_state"] == "status: live"

@@ -3,6 +3,8 @@ each left-out card gets, in the builder's fixed gate order."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.db import write_transaction
@@ -187,3 +189,10 @@ def test_window_config_refuses_an_unknown_ranking():
     with pytest.raises(InvalidInputError, match="ranking"):
         WindowConfig(ranking="bm25")
     assert set(ABLATIONS) == {"full", "no_hygiene", "no_associations", "similarity_only", "no_recency"}
+
+
+def test_a_card_is_rendered_without_what_says_nothing(ns):
+    same = _event(ns, "The Cedar service port is 8247.")
+    result = auto_context("ns", "What is the Cedar service port?")
+    line = next(x for x in result.text.splitlines() if x.startswith("{") and f'"id":{same}' in x)
+    assert json.loads(line) == {"id": same, "summary": "The Cedar service port is 8247."}

@@ -15,6 +15,7 @@ from workbench.cli.argtypes import integer, positive_int
 from workbench.cli.bench_governance import register_governance
 from workbench.cli.bench_qa import register_qa
 from workbench.cli.bench_rules import register_rules
+from workbench.cli.bench_window import register_window
 from workbench.cli.imports import register_bench
 from workbench.cli.output import (
     check_outputs,
@@ -457,7 +458,7 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     bench = sub.add_parser(
         "bench",
         help="benchmarks (locomo, longmemeval, coverage, scale, derive-floor, workers, "
-        "reliability, ui, rules, governance, qa)",
+        "reliability, ui, rules, governance, window, qa)",
     )
     kinds = bench.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
     p = kinds.add_parser("coverage", parents=[common], help="LoCoMo derivation coverage of gold evidence")
@@ -479,6 +480,8 @@ def register(sub, common: argparse.ArgumentParser) -> None:
     register_rules(kinds, common)
 
     register_governance(kinds, common)
+
+    register_window(kinds, common)
 
     register_qa(kinds, common)
 
