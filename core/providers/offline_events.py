@@ -336,6 +336,15 @@ _SHORT_STATEMENT = re.compile(
     r"\s+(?!(?:fine|good|ok|okay|sure|here|back|done|ready|sorry|glad|great|well|busy|tired|it|that|this|so|too)\b)\w",
     re.IGNORECASE,
 )
+# A schedule or a standing rule states something however short: "Atlas deploy retros happen on Fridays",
+# "Rotate the staging password before each deploy", "The gym closes at 9 every Sunday".
+_DAYS = "|".join(WEEKDAY_WORDS)
+_STANDING = re.compile(
+    rf"\b(?:{'|'.join(day + 's' for day in WEEKDAY_WORDS)}|daily|weekly|monthly|yearly)\b"
+    rf"|\b(?:every|each)\s+(?:day|week|month|year|morning|evening|night|weekend|{_DAYS})\b"
+    r"|\b(?:before|after)\s+(?:each|every)\b",
+    re.IGNORECASE,
+)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A Chinese reply that only acknowledges or thanks: "好的", "好的，记下了", "谢谢！", "没问题".
 _ZH_ACK = re.compile(
@@ -373,6 +382,7 @@ def informative(sentence: str) -> bool:
         or _NUMBER.search(text)
         or _FIRST_PERSON.search(text)
         or _names(text)
+        or _STANDING.search(text)
         or _SAFETY.found_in(text)
         or _ANY_TYPE.found_in(text)
     ):
