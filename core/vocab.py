@@ -27,6 +27,9 @@ SCOPES = ("user", "project", "session")
 CRITICALITIES = ("routine", "preference", "identity", "safety")
 NODE_TYPES = ("person", "project", "organization", "tool", "place")
 RECORD_STATUSES = ("active", "superseded", "disputed", "archived")
+# Graph facts that go stale by themselves ("age: 34" said two years ago is no longer the age): each
+# holds as of when it was said, or the day it begins, and is shown with that date.
+COUNTED_FACT_KEYS = frozenset({"age"})
 IMPORT_ACTIONS = ("add", "merge", "supersede", "conflict", "ignore")
 DECISION_FIELDS = ("action", "existing_event_ids", "confidence", "reason", "subject", "slot", "value")
 

@@ -24,6 +24,7 @@ from core.text import (
     CaselessPattern,
     ABBREVIATIONS,
     ENDS_IN_TITLE,
+    NUMBER_WORDS,
     STOPWORDS,
     TITLE_REACH,
     clip,
@@ -408,6 +409,7 @@ _OPENING_ADVERBS = frozenset(
 _PERSON_DOING = list(lexicon.ordered("person_doing"))
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
+AGE_WORD_ALTERNATION = "|".join(w for w, n in NUMBER_WORDS.items() if n >= 2)
 _PERSON_VERB_AFTER = re.compile(
     rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
     rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
@@ -415,6 +417,9 @@ _PERSON_VERB_AFTER = re.compile(
     rf"(?:{'|'.join(_PERSON_STATES)})\b"
     rf"|\s+(?:takes|took|is\s+on|was\s+on)\s+(?:[\w-]+\s+){{0,3}}?(?:{DOSE}|{MEDICINE}\b)"
     r"|\s+and\s+(?:I|me)\b"
+    # "Ivy turns seven on March 21", "Leo is 5 now": only people turn or are an age.
+    rf"|\s+(?:turns|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{AGE_WORD_ALTERNATION})\b"
+    rf"|\s+is\s+(?:now\s+)?(?:\d{{1,2}}|{AGE_WORD_ALTERNATION})\s+(?:years?\s+old|now)\b"
 )  # "Tomás and I are going out"
 
 

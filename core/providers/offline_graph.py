@@ -25,10 +25,12 @@ from core.providers.offline_events import (
     MEDICINE,
     PARTICLE_WORDS,
     WEB_SUFFIX,
+    AGE_WORD_ALTERNATION,
     time_for,
 )
 from core.text import ABBREVIATIONS, NUMBER_WORDS, GatedPattern, search_at_end, without_time_zones
 from core.timeparse import might_contain_time
+from core.vocab import COUNTED_FACT_KEYS
 from core.timeutil import parse_timestamp
 
 MAX_NODES = 24
@@ -457,6 +459,7 @@ _KIN_CALLED_RE = re.compile(
     rf"(?:called|named)\s+(?P<name>{_NAME}(?:\s+{_NAME})?)"
 )
 # Facts about a person an assistant must not forget: allergies, diet, languages, birthday, age.
+
 _BE_NOW = r"(?:I'm|I\s+am|we're|we\s+are|is|are)"
 _BE = rf"(?:{_BE_NOW}|was|has\s+been|have\s+been)"
 _ALLERGY_RE = re.compile(
@@ -518,12 +521,12 @@ _SPEAKS_RE = re.compile(
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAY_OF_MONTH = rf"(?:(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS}))"
 _WEEKDAY_BEFORE = r"(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:the\s+)?"
-_AGE_WORDS = "|".join(w for w, n in NUMBER_WORDS.items() if n >= 2)
+_AGE_WORDS = AGE_WORD_ALTERNATION
 _BIRTHDAY_RE = re.compile(
     rf"\b(?P<owner>[Mm]y|[Oo]ur|[Yy]our|[Hh]is|[Hh]er|{_NAME}['’]s)\s+(?:\d{{1,3}}(?:st|nd|rd|th)\s+)?birthday\s+"
     rf"(?:is|was|falls)\s+(?:on\s+)?{_WEEKDAY_BEFORE}(?P<date>{_DAY_OF_MONTH})"
     # "Ivy turns seven on March 21": the day someone turns an age is their birthday.
-    rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?:\d{{1,3}}|{_AGE_WORDS})\s+"
+    rf"|\b(?P<who>I|[Hh]e|[Ss]he|{_NAME})\s+(?:turns?|turned|will\s+turn|is\s+turning)\s+(?P<turns>\d{{1,3}}|{_AGE_WORDS})\s+"
     rf"on\s+{_WEEKDAY_BEFORE}(?P<date2>{_DAY_OF_MONTH})"
 )
 _OWNER_OF_SUBJECT = {"i": "my", "he": "his", "she": "her"}
@@ -881,6 +884,7 @@ class _EventReader:
         mentioned, happened = temporal.get("mentioned_at"), temporal.get("happened_start")
         ahead = isinstance(mentioned, str) and isinstance(happened, str) and happened[:10] > mentioned[:10]
         self.mentioned = mentioned if ahead else None
+        self.said = mentioned if isinstance(mentioned, str) else None
         self.happened = happened if isinstance(happened, str) else None
         try:
             self.anchor = parse_timestamp(mentioned) if isinstance(mentioned, str) else None
@@ -1475,13 +1479,26 @@ class _EventReader:
             denial = _denial(s, at)
             if denial == "denied":
                 continue
+            held = self.b.since
+            if key in COUNTED_FACT_KEYS and held is None:
+                # An age holds as of when it was said, not as of another clause's time in the card
+                # ("our daughter Ivy, who's six. We moved here two years ago.").
+                self.b.since = self.said
             self.b.fact(self.holder(s, at), key, value, self.id, "superseded" if denial == "ended" else "active")
+            self.b.since = held
         for m in [*_BIRTHDAY_RE.finditer(s), *_BORN_ON_RE.finditer(s)]:
             owner = m.groupdict().get("owner") or _OWNER_OF_SUBJECT.get(m.group("who").casefold(), m.group("who"))
             ref = self.owner(owner, s, m.start())
             if ref is not None and not _denial(s, m.start()):
                 date = m.group("date") or m.groupdict().get("date2")
                 self.b.fact(ref, "birthday", " ".join(date.split()), self.id)
+                if m.groupdict().get("turns"):
+                    # "Ivy turns seven on March 21": from that day on, seven is her age.
+                    held = self.b.since
+                    self.b.since = time_for(date, self.anchor).get("happened_start") or self.said
+                    age = str(NUMBER_WORDS.get(m.group("turns").casefold(), m.group("turns")))
+                    self.b.fact(ref, "age", age, self.id)
+                    self.b.since = held
         for m in _MARRIED_RE.finditer(s):
             a, b = (self.person(_clean_name(m.group(g) or "")) for g in (("a", "b") if m.group("a") else ("a2", "b2")))
             if a and b and a != b and not _denial(s, m.start()):

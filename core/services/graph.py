@@ -26,7 +26,7 @@ from core.models import (
     GraphSource,
     Namespace,
 )
-from core.vocab import NODE_TYPES
+from core.vocab import COUNTED_FACT_KEYS, NODE_TYPES
 from core.search.tokenize import normalize as norm_text
 from core.services.graph_endings import EndedBy, reasons
 from core.services.graph_vocab import render_value
@@ -386,16 +386,11 @@ def first_mention(records: dict[str, Sequence[int]], statuses: Sequence[str]) ->
     return first[0] if first else None
 
 
-# Facts that go stale by themselves: "age: 34" said two years ago is no longer the age, so the
-# state says when it was true and a reader can count on from there.
-DATED_KEYS = frozenset({"age"})
-
-
 def render_state(current: Sequence[tuple[GraphFact, list[int]]]) -> str:
     lines = []
     for fact, _ in current:
         suffix = " [disputed]" if fact.status == "disputed" else ""
-        if fact.key in DATED_KEYS and fact.valid_from:
+        if fact.key in COUNTED_FACT_KEYS and fact.valid_from:
             suffix = f" (as of {fact.valid_from[:10]}){suffix}"
         lines.append(f"{fact.key}: {render_value(fact.value)}{suffix}")
     return "\n".join(lines)

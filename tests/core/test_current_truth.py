@@ -205,3 +205,59 @@ def test_a_short_statement_is_a_card(store, said):
 def test_a_filler_is_no_card(store, said):
     _say((said, "ok"))
     assert Event.select().count() == 0
+
+
+def _facts(name: str, key: str) -> list[tuple[str, str, str]]:
+    from core.models import GraphNode
+
+    node = GraphNode.get(GraphNode.name == name)
+    return [
+        (f.value, f.status, (f.valid_from or "")[:10])
+        for f in GraphFact.select().where((GraphFact.node == node) & (GraphFact.key == key)).order_by(GraphFact.id)
+    ]
+
+
+def _say_at(*turns: tuple[str, str, str]) -> None:
+    configure_namespace("ns", block_turn_size=1)
+    for user, assistant, at in turns:
+        append_turn("ns", "t", user, assistant, created_at=at)
+        run_pending("ns", provider="offline")
+
+
+def test_an_age_holds_as_of_when_it_was_said_not_another_clauses_time(store):
+    _say_at(
+        (
+            "I live in Utrecht with my partner Tomás and our daughter Ivy, who's six. "
+            "We moved here from Dublin two years ago.",
+            "Noted.",
+            "2026-01-13T20:20:00+01:00",
+        )
+    )
+    assert _facts("Ivy", "age") == [("6", "active", "2026-01-13")]
+
+
+def test_turning_an_age_on_a_day_updates_the_age_from_that_day(store):
+    _say_at(
+        ("Our daughter Ivy is six.", "Noted.", "2026-01-13T20:20:00+01:00"),
+        ("Ivy turns seven on March 21, we're planning a party.", "Lovely.", "2026-02-02T09:00:00+01:00"),
+    )
+    ages = _facts("Ivy", "age")
+    assert ("7", "active", "2026-03-21") in ages
+    assert ("6", "superseded", "2026-01-13") in ages
+    assert _facts("Ivy", "birthday") == [("March 21", "active", "2026-03-21")]
+
+
+def test_a_later_dated_age_replaces_the_earlier_one(store):
+    _say_at(
+        ("My son Leo is 4.", "Noted.", "2025-03-01T09:00:00+00:00"),
+        ("Leo is 5 now and loves dinosaurs.", "Fun!", "2026-03-05T09:00:00+00:00"),
+    )
+    assert [a for a in _facts("Leo", "age") if a[1] == "active"] == [("5", "active", "2026-03-05")]
+
+
+@pytest.mark.parametrize(
+    "said", ["Atlas deploy retros happen on Fridays.", "Rotate the staging database password before each deploy."]
+)
+def test_a_schedule_or_a_standing_rule_is_a_card(store, said):
+    _say((said, "Noted."))
+    assert _current(said.split()[0]) == [said]
