@@ -3,6 +3,10 @@
 The rail pages blocks by sequence (keyset); the selected block is rendered at all six
 levels in one worker, next to its derivation jobs and its thread's open tail. ``e``
 lifts the block one level deeper (recorded as a user lift), ``E`` straight to L5.
+``enter`` on a thread shows its blocks, ``enter`` on a block goes into its text, ``escape``
+goes back to the rail.
+
+Opened at a block (another view's link), the rail is read from the thread's start through it.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, OptionList, Select, Static, TabbedContent, TabPane
@@ -22,7 +26,8 @@ from core.errors import BlockNotReadyError, NotFoundError
 from core.services.capture import thread_messages
 from core.services.search import messages_by_id
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.widgets.table import PagedTable, start_busy, stop_busy
+from workbench.widgets.lists import NavOptionList, TextPane
+from workbench.widgets.table import PagedTable, read_through, start_busy, stop_busy
 
 PAGE = 50
 LEVELS = range(6)
@@ -141,7 +146,7 @@ class BlocksScreen(StrataScreen):
         with Horizontal(id="blocks-body", classes="view-body"):
             with Vertical(id="threads-pane", classes="side-pane"):
                 yield Label("Threads", classes="pane-title")
-                yield OptionList(id="threads", classes="loadable")
+                yield NavOptionList(id="threads", classes="loadable")
             with Vertical(id="blocks-main"):
                 with Horizontal(classes="filter-bar"):
                     yield Label("status", classes="filter-label")
@@ -163,15 +168,15 @@ class BlocksScreen(StrataScreen):
                     with TabbedContent(id="block-levels"):
                         for level in LEVELS:
                             with TabPane(f"L{level}", id=f"level-{level}"):
-                                with VerticalScroll(classes="text-scroll"):
+                                with TextPane(classes="text-scroll"):
                                     yield Static("", id=f"level-text-{level}", markup=False, classes="block-text")
                         with TabPane("Open tail", id="tail"):
-                            with VerticalScroll(classes="text-scroll"):
+                            with TextPane(classes="text-scroll"):
                                 yield Static("", id="tail-text", classes="block-text")
                         with TabPane("Jobs", id="jobs"):
-                            with VerticalScroll(classes="text-scroll"):
+                            with TextPane(classes="text-scroll"):
                                 yield Static("", id="jobs-text", classes="block-text")
-                    with VerticalScroll(id="compare-pane", classes="text-scroll"):
+                    with TextPane(id="compare-pane", classes="text-scroll"):
                         yield Label("L5 raw transcript", classes="pane-title")
                         yield Static("", id="compare-text", markup=False, classes="block-text")
         yield EmptyState(id="empty")
@@ -194,9 +199,17 @@ class BlocksScreen(StrataScreen):
         self.load_rail()
 
     def load_rail(
-        self, *, append: bool = False, after_sequence: int = 0, select_id: int | None = None, level: int | None = None
+        self,
+        *,
+        append: bool = False,
+        select_id: int | None = None,
+        select_sequence: int = 0,
+        level: int | None = None,
     ) -> None:
+        """Read the first page of the rail (or the next, with ``append``); with ``select_id`` (the
+        block at ``select_sequence``), every page through that block, which gets the cursor."""
         ns, thread, status = self.namespace, self.thread_filter, self.status_filter
+        after_sequence = 0
         rail = self.query_one("#block-rail", PagedTable)
         if not append:
             rail.start_loading()
@@ -206,10 +219,19 @@ class BlocksScreen(StrataScreen):
         def page():
             from core.services.blocks import list_blocks
 
-            rows = list_blocks(ns, thread, status=status, limit=PAGE + 1, after_sequence=after_sequence)
-            return rows
+            def read(after):
+                rows = list_blocks(ns, thread, status=status, limit=PAGE + 1, after_sequence=after or 0)
+                return rows[:PAGE], (rows[PAGE - 1].sequence if len(rows) > PAGE else None)
 
-        self.fetch("rail", page, lambda rows: self.RailLoaded(rows[:PAGE], len(rows) > PAGE, append, select_id, level))
+            if select_id is None:
+                rows, cursor = read(after_sequence)
+            else:
+                rows, cursor, found = read_through(read, lambda row: row.id == select_id)
+                if not found and cursor is not None:  # far down the thread: open the rail at the block
+                    rows, cursor = read(select_sequence - 1)
+            return rows, cursor is not None
+
+        self.fetch("rail", page, lambda result: self.RailLoaded(result[0], result[1], append, select_id, level))
 
     @on(ThreadsLoaded)
     def _threads_loaded(self, event: ThreadsLoaded) -> None:
@@ -257,6 +279,13 @@ class BlocksScreen(StrataScreen):
                 self.load_detail(rail.items[index])
                 if self.focused is None:
                     rail.focus()
+
+    @on(PagedTable.RowSelected, "#block-rail")
+    def _into_block(self) -> None:
+        """Enter on a block: into the text of the open tab (j/k scroll it, escape comes back)."""
+        pane = self.query_one("#block-levels", TabbedContent).active_pane
+        if pane is not None:
+            pane.query_one(TextPane).focus()
 
     @on(PagedTable.NeedMore, "#block-rail")
     def _more(self) -> None:
@@ -362,6 +391,7 @@ class BlocksScreen(StrataScreen):
             self.thread_filter = thread
             self.detail = None
             self.load_rail()
+        self.query_one("#block-rail", PagedTable).request_focus()
 
     @on(Select.Changed, "#status-filter")
     def _status_picked(self, event: Select.Changed) -> None:
@@ -462,7 +492,7 @@ class BlocksScreen(StrataScreen):
 
     @on(JumpLoaded)
     def _jump(self, event: JumpLoaded) -> None:
-        """Show the rail of the block's thread starting at that block, and the block at the level."""
+        """Show the rail of the block's thread through that block, and the block at the level."""
         row = event.row
         self.thread_filter = row.thread
         self.status_filter = None
@@ -475,7 +505,7 @@ class BlocksScreen(StrataScreen):
         except Exception:  # noqa: BLE001 - the thread list is still loading
             pass
         self.detail = None
-        self.load_rail(after_sequence=row.sequence - 1, select_id=row.id, level=event.level)
+        self.load_rail(select_id=row.id, select_sequence=row.sequence, level=event.level)
         self.query_one("#block-rail", PagedTable).focus()
 
 

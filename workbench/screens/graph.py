@@ -3,7 +3,11 @@
 The node list pages by name (keyset) and decides visibility per page. A node shows its
 current and historical facts, edges out and in with the node at the other end, and the
 events behind it. ``enter`` on an edge follows it; ``[`` and ``]`` go back and forward
-through the nodes visited; ``enter`` on an event opens it in the timeline.
+through the nodes visited; ``enter`` on an event (or a fact: its first source event) opens
+it in the timeline. ``enter`` on a node goes into its tabs, ``escape`` back to the list.
+
+Opened at a node (another view's link), the list is read from its start through that node,
+so every node stays listed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from textual.widgets import DataTable, Input, Label, Select, Static, TabbedConte
 from core.services.graph_endings import describe
 from core.text import clip
 from workbench.screens.base import EmptyState, StrataScreen
-from workbench.widgets.table import PagedTable
+from workbench.widgets.lists import NavTable
+from workbench.widgets.table import PagedTable, read_through
 
 PAGE = 40
 NODE_TYPES = ("person", "project", "organization", "tool", "place")
@@ -66,6 +71,9 @@ class GraphScreen(StrataScreen):
         cursor: object
         append: bool
         counts: dict | None = None
+        select_id: int | None = None
+        opened_at: bool = False
+        """The list starts at ``select_id`` (it was too far down to read through)."""
 
     @dataclass
     class NodeLoaded(Message):
@@ -78,6 +86,9 @@ class GraphScreen(StrataScreen):
         self.requested_id: int | None = None
         self.history: list[int] = []
         self.position = -1
+        self._facts: list = []
+        self._edges: list = []
+        self._events: list = []
 
     def compose(self) -> ComposeResult:
         yield self.compose_header()
@@ -94,11 +105,11 @@ class GraphScreen(StrataScreen):
                     yield Static("Select a node.", id="node-head")
                     with TabbedContent(id="node-tabs"):
                         with TabPane("Facts", id="facts"):
-                            yield DataTable(id="facts-table", cursor_type="row", zebra_stripes=True)
+                            yield NavTable(id="facts-table")
                         with TabPane("Edges", id="edges"):
-                            yield DataTable(id="edges-table", cursor_type="row", zebra_stripes=True)
+                            yield NavTable(id="edges-table")
                         with TabPane("Events", id="events"):
-                            yield DataTable(id="events-table", cursor_type="row", zebra_stripes=True)
+                            yield NavTable(id="events-table")
                     yield Label("", id="history-line", classes="meta-line")
         yield EmptyState(id="empty")
         yield self.compose_footer()
@@ -114,7 +125,9 @@ class GraphScreen(StrataScreen):
     def reload(self) -> None:
         self.load_nodes(counts=True)
 
-    def load_nodes(self, *, append: bool = False, counts: bool = False, start_at: int | None = None) -> None:
+    def load_nodes(self, *, append: bool = False, counts: bool = False, select_id: int | None = None) -> None:
+        """Read the first page of nodes (or the next, with ``append``); with ``select_id``, every
+        page through that node, which gets the cursor."""
         ns = self.namespace
         node_type = self.query_one("#g-type", Select).value
         node_type = None if node_type is Select.NULL else str(node_type)
@@ -129,12 +142,24 @@ class GraphScreen(StrataScreen):
             # first reads, on the database thread, not before the first paint
             from core.services.browse import node_page, node_position, node_type_counts
 
-            start = node_position(start_at) if start_at is not None else after
-            page = node_page(ns, node_type, query, after=start, limit=PAGE)
-            return page, (node_type_counts(ns) if counts else None)
+            def read(cursor):
+                page = node_page(ns, node_type, query, after=cursor, limit=PAGE)
+                return page.rows, page.cursor
+
+            opened_at = False
+            if select_id is None:
+                rows, cursor = read(after)
+            else:
+                rows, cursor, found = read_through(read, lambda row: row.id == select_id)
+                position = None if found or cursor is None else node_position(select_id)
+                if position is not None:  # far down the list: open it at the node
+                    (rows, cursor), opened_at = read(position), True
+            return rows, cursor, (node_type_counts(ns) if counts else None), opened_at
 
         self.fetch(
-            "nodes", nodes, lambda result: self.NodesLoaded(list(result[0].rows), result[0].cursor, append, result[1])
+            "nodes",
+            nodes,
+            lambda result: self.NodesLoaded(list(result[0]), result[1], append, result[2], select_id, result[3]),
         )
 
     @on(NodesLoaded)
@@ -158,12 +183,14 @@ class GraphScreen(StrataScreen):
                 if value is not Select.NULL:
                     select.value = value
         more = "+" if event.cursor is not None else ""
-        self.query_one("#node-summary", Label).update(f"{len(table.items)}{more} nodes")
+        start = f" from {table.items[0].name}" if event.opened_at and table.items else ""
+        self.query_one("#node-summary", Label).update(f"{len(table.items)}{more} nodes{start}")
         if not event.append:
             if table.items:
-                table.move_cursor(row=0)
+                index = next((i for i, row in enumerate(table.items) if row.id == event.select_id), 0)
+                table.move_cursor(row=index)
                 if self.requested_id is None:
-                    self.show_node(table.items[0].id, "replace", after_paint=True)
+                    self.show_node(table.items[index].id, "replace", after_paint=True)
             else:
                 self.query_one("#node-head", Static).update(
                     "No nodes match."
@@ -177,6 +204,11 @@ class GraphScreen(StrataScreen):
     def _more(self) -> None:
         if self.cursor is not None:
             self.load_nodes(append=True)
+
+    @on(PagedTable.RowSelected, "#nodes")
+    def _into_node(self) -> None:
+        """Enter on a node: into its open tab."""
+        self.action_tab(self.query_one("#node-tabs", TabbedContent).active or "facts")
 
     @on(PagedTable.RowHighlighted, "#nodes")
     def _highlighted(self) -> None:
@@ -244,6 +276,7 @@ class GraphScreen(StrataScreen):
         self.query_one("#node-head", Static).update(Content("").join(head))
         facts = self.query_one("#facts-table", DataTable)
         facts.clear()
+        self._facts = [*view.current_facts, *view.historical_facts]
         for fact in view.current_facts:
             facts.add_row(
                 fact.key,
@@ -297,6 +330,16 @@ class GraphScreen(StrataScreen):
         if edge is not None:
             self.show_node(edge.other_id, "push")
 
+    @on(DataTable.RowSelected, "#facts-table")
+    def _fact_source(self, event: DataTable.RowSelected) -> None:
+        fact = self._facts[event.cursor_row] if event.cursor_row < len(self._facts) else None
+        if fact is None:
+            return
+        if fact.source_event_ids:
+            self.workbench.open_item("event", fact.source_event_ids[0])
+        else:
+            self.notify("This fact cites no event", severity="warning", timeout=3)
+
     @on(DataTable.RowSelected, "#events-table")
     def _open_event(self, event: DataTable.RowSelected) -> None:
         if event.cursor_row < len(self._events):
@@ -323,7 +366,7 @@ class GraphScreen(StrataScreen):
         self.query_one("#nodes", PagedTable).focus()
 
     def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
-        """Show a node, with the list opened at it (type filter and search cleared)."""
+        """Show a node, with the list read through it (type filter and search cleared)."""
         if kind != "node":
             return
         self.show_node(item_id, "push")
@@ -332,7 +375,7 @@ class GraphScreen(StrataScreen):
             select.clear()
         with search.prevent(Input.Changed):
             search.value = ""
-        self.load_nodes(start_at=item_id, counts=True)
+        self.load_nodes(select_id=item_id, counts=True)
 
     def copy_text(self) -> str | None:
         view = self.view

@@ -8,9 +8,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Label, Static
 
-from workbench.widgets.table import PagedTable
+from workbench.widgets.lists import LIST_WIDGETS, NavTable
 
 NOTES = (
+    "In every list and table: [b]j[/b]/[b]k[/b] move, [b]g[/b]/[b]G[/b] go to the first and last row, "
+    "[b]enter[/b] goes deeper (into the detail, or the item in its own view), [b]esc[/b] goes back.\n"
     "Remap any key in config.yaml under [b]keymap[/b] with the id shown here "
     "(for example [b]app.quit: ctrl+q[/b]); `strata ui` reads it at start.\n"
     "Mouse: click tabs, rows and the namespace switcher. Drag to select text (copied to the clipboard); "
@@ -40,7 +42,7 @@ class HelpScreen(ModalScreen[None]):
         sources: list[tuple[str, type]] = [
             (view, type(screen)),
             *((view, widget) for widget in getattr(type(screen), "KEYMAP_WIDGETS", ())),
-            ("lists", PagedTable),
+            *(("lists", widget) for widget in LIST_WIDGETS),
             ("app", type(app)),
         ]
         rows: list[tuple[str, str, str, str]] = []
@@ -59,7 +61,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help-dialog", classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            yield NavTable(id="help-table")
             yield Static(NOTES, id="help-notes")
 
     def on_mount(self) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -42,6 +42,7 @@ from workbench.import_facts import facts_text
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.textual_internals import input_suggestion
 from workbench.widgets.confirm import ConfirmScreen
+from workbench.widgets.lists import TextPane, move_bindings
 from workbench.widgets.table import PagedTable
 
 FORMATS = (("v2 JSON", "v2"), ("Mem0 JSON", "mem0"), ("text list", "text"))
@@ -139,8 +140,8 @@ class ItemTable(PagedTable):
         self.screen.query_one("#batches").focus()
 
 
-class DetailPane(VerticalScroll):
-    """The focused item's detail (scrolls with j/k/g/G)."""
+class DetailPane(TextPane):
+    """The focused item's detail (scrolls with j/k/g/G, under ids of its own)."""
 
     BINDINGS = [
         Binding("j", "scroll_down", "Down", show=False, id="imports.detail-down"),
@@ -181,8 +182,7 @@ class TargetList(SelectionList):
 
     BINDINGS = [
         Binding("enter", "apply", "Apply", id="targets.apply", tooltip="Use the ticked events as the targets"),
-        Binding("j", "cursor_down", "Down", show=False, id="targets.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="targets.up"),
+        *move_bindings("cursor_down", "cursor_up", "first", "last"),
     ]
 
     def action_apply(self) -> None:
@@ -683,6 +683,13 @@ class ImportsScreen(StrataScreen):
         self.query_one("#item-text", Static).update(item_detail(item, self.preview.batch))
 
     # ------------------------------------------------------------------ moving around
+
+    def focus_item(self, kind: str, item_id: int, level: int | None = None) -> None:
+        """Open an import batch (the Review view links its waiting items here), in its items."""
+        if kind != "import":
+            return
+        self._focus_items = True
+        self.load_batches(select_id=item_id)
 
     def action_focus_items(self) -> None:
         items = self.query_one("#items", ItemTable)

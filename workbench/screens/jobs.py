@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, Select, Static
@@ -16,6 +16,7 @@ from core.errors import StrataError
 from core.services.jobs import job_counts, retry as retry_job
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
+from workbench.widgets.lists import TextPane
 from workbench.widgets.table import PagedTable
 
 PAGE = 50
@@ -55,6 +56,7 @@ class JobsScreen(StrataScreen):
         Binding("R", "retry_all", "Retry all failed", id="jobs.retry-all", tooltip="Retry every failed job shown"),
         Binding("f", "focus_filter", "Show", show=False, id="jobs.filter", tooltip="Choose which jobs to show"),
         Binding("b", "open_block", "Block", id="jobs.block", tooltip="Open the job's block"),
+        Binding("escape", "focus_list", "Jobs", show=False, id="jobs.list", tooltip="Back to the job list"),
     ]
 
     @dataclass
@@ -84,7 +86,7 @@ class JobsScreen(StrataScreen):
             table = PagedTable(id="jobs", classes="loadable")
             table.add_columns("#", "kind", "block", "status", "tries", "error")
             yield table
-            with VerticalScroll(id="job-detail", classes="detail-pane"):
+            with TextPane(id="job-detail", classes="detail-pane"):
                 yield Static("", id="job-text")
         yield EmptyState(id="empty")
         yield self.compose_footer()
@@ -136,6 +138,11 @@ class JobsScreen(StrataScreen):
     @on(PagedTable.NeedMore, "#jobs")
     def _more(self) -> None:
         self.load_page(append=True)
+
+    @on(PagedTable.RowSelected, "#jobs")
+    def _into_job(self) -> None:
+        """Enter on a job: into its detail (escape comes back)."""
+        self.query_one("#job-detail", TextPane).focus()
 
     @on(PagedTable.RowHighlighted, "#jobs")
     def _highlighted(self) -> None:
@@ -225,6 +232,9 @@ class JobsScreen(StrataScreen):
 
     def action_focus_filter(self) -> None:
         self.query_one("#j-show", Select).focus()
+
+    def action_focus_list(self) -> None:
+        self.query_one("#jobs", PagedTable).focus()
 
     def copy_text(self) -> str | None:
         job = self.query_one("#jobs", PagedTable).current

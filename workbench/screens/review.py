@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, Select, Static
@@ -20,6 +20,7 @@ from core.services import governance as gov
 from core.services.governance import audit_trail, get_record, review_items
 from core.services.notes import approve_note, delete_note
 from workbench.screens.base import EmptyState, StrataScreen
+from workbench.widgets.lists import TextPane
 from workbench.widgets.prompt import PromptScreen
 from workbench.widgets.table import PagedTable
 
@@ -85,6 +86,7 @@ class ReviewScreen(StrataScreen):
         Binding("n", "next_item", "Next", show=False, id="review.next", tooltip="Next item"),
         Binding("N", "previous_item", "Previous", show=False, id="review.previous", tooltip="Previous item"),
         Binding("s", "focus_show", "Show", show=False, id="review.show", tooltip="Choose what to list"),
+        Binding("escape", "focus_list", "List", show=False, id="review.list", tooltip="Back to the list"),
     ]
 
     @dataclass
@@ -121,7 +123,7 @@ class ReviewScreen(StrataScreen):
             table = PagedTable(id="review", classes="loadable")
             table.add_columns("id", "kind", "status", "source", "title", "since")
             yield table
-            with VerticalScroll(id="review-detail", classes="detail-pane"):
+            with TextPane(id="review-detail", classes="detail-pane"):
                 yield Static("", id="review-text")
         yield EmptyState(id="empty")
         yield self.compose_footer()
@@ -259,6 +261,9 @@ class ReviewScreen(StrataScreen):
     def action_focus_show(self) -> None:
         self.query_one("#r-show", Select).focus()
 
+    def action_focus_list(self) -> None:
+        self.query_one("#review", PagedTable).focus()
+
     def action_next_item(self) -> None:
         self.query_one("#review", PagedTable).action_cursor_down()
 
@@ -267,11 +272,16 @@ class ReviewScreen(StrataScreen):
 
     @on(PagedTable.RowSelected, "#review")
     def _selected(self) -> None:
+        """Enter goes deeper: an import item opens in Imports, a record's evidence in its view; a
+        record without evidence (or not loaded yet) shows its card (escape comes back)."""
         item = self.current
+        record = self._loaded_record()
         if item is not None and item.kind == "import_item":
             self.workbench.open_item("import", int(item.id.split(":")[1]))
-        elif item is not None:
+        elif record is not None and (record.event_id is not None or record.evidence):
             self.action_evidence()
+        elif item is not None:
+            self.query_one("#review-detail", TextPane).focus()
 
     # ------------------------------------------------------------------ decisions
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static
@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Input, Label, Select, Static
 from core.redact import redact_text
 from core.services.search import search_events, search_graph, search_raw
 from workbench.screens.base import EmptyState, StrataScreen
+from workbench.widgets.lists import NavTable, TextPane
 
 CHANNELS = (("all channels", "all"), ("events", "events"), ("graph", "graph"), ("raw messages", "raw"))
 
@@ -116,8 +117,8 @@ class SearchScreen(StrataScreen):
                 yield Select(CHANNELS, value="all", allow_blank=False, compact=True, id="s-channel")
                 yield Label("", id="search-summary", classes="summary")
             with Horizontal(id="search-panes"):
-                yield DataTable(id="results", cursor_type="row", zebra_stripes=True, classes="loadable")
-                with VerticalScroll(id="result-preview", classes="detail-pane"):
+                yield NavTable(id="results", classes="loadable")
+                with TextPane(id="result-preview", classes="detail-pane"):
                     yield Static(
                         "Type a query and press enter. Results come from the same channels an agent "
                         "uses; enter on a result opens it in its own view.",

@@ -4,7 +4,10 @@ Events are ordered by when they happened, else when they were mentioned; events 
 happened time is unknown form their own lane (the ``lane`` filter, and ``~`` in the
 list). The list pages by keyset; the histogram is one aggregate by day. The detail
 shows the temporal record, relations, weight with its history and the source messages;
-``b`` opens the source block at L5.
+``b`` opens the source block at L5. ``enter`` on an event goes into its Go-to list, ``enter``
+there follows the link, ``escape`` goes back to the events.
+
+Opened at an event (another view's link), the list is read from its start through that event.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from datetime import datetime, timezone
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
@@ -25,7 +28,8 @@ from core.services.events import forget_event, get_event, restore_event
 from core.vocab import EVENT_STATUSES, EVENT_TYPES
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
-from workbench.widgets.table import PagedTable
+from workbench.widgets.lists import NavOptionList, TextPane
+from workbench.widgets.table import PagedTable, read_through
 
 PAGE = 50
 BUCKETS = 96
@@ -151,10 +155,10 @@ class TimelineScreen(StrataScreen):
                 table.add_columns("when", "~", "title", "type", "status", "weight", "who")
                 yield table
                 with Vertical(id="event-side", classes="detail-pane"):
-                    with VerticalScroll(id="event-detail"):
+                    with TextPane(id="event-detail"):
                         yield Static("Select an event to see its full record.", id="event-text")
                     yield Label("Go to (o, enter)", classes="pane-title")
-                    yield OptionList(id="event-links")
+                    yield NavOptionList(id="event-links")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
@@ -229,7 +233,9 @@ class TimelineScreen(StrataScreen):
         self._day_counts.clear()  # a reload reads everything again
         self.apply_filters(force=True)
 
-    def load_page(self, *, append: bool = False, start_at: int | None = None) -> None:
+    def load_page(self, *, append: bool = False, select_id: int | None = None) -> None:
+        """Read the first page (or the next, with ``append``); with ``select_id``, every page
+        through that event, which gets the cursor."""
         ns, flt = self.namespace, self._applied or self.current_filter()
         table = self.query_one("#events", PagedTable)
         after = self.cursor if append else None
@@ -239,12 +245,19 @@ class TimelineScreen(StrataScreen):
         def page():
             from core.services.browse import event_page, event_position
 
-            start = after
-            if start_at is not None:
-                start = event_position(ns, start_at, flt)
-            return event_page(ns, flt, after=start, limit=PAGE)
+            def read(cursor):
+                found = event_page(ns, flt, after=cursor, limit=PAGE)
+                return found.rows, found.cursor
 
-        self.fetch("page", page, lambda p: self.PageLoaded(list(p.rows), p.cursor, append, start_at))
+            if select_id is None:
+                return read(after)
+            position = event_position(ns, select_id, flt)
+            if position is None:  # not in the filtered timeline
+                return read(None)
+            rows, cursor, found = read_through(read, lambda row: row.id == select_id)
+            return (rows, cursor) if found or cursor is None else read(position)  # far down: open at it
+
+        self.fetch("page", page, lambda p: self.PageLoaded(list(p[0]), p[1], append, select_id))
 
     def _cached_histogram(self) -> bool:
 
@@ -318,8 +331,10 @@ class TimelineScreen(StrataScreen):
         self.workbench.mark("timeline:list")
         if not event.append:
             if table.items:
-                table.move_cursor(row=0)
-                self.load_detail(table.items[0].id, after_paint=True)
+                index = next((i for i, row in enumerate(table.items) if row.id == event.select_id), 0)
+                table.move_cursor(row=index)
+                if table.items[index].id != self.requested_id or event.select_id is None:
+                    self.load_detail(table.items[index].id, after_paint=True)
             else:
                 self.detail = None
                 self.query_one("#event-text", Static).update(
@@ -348,6 +363,12 @@ class TimelineScreen(StrataScreen):
     def _more(self) -> None:
         if self.cursor is not None:
             self.load_page(append=True)
+
+    @on(PagedTable.RowSelected, "#events")
+    def _into_event(self) -> None:
+        """Enter on an event: into its Go-to list (its record when it links nowhere)."""
+        links = self.query_one("#event-links", NavOptionList)
+        (links if links.option_count else self.query_one("#event-detail", TextPane)).focus()
 
     @on(PagedTable.RowHighlighted, "#events")
     def _highlighted(self) -> None:
@@ -437,9 +458,9 @@ class TimelineScreen(StrataScreen):
         table.focus()
 
     def _read_at(self, event_id: int) -> None:
-        """Read the list again from ``event_id`` under the current filters, and its detail."""
+        """Read the list again through ``event_id`` under the current filters, and its detail."""
         self._applied = self.current_filter()
-        self.load_page(start_at=event_id)
+        self.load_page(select_id=event_id)
         self.load_detail(event_id)
 
     def action_toggle_forget(self) -> None:

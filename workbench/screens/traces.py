@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static
 
 from core.dto import to_plain
 from workbench.screens.base import EmptyState, StrataScreen
+from workbench.widgets.lists import NavTable, TextPane
 from workbench.widgets.table import PagedTable
 
 PAGE = 50
@@ -109,11 +110,11 @@ class TracesScreen(StrataScreen):
             table.add_columns("#", "when", "kind", "channel", "query", "verdict", "cands", "sel", "ms")
             yield table
             with Horizontal(id="trace-panes"):
-                with VerticalScroll(id="trace-info", classes="detail-pane"):
+                with TextPane(id="trace-info", classes="detail-pane"):
                     yield Static("Select a trace.", id="trace-text")
                 with Vertical(id="candidate-side"):
                     yield Label("Candidates (enter opens one)", classes="pane-title")
-                    yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True)
+                    yield NavTable(id="candidates")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
@@ -173,6 +174,11 @@ class TracesScreen(StrataScreen):
     @on(PagedTable.NeedMore, "#traces")
     def _more(self) -> None:
         self.load_page(append=True)
+
+    @on(PagedTable.RowSelected, "#traces")
+    def _into_trace(self) -> None:
+        """Enter on a trace: into its candidates."""
+        self.action_candidates()
 
     @on(PagedTable.RowHighlighted, "#traces")
     def _highlighted(self) -> None:

@@ -1,17 +1,17 @@
-"""A DataTable for paged lists: vim keys, and a request for the next page near the end."""
+"""A DataTable for paged lists: the shared list keys, and a request for the next page near the end."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable
 
 from workbench.textual_internals import PlainTextCells
+from workbench.widgets.lists import NavTable
 
 T = TypeVar("T")
 
@@ -49,7 +49,29 @@ def stop_busy(widget: Widget) -> None:
     widget.loading = False
 
 
-class PagedTable(PlainTextCells, DataTable, Generic[T]):
+OPEN_AT_ROWS = 1000
+"""How many rows a paged list reads from its start to open at one item (another view's link).
+Past that it opens at the item, and the rows above it are not listed."""
+
+
+def read_through(
+    read: Callable[[Any], tuple[Sequence[T], Any]], wanted: Callable[[T], bool], limit: int = OPEN_AT_ROWS
+) -> tuple[list[T], Any, bool]:
+    """Read a paged list from its start until a page holds a ``wanted`` row, the list ends or
+    ``limit`` rows are read: (rows, the cursor after them or None at the end, found).
+    ``read(cursor)`` returns one page and the cursor after it (None when no more); None reads
+    the first page. Runs with the service calls, on the database thread."""
+    page, cursor = read(None)
+    rows = list(page)
+    found = any(wanted(row) for row in rows)
+    while not found and cursor is not None and len(rows) < limit:
+        page, cursor = read(cursor)
+        rows += page
+        found = any(wanted(row) for row in page)
+    return rows, cursor, found
+
+
+class PagedTable(PlainTextCells, NavTable, Generic[T]):
     """Rows are appended a page at a time; ``items`` keeps the DTO behind each row.
 
     When the cursor comes within ``PREFETCH`` rows of the end and ``has_more`` is set,
@@ -64,13 +86,6 @@ class PagedTable(PlainTextCells, DataTable, Generic[T]):
     }
     """
 
-    BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False, id="table.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="table.up"),
-        Binding("g", "scroll_top", "First row", show=False, id="table.first"),
-        Binding("G", "scroll_bottom", "Last row", show=False, id="table.last"),
-    ]
-
     @dataclass
     class NeedMore(Message):
         """The cursor is near the last loaded row and more rows exist."""
@@ -82,7 +97,7 @@ class PagedTable(PlainTextCells, DataTable, Generic[T]):
             return self.table
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, classes=classes)
         self.items: list[T] = []
         self.has_more = False
         self.pending = False
