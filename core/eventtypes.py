@@ -105,6 +105,9 @@ def normalize_temporal(raw: Any) -> dict[str, Any]:
     same = raw.get("same_event_id")
     if isinstance(same, int) and not isinstance(same, bool):
         out["same_event_id"] = same
+    unchanged = raw.get("correction_unchanged")  # why a correction the card states changed nothing
+    if isinstance(unchanged, dict):
+        out["correction_unchanged"] = unchanged
     if out.get("precision") not in PRECISIONS:
         out.pop("precision", None)
     if out.get("basis") not in BASES:

@@ -945,6 +945,13 @@ def _resolve_correction(
         found = of_timeline(look_for(" ".join(c for c in (correction.get("subject"), correction.get("prev")) if c)))
     found = list(dict.fromkeys(found))
     if len(found) != 1:
+        # The unique-target rule: no closest match is ever changed. Why not is kept with the card.
+        why = (
+            "no earlier statement of the speaker holds it"
+            if not found
+            else (f"{len(found)} earlier statements hold it, so which one is meant cannot be told")
+        )
+        temporal["correction_unchanged"] = {**{k: correction[k] for k in ("subject", "prev", "new")}, "why": why}
         return
     kind, key = found[0]
     temporal["supersedes_earlier" if kind == "e" else "supersedes_event_ids"] = [key]
@@ -1011,6 +1018,8 @@ def _card(
         # An explicit correction ends its one target or nothing; a conditional one ends nothing.
         if correction["pattern"] != "conditional":
             _resolve_correction(correction, speaker, timeline, earlier, temporal)
+        else:
+            temporal["correction_unchanged"] = {"why": "said as a possibility or a plan, not as a change"}
     elif _CHANGE_CUE.found_in(joined):
         # Only the statements that say something changed: "I need to write the postmortem for the duplicate
         # orders. By the way, I no longer use Notion" corrects the notes app, not the duplicate orders.

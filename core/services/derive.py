@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from peewee import fn
 
@@ -23,6 +23,7 @@ from core.search.index import index_events, prepare_search
 from core.services import jobs as jobsvc
 from core.services.capture import block_messages
 from core.services.events import (
+    UNCHANGED_CORRECTIONS,
     LazyTimeline,
     correction_lookup,
     extraction_timeline,
@@ -188,7 +189,9 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
         if not jobsvc.still_claimed(job):
             return
         events = []
+        unchanged: list[dict[str, Any]] = []
         for draft in drafts:
+            note = draft.pop("correction_unchanged", None)
             earlier = [events[i].id for i in draft.pop("supersedes_earlier", [])]  # drafts written before this one
             if earlier:
                 draft["relations"]["supersedes"] = list(
@@ -210,10 +213,14 @@ def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:
                     index=False,
                 )
             )
+            if note:
+                unchanged.append({"event": events[-1].id, **note})
         index_events(block.namespace_id, events)
         event_ids = [event.id for event in events]
         status = "succeeded" if event_ids else "skipped"
         payload = {"events": len(event_ids), "warnings": warnings[:20]} if warnings or event_ids else None
+        if unchanged:
+            payload = {**(payload or {}), UNCHANGED_CORRECTIONS: unchanged[:20]}
         update_by_id(
             Job, job.id, dict(status=status, last_error=None, next_retry_at=None, payload=payload, updated_at=now_iso())
         )

@@ -50,6 +50,7 @@ from core.models import (
 from core.search.analyze import analyze
 from core.search.index import bm25_top_kept, index_events
 from core.search.tokenize import normalize as norm_text
+from core.services.associations import AssociationRow, associations_of
 from core.services.capture import raw_from_row
 from core.services.graph_endings import reconsider
 from core.services.jobs import create_job
@@ -119,6 +120,14 @@ class EventCard:
     floor_weight: float
     forced_cap: float | None
     participant_node_ids: tuple[int, ...]
+    # Why a correction this card states changed nothing: {subject, prev, new, why} (None when it did,
+    # or states none).
+    correction_unchanged: dict[str, str] | None = None
+    used_with: tuple[AssociationRow, ...] = ()  # cards used together with this one, strongest first
+
+
+# The key of an extraction job's outcome listing the corrections that changed nothing, and why.
+UNCHANGED_CORRECTIONS = "unchanged_corrections"
 
 
 # ----------------------------------------------------------------------------- validation
@@ -184,6 +193,14 @@ def validate_extracted(
         earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
         # ... and the one it restates ("Noted: …" after the statement): it ends with that one.
         restates = [kept_as[i] for i in temporal.pop("restates_earlier", []) if i in kept_as]
+        # ... and why a correction it states changed nothing (the target was ambiguous, not found, or
+        # the correction was only a possibility): kept with the extraction job's outcome.
+        unchanged = temporal.pop("correction_unchanged", None)
+        unchanged = (
+            {str(k)[:20]: v.strip()[:300] for k, v in unchanged.items() if isinstance(v, str) and v.strip()}
+            if isinstance(unchanged, dict)
+            else None
+        )
         kept_as[index] = len(drafts)
         drafts.append(
             {
@@ -196,6 +213,7 @@ def validate_extracted(
                 "relations": relations,
                 "supersedes_earlier": earlier,
                 "restates_earlier": restates,
+                **({"correction_unchanged": unchanged} if unchanged and unchanged.get("why") else {}),
                 "scope": normalize_scope(raw.get("scope")),
                 "criticality": normalize_criticality(raw.get("criticality")),
             }
@@ -672,7 +690,22 @@ def get_event(event_id: int) -> EventCard:
         floor_weight=event.floor_weight,
         forced_cap=event.forced_cap,
         participant_node_ids=tuple(event.participant_node_ids or ()),
+        correction_unchanged=_unchanged_correction(event),
+        used_with=tuple(associations_of(event.id)),
     )
+
+
+def _unchanged_correction(event: Event) -> dict[str, str] | None:
+    if event.block_id is None:
+        return None
+    jobs = Job.select(Job.payload).where(
+        (Job.block == event.block_id) & (Job.kind == "extraction") & Job.payload.is_null(False)
+    )
+    for (payload,) in jobs.tuples():
+        for note in (payload or {}).get(UNCHANGED_CORRECTIONS, []) if isinstance(payload, dict) else []:
+            if isinstance(note, dict) and note.get("event") == event.id:
+                return {k: v for k, v in note.items() if k != "event"}
+    return None
 
 
 # ----------------------------------------------------------------------------- timeline

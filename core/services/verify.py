@@ -16,6 +16,7 @@ from core.models import (
     LIVE,
     Block,
     Event,
+    EventLink,
     EventSource,
     GraphEdge,
     GraphEnding,
@@ -27,6 +28,7 @@ from core.models import (
     Namespace,
 )
 from core.search import segment
+from core.services.graph_vocab import FUNCTIONAL_RELATIONS, render_value
 from core.services.jobs import BLOCK_KINDS
 from core.services.spaces import get_namespace
 
@@ -66,6 +68,7 @@ def verify(
         ("current facts cite events", _check_current_facts),
         ("why records ended", _check_endings),
         ("duplicate event cards", _check_duplicates),
+        ("current truth", _check_current_truth),
         ("orphans", _check_orphans),
         ("saved search copies", _check_search_copies),
     ]
@@ -224,6 +227,87 @@ def _check_duplicates(report: VerifyReport, ns, limit: int) -> None:
             if first != event_id and found < limit:
                 found += 1
                 report.problems.append(f"event {event_id} duplicates event {first} (same text, same messages)")
+
+
+def _check_current_truth(report: VerifyReport, ns, limit: int) -> None:
+    """Nothing current that a later statement contradicts: a card a later one superseded (or whose
+    statement it restates was superseded) still active, a graph fact every citing card of which was
+    superseded, two current values of a one-value key."""
+    found = 0
+
+    def problem(text: str) -> bool:
+        nonlocal found
+        found += 1
+        if found <= limit:
+            report.problems.append(text)
+        return found < limit
+
+    target = Event.alias("target")
+    for kind, why in (
+        ("supersedes", "is current though event {new} superseded it"),
+        ("same_event", "is current though it restates event {old}, which event {by} superseded"),
+    ):
+        if kind == "supersedes":
+            query = (
+                EventLink.select(EventLink.event, EventLink.target)
+                .join(target, on=(EventLink.target == target.id))
+                .where((EventLink.kind == kind) & (target.status == "active"))
+                .join_from(EventLink, Event, on=(EventLink.event == Event.id))
+                .where(Event.status.in_(LIVE))
+            )
+            rows = [(old, why.format(new=new)) for new, old in _scope(query, Event, ns).tuples().limit(limit)]
+        else:
+            # The echo is the link's source; the statement it restates, the target.
+            query = (
+                EventLink.select(EventLink.event, EventLink.target, target.superseded_by)
+                .join(target, on=(EventLink.target == target.id))
+                .where((EventLink.kind == kind) & (target.status == "superseded"))
+                .join_from(EventLink, Event, on=(EventLink.event == Event.id))
+                .where(Event.status == "active")
+            )
+            rows = [
+                (echo, why.format(old=old, by=by or "?"))
+                for echo, old, by in _scope(query, Event, ns).tuples().limit(limit)
+            ]
+        for event_id, text in sorted(rows):
+            if not problem(f"event {event_id} {text}"):
+                return
+
+    current = GraphFact.select(GraphFact.id, GraphFact.node, GraphFact.key, GraphFact.value).where(
+        GraphFact.status.in_(CURRENT)
+    )
+    if ns is not None:
+        current = current.join(GraphNode, on=(GraphFact.node == GraphNode.id)).where(GraphNode.namespace == ns)
+    stale_only = current.where(
+        fn.EXISTS(
+            GraphSource.select(SQL("1")).where((GraphSource.kind == "fact") & (GraphSource.record_id == GraphFact.id))
+        )
+        & ~fn.EXISTS(
+            GraphSource.select(SQL("1"))
+            .join(Event, on=(GraphSource.event == Event.id))
+            .where(
+                (GraphSource.kind == "fact") & (GraphSource.record_id == GraphFact.id) & (Event.status != "superseded")
+            )
+        )
+    )
+    for fact_id, node_id, key, value in stale_only.tuples().limit(limit):
+        if not problem(
+            f"graph fact {fact_id} ({key}: {render_value(value)}, node {node_id}) is current but every "
+            "statement it cites was superseded by a later one"
+        ):
+            return
+
+    doubled = (
+        GraphFact.select(GraphFact.node, GraphFact.key, fn.COUNT(GraphFact.id))
+        .where(GraphFact.status.in_(CURRENT) & GraphFact.key.in_(sorted(FUNCTIONAL_RELATIONS)))
+        .group_by(GraphFact.node, GraphFact.key)
+        .having(fn.COUNT(GraphFact.id) > 1)
+    )
+    if ns is not None:
+        doubled = doubled.join(GraphNode, on=(GraphFact.node == GraphNode.id)).where(GraphNode.namespace == ns)
+    for node_id, key, count in doubled.tuples().limit(limit):
+        if not problem(f"graph node {node_id} holds {count} current values of the one-value key {key!r}"):
+            return
 
 
 def _check_orphans(report: VerifyReport, ns, limit: int) -> None:

@@ -30,6 +30,15 @@ def _superseded(text: str) -> list[str]:
     return [e.title for e in Event.select().where(Event.status == "superseded") if text in e.title]
 
 
+def _why_unchanged(holding: str) -> str | None:
+    """Why the correction stated by the newest card holding ``holding`` changed nothing, as its card tells it."""
+    from core.services.events import get_event
+
+    card = Event.select().where(Event.title.contains(holding)).order_by(Event.id.desc()).first()
+    note = get_event(card.id).correction_unchanged
+    return note and note["why"]
+
+
 ACK = {"en": "Done.", "zh": "好的。"}
 STATED = {
     "en": "The Cedar service port is 6389.",
@@ -90,6 +99,7 @@ def test_a_conditional_changes_nothing(store, lang, maybe):
     _say((STATED[lang], ACK[lang]), (maybe, ACK[lang]))
     assert _superseded("") == []
     assert STATED[lang] in _current("6389")
+    assert "possibility" in _why_unchanged("8247")
 
 
 @pytest.mark.parametrize(
@@ -102,6 +112,7 @@ def test_a_conditional_changes_nothing(store, lang, maybe):
 def test_an_unknown_entity_changes_nothing(store, lang, unknown):
     _say((STATED[lang], ACK[lang]), (unknown, ACK[lang]))
     assert _superseded("") == []
+    assert _why_unchanged("Birch") == "no earlier statement of the speaker holds it"
 
 
 @pytest.mark.parametrize(
@@ -118,6 +129,7 @@ def test_an_ambiguous_target_changes_nothing(store, lang, first, second):
         ("Change the Cedar service port to 8247." if lang == "en" else "将 Cedar 服务的端口改为 8247。", ACK[lang]),
     )
     assert _superseded("") == []
+    assert _why_unchanged("8247").startswith("2 earlier statements hold it")
 
 
 @pytest.mark.parametrize(

@@ -109,3 +109,29 @@ def test_duplicate_cards_and_orphans_are_reported(demo):
     assert not any(f"event {other_text.id} duplicates" in p for p in problems)
     assert f"block {block.id} waits for derivation but has no job (it would never be derived)" in problems
     assert f"a citation of graph node {node.id + 1000}, which does not exist" in problems
+
+
+def test_current_truth_contradicted_by_a_later_statement_is_reported(demo):
+    from core.models import EventLink, GraphNode
+
+    assert not [p for p in verify(demo).problems if "superseded" in p or "current values" in p]
+    # A correction whose target stayed current, an echo of a superseded statement left current.
+    old, new = _two_events_of_different_blocks()
+    EventLink.insert(event=new.id, target=old.id, kind="supersedes").execute()
+    stated = Event.select().where(Event.status == "superseded").order_by(Event.id).first()
+    echo = Event.select().where((Event.status == "active") & (Event.id != new.id)).order_by(Event.id.desc()).first()
+    EventLink.insert(event=echo.id, target=stated.id, kind="same_event").execute()
+    # A fact citing only superseded statements, and two current values of a one-value key.
+    fact = GraphFact.select().where(GraphFact.status == "active").order_by(GraphFact.id).first()
+    GraphSource.delete().where((GraphSource.kind == "fact") & (GraphSource.record_id == fact.id)).execute()
+    GraphSource.insert(kind="fact", record_id=fact.id, event=stated.id).execute()
+    node = GraphNode.select().order_by(GraphNode.id).first()
+    for age in ("6", "7"):
+        GraphFact.insert(node=node.id, key="age", value=age, status="active", created_at="x", updated_at="x").execute()
+    problems = verify(demo).problems
+    assert f"event {old.id} is current though event {new.id} superseded it" in problems
+    assert any(p.startswith(f"event {echo.id} is current though it restates event {stated.id}") for p in problems)
+    assert any(
+        p.startswith(f"graph fact {fact.id} ") and "every statement it cites was superseded" in p for p in problems
+    )
+    assert f"graph node {node.id} holds 2 current values of the one-value key 'age'" in problems

@@ -47,6 +47,17 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+# How a link reads from the card it points at: "superseded by 12", not "supersedes by 12".
+LINKED_FROM = {
+    "supersedes": "superseded by",
+    "conflicts": "in conflict with",
+    "same_event": "restated by",
+    "before": "after",
+    "after": "before",
+    "related": "related to",
+}
+
+
 def _print_card(card) -> None:
     e = card.event
     console.rule(f"event {e.id} · {e.event_type} · {e.status}")
@@ -69,7 +80,28 @@ def _print_card(card) -> None:
     for kind, linked in card.links.items():
         console.print(f"{kind}: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked), markup=False)
     for kind, linked in card.linked_from.items():
-        console.print(f"{kind} by: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked), markup=False)
+        console.print(
+            f"{LINKED_FROM.get(kind, kind + ' by')}: " + "; ".join(f"{x.id} {x.title} ({x.status})" for x in linked),
+            markup=False,
+        )
+    if card.correction_unchanged:
+        note = card.correction_unchanged
+        what = " → ".join(note[k] for k in ("prev", "new") if note.get(k))
+        subject = f" {note['subject']}" if note.get("subject") else ""
+        console.print(
+            f"correction changed nothing:{subject} {what} ({note['why']})".replace("  ", " "),
+            markup=False,
+            highlight=False,
+        )
+    if card.used_with:
+        console.print(
+            "used together with: "
+            + "; ".join(
+                f"{a.event_id} {a.title} (×{a.coactivation_count}, weight {a.weight:.2f})" for a in card.used_with
+            ),
+            markup=False,
+            highlight=False,
+        )
     console.print("\nsources:", markup=False)
     for m in card.sources:
         who = m.speaker or m.role
