@@ -6,6 +6,7 @@ otherwise each store is a SQLite file under the test's tmp_path.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,26 @@ def _own_databases():
         if db.obj is not None and not db.is_closed():
             db.close()
         stores.drop_since(position)
+
+
+@pytest.fixture(scope="session")
+def _private_dirs(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("user-dirs")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_dirs(_private_dirs, monkeypatch):
+    """No test reads or writes the developer's own config and data directories: the remembered
+    default database (`strata db`), config.yaml and the built-in default store lie under a
+    directory of the test's own (not created until something is written there). Processes a test
+    starts inherit it."""
+    own = _private_dirs / str(next(_private_dir_numbers))
+    monkeypatch.setenv("STRATA_CONFIG_DIR", str(own / "config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(own / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(own / "xdg-data"))
+
+
+_private_dir_numbers = itertools.count()
 
 
 @pytest.fixture(scope="session", autouse=True)

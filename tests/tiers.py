@@ -53,6 +53,12 @@ SLOW: dict[str, str | set[str]] = {
         "test_demo_rebuilds_an_earlier_demo",
         "test_demo_never_builds_over_strata_db",
     },
+    "workbench/test_cli_database.py": {
+        "test_a_fresh_shell_follows_what_strata_demo_prints_into_the_populated_workbench",
+        "test_demo_becomes_the_remembered_default_and_says_when_strata_db_hides_it",
+        "test_db_then_env_then_the_remembered_default_then_the_builtin_one",
+        "test_the_workbench_opens_what_the_commands_open",
+    },
     "core/test_gitmemo.py": {"test_export_round_trips_through_the_importer"},  # two exports and three imports
     "core/test_mcp_server.py": {
         "test_real_mcp_client_session_over_stdio",

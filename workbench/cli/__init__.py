@@ -24,7 +24,8 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
         "--db",
         default=argparse.SUPPRESS,
         metavar="URL",
-        help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB or the data dir",
+        help="database URL (sqlite:///path or postgresql://…); default $STRATA_DB, the remembered "
+        "default (`strata db`) or the data dir",
     )
     parent.add_argument(
         "--create",
@@ -40,11 +41,16 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     # start-up time, here and in main(): `import workbench.cli` stays light (no numpy, Rich or
     # models); the command modules load when the parser is built
-    from workbench.cli import agent, bench, events, governance, graph, harness, imports, memory, notes, search
+    from workbench.cli import agent, bench, database, events, governance, graph, harness, imports, memory, notes, search
 
     parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
-    parser.add_argument("--db", default=None, metavar="URL", help="database URL (default $STRATA_DB or the data dir)")
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="database URL (default $STRATA_DB, the remembered default (`strata db`) or the data dir)",
+    )
     parser.add_argument(
         "--create",
         action="store_true",
@@ -55,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()
     memory.register(sub, common, _common(json_flag=False))
+    database.register(sub)
     events.register(sub, common)
     events.register_verify(sub, common)
     governance.register(sub, common)

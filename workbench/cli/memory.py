@@ -8,8 +8,6 @@ import os
 import sys
 from pathlib import Path
 
-from platformdirs import user_data_dir
-
 from core.db import sqlite_path
 from core.errors import InvalidInputError
 from core.ingest import FORMATS, IngestReport, check_stored_receipts, parse, write_units
@@ -65,11 +63,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
     # loads when its command runs
     from core.services.stats import stats
 
-    open_from_args(args)
+    from core.db import display_url
+
+    store = open_from_args(args)
     result = stats(args.namespace)
     if args.json:
         print_json(result)
         return 0
+    console.print(f"database: {display_url(store.url)}", markup=False, highlight=False, soft_wrap=True)
     rows = [
         ["namespaces", result.namespaces],
         ["threads", result.threads],
@@ -238,12 +239,15 @@ def cmd_namespaces(args: argparse.Namespace) -> int:
 
 
 def demo_db_path() -> Path:
+    from workbench.database import demo_db_path
 
-    return Path(user_data_dir("strata", appauthor=False)) / "demo.db"
+    return demo_db_path()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from core.db import ENV_VAR, display_url
     from core.demo import build_demo, check_replaceable, check_server_replaceable
+    from workbench.database import remember, shell_lines
 
     url = getattr(args, "db", None) or f"sqlite:///{demo_db_path()}"
     path = sqlite_path(url)
@@ -263,23 +267,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
             highlight=False,
             soft_wrap=True,
         )
+    url = remember(url)  # the demo is what `strata` opens from now on, until another is chosen
+    say = {"markup": False, "highlight": False, "soft_wrap": True}
     console.print(
         f"demo database: {result.path}\n"
         f"  {result.messages} messages in {result.threads} threads, {result.blocks_ready} blocks ready, "
-        f"{result.blocks_pending} pending, {result.open_tail_turns} open-tail turns",
-        markup=False,
-        highlight=False,
+        f"{result.blocks_pending} pending, {result.open_tail_turns} open-tail turns\n"
+        "`strata` now opens it by default (`strata db use URL` chooses another database, "
+        "`strata db forget` goes back to the built-in one)",
+        **say,
     )
+    shadow = os.environ.get(ENV_VAR)
+    if shadow and shadow != url:
+        err_console.print(
+            f"${ENV_VAR} is set here ({display_url(shadow)}) and comes before the remembered default: "
+            f"`unset {ENV_VAR}` for `strata` to open the demo",
+            **say,
+        )
     if args.no_ui:
         return 0
     if not in_terminal():
-        # Run from a script or CI: the memory is built, and a workbench with no terminal would
-        # draw into a pipe and wait forever for keys.
+        # Run from a script, CI or an agent's tool: the memory is built, and a workbench with no
+        # terminal would draw into a pipe and wait forever for keys. What is printed runs as it is
+        # from a fresh shell, where this environment is not active and `strata` may not be on PATH.
+        lines = "\n".join(f"  {line}" for line in shell_lines(url))
         console.print(
-            f"not a terminal, so the workbench was not opened: run `strata --db {url}` in one",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+            f"The workbench needs a terminal, so it was not opened here. To open the demo, run in a terminal:\n{lines}",
+            **say,
         )
         return 0
     args.db = url
@@ -301,21 +315,23 @@ def run_ui(args: argparse.Namespace) -> int:
             "the workbench needs a terminal (standard input and output are not both one); "
             "run `strata` in a terminal, or use a subcommand (`strata --help`)"
         )
-    _require_named_store(args)
-    return run_app(
-        db_url=getattr(args, "db", None), namespace=getattr(args, "namespace", None), theme=getattr(args, "theme", None)
-    )
+    url = _require_named_store(args)
+    return run_app(db_url=url, namespace=getattr(args, "namespace", None), theme=getattr(args, "theme", None))
 
 
-def _require_named_store(args: argparse.Namespace) -> None:
-    """The workbench makes the default store (an empty one offers the demo), but a database named by
-    --db or $STRATA_DB that does not exist is refused without --create: it is most likely mistyped."""
+def _require_named_store(args: argparse.Namespace) -> str:
+    """The database the workbench opens. It makes the built-in default (an empty store offers the
+    demo), but a database named by --db or $STRATA_DB that does not exist is refused without
+    --create (it is most likely mistyped), and a remembered one that is gone is refused always."""
 
     from core.api import require_existing
+    from workbench.database import FROM_ENV, FROM_OPTION, choose, require_remembered
 
-    named = getattr(args, "db", None) or os.environ.get("STRATA_DB")
-    if named and not getattr(args, "create", False):
-        require_existing(named)
+    choice = choose(getattr(args, "db", None))
+    require_remembered(choice)
+    if choice.source in (FROM_OPTION, FROM_ENV) and not getattr(args, "create", False):
+        require_existing(choice.url)
+    return choice.url
 
 
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
@@ -391,7 +407,9 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
         "demo",
         help="build the demo database and open the workbench",
         description="Rebuild the demo database from the bundled sample conversation, derive it and "
-        "open the workbench. The database is demo.db in the data dir, or --db; never "
+        "open the workbench; outside a terminal, print the commands that open it from a new shell. "
+        "The demo becomes the remembered default that `strata` opens (see `strata db`). "
+        "The database is demo.db in the data dir, or --db; never "
         "$STRATA_DB, since the build replaces the file. A file that is not an earlier "
         "demo database (a Strata database holding only the 'demo' namespace) is refused "
         "and left as it was. An earlier demo that another program (a workbench) has open "

@@ -45,22 +45,35 @@ def cut(text: str | None, limit: int) -> str:
 
 
 def open_from_args(args: Any, *, create: bool = False):
-    """Open the store named by ``--db`` (or $STRATA_DB, or the default) for a command; an older
-    store's upgrade is announced on stderr (a backfill takes a while on a large store).
+    """Open the store named by ``--db`` (else $STRATA_DB, the remembered default or the built-in
+    one: ``workbench.database.choose``) for a command; an older store's upgrade is announced on
+    stderr (a backfill takes a while on a large store).
 
     Only commands that store something pass ``create`` (ingest, an import preview); the others
     refuse a database that does not exist unless ``--create`` is given, so a mistyped --db is an
-    error rather than a new empty store that answers "nothing found"."""
+    error rather than a new empty store that answers "nothing found". A remembered database that
+    is gone is refused even then; one that is there and written to is named on stderr, since
+    nothing on the command line says where the memory goes."""
     # start-up time: core.api (migrations, every service) loads when a command opens the store
     from core.api import open_store
+    from core.db import display_url
+    from workbench.database import FROM_REMEMBERED, choose, require_remembered
 
     def upgrading(done: int, total: int, label: str) -> None:
         if done < total:
             err_console.print(f"upgrading the store: {label} ({done + 1}/{total})", markup=False)
 
-    return open_store(
-        getattr(args, "db", None), progress=upgrading, create=create or bool(getattr(args, "create", False))
-    )
+    choice = choose(getattr(args, "db", None))
+    require_remembered(choice)
+    if create and choice.source == FROM_REMEMBERED:
+        err_console.print(
+            f"database: {display_url(choice.url)} "
+            "(the remembered default; --db or `strata db use URL` chooses another)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return open_store(choice.url, progress=upgrading, create=create or bool(getattr(args, "create", False)))
 
 
 def check_output(path: str | Path | None, option: str) -> None:
