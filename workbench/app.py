@@ -27,7 +27,7 @@ from core.db import display_url
 from workbench.backend import Backend
 from workbench.commands import StrataCommands
 from workbench.config import Config, load_config, save_config
-from workbench.messages import NamespaceChanged, NamespacesLoaded, OpenItem
+from workbench.messages import DemoBuilt, NamespaceChanged, NamespacesLoaded, OpenItem
 from workbench.textual_internals import (
     ShutdownHook,
     apply_theme_before_css,
@@ -86,6 +86,13 @@ class Workbench(ShutdownHook, App):
         ),
         Binding("y,c", "copy", "Copy", id="app.copy", tooltip="Copy the selected item to the clipboard"),
         Binding("ctrl+r,f5", "reload", "Reload", show=False, id="app.reload", tooltip="Reload from the database"),
+        Binding(
+            "d",
+            "open_demo",
+            "Open the demo",
+            id="app.open-demo",
+            tooltip="Build the demo memory from a bundled sample conversation and open it (on an empty database)",
+        ),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Leave the workbench"),
     ]
 
@@ -97,6 +104,10 @@ class Workbench(ShutdownHook, App):
     """True once the store is open and the namespace is chosen."""
     data_version: reactive[int] = reactive(0, init=False)
     """Bumped after a write that changes what other views show (import commit or undo)."""
+    store_url: reactive[str | None] = reactive(None, init=False)
+    """The open database's URL (as given until the store is open; the header shows it)."""
+    demo_building: reactive[bool] = reactive(False, init=False)
+    """True while the demo offered on an empty store is being built."""
 
     def __init__(
         self,
@@ -116,7 +127,7 @@ class Workbench(ShutdownHook, App):
         self.backend = Backend(db_url)
         self.requested_namespace = namespace
         self.requested_theme = theme
-        self.store_url: str | None = None
+        self.store_url = db_url
         self._wanted_namespace: str | None = None
         self._prebuild = None if prebuild else False
         """The worker building views ahead (False: never build ahead; `strata bench ui --no-prebuild`)."""
@@ -209,6 +220,7 @@ class Workbench(ShutdownHook, App):
         if self.store_ready:
             self.screen_refresh()
         self.store_ready = True
+        self.refresh_bindings()  # the demo is offered on an empty store only
         if not event.names:
             self.call_after_refresh(self.prebuild_views)  # an empty store: no view loads data
 
@@ -362,6 +374,72 @@ class Workbench(ShutdownHook, App):
                 focus()
 
     def action_reload(self) -> None:
+        if not self.demo_building:
+            self.load_namespaces()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_demo":
+            return self.store_ready and not self.namespaces and not self.demo_building
+        return True
+
+    def action_show_database(self) -> None:
+        self.notify(display_url(self.store_url) or "not open yet", title="Database", timeout=8)
+
+    # ------------------------------------------------------------------ the demo, offered on an empty store
+
+    def action_open_demo(self) -> None:
+        """Build the demo memory (as `strata demo` does) and switch to it; it becomes the database
+        `strata` opens by default, as after `strata demo`."""
+        if not self.check_action("open_demo", ()):
+            return
+        self.demo_building = True
+        self.refresh_bindings()
+        self.notify("Building the demo memory from a bundled sample conversation…", title="Demo", timeout=5)
+        self._build_demo()
+
+    @work(thread=True, exclusive=True, group="app:demo", exit_on_error=False, description="build the demo")
+    def _build_demo(self) -> None:
+        # start-up time: the demo's build (ingest, derivation) loads only when it is asked for
+        from core.db import db
+        from core.demo import build_demo
+        from core.errors import StrataError
+        from workbench import database
+
+        url = f"sqlite:///{database.demo_db_path()}"
+        # One store per process (the models share one database proxy): the one open now is left
+        # first, its reads finished and its connection closed, and opened again if the build fails.
+        self.backend.retire()
+        try:
+            result = build_demo(url)
+            url = database.remember(f"sqlite:///{result.path}")
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never fatal
+            if not isinstance(exc, StrataError):
+                log.exception("building the demo failed")
+            self.post_message(DemoBuilt(None, str(exc) or type(exc).__name__))
+            return
+        finally:
+            if db.obj is not None and not db.is_closed():
+                db.close()
+        self.post_message(DemoBuilt(url))
+
+    @on(DemoBuilt)
+    def _demo_built(self, event: DemoBuilt) -> None:
+        self.backend = Backend(event.url or self.backend.url)
+        self.backend.loop_thread = threading.get_ident()
+        self.demo_building = False
+        if event.url is None:
+            self.notify(event.error or "", title="The demo could not be built", severity="error", timeout=10)
+        else:
+            self.store_url = event.url
+            self._wanted_namespace = "demo"
+            self.data_changed()
+            self.notify(
+                f"{display_url(event.url)} is open, and `strata` opens it by default from now on "
+                "(`strata db forget` goes back)",
+                title="Demo",
+                timeout=8,
+            )
+        self.refresh_bindings()
         self.load_namespaces()
 
     def action_pick_namespace(self) -> None:

@@ -22,12 +22,17 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, TypeVar
 
 from core.db import db
+from core.errors import StoreUnavailableError
 
 R = TypeVar("R")
 
 
 class LoopThreadError(RuntimeError):
     """A database call was attempted on the event-loop thread."""
+
+
+class RetiredError(StoreUnavailableError):
+    """A read or session asked of a backend the workbench has left for another database."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class Backend:
         self._order = itertools.count()
         self._running: tuple[Future, object] | None = None  # the read under way and its connection
         self._running_lock = threading.Lock()
+        self._retired = False
 
     @property
     def info(self) -> StoreInfo | None:
@@ -76,6 +82,9 @@ class Backend:
         """Run ``call`` on the database thread: lower ``priority`` first, then in the order
         asked. Cancelling the future before it starts drops the read."""
         future: Future[R] = Future()
+        if self._retired:
+            future.set_exception(RetiredError("the workbench is switching to another database"))
+            return future
         if self._lane is None:
             self._lane = threading.Thread(target=self._serve, name="strata-db", daemon=True)
             self._lane.start()
@@ -129,9 +138,23 @@ class Backend:
             self._lane = None
             self._queue.put((1 << 30, next(self._order), None, None))
 
+    def retire(self) -> None:
+        """Leave this database for good (the workbench opens another): the reads already asked
+        run, the database thread closes its connection and ends, and this waits for it, so the
+        next store is opened with no connection to this one left. Reads and sessions asked
+        afterwards fail. Called from a worker thread."""
+        self._guard()
+        self._retired = True
+        lane = self._lane
+        self.close()
+        if lane is not None:
+            lane.join()
+
     @contextmanager
     def session(self) -> Iterator[StoreInfo]:
         """A connection for one unit of work on the calling (worker) thread."""
+        if self._retired:
+            raise RetiredError("the workbench is switching to another database")
         info = self.open()
 
         self._guard()

@@ -37,6 +37,9 @@ class StrataCommands(Provider):
                     (f"namespace: {name}", f"Show the memory of namespace {name}", partial(app.set_namespace, name))
                 )
         commands.append(("app: Reload", "Read everything again from the database", app.action_reload))
+        if getattr(app, "demo_building", True) is False and app.check_action("open_demo", ()):
+            commands.append(("app: Open the demo", "Build the demo memory and open it here", app.action_open_demo))
+        commands.append(("app: Database", "Show the open database's full URL", app.action_show_database))
         commands.append(("copy: Selected item", "Copy the selected item to the clipboard", app.action_copy))
         palette = getattr(screen, "palette_commands", None)
         if palette is not None:

@@ -41,3 +41,12 @@ class NamespaceChanged(Message):
     """The header's namespace switcher picked another namespace."""
 
     namespace: str
+
+
+@dataclass
+class DemoBuilt(Message):
+    """The demo memory the workbench offered on an empty store is built (``url``), or could not
+    be (``error``; the workbench stays on the store it had open)."""
+
+    url: str | None
+    error: str | None = None

@@ -33,12 +33,14 @@ R = TypeVar("R")
 
 EMPTY_STORE = (
     "This database holds no memory yet.\n\n"
-    "Run [b]strata demo[/b] for a sample memory (it opens here when it is built), or add your own "
+    "Press [b]d[/b] to build the demo, a sample memory made from a bundled conversation, and open it "
+    "here (as [b]strata demo[/b] does: [b]strata[/b] then opens it by default). Or add your own "
     "conversations with [b]strata ingest jsonl FILE[/b], then press [b]ctrl+r[/b] to reload. "
     "To bring in another assistant's memory, press [b]5[/b] (Imports): it creates the namespace.\n\n"
-    "Keys: [b]1[/b]–[b]6[/b] switch views, [b]/[/b] searches, [b]?[/b] lists every key, [b]ctrl+p[/b] "
+    "Keys: [b]1[/b]–[b]7[/b] switch views, [b]/[/b] searches, [b]?[/b] lists every key, [b]ctrl+p[/b] "
     "opens the command palette."
 )
+DEMO_BUILDING = "Building the demo memory from a bundled sample conversation; it opens here in a few seconds."
 
 
 def _retrieved(future) -> None:
@@ -63,6 +65,7 @@ class Shell(Protocol):
     namespaces: tuple[str, ...]
     store_ready: bool
     data_version: int
+    demo_building: bool
 
     def mark(self, name: str) -> None: ...
 
@@ -211,6 +214,7 @@ class StrataScreen(Screen):
         self._styled_for = self._style_inputs()
         self.watch(self.workbench, "namespace", self._namespace_changed, init=False)
         self.watch(self.workbench, "store_ready", self._store_ready, init=False)
+        self.watch(self.workbench, "demo_building", self._demo_building, init=False)
         if self.is_current:  # else built ahead in the background: it loads when first shown
             self.workbench.mark(f"{self.MODE}:paint")
             # Paint the empty frame first, then start the workers (they compete for the GIL).
@@ -219,6 +223,10 @@ class StrataScreen(Screen):
     def _store_ready(self, ready: bool) -> None:
         if ready and self.is_current:
             self.refresh_view()
+
+    def _demo_building(self, building: bool) -> None:
+        if self.namespace is None and self._loaded_once:
+            self.show_empty(True)
 
     def _namespace_changed(self, namespace: str | None) -> None:
         if self.is_current:
@@ -264,7 +272,9 @@ class StrataScreen(Screen):
         if self.namespace is not None:
             self.reload()
 
-    def show_empty(self, empty: bool, text: str = EMPTY_STORE) -> None:
+    def show_empty(self, empty: bool, text: str | None = None) -> None:
+        if text is None:
+            text = DEMO_BUILDING if getattr(self.workbench, "demo_building", False) else EMPTY_STORE
         self.set_class(empty, "-empty")
         for state in self.query(EmptyState):
             state.update(text)
