@@ -80,6 +80,7 @@ _ID_LIST_FIELDS = (
     "related_event_ids",
     "supersedes_earlier",
     "restates_earlier",
+    "superseded_by_event_ids",
 )
 
 

@@ -328,10 +328,12 @@ def _v25_note_aliases(database: Database) -> None:
 
 
 def _v26_associations(database: Database) -> None:
-    """Version 26: co-activation edges between event cards used together (``association``)."""
-    from core.models import V26_MODELS
+    """Version 26: co-activation edges between event cards used together (``association``), and
+    events by when they were said (``event_mentioned``)."""
+    from core.models import V26_MODELS, Event
 
     database.create_tables(V26_MODELS, safe=True)
+    Event._schema.create_indexes(safe=True)
 
 
 # version -> function that upgrades from version - 1. Append only; never edit a shipped one.

@@ -308,6 +308,9 @@ Event.add_index(Event.index(Event.id, Event.status, name=EVENT_STATUS_INDEX))
 SPECIAL_EVENT = (Event.pinned == SQL("TRUE")) | (Event.criticality == SQL("'safety'"))
 Event.add_index(Event.index(Event.namespace, Event.id, name="event_special", where=SPECIAL_EVENT))
 
+# Events by when they were said (schema 26): whether a block being derived is older than what is
+# already stored is one index lookup (the newest mention), not a scan.
+Event.add_index(Event.index(Event.namespace, Event.mentioned_ts, name="event_mentioned"))
 # Events by wording (schema 16). Not among the model's indexes: migrations before 16 create the
 # model's missing indexes, and SQLite reads "fingerprint" before that column exists as a string
 # constant, which leaves an index the column's arrival corrupts. Created by ``create_late_indexes``.

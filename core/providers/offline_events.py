@@ -207,7 +207,7 @@ _CHANGE_CUE = CaselessPattern(
     r"\b(?:i|we|you|he|she|they)(?:['’]ve|['’]d)?\s+"
     r"(?:(?:just|recently|finally|also|have|had|then)\s+)*switched (?:to|from)\b|"
     r"\b(?:no longer|instead of|changed my mind|"
-    r"now (?:use|prefer|live|work)s?|resched\w*|postpon\w*|cancel\w*|correction|"
+    r"now (?:use|prefer|live|work)s?|now,? not|resched\w*|postpon\w*|cancel\w*|correction|"
     r"moved (?:it|(?:the|our|my|his|her|their)(?:\s+[\w'’-]+){1,3}) to|(?:was|were|been|got|is|are) moved to|"
     r"turns out (?:that|to be|i|we|he|she|they|it|the|my|our))\b|"
     r"改成|改为|不再|取消",
@@ -258,7 +258,9 @@ _MOVED_OBJECT = re.compile(
 # What a correction says no longer holds: "instead of Thursdays at 10:00", "(no longer March 12)",
 # "moved from the 3rd". An earlier card that holds all of it is the one corrected, shared subject or not.
 _REPLACED = re.compile(
-    r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from)"
+    r"\b(?:instead\s+of|no\s+longer|rather\s+than|previously|(?:moved|changed|switched)\s+from|"
+    # "I'm pescatarian now, not vegetarian"
+    r"now,?\s+not(?:\s+an?)?)"
     r"\s+(?P<old>[^.;,()!?]{1,60})",
     re.IGNORECASE,
 )
@@ -374,6 +376,8 @@ def informative(sentence: str) -> bool:
         return False
     if text.endswith("?") and n_words < 12 and not _FIRST_PERSON.search(text):
         return False
+    if _YOU_STATE.search(text):  # an assistant's "Noted: you're vegetarian" restates a fact however short
+        return True
     if n_words < 3:
         return bool(_NUMBER.search(text) or _SHORT_STATEMENT.match(text))
     # Any one signal will do, so the cheapest run first: the event-type and safety patterns (long
@@ -410,6 +414,9 @@ _PERSON_DOING = list(lexicon.ordered("person_doing"))
 # ... or in a state only people are in: "Tomás is allergic to penicillin" (read as the speaker's once).
 _PERSON_STATES = """allergic vegetarian vegan pescatarian pregnant married engaged divorced retired born""".split()
 AGE_WORD_ALTERNATION = "|".join(w for w, n in NUMBER_WORDS.items() if n >= 2)
+_YOU_STATE = re.compile(
+    rf"\byou(?:['’]re|\s+are)\s+(?:(?:now|also|still|a|an)\s+)*(?:{'|'.join(_PERSON_STATES)})\b", re.IGNORECASE
+)
 _PERSON_VERB_AFTER = re.compile(
     rf"(?:\s+(?:{_ADVERB}))*\s+(?:{'|'.join(sorted(_PERSON_VERBS))})\b"
     rf"|\s+(?:is|was)\s+(?:(?:{_ADVERB}|now)\s+)*(?:{'|'.join(_PERSON_DOING)})\b"
@@ -832,6 +839,15 @@ _CORRECTIONS = (
         ),
     ),
     (
+        # "so I'm pescatarian now, not vegetarian", "Lena is the PM now, not Jonas"
+        "en-now-not",
+        re.compile(
+            rf"\b(?:am|is|are|['’]m|['’]re)\s+(?P<new>{_EN_STOP}{{1,40}}?)\s+now\s*,?\s+not\s+(?:an?\s+)?"
+            rf"(?P<prev>{_EN_STOP}{{1,40}}?)\s*(?=$|[.!?;,])",
+            re.IGNORECASE,
+        ),
+    ),
+    (
         "en-not-but",
         re.compile(
             rf"\bnot\s+(?!only\b|just\b|merely\b)(?P<prev>{_EN_STOP}{{1,40}}?)\s*,?\s+but\s+(?:rather\s+)?"
@@ -900,6 +916,39 @@ def correction_targets(
     return found
 
 
+def _corrected_later(parts: Sequence[str], speaker: str, said_at: Any, timeline: Sequence[dict[str, Any]]) -> list[int]:
+    """The later statement that corrects this one: a card stored before this one was (threads imported
+    one after another are derived out of time order), said after it by the same speaker, stating an
+    explicit correction this statement is a target of. A correction naming the old value ends every
+    statement holding it; one that does not ends one card at most, so not this one when it already
+    ended another (the unique-target rule). Empty when none or several corrections qualify."""
+    if not isinstance(said_at, str) or not said_at:
+        return []
+    text = " ".join(parts)
+    found = []
+    # The block's timeline is found by its summary's words; the correction of one statement is looked
+    # for by that statement's own words too.
+    look_for = getattr(timeline, "look_for", None)
+    named = look_for(" ".join(_content_words(text))) if look_for is not None else []
+    seen: set[int] = set()
+    for item in [*timeline, *named]:
+        if item["id"] in seen:
+            continue
+        seen.add(item["id"])
+        if item.get("status") != "active" or str(item.get("mentioned_at") or "") <= said_at:
+            continue
+        correction = explicit_correction(f"{item.get('title', '')}. {item.get('summary', '')}")
+        if correction is None or correction["pattern"] == "conditional":
+            continue
+        if item.get("ends") and not correction.get("prev"):
+            continue
+        if correction_targets(correction, speaker, [((item["id"],), text, [speaker], None)]) and (
+            (item.get("participants") or [None])[0] == speaker
+        ):
+            found.append(item["id"])
+    return found if len(found) == 1 else []
+
+
 def _resolve_correction(
     correction: dict[str, str],
     speaker: str,
@@ -944,6 +993,12 @@ def _resolve_correction(
     if not found and look_for is not None:
         found = of_timeline(look_for(" ".join(c for c in (correction.get("subject"), correction.get("prev")) if c)))
     found = list(dict.fromkeys(found))
+    if len(found) > 1 and correction.get("prev"):
+        # Every statement holding the named old value says the one fact that ended ("I'm vegetarian"
+        # said in two conversations): all of them end.
+        for kind, key in found:
+            temporal.setdefault("supersedes_earlier" if kind == "e" else "supersedes_event_ids", []).append(key)
+        return
     if len(found) != 1:
         # The unique-target rule: no closest match is ever changed. Why not is kept with the card.
         why = (
@@ -969,8 +1024,11 @@ def _card(
     known: frozenset[str] = frozenset(),
     body: str = "",
     earlier: Sequence[dict[str, Any]] = (),
+    later_stored: bool = False,
 ) -> dict[str, Any]:
-    """One card from ``parts`` of ``message`` (``body``: the message's prose, where the parts were cut)."""
+    """One card from ``parts`` of ``message`` (``body``: the message's prose, where the parts were cut).
+    ``later_stored``: statements said after this message are already stored (a later correction may
+    end this card)."""
     joined = " ".join(parts)
     # An assistant's "our" is the user's; a person in the assistant's seat (LoCoMo's second speaker) is a person.
     assistant = message.get("role") == "assistant" and speaker.casefold() in _ASSISTANT_NAMES
@@ -1028,6 +1086,10 @@ def _card(
         changing = " ".join(p for p in cued if not _ADVICE.match(p)) if cued else joined
         if CONDITIONAL.search(changing):
             changing = ""  # "I might stop using Notion": a possibility changes nothing yet
+    if correction is None and later_stored:
+        later = _corrected_later(parts, speaker, message.get("created_at"), timeline)
+        if later:
+            temporal["superseded_by_event_ids"] = later
     if changing:
         said = set(_content_words(changing))
         replaced = replaced_words(changing)
@@ -1081,15 +1143,43 @@ _TOPIC_SHIFT = re.compile(
 )
 
 
-def _topics(parts: list[str]) -> list[list[str]]:
-    """A message's statements cut where the speaker turns to another topic: a card holds one fact or
-    one change, and a correction said in passing must not be titled by what came before it."""
+def _topics(parts: list[str], turns: frozenset[int] = frozenset()) -> list[list[str]]:
+    """A message's statements cut where the speaker turns to another topic (or, at ``turns``, to
+    another subject): a card holds one fact or one change, and a correction said in passing must not
+    be titled by what came before it."""
     topics: list[list[str]] = []
-    for part in parts:
-        if not topics or _TOPIC_SHIFT.match(part):
+    for index, part in enumerate(parts):
+        if not topics or index in turns or _TOPIC_SHIFT.match(part):
             topics.append([])
         topics[-1].append(part)
     return topics
+
+
+# "I'm vegetarian, and Ivy has a peanut allergy": two facts of two people, each ending on its own (a
+# correction of the diet must not end the allergy). Cut before "and"/"but" when a new subject and
+# its verb follow.
+_NEW_SUBJECT = re.compile(
+    r"(?:,\s*|\s+)(?:and|but)\s+(?=(?:I|I['’]m|we|he|she|they|[A-Z][a-z]+(?:['’]s\s+\w+)?)\s+"
+    r"(?:has|have|had|is|was|are|were|likes?|loves?|hates?|lives?|works?|uses?|prefers?|owns?|speaks?|"
+    r"takes?|eats?|drinks?)\b)"
+)
+
+
+def _statements(text: str) -> tuple[list[str], frozenset[int]]:
+    """The informative statements of a message, a compound sentence of two subjects cut in two, and
+    the positions where a new subject begins."""
+    parts: list[str] = []
+    turns: set[int] = set()
+    for sentence in sentences(text):
+        if not informative(sentence):
+            continue
+        pieces = [p.strip() for p in _NEW_SUBJECT.split(sentence)]
+        if len(pieces) > 1 and all(len(words(p)) >= 3 and informative(p) for p in pieces):
+            turns.update(range(len(parts) + 1, len(parts) + len(pieces)))
+            parts.extend(pieces)
+        else:
+            parts.append(sentence)
+    return parts, frozenset(turns)
 
 
 # An assistant's receipt of what it was told: "Noted: the launch is on March 3.", "Got it — …", "好的，记下了：…".
@@ -1134,6 +1224,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
     messages = [m for m in target.get("messages", []) if m.get("role") != "system"]
     speakers = context.get("speakers") or list(dict.fromkeys(m.get("speaker") for m in messages if m.get("speaker")))
     timeline = context.get("timeline", [])
+    later_stored = bool(context.get("later_stored"))
     texts = [prose(m.get("text") or "") for m in messages]
     lower_vocab = frozenset(w for text in texts for w in words(text) if w.islower())
     known = frozenset(n.split()[0] for text in texts for n in _names(text, lower_vocab))
@@ -1145,12 +1236,11 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
             previous = message
             continue
         speaker = message.get("speaker") or (UNNAMED_USER if message.get("role") == "user" else "Assistant")
-        parts = [s for s in sentences(text) if informative(s)]
-        echoed = None
+        parts, turns = _statements(text)
+        receipt = opener = False
         if parts and message.get("role") == "assistant":
             opener = bool(_ECHO_OPENER.match(parts[0]))
-            if opener or speaker.casefold() in _ASSISTANT_NAMES:
-                echoed = _echoed(parts[0], messages[:index], events, opener)
+            receipt = opener or speaker.casefold() in _ASSISTANT_NAMES
         kin = [(m.group("name"), _KIN_GENDER[m.group("kin").casefold()]) for m in _KIN_NAMED.finditer(text)]
         before = named_kin.get(speaker)
         if kin:
@@ -1164,7 +1254,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                 sources.insert(0, previous["id"])
                 question = previous.get("text")
             first = len(events)
-            for topic in _topics(parts):
+            for topic in _topics(parts, turns):
                 anchor_parts = [p for p in topic if time_for(p, _anchor(message))]
                 if len(anchor_parts) >= 2:
                     rest = [p for p in topic if p not in anchor_parts]
@@ -1183,6 +1273,7 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                                 known,
                                 text,
                                 events,
+                                later_stored,
                             )
                         )
                 else:
@@ -1199,11 +1290,20 @@ def extract_events_offline(context: dict[str, Any]) -> dict[str, Any]:
                             known,
                             text,
                             events,
+                            later_stored,
                         )
                     )
-            if echoed is not None:
-                # The receipt ends with what it restates: a correction of the statement ends it too.
-                events[first]["temporal"]["restates_earlier"] = [echoed]
+            if receipt:
+                # The receipt ends with what it restates: a correction of the statement ends it too. A
+                # receipt of two facts ("you're vegetarian and Ivy has a peanut allergy") is two cards,
+                # each restating its own.
+                for at in range(first, len(events)):
+                    said = (events[at].get("quotes") or [""])[0] if at > first else parts[0]
+                    echoed = _echoed(said, messages[:index], events[:first], opener)
+                    if echoed is not None:
+                        events[at]["temporal"]["restates_earlier"] = [echoed]
+                    if at == first and echoed is None:
+                        break  # a reply that does not restate its first statement is no receipt
             meant = _meant(parts[0], before, index) if not kin else None
             if meant and not _someone_before(text, parts[0]) and meant not in events[-1]["temporal"]["participants"]:
                 events[-1]["temporal"]["participants"].append(meant)

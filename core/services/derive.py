@@ -16,7 +16,7 @@ from peewee import fn
 from core.db import Prepared, save_one, update_by_id, write_transaction
 from core.errors import InvalidInputError, StrataError
 from core.layers import derivation_view
-from core.models import Block, Job, Message, Namespace, Thread
+from core.models import Block, Event, Job, Message, Namespace, Thread
 from core.providers import Provider, get_provider
 from core.providers.base import BlockSummary, Extraction, ProviderOutputError
 from core.search.index import index_events, prepare_search
@@ -34,7 +34,7 @@ from core.services.events import (
 from core.services.graph_job import run_graph_job
 from core.services.preflight import preflight
 from core.services.spaces import bump_revision, get_namespace
-from core.timeutil import now_iso, wall
+from core.timeutil import now_iso, parse_timestamp, to_epoch, wall
 
 ProgressFn = Callable[[int, int, str], None]
 
@@ -158,7 +158,23 @@ def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
         "allowed_source_message_ids": [m.id for m in messages],
         "speakers": list(dict.fromkeys(speakers)),
         "timeline": LazyTimeline(read, lookup) if lazy_timeline else read(),
+        # Statements said after this block are already stored (threads imported one after another are
+        # derived out of time order): a later correction may end one of this block's statements.
+        "later_stored": _later_stored(block.namespace_id, messages),
     }
+
+
+def _later_stored(namespace_id: int, messages: Sequence[Any]) -> bool:
+    said = []
+    for m in messages:
+        try:
+            said.append(to_epoch(parse_timestamp(m.created_at)))
+        except InvalidInputError:
+            continue
+    if not said:
+        return False
+    newest = Event.select(fn.MAX(Event.mentioned_ts)).where(Event.namespace == namespace_id).scalar()
+    return newest is not None and newest > max(said)
 
 
 def _run_extraction(job: Job, provider: Provider, report: DeriveReport) -> None:

@@ -193,6 +193,8 @@ def validate_extracted(
         earlier = [kept_as[i] for i in temporal.pop("supersedes_earlier", []) if i in kept_as]
         # ... and the one it restates ("Noted: …" after the statement): it ends with that one.
         restates = [kept_as[i] for i in temporal.pop("restates_earlier", []) if i in kept_as]
+        # ... and a later statement already stored that corrects it (derived out of time order).
+        later = [i for i in temporal.pop("superseded_by_event_ids", []) if in_timeline(i)]
         # ... and why a correction it states changed nothing (the target was ambiguous, not found, or
         # the correction was only a possibility): kept with the extraction job's outcome.
         unchanged = temporal.pop("correction_unchanged", None)
@@ -213,6 +215,7 @@ def validate_extracted(
                 "relations": relations,
                 "supersedes_earlier": earlier,
                 "restates_earlier": restates,
+                **({"superseded_by_later": later} if later else {}),
                 **({"correction_unchanged": unchanged} if unchanged and unchanged.get("why") else {}),
                 "scope": normalize_scope(raw.get("scope")),
                 "criticality": normalize_criticality(raw.get("criticality")),
@@ -349,7 +352,8 @@ def write_event(
     if index:
         index_events(event.namespace_id, [event])
     relations = draft.get("relations", {})
-    targets = {i for ids in relations.values() for i in ids}
+    later = list(draft.get("superseded_by_later", []))
+    targets = {i for ids in relations.values() for i in ids} | set(later)
     live = {e.id: e for e in _LIVE_TARGETS.rows(sorted(targets), event.namespace_id)} if targets else {}
     for kind, ids in relations.items():
         if kind not in LINK_KINDS:
@@ -367,6 +371,17 @@ def write_event(
                     if echo_id != event.id:
                         _link(event.id, "supersedes", echo_id)
                         _SUPERSEDE.execute(event.id, now, echo_id)
+            if kind == "same_event" and live[target_id].status == "superseded" and live[target_id].superseded_by:
+                # A receipt of a statement already ended ends with it.
+                by = live[target_id].superseded_by
+                _link(by, "supersedes", event.id)
+                _SUPERSEDE.execute(by, now, event.id)
+    # A later statement stored before this one corrects it: it ends now, as it would have then.
+    for by in later:
+        if by in live and live[by].status == "active" and by != event.id:
+            _link(by, "supersedes", event.id)
+            _SUPERSEDE.execute(by, now, event.id)
+            break
     return event
 
 
@@ -852,7 +867,17 @@ def extraction_timeline(namespace_id: int, query: str, *, exclude_block: int | N
     recent = _recent_events(namespace_id, exclude_block)
     chosen_ids = {e.id for e in relevant}
     chosen = relevant + [e for e in recent if e.id not in chosen_ids]
-    return [_timeline_item(e) for e in chosen]
+    ending = (
+        {
+            i
+            for (i,) in EventLink.select(EventLink.event)
+            .where((EventLink.kind == "supersedes") & EventLink.event.in_([e.id for e in chosen]))
+            .tuples()
+        }
+        if chosen
+        else set()
+    )
+    return [_timeline_item(e, e.id in ending) for e in chosen]
 
 
 CORRECTION_LOOKUP_LIMIT = 4
@@ -901,8 +926,9 @@ def _best_live(
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _timeline_item(e: Event) -> dict[str, Any]:
+def _timeline_item(e: Event, ends: bool = False) -> dict[str, Any]:
     return {
+        "ends": ends,  # it already ended another card (a correction ends one card at most)
         "id": e.id,
         "title": e.title,
         "summary": e.summary,

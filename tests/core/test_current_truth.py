@@ -273,3 +273,74 @@ def test_a_later_dated_age_replaces_the_earlier_one(store):
 def test_a_schedule_or_a_standing_rule_is_a_card(store, said):
     _say((said, "Noted."))
     assert _current(said.split()[0]) == [said]
+
+
+VEGETARIAN = (
+    "Important food stuff: I'm vegetarian, and Ivy has a peanut allergy, so we have to be careful eating out.",
+    "Noted: you're vegetarian and Ivy has a peanut allergy. Peanuts are rare in Portuguese cooking.",
+    "2026-01-20T21:41:00+01:00",
+)
+PESCATARIAN = (
+    "Small update about me: I started eating fish again last week, so I'm pescatarian now, not vegetarian.",
+    "Updated: you're pescatarian now.",
+    "2026-02-16T20:15:00+01:00",
+)
+
+
+def _standing() -> dict[str, str]:
+    return {e.title: e.status for e in Event.select()}
+
+
+def test_two_facts_of_two_people_are_two_cards_and_a_correction_ends_only_its_own(store):
+    _say_at(VEGETARIAN, PESCATARIAN)
+    cards = _standing()
+    assert cards["Important food stuff: User is vegetarian"] == "superseded"
+    assert cards["Noted: you're vegetarian"] == "superseded"  # the receipt ends with what it restates
+    assert cards["Ivy has a peanut allergy, so we have to be careful eating out."] == "active"
+    assert cards["Ivy has a peanut allergy."] == "active"
+
+
+def test_a_correction_stored_before_the_statement_it_corrects_still_ends_it(store):
+    # Threads imported one after another are derived out of time order: the February correction is
+    # stored first, the January statement after it.
+    configure_namespace("ns", block_turn_size=1)
+    for thread, (user, assistant, at) in (("home", PESCATARIAN), ("trip", VEGETARIAN)):
+        append_turn("ns", thread, user, assistant, created_at=at)
+        run_pending("ns", provider="offline")
+    cards = _standing()
+    assert cards["Important food stuff: User is vegetarian"] == "superseded"
+    assert cards["Noted: you're vegetarian"] == "superseded"
+    assert cards["Ivy has a peanut allergy."] == "active"
+
+
+@pytest.mark.parametrize(
+    "correction, ends_both",
+    [
+        ("Change the Cedar service port from 6389 to 8247.", True),  # names the old value: all holding it end
+        ("Change the Cedar service port to 8247.", False),  # names no old value: one card at most
+    ],
+)
+def test_a_later_correction_that_already_ended_a_card(store, correction, ends_both):
+    configure_namespace("ns", block_turn_size=1)
+    for thread, (user, at) in (
+        ("a", ("The Cedar service port is 6389.", "2026-03-01T09:00:00+00:00")),
+        ("a", (correction, "2026-03-08T09:00:00+00:00")),
+        ("b", ("The Cedar service port is 6389 per the runbook.", "2026-03-02T09:00:00+00:00")),
+    ):
+        append_turn("ns", thread, user, "Done.", created_at=at)
+        run_pending("ns", provider="offline")
+    cards = _standing()
+    assert cards["The Cedar service port is 6389."] == "superseded"
+    assert cards["The Cedar service port is 6389 per the runbook."] == ("superseded" if ends_both else "active")
+
+
+def test_one_fact_said_twice_ends_twice(store):
+    _say(
+        ("The Cedar service port is 6389.", "Done."),
+        ("Reminder: the Cedar service port is 6389.", "Done."),
+        ("Change the Cedar service port from 6389 to 8247.", "Done."),
+    )
+    assert sorted(_superseded("6389")) == [
+        "Reminder: the Cedar service port is 6389.",
+        "The Cedar service port is 6389.",
+    ]
