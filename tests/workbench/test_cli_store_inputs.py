@@ -169,7 +169,7 @@ def test_demo_never_deletes_a_demo_open_elsewhere(demo_template, tmp_path, capsy
     built = sorted(tmp_path.glob("demo-*.db"))
     assert len(built) == 1, list(tmp_path.iterdir())
     assert f"demodatabase:{built[0]}" in out and "isopeninanotherprogram" in err
-    assert f"--dbsqlite:///{built[0]}" in out  # the instructions name the new file
+    assert f"exportSTRATA_DB=sqlite:///{built[0]}" in out  # the instructions name the new file
     assert path.stat().st_ino == inode  # the open demo is the same file, still there
     assert workbench.execute("SELECT COUNT(*) FROM message").fetchone()[0] == before
     assert _messages(built[0]) == before
