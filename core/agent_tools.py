@@ -266,6 +266,15 @@ def _strategy_for_tools(name: str | None) -> str | None:
 CREATES_NAMESPACE = frozenset({"capture_turn"})
 
 
+NOT_RECALLED = 5  # the best results below a search's cut that its trace keeps
+
+
+def _below_cut(deeper: Sequence[Any], shown: Sequence[Any]) -> list[dict[str, Any]]:
+    """The refs a deeper search found that the shown results do not hold: ranked below the limit."""
+    kept = {s.ref for s in shown}
+    return [{"ref": d.ref, "score": d.score, "reason": "limit"} for d in deeper if d.ref not in kept][:NOT_RECALLED]
+
+
 class MemoryTools(CaptureTools, NoteTools):
     """The memory tools of one agent over one namespace.
 
@@ -377,10 +386,12 @@ class MemoryTools(CaptureTools, NoteTools):
         params: dict[str, Any],
         results: list[dict[str, Any]],
         excluded: Sequence[dict[str, str]] = (),
+        below: Sequence[dict[str, Any]] = (),
         **extra: Any,
     ) -> dict[str, Any]:
         """Open the batch for a retrieval and wrap its results with the batch id and refs; what the
-        search withheld (``excluded``) goes to the trace, never to the agent."""
+        search withheld (``excluded``) and the best few below the cut (``below``) go to the trace,
+        never to the agent."""
 
         batch = gate.open_batch(
             self.namespace,
@@ -391,6 +402,7 @@ class MemoryTools(CaptureTools, NoteTools):
             params=params,
             budget=self.budget,
             excluded=excluded,
+            not_recalled=below,
         )
         out: dict[str, Any] = {
             "tool": tool,
@@ -463,6 +475,22 @@ class MemoryTools(CaptureTools, NoteTools):
         )
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
+        below: list[dict[str, Any]] = []
+        if len(hits) == limit:  # the best few below the cut, for the trace ("why not recalled")
+            deeper = search_events(
+                self.namespace,
+                query,
+                limit + NOT_RECALLED,
+                participants=participants or None,
+                event_type=args.get("event_type"),
+                happened_from=args.get("happened_from"),
+                happened_to=args.get("happened_to"),
+                temporal_intent=args.get("temporal_intent"),
+                track=False,
+                for_agent=True,
+                session=self.session,
+            )
+            below = _below_cut(gate.refs_for_events(deeper), specs)
         params = {k: v for k, v in args.items() if k != "query"}
         extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
         if not results:
@@ -470,7 +498,7 @@ class MemoryTools(CaptureTools, NoteTools):
                 "No event matched. Try other words, fewer filters, search_raw for the exact "
                 "wording, or search_graph for current state."
             )
-        out = self._open("search_events", "events", query, specs, params, results, excluded, **extra)
+        out = self._open("search_events", "events", query, specs, params, results, excluded, below, **extra)
         # Stamped only once the gate has opened the batch: a refused search changes nothing.
         mark_retrieved([hit.event.id for hit in hits])
         return out
@@ -511,13 +539,24 @@ class MemoryTools(CaptureTools, NoteTools):
             )
         specs = gate.refs_for_raw(hits)
         results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
+        below: list[dict[str, Any]] = []
+        if len(hits) == limit:
+            deeper = search_raw(
+                self.namespace,
+                query,
+                limit + NOT_RECALLED,
+                thread=self.thread if scope == "session" else None,
+                for_agent=True,
+                session=self.session,
+            )
+            below = _below_cut(gate.refs_for_raw(deeper), specs)
         extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
         if scope == "session":
             extra["thread"] = self.thread
         if not results:
             extra["empty_reason"] = empty_reason or "No stored message contains these words; try other words."
         return self._open(
-            "search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, excluded, **extra
+            "search_raw", "raw", query, specs, {"limit": limit, "scope": scope}, results, excluded, below, **extra
         )
 
     def _get_blocks(self, args: dict[str, Any]) -> dict[str, Any]:

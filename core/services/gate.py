@@ -687,6 +687,7 @@ def open_batch(
     budget: int | None = DEFAULT_BUDGET,
     elapsed_ms: float = 0.0,
     excluded: Sequence[Mapping[str, str]] = (),
+    not_recalled: Sequence[Mapping[str, Any]] = (),
 ) -> BatchInfo:
     """Persist one retrieval as a batch (and its refs) and write a ``search`` trace.
 
@@ -694,7 +695,8 @@ def open_batch(
     the channel's previous batch in this round added no new ref (StrategyRepeatError).
     ``channel`` is a channel name or the strategy that uses it. ``budget=None`` disables
     the round cap (tests, batch tools that are not agent loops). ``excluded`` lists what the search
-    withheld, each ``{"ref", "reason"}`` with a reason code; the trace keeps it.
+    withheld, each ``{"ref", "reason"}`` with a reason code; ``not_recalled`` the best few ranked
+    below the cut (``{"ref", "score", "reason"}``); the trace keeps both.
     """
     channel = normalize_channel(channel)
     session = _session(session)
@@ -756,6 +758,7 @@ def open_batch(
                 "round_position": len(round_batches) + 1,
                 "budget": budget,
                 **({"excluded": [dict(e) for e in excluded]} if excluded else {}),
+                **({"not_recalled": [dict(e) for e in not_recalled]} if not_recalled else {}),
             },
             elapsed_ms=elapsed_ms,
         )

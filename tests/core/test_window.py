@@ -196,3 +196,26 @@ def test_a_card_is_rendered_without_what_says_nothing(ns):
     result = auto_context("ns", "What is the Cedar service port?")
     line = next(x for x in result.text.splitlines() if x.startswith("{") and f'"id":{same}' in x)
     assert json.loads(line) == {"id": same, "summary": "The Cedar service port is 8247."}
+
+
+def test_an_agent_search_trace_keeps_the_best_results_below_its_limit(ns):
+    from core.agent_tools import MemoryTools
+
+    ids = [_event(ns, f"The Orion deploy number {n} finished on time.") for n in range(9)]
+    tools = MemoryTools("ns", session="s", budget=None)
+    out = tools.call_safe("search_events", {"query": "Orion deploy", "limit": 3})
+    shown = set(out["evidence_refs"])
+    trace = get_trace(_latest_trace_id())
+    lost = trace.detail["not_recalled"]
+    assert len(shown) == 3 and len(lost) == 5
+    assert all(x["reason"] == "limit" and x["ref"] not in shown for x in lost)
+    assert {x["ref"] for x in lost} <= {f"event:{i}" for i in ids}
+    everything = tools.call_safe("search_events", {"query": "Orion deploy finished", "limit": 20})
+    assert everything["count"] == 9  # nothing ranked below the cut: the trace has no such list
+    assert "not_recalled" not in get_trace(_latest_trace_id()).detail
+
+
+def _latest_trace_id() -> int:
+    from core.models import RetrievalTrace
+
+    return RetrievalTrace.select().order_by(RetrievalTrace.id.desc()).first().id

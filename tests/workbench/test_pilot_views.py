@@ -376,3 +376,26 @@ async def test_a_new_filter_interrupts_the_old_filters_histogram(make_app, monke
         while not (table.row_count and all("lisbon" in (r.title + r.summary).lower() for r in table.items)):
             assert time.monotonic() < deadline, "the new filter's list waited behind the old histogram"
             await pilot.pause(0.05)
+
+
+async def test_traces_show_why_a_candidate_was_not_recalled(make_app, wb_url):
+    from core.db import db
+    from core.services.context import auto_context
+
+    reopen(wb_url)
+    built = auto_context("demo", "What did Maya decide about the Atlas launch date?", max_events=1)
+    lost = built.excluded[0]
+    db.close()
+    async with opened(make_app, "4", TracesScreen) as (app, pilot, screen):
+        traces = screen.query_one("#traces")
+        traces.move_cursor(row=next(i for i, r in enumerate(traces.items) if r.id == built.trace_id))
+        await settle(pilot)
+        text = str(screen.query_one("#trace-text", Static).render())
+        assert "Why not recalled" in text
+        candidates = screen.query_one("#candidates", DataTable)
+        states = {
+            str(candidates.get_row_at(i)[1]): str(candidates.get_row_at(i)[4]) for i in range(candidates.row_count)
+        }
+        below = [ref for ref, state in states.items() if state.startswith("not recalled: ")]
+        assert below and all(ref not in built.selected for ref in below)
+        assert lost["ref"] in text or lost["ref"] in states

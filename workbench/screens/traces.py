@@ -225,6 +225,11 @@ class TracesScreen(StrataScreen):
             r.get("ref"): r.get("reason") for r in assessment.get("rejected_evidence_refs") or () if isinstance(r, dict)
         }
         used = set(batch.receipt.event_ids) if batch and batch.receipt else set()
+        below = {
+            x.get("ref"): x.get("reason")
+            for x in (detail.detail or {}).get("not_recalled") or ()
+            if isinstance(x, dict)
+        }
         selected = set(detail.selected)
         table = self.query_one("#candidates", DataTable)
         table.clear()
@@ -243,6 +248,8 @@ class TracesScreen(StrataScreen):
                 state.append("used")
             if not state and ref in selected:
                 state.append("returned")
+            if not state and ref in below:
+                state.append(f"not recalled: {str(below[ref]).replace('_', ' ')}")
             title = titles.get(ref) or ""
             table.add_row(
                 str(index),
@@ -350,8 +357,24 @@ def render_trace(detail) -> Content:
             add("reinforced events $ids\n", ids=", ".join(map(str, receipt.event_ids)) or "none")
         else:
             add("[dim]no use recorded[/dim]\n")
+    lost = [x for x in (detail.detail or {}).get("not_recalled") or () if isinstance(x, dict)]
+    if lost:
+        add("\n[b $primary]Why not recalled[/]  the best candidates below the cut\n")
+        for item in lost:
+            score = item.get("score")
+            add(
+                "$ref  $score  [b]$reason[/b]$kind\n",
+                ref=str(item.get("ref")),
+                score="-" if not isinstance(score, (int, float)) else f"{score:.4f}",
+                reason=str(item.get("reason") or "-").replace("_", " "),
+                kind=f" ({item['kind']})" if item.get("kind") else "",
+            )
     if detail.detail:
-        extra = {k: v for k, v in detail.detail.items() if k not in ("params",) and v not in (None, "", [], {})}
+        extra = {
+            k: v
+            for k, v in detail.detail.items()
+            if k not in ("params", "not_recalled", "kinds") and v not in (None, "", [], {})
+        }
         if extra:
             add("\n[dim]$extra[/dim]\n", extra=", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
     return Content("").join(parts)
