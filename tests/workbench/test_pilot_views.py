@@ -399,3 +399,26 @@ async def test_traces_show_why_a_candidate_was_not_recalled(make_app, wb_url):
         below = [ref for ref, state in states.items() if state.startswith("not recalled: ")]
         assert below and all(ref not in built.selected for ref in below)
         assert lost["ref"] in text or lost["ref"] in states
+
+
+async def test_an_event_card_shows_the_cards_it_was_used_with_and_follows_them(make_app, wb_url):
+    from core.db import db, write_transaction
+    from core.models import Event
+    from core.services.associations import reinforce
+
+    reopen(wb_url)
+    first, second = (e.id for e in Event.select().where(Event.status == "active").order_by(Event.id).limit(2))
+    with write_transaction():
+        reinforce(Event.get_by_id(first).namespace_id, {first: 1.0, second: 1.0})
+    db.close()
+    async with opened(make_app, "2", TimelineScreen) as (app, pilot, screen):
+        screen.focus_item("event", first)
+        await settle(pilot)
+        text = str(screen.query_one("#event-text", Static).render())
+        assert "Used together with" in text and f"#{second} " in text and "×1" in text
+        links = screen.query_one("#event-links")
+        index = next(i for i in range(links.option_count) if links.get_option_at_index(i).id.endswith(":used:"))
+        links.highlighted = index
+        links.action_select()
+        await settle(pilot)
+        assert screen.detail.card.event.id == second

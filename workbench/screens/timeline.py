@@ -415,6 +415,10 @@ class TimelineScreen(StrataScreen):
                             id=f"event:{other.id}:{kind}:{direction}",
                         )
                     )
+        for other in card.used_with:
+            options.append(
+                Option(f"used together: #{other.event_id} {other.title[:60]}", id=f"event:{other.event_id}:used:")
+            )
         for node_id in card.participant_node_ids[:8]:
             options.append(Option(f"graph node {node_id}", id=f"node:{node_id}"))
         links.add_options(options)
@@ -585,6 +589,25 @@ def render_event(detail: EventDetail) -> Content:
             add("$label: $text\n", label=label, text=text)
     else:
         add("[dim]none recorded[/dim]\n")
+    note = card.correction_unchanged
+    if note:
+        change = " → ".join(note[k] for k in ("prev", "new") if note.get(k))
+        add(
+            "[b $warning]correction changed nothing[/] $what [dim]($why)[/dim]\n",
+            what=" ".join(x for x in (note.get("subject", ""), change) if x),
+            why=note.get("why", ""),
+        )
+    if card.used_with:
+        add("\n[b $primary]Used together with[/]  [dim](cards an agent used with this one)[/dim]\n")
+        for other in card.used_with:
+            add(
+                "#$id $title [dim]($status · ×$count · weight $weight)[/dim]\n",
+                id=str(other.event_id),
+                title=other.title,
+                status=other.status,
+                count=str(other.coactivation_count),
+                weight=f"{other.weight:.2f}",
+            )
     cap = "-" if weight.cap is None else f"{weight.cap:g}"
     add(
         "\n[b $primary]Weight $w[/]  [dim]floor $floor · cap $cap · uses $uses · formed turn $formed · "
