@@ -400,6 +400,10 @@ _PLAN_KEYS = frozenset({"plans_to_visit", "plans_to"})
 _ZH_USE_RE = re.compile(
     r"(?P<neg>不再|不|没有?|别)?\s*(?:使用|用|改用|换用|在用|转用|换成|改成)\s*(?P<tool>[A-Z][\w.+#-]*(?:\s+[A-Z][\w.+#-]*)?)"
 )
+# "我对青霉素过敏", "Ivy 对花生过敏": an allergy, held by the clause's subject.
+_ZH_ALLERGY_RE = re.compile(
+    r"(?P<neg>不|没有?)?\s*对\s*(?P<what>(?:(?!不|没)[\u4e00-\u9fff\w]){1,12}?)\s*(?:严重|有点|非常)?过敏"
+)
 _USE_VERB = re.compile(
     r"\b(?:use|uses|using|used|switch\w*|migrat\w*|tried|trying|adopt\w*|install\w*)\b", re.IGNORECASE
 )
@@ -1163,6 +1167,7 @@ class _EventReader:
 
     def _facts(self, s: str) -> None:
         self._zh_tools(s)
+        self._zh_allergies(s)
         projects = self._projects(s)
         self._orgs(s, projects)
         self._places(s)
@@ -1346,6 +1351,12 @@ class _EventReader:
             if ref is not None:
                 subject = self.clause_subject(s, m.start())
                 self.b.fact_and_edge(subject, ref, "uses", self.id, "superseded" if m.group("neg") else "active")
+
+    def _zh_allergies(self, s: str) -> None:
+        for m in _ZH_ALLERGY_RE.finditer(s):
+            if m.group("neg"):
+                continue  # "我对花生不过敏" / "不对…过敏": denied
+            self.b.fact(self.holder(s, m.start()), "allergic_to", m.group("what"), self.id)
 
     def _use(self, s: str, at: int, ref: str, ended: bool = False) -> None:
         denial = _denial(s, at)

@@ -344,3 +344,18 @@ def test_one_fact_said_twice_ends_twice(store):
         "Reminder: the Cedar service port is 6389.",
         "The Cedar service port is 6389.",
     ]
+
+
+@pytest.mark.parametrize(
+    "said, allergen",
+    [
+        ("我对青霉素过敏。", "青霉素"),
+        ("我对花生严重过敏。", "花生"),
+        ("我对花生不过敏。", None),
+        ("我不对猫过敏。", None),
+    ],
+)
+def test_a_chinese_allergy_is_a_graph_fact(store, said, allergen):
+    _say((said, "好的，记下了。"))
+    facts = [(f.key, f.value) for f in GraphFact.select().where(GraphFact.status == "active")]
+    assert facts == ([("allergic_to", allergen)] if allergen else [])
