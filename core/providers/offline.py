@@ -48,6 +48,27 @@ def _informative(sentence: str) -> int:
     return score
 
 
+TITLE_CHARS = 80
+
+
+def _short_sentence(sentence: str, limit: int = TITLE_CHARS) -> str:
+    """``sentence`` as a title: whole when short, else cut at the last clause or word boundary before
+    ``limit`` (an ellipsis marks the cut)."""
+    text = " ".join(sentence.split()).strip()
+    lead, colon, rest = text.partition(": ")
+    if colon and len(lead) <= len(text) // 2 and len(rest.split()) >= 4:
+        text = rest[:1].upper() + rest[1:]  # "Quick context so you can help me: I'm Maya …": what it says
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    for mark in (", ", "; ", " – ", " — ", ": "):
+        cut = head.rfind(mark)
+        if cut >= limit // 2:
+            return head[:cut].rstrip(" ,;:–—") + "…"
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else head).rstrip(" ,;:") + "…"
+
+
 class OfflineProvider:
     """Rule-based derivation that only uses the block's own text."""
 
@@ -64,12 +85,17 @@ class OfflineProvider:
             if m.get("role") != "system" and m.get("text")
         ]
         terms = _distinctive_terms(texts, 5)
-        title = ", ".join(terms[:3]) if terms else clip(texts[0] if texts else "conversation", 60)
         all_sentences = [s for text in texts for s in sentences(prose(text))]
         substantive = [s for s in all_sentences if normalize(s).strip(".!?。！？ ") not in _FILLER]
-        summary = clip(" ".join(substantive[:2]) or (labelled[0] if labelled else title), 400)
         ranked = sorted(range(len(substantive)), key=lambda i: (-_informative(substantive[i]), i))[:6]
         keypoints = [clip(substantive[i], 240) for i in sorted(ranked) if _informative(substantive[i]) > 0]
+        # The title is a short sentence a person can read at a glance: the block's most telling statement.
+        statements = [substantive[i] for i in ranked if not substantive[i].rstrip().endswith(("?", "？"))]
+        telling = [x for x in statements if len(words(x)) >= 5]
+        lead = (telling or statements or substantive or [""])[0]
+        title = _short_sentence(lead) if lead else (", ".join(terms[:3]) or clip(texts[0] if texts else "", 60))
+        title = title or "conversation"
+        summary = clip(" ".join(substantive[:2]) or (labelled[0] if labelled else title), 400)
         return BlockSummary.validated(
             {
                 "title": clip(title, 120),

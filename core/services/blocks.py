@@ -52,6 +52,7 @@ class BlockView:
     label: str
     content: str
     sequence: int  # the block's position in its namespace
+    same_as: int | None = None  # the deeper level this one shows exactly (L3 of a chat with nothing to fold)
 
 
 def _age(block: Block, thread: Thread) -> int | None:
@@ -181,6 +182,7 @@ def _view(block: Block, level: int) -> BlockView:
         label=LEVEL_LABELS[level],
         content=_render(block, level),
         sequence=block.sequence,
+        same_as=same_levels(block).get(level),
     )
 
 
@@ -200,6 +202,24 @@ def expansion_level(block_id: int, target: object, current: int | None) -> int:
     return level
 
 
+def parse_level_or_none(target: object) -> int | None:
+    """The level ``target`` names explicitly, or None for "next"."""
+    try:
+        return parse_level(target)
+    except InvalidInputError:
+        return None
+
+
+def _same_text(block: Block, level: int, shown: int) -> bool:
+    """Whether ``level`` shows the same text as ``shown`` (only L3 and L4 can be equal: both are rules)."""
+    return {level, shown} == {3, 4} and block.l3_text == block.l4_text
+
+
+def same_levels(block: Block) -> dict[int, int]:
+    """Levels that show what a deeper one shows: {3: 4} when L3 folds nothing away."""
+    return {3: 4} if block.l3_text == block.l4_text else {}
+
+
 def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -> BlockView:
     """Lift a ready block to ``target`` and re-anchor its decay there; records who lifted it."""
     if by not in ("agent", "user"):
@@ -212,6 +232,11 @@ def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -
         ns = Namespace.get_by_id(block.namespace_id)
         current = current_level(block, thread, ns.block_decay_lambda)
         new_level = expansion_level(block_id, target, current)
+        if parse_level_or_none(target) is None:
+            # "next" means the next level that shows something more: a chat without fillers or repeated
+            # pastes has an L3 equal to its L4, and lifting to it would change nothing on screen.
+            while new_level < 5 and _same_text(block, new_level, 5 if current is None else current):
+                new_level += 1
         block.pointer_current_level = new_level
         block.pointer_anchor_level = new_level
         block.pointer_anchor_position = thread.ready_count

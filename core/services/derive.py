@@ -135,7 +135,9 @@ def extraction_context(block: Block, *, lazy_timeline: bool = False) -> dict:
     """What the extractor sees: the target's messages, neighbour key points and a bounded timeline
     (read on first use with ``lazy_timeline``, for providers that do not serialise the context)."""
     messages = block_messages(block.id)
-    query = " ".join([block.l0_title or "", block.l1_summary or "", " ".join(block.l2_keypoints or [])])
+    # Found by the block's most distinctive words (its first tags), its summary and key points; the
+    # title is a sentence for people and would only repeat the summary's words.
+    query = " ".join([" ".join((block.l0_tags or [])[:3]), block.l1_summary or "", " ".join(block.l2_keypoints or [])])
     thread = _THREAD.get(block.thread_id)
     speakers = [m.speaker for m in messages if m.speaker]
 

@@ -130,3 +130,27 @@ def test_rendered_levels_shrink(store):
     sizes = [len(render_block(ids[0], level).content) for level in range(6)]
     assert sizes[0] < sizes[5] and sizes[3] <= sizes[4] <= sizes[5]
     assert render_block(ids[0], 0).content.splitlines()[1].startswith("Tags:")
+
+
+def test_next_skips_a_level_that_would_show_nothing_new(store):
+    # A chat with no filler and no repeated paste has L3 equal to L4: "next" from L3 goes to L5.
+    ids = _ready_blocks("ns", "t", 4)
+    first = ids[0]
+    block = Block.get_by_id(first)
+    assert block.l3_text == block.l4_text
+    assert render_block(first).level == 3 and render_block(first).same_as == 4
+    assert expand_block(first, "next").level == 5
+    # An explicit target is taken as given.
+    second = ids[1]
+    assert render_block(second).level == 4 and expand_block(second, "L4").level == 4
+
+
+def test_a_block_that_folds_fillers_away_keeps_its_l3(store):
+    configure_namespace("ns", block_turn_size=1)
+    for i in range(4):
+        append_turn("ns", "t", f"Thanks!\nWe decided to ship feature {i} on Monday.", f"Noted: feature {i} ships.")
+    run_pending("ns")
+    first = Block.select().order_by(Block.sequence).first()
+    assert first.l3_text != first.l4_text
+    assert render_block(first.id).same_as is None
+    assert expand_block(first.id, "next").level == 4

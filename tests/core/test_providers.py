@@ -563,3 +563,30 @@ class TestScripted:
     def test_unknown_task(self):
         with pytest.raises(InvalidInputError, match="summarise"):
             ScriptedProvider({"summarise": [GOOD_SUMMARY]})
+
+
+def test_the_offline_block_title_is_a_short_readable_sentence():
+    from core.providers.offline import TITLE_CHARS, OfflineProvider
+
+    summary = OfflineProvider().summarize_block(
+        [
+            {
+                "role": "user",
+                "speaker": "Maya",
+                "text": "Morning! Quick context so you can help me keep track of things: I'm Maya Brennan, a "
+                "senior data engineer at Kestrel Logistics here in Utrecht. Can you help?",
+            },
+            {
+                "role": "assistant",
+                "text": "Of course. Noted: we moved the Atlas launch to Tuesday, March 17, "
+                "after Priya approved the new plan on February 2 in the weekly review with the whole data team.",
+            },
+        ]
+    )
+    assert summary.title[0].isupper() and len(summary.title) <= TITLE_CHARS
+    assert "," not in summary.title.split()[0] and not summary.title.endswith("?")
+    assert summary.title in (
+        "I'm Maya Brennan, a senior data engineer at Kestrel Logistics here in Utrecht.",
+        "We moved the Atlas launch to Tuesday, March 17…",
+    )
+    assert summary.tags  # the distinctive words stay as tags
