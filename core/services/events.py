@@ -60,6 +60,15 @@ from core.timeutil import now_iso, parse_timestamp, period_bounds, range_bounds,
 from core.weights import SUPERSEDED_CAP, floor_for, memory_weight
 
 LINK_KINDS = ("supersedes", "conflicts", "same_event", "before", "after", "related")
+# How a link reads from the card it points at: "superseded by 12", "restated by 14" (never "supersedes by").
+LINKED_FROM = {
+    "supersedes": "superseded by",
+    "same_event": "restated by",
+    "conflicts": "in conflict with",
+    "before": "after",
+    "after": "before",
+    "related": "related to",
+}
 GRAPH_BATCH = 8
 # Same as summaries and extractions: claim order is then creation order, so graph jobs
 # wait behind the extractions already queued and fill their batches meanwhile.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.db import LIST_MAX
-from core.services.events import get_event, list_events
+from core.services.events import LINKED_FROM, get_event, list_events
 from core.services.jobs import list_jobs, retry
 from core.vocab import EVENT_STATUSES
 from workbench.cli.argtypes import ROW_ID, integer, namespace_name
@@ -45,17 +45,6 @@ def cmd_events(args: argparse.Namespace) -> int:
     if rows and len(rows) == args.limit:
         err_console.print(f"first {len(rows)} events shown; the next ones: --after {rows[-1].id}", markup=False)
     return 0
-
-
-# How a link reads from the card it points at: "superseded by 12", not "supersedes by 12".
-LINKED_FROM = {
-    "supersedes": "superseded by",
-    "conflicts": "in conflict with",
-    "same_event": "restated by",
-    "before": "after",
-    "after": "before",
-    "related": "related to",
-}
 
 
 def _print_card(card) -> None:

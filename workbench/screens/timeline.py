@@ -24,12 +24,12 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
-from core.services.events import forget_event, get_event, restore_event
+from core.services.events import LINKED_FROM, forget_event, get_event, restore_event
 from core.vocab import EVENT_STATUSES, EVENT_TYPES
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.lists import NavOptionList, TextPane
-from workbench.widgets.table import PagedTable, read_through
+from workbench.widgets.table import PagedTable, RowLine, read_through
 
 PAGE = 50
 BUCKETS = 96
@@ -50,17 +50,28 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+EVENT_COLUMNS = ("when", "~", "status", "title", "type", "weight", "who")
+"""In order of importance; the title takes the room left, the rest are a scroll away (and, on a narrow
+terminal, on the line under the list)."""
+
+
 def event_cells(row) -> tuple:
     lane = " " if row.happened_start else "~"
     return (
         when(row),
         lane,
+        row.status,
         clip(row.title, 46),
         row.event_type,
-        row.status,
         f"{row.weight:.2f}",
         clip(", ".join(row.participants[:3]), 30),
     )
+
+
+def event_line(row) -> str:
+    """The selected event's columns a narrow list leaves out."""
+    who = ", ".join(row.participants[:3]) or "no participants"
+    return f"#{row.id} · {row.event_type} · {row.status} · weight {row.weight:.2f} · {who}"
 
 
 def _day(ts: float | None) -> str:
@@ -151,14 +162,15 @@ class TimelineScreen(StrataScreen):
                 yield Label("", id="hist-end", classes="muted")
             yield Label("", id="hist-summary", classes="summary")
             with Horizontal(id="timeline-panes"):
-                table = PagedTable(id="events", classes="loadable")
-                table.add_columns("when", "~", "title", "type", "status", "weight", "who")
+                table = PagedTable(id="events", classes="loadable gives-way", flex="title")
+                table.add_columns(*EVENT_COLUMNS)
                 yield table
-                with Vertical(id="event-side", classes="detail-pane"):
+                with Vertical(id="event-side", classes="detail-pane collapsible"):
                     with TextPane(id="event-detail"):
                         yield Static("Select an event to see its full record.", id="event-text")
                     yield Label("Go to (o, enter)", classes="pane-title")
                     yield NavOptionList(id="event-links")
+            yield RowLine("events", event_line, id="event-line", classes="row-line narrow-only")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
@@ -404,14 +416,16 @@ class TimelineScreen(StrataScreen):
         options = []
         if card.event.block_id is not None:
             options.append(Option(f"source block {card.event.block_id} at L5", id=f"block:{card.event.block_id}"))
-        if card.superseded_by:
+        linked_by = {other.id for other in card.linked_from.get("supersedes", ())}
+        if card.superseded_by and card.superseded_by not in linked_by:
             options.append(Option(f"superseded by event {card.superseded_by}", id=f"event:{card.superseded_by}"))
         for direction, groups in (("", card.links), ("← ", card.linked_from)):
             for kind, linked in groups.items():
+                label = LINKED_FROM.get(kind, kind.replace("_", " ")) if direction else kind.replace("_", " ")
                 for other in linked:
                     options.append(
                         Option(
-                            f"{direction}{kind.replace('_', ' ')}: #{other.id} {other.title[:60]}",
+                            f"{direction}{label}: #{other.id} {other.title[:60]}",
                             id=f"event:{other.id}:{kind}:{direction}",
                         )
                     )
@@ -574,15 +588,17 @@ def render_event(detail: EventDetail) -> Content:
     if e.participants:
         add("who       $who\n", who=", ".join(e.participants))
     relations = []
-    if card.superseded_by:
+    # The card that superseded this one is also linked to it: name it once.
+    linked_by = {other.id for other in card.linked_from.get("supersedes", ())}
+    if card.superseded_by and card.superseded_by not in linked_by:
         relations.append(("superseded by", f"#{card.superseded_by}"))
     for kind, linked in card.links.items():
         for other in linked:
             relations.append((kind.replace("_", " "), f"#{other.id} {other.title} ({other.status})"))
     for kind, linked in card.linked_from.items():
         for other in linked:
-            label = {"supersedes": "superseded by", "before": "after", "after": "before"}.get(kind, kind)
-            relations.append((f"{label} (from)", f"#{other.id} {other.title} ({other.status})"))
+            label = LINKED_FROM.get(kind, f"{kind.replace('_', ' ')} (from)")
+            relations.append((label, f"#{other.id} {other.title} ({other.status})"))
     add("\n[b $primary]Relations[/]\n")
     if relations:
         for label, text in relations:
