@@ -302,8 +302,9 @@ def _audit(
     reason: str | None,
     now: str,
     detail: dict[str, Any] | None = None,
-) -> None:
-    insert_one(
+) -> int:
+    """Append one audit row; its id."""
+    return insert_one(
         AuditEntry,
         dict(
             namespace=namespace_id,
@@ -317,7 +318,7 @@ def _audit(
             detail=detail,
             at=now,
         ),
-    )
+    ).id
 
 
 # ----------------------------------------------------------------------------- capture

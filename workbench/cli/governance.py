@@ -1,5 +1,6 @@
 """Governed memory from the command line: `strata remember`, `strata review …`, `strata audit`,
-`strata pin|unpin|forget|restore EVENT` and `strata policy show|set`."""
+`strata pin|unpin|forget|restore EVENT`, the corrections `strata supersede|duplicate|participants
+EVENT` and `strata undo AUDIT_ID`, and `strata policy show|set`."""
 
 from __future__ import annotations
 
@@ -155,9 +156,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 0
     table(
         f"Audit trail of {args.namespace}",
-        ["at", "subject", "action", "from", "to", "actor", "reason"],
+        ["id", "at", "subject", "action", "from", "to", "actor", "reason"],
         [
             (
+                r.id,
                 r.at[:19],
                 f"{r.subject} {r.subject_id}",
                 r.action,
@@ -189,6 +191,34 @@ def cmd_event_standing(args: argparse.Namespace) -> int:
         pinned = " (pinned)" if card.pinned else ""
         console.print(f"event {card.event.id} is now {card.event.status}{pinned}", markup=False)
     return 0
+
+
+def _print_correction(done, *, json_out: bool) -> int:
+    if json_out:
+        print_json(done)
+        return 0
+    console.print(f"{done.text} (audit {done.audit_id})", markup=False, highlight=False)
+    if done.action != "undo":
+        console.print(f"  `strata undo {done.audit_id}` takes it back", markup=False, highlight=False)
+    return 0
+
+
+def cmd_correct(args: argparse.Namespace) -> int:
+    # start-up time: `strata --help` builds this parser, so the corrections load when one runs
+    from core.services import corrections
+
+    open_from_args(args)
+    actor = args.actor or gov.default_actor()
+    if args.step == "supersede":
+        done = corrections.supersede(args.id, args.statement, actor=actor, reason=args.reason)
+    elif args.step == "duplicate":
+        done = corrections.mark_duplicate(args.id, args.of, actor=actor, reason=args.reason)
+    elif args.step == "participants":
+        names = [] if args.none else [n for value in args.names for n in value.split(",")]
+        done = corrections.set_participants(args.id, names, actor=actor, reason=args.reason)
+    else:
+        done = corrections.undo(args.id, actor=actor, reason=args.reason)
+    return _print_correction(done, json_out=args.json)
 
 
 def cmd_ledger(args: argparse.Namespace) -> int:
@@ -310,6 +340,31 @@ def register(sub, common: argparse.ArgumentParser) -> None:
         p.add_argument("--actor", help=f"who does it (default: ${ACTOR_ENV} or the login name)")
         p.add_argument("--reason")
         p.set_defaults(handler=cmd_event_standing, step=step)
+
+    p = sub.add_parser(
+        "supersede",
+        parents=[common],
+        help="replace an event with a new statement (a new card supersedes it; audited, undoable)",
+    )
+    p.add_argument("id", type=ROW_ID, help="the event that is wrong")
+    p.add_argument("--with", dest="statement", required=True, metavar="TEXT", help="what holds instead")
+    p = sub.add_parser(
+        "duplicate", parents=[common], help="mark an event a duplicate of another (it steps aside; audited, undoable)"
+    )
+    p.add_argument("id", type=ROW_ID, help="the duplicate")
+    p.add_argument("--of", type=ROW_ID, required=True, metavar="EVENT", help="the event kept")
+    p = sub.add_parser("participants", parents=[common], help="replace an event's participants (audited, undoable)")
+    p.add_argument("id", type=ROW_ID)
+    names = p.add_mutually_exclusive_group(required=True)
+    names.add_argument("names", nargs="*", default=[], metavar="NAME", help="the new participants (or A,B,C)")
+    names.add_argument("--none", action="store_true", help="leave the event with no participants")
+    p = sub.add_parser("undo", parents=[common], help="take back one audited change of an event, by its audit id")
+    p.add_argument("id", type=ROW_ID, metavar="AUDIT_ID", help="the change's id in `strata audit`")
+    for step in ("supersede", "duplicate", "participants", "undo"):
+        p = sub.choices[step]
+        p.add_argument("--actor", help=f"who does it (default: ${ACTOR_ENV} or the login name)")
+        p.add_argument("--reason")
+        p.set_defaults(handler=cmd_correct, step=step)
 
     p = sub.add_parser(
         "ledger", parents=[common], help="the context ledger: what each context build handed over, left out and why"
