@@ -7,6 +7,10 @@ shows the temporal record, relations, weight with its history and the source mes
 ``b`` opens the source block at L5. ``enter`` on an event goes into its Go-to list, ``enter``
 there follows the link, ``escape`` goes back to the events.
 
+A reviewer corrects the selected event from here, each change audited and undoable: ``s`` supersedes
+it with a new statement, ``m`` marks it a duplicate of another event, ``p`` replaces its
+participants, ``F`` forgets or restores it, and ``u`` takes back the last of these (asks first).
+
 Opened at an event (another view's link), the list is read from its start through that event.
 """
 
@@ -24,14 +28,17 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Select, Sparkline, Static
 from textual.widgets.option_list import Option
 
-from core.services.events import LINKED_FROM, forget_event, get_event, restore_event
+from core.errors import StrataError
+from core.services.events import LINKED_FROM, get_event
 from core.vocab import EVENT_STATUSES, EVENT_TYPES
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.confirm import ConfirmScreen
 from workbench.widgets.lists import NavOptionList, TextPane
+from workbench.widgets.prompt import PromptScreen
 from workbench.widgets.table import PagedTable, RowLine, read_through
 
 PAGE = 50
+FORGOT_HERE = "forgotten in the workbench timeline"  # the audit trail's reason for F (it asks no question)
 BUCKETS = 96
 HISTOGRAM_CACHE = 32  # filters whose day counts are kept
 LANE_LABELS = (("all times", "all"), ("happened", "dated"), ("unknown time", "undated"))
@@ -111,6 +118,34 @@ class TimelineScreen(StrataScreen):
             tooltip="Forget the selected event (asks first), or restore a forgotten one",
         ),
         Binding(
+            "s",
+            "supersede",
+            "Supersede",
+            id="timeline.supersede",
+            tooltip="Replace the selected event with a new statement you type (u takes it back)",
+        ),
+        Binding(
+            "m",
+            "mark_duplicate",
+            "Duplicate",
+            id="timeline.duplicate",
+            tooltip="Mark the selected event a duplicate of another event, by its id (u takes it back)",
+        ),
+        Binding(
+            "p",
+            "edit_participants",
+            "Participants",
+            id="timeline.participants",
+            tooltip="Replace the selected event's participants (u takes it back)",
+        ),
+        Binding(
+            "u",
+            "undo_correction",
+            "Undo",
+            id="timeline.undo",
+            tooltip="Take back the last correction (supersede, duplicate, participants, forget); asks first",
+        ),
+        Binding(
             "o", "focus_links", "Links", show=False, id="timeline.links", tooltip="Go to the related events and sources"
         ),
         Binding("escape", "focus_list", "List", show=False, id="timeline.list", tooltip="Back to the event list"),
@@ -135,6 +170,19 @@ class TimelineScreen(StrataScreen):
     class StatusChanged(Message):
         row: object
         restored: bool
+
+    @dataclass
+    class Corrected(Message):
+        """A correction (or its undo) was made: ``show`` is the event to show; else ``error`` says
+        why nothing was changed."""
+
+        text: str
+        show: int | None = None
+        error: bool = False
+
+    @dataclass
+    class UndoFound(Message):
+        undoable: object  # core.services.corrections.Undoable, or None
 
     def __init__(self) -> None:
         super().__init__()
@@ -508,8 +556,13 @@ class TimelineScreen(StrataScreen):
 
     def _change_status(self, event_id: int, *, restore: bool) -> None:
         def change():
+            from core.services import governance as gov
 
-            return (restore_event if restore else forget_event)(event_id)
+            if restore:
+                gov.restore(event_id, actor=gov.default_actor())
+            else:
+                gov.forget(event_id, actor=gov.default_actor(), reason=FORGOT_HERE)
+            return get_event(event_id).event
 
         self.fetch("forget", change, lambda row: self.StatusChanged(row, restore))
 
@@ -521,6 +574,148 @@ class TimelineScreen(StrataScreen):
         self._day_counts.clear()
         self.requested_id = None
         self._read_at(row.id)
+
+    # ------------------------------------------------------------------ corrections
+
+    def _correctable(self, what: str):
+        """The selected event when ``what`` applies to it (an active one), else None (and says why)."""
+        if self.detail is None:
+            return None
+        event = self.detail.card.event
+        if event.status != "active":
+            self.notify(f"Event {event.id} is {event.status}: {what} applies to an active event", severity="warning")
+            return None
+        return event
+
+    def _ask(self, title: str, body: str, then, *, value: str = "", placeholder: str = "", required: bool = True):
+        def answered(text: str | None) -> None:
+            if text is not None:
+                then(text)
+
+        self.app.push_screen(
+            PromptScreen(title, body, value=value, placeholder=placeholder, required=required), answered
+        )
+
+    def _correct(self, call, show) -> None:
+        """Run a correction on a thread worker; the list and the card are read again after it."""
+
+        def run():
+            try:
+                done = call()
+            except StrataError as exc:
+                return self.Corrected(str(exc), error=True)
+            return self.Corrected(done.text, show=show(done))
+
+        self.fetch("decide", run, lambda message: message)
+
+    def action_supersede(self) -> None:
+        event = self._correctable("superseding")
+        if event is None:
+            return
+        from core.services import corrections
+        from core.services.governance import default_actor
+
+        self._ask(
+            f"Supersede event {event.id}",
+            f"What holds instead of “{clip(event.title, 80)}”? A new event with your statement replaces it "
+            "(u takes it back).",
+            lambda text: self._correct(
+                lambda: corrections.supersede(event.id, text, actor=default_actor()), lambda done: done.other_id
+            ),
+            value=event.summary,
+        )
+
+    def action_mark_duplicate(self) -> None:
+        event = self._correctable("marking a duplicate")
+        if event is None:
+            return
+        from core.services import corrections
+        from core.services.governance import default_actor
+
+        def mark(text: str) -> None:
+            number = text.strip().removeprefix("event:").removeprefix("#").strip()
+            if not number.isdigit():
+                self.notify(f"{text!r} is not an event id (a number such as 12)", severity="error")
+                return
+            self._correct(
+                lambda: corrections.mark_duplicate(event.id, int(number), actor=default_actor()),
+                lambda done: done.event_id,
+            )
+
+        self._ask(
+            f"Event {event.id} is a duplicate",
+            f"Which event already says “{clip(event.title, 80)}”? Its id: that event is kept, this one steps "
+            "aside (u takes it back).",
+            mark,
+            placeholder="event id, e.g. 12",
+        )
+
+    def action_edit_participants(self) -> None:
+        event = self._correctable("editing participants")
+        if event is None:
+            return
+        from core.services import corrections
+        from core.services.governance import default_actor
+
+        self._ask(
+            f"Participants of event {event.id}",
+            "Who takes part, separated by commas (empty: nobody)? (u takes it back)",
+            lambda text: self._correct(
+                lambda: corrections.set_participants(event.id, text.split(","), actor=default_actor()),
+                lambda done: done.event_id,
+            ),
+            value=", ".join(event.participants),
+            placeholder="Maya, Priya Raman",
+            required=False,
+        )
+
+    def action_undo_correction(self) -> None:
+        if self.namespace is None:
+            return
+        ns = self.namespace
+
+        def find():
+            from core.services.corrections import last_correction
+
+            return last_correction(ns)
+
+        self.fetch("last-correction", find, self.UndoFound)
+
+    @on(UndoFound)
+    def _undo_found(self, event: UndoFound) -> None:
+        found = event.undoable
+        if found is None:
+            self.notify("No correction of an event to take back", timeout=4)
+            return
+        from core.services import corrections
+        from core.services.governance import default_actor
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._correct(
+                    lambda: corrections.undo(found.audit_id, actor=default_actor()), lambda done: done.event_id
+                )
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Undo the last correction",
+                f"Take back {found.text} (by {found.actor}, {found.at[:16].replace('T', ' ')})?",
+                "Undo",
+            ),
+            answered,
+        )
+
+    @on(Corrected)
+    def _corrected(self, event: Corrected) -> None:
+        if event.error:
+            self.notify(event.text, title="Nothing was changed", severity="error", timeout=8)
+            return
+        self.workbench.data_changed()
+        self.notify(event.text, timeout=5)
+        self._day_counts.clear()
+        self.requested_id = None
+        if event.show is not None:
+            self._read_at(event.show)
 
     def action_focus_filter(self) -> None:
         self.query_one("#f-text", Input).focus()
@@ -544,6 +739,22 @@ class TimelineScreen(StrataScreen):
                 "timeline: Forget or restore event",
                 "Hide the selected event, or bring a forgotten one back",
                 self.action_toggle_forget,
+            ),
+            (
+                "timeline: Supersede event",
+                "Replace the selected event with a new statement",
+                self.action_supersede,
+            ),
+            (
+                "timeline: Mark duplicate",
+                "The selected event repeats another: keep that one",
+                self.action_mark_duplicate,
+            ),
+            ("timeline: Edit participants", "Replace the selected event's participants", self.action_edit_participants),
+            (
+                "timeline: Undo last correction",
+                "Take back the last correction of an event",
+                self.action_undo_correction,
             ),
         ]
 
