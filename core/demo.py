@@ -13,17 +13,40 @@ from typing import Callable
 
 import peewee
 
+from core.agent_tools import MemoryTools
 from core.api import open_store
 from core.db import db, display_url, make_database, sqlite_path
 from core.errors import InvalidInputError
 from core.ingest import ingest
 from core.models import Namespace, SchemaVersion, Thread
 from core.services.capture import close_thread
+from core.services.context import auto_context
 from core.services.derive import run_pending
 from core.services.spaces import get_namespace
 from core.services.stats import stats
 
 DEMO_NAMESPACE = "demo"
+DEMO_SESSION = "demo-agent"  # the scripted agent session whose retrievals the demo's Traces view shows
+
+# The scripted session: per round the tool, the question, what the agent adopts (the results whose
+# text says all of these words; the first result when none does), why, and its receipt id.
+AGENT_ROUNDS = (
+    (
+        "search_events",
+        "When is the Atlas launch?",
+        ("moved", "17"),
+        "the launch moved to Tuesday, March 17",
+        "demo:atlas-launch",
+    ),
+    (
+        "search_raw",
+        "Ivy passport appointment",
+        ("Stadskantoor",),
+        "the appointment was on Thursday, February 5 at the Stadskantoor",
+        "demo:passport-appointment",
+    ),
+)
+CONTEXT_QUESTION = "What should Maya pack for the Lisbon trip?"
 
 
 @dataclass(frozen=True)
@@ -149,6 +172,7 @@ def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoRe
     for thread in Thread.select().where(Thread.namespace == get_namespace(DEMO_NAMESPACE)).order_by(Thread.id):
         close_thread(DEMO_NAMESPACE, thread.name)
     run_pending(DEMO_NAMESPACE, progress=progress)
+    agent_session()
     result = stats(DEMO_NAMESPACE)
     return DemoResult(
         path=str(path) if path is not None else url,
@@ -159,6 +183,38 @@ def _build(url: str, progress: Callable[[int, int, str], None] | None) -> DemoRe
         blocks_pending=result.blocks_pending,
         open_tail_turns=result.open_tail_turns,
     )
+
+
+def agent_session() -> None:
+    """A short agent session over the derived demo, through the agent tools as a harness calls
+    them: each round searches, assesses the batch sufficient with the results it adopts, and
+    records their use; then one automatic context build. The Traces view and the context ledger
+    then show real retrievals. The same every time: fixed session, questions and receipt ids."""
+
+    tools = MemoryTools(DEMO_NAMESPACE, session=DEMO_SESSION, budget=None)
+    for tool, question, words, fit, receipt in AGENT_ROUNDS:
+        found = tools.call(tool, {"query": question})
+        results = found["results"]
+        adopted = [r["ref"] for r in results if all(w in _result_text(r) for w in words)][:2]
+        adopted = adopted or [r["ref"] for r in results[:1]]
+        tools.call(
+            "assess",
+            {
+                "batch_id": found["batch_id"],
+                "verdict": "sufficient",
+                "evidence_refs": adopted,
+                "fit": fit,
+                "missing": "",
+                "next_strategy": "answer",
+            },
+        )
+        tools.call("record_use", {"batch_id": found["batch_id"], "evidence_refs": adopted, "receipt_id": receipt})
+    auto_context(DEMO_NAMESPACE, CONTEXT_QUESTION, session=DEMO_SESSION)
+
+
+def _result_text(result: dict) -> str:
+    message = result.get("message") or {}
+    return " ".join(str(x) for x in (result.get("title"), result.get("summary"), message.get("content")) if x)
 
 
 _JOURNALS = ("-wal", "-shm", "-journal")

@@ -186,7 +186,7 @@ async def test_graph_search_follow_edges_back_and_forward(make_app):
 async def test_traces_candidates_assessment_and_drill(make_app):
     async with opened(make_app, "4", TracesScreen) as (app, pilot, screen):
         traces = screen.query_one("#traces")
-        assert traces.row_count == 6
+        assert traces.row_count == 13  # the demo's own agent session (7 traces), then the seeded retrievals (6)
         assert traces.items[0].id > traces.items[-1].id
         # the assessment trace of the first batch: adopted, rejected and used refs
         index = next(i for i, r in enumerate(traces.items) if r.kind == "search" and r.channel == "events")
