@@ -48,6 +48,11 @@ from workbench.widgets.table import PagedTable
 HERE = Path(__file__).parent
 log = logging.getLogger("strata.workbench")
 
+NARROW_BELOW = 100
+"""Columns under which a view is narrow: side panes collapse, filter bars wrap (``-narrow``)."""
+SHORT_BELOW = 30
+"""Rows under which a view is short: fixed-height detail panes shrink (``-short``)."""
+
 # The pause between two views built in the background (keys and loaded data are handled in
 # between); the order is views.PREBUILD_ORDER.
 PREBUILD_PAUSE = 0.05
@@ -67,6 +72,9 @@ class Workbench(ShutdownHook, App):
     CSS_PATH = [HERE / "app.tcss", *sorted((HERE / "styles").glob("*.tcss"))]
     TITLE = "Strata workbench"
     ENABLE_COMMAND_PALETTE = True
+    # Every screen gets one class of each pair from the terminal's size (the TCSS adapts to it).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-roomy")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
 
     BINDINGS = [
         *[

@@ -17,6 +17,8 @@ Why the workbench reaches inside at all (each measured by `strata bench ui`):
   ``App.theme`` on a running app parses and applies every rule again.
 - Paged tables draw plain one-line cells directly (``PlainTextCells``) instead of through
   DataTable's Rich pipeline.
+- A table's flexible column (a title) is resized to the room its terminal leaves
+  (``set_column_width``): DataTable fixes a column's width when it is added.
 - The app finishes mounting a view being built ahead before Textual closes the screens
   (``ShutdownHook``).
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable
 
-from rich.cells import set_cell_size
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -70,6 +72,7 @@ RELIED_ON: dict[str, tuple[str, ...]] = {
         "_pseudo_class_state",
         "_require_update_dimensions",
         "_updated_cells",
+        "_clear_caches",
     ),
     "textual.widgets:Footer": ("_bindings_ready",),
     "textual.widgets:Input": ("_suggestion",),
@@ -169,6 +172,24 @@ def input_suggestion(field: Input) -> str:
     return field._suggestion
 
 
+def set_column_width(table: DataTable, key: str, width: int | None) -> bool:
+    """Make a column of ``table`` ``width`` cells wide (padding aside), or as wide as its content
+    with None; True when that changed. What ``DataTable.add_column(width=…)`` sets, after the fact:
+    the rendered cells are dropped and the table measures itself again when idle."""
+    column = table.columns[key]  # type: ignore[index]
+    auto = width is None
+    if column.auto_width == auto and (auto or column.width == width):
+        return False
+    column.auto_width = auto
+    if width is not None:
+        column.width = width
+    table._clear_caches()
+    table._require_update_dimensions = True
+    table.check_idle()
+    table.refresh()
+    return True
+
+
 class PlainTextCells:
     """Mixin for a ``DataTable`` subclass (listed before ``DataTable``): a one-line cell of
     unstyled text is drawn directly, which is what DataTable's Rich pipeline (padding,
@@ -224,7 +245,10 @@ class PlainTextCells:
             style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
             pad = self.cell_padding
             inner = max(0, width - 2 * pad)
-            text = " " * pad + set_cell_size(cell.plain, inner) + " " * pad
+            plain = cell.plain
+            if cell_len(plain) > inner > 0:  # a flexible column narrower than its text
+                plain = set_cell_size(plain, inner - 1) + "…"
+            text = " " * pad + set_cell_size(plain, inner) + " " * pad
             lines = [[Segment(set_cell_size(text, width), style + post_style)]]
             self._cell_render_cache[key] = lines
         return lines

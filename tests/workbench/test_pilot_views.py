@@ -155,7 +155,7 @@ async def test_graph_search_follow_edges_back_and_forward(make_app):
         assert facts.row_count == len(maya.current_facts) + len(maya.historical_facts)
         # A past fact says why it ended: Notion when Maya said she moved to Obsidian.
         ended = [f for f in maya.historical_facts if f.ended_by]
-        assert ended and all(str(facts.get_row(f"h{f.id}")[3]).startswith("past · ") for f in ended)
+        assert ended and all(str(facts.get_cell(f"h{f.id}", "status")).startswith("past · ") for f in ended)
         await pilot.press("e")
         edges = screen.query_one("#edges-table", DataTable)
         assert edges.row_count == len(maya.edges_out) + len(maya.edges_in)
@@ -195,7 +195,7 @@ async def test_traces_candidates_assessment_and_drill(make_app):
         text = str(screen.query_one("#trace-text", Static).render())
         assert "sufficient" in text and "rejected" in text and "event:99999" in text and "Use receipt" in text
         candidates = screen.query_one("#candidates", DataTable)
-        states = [str(candidates.get_row_at(i)[4]) for i in range(candidates.row_count)]
+        states = [str(state) for state in candidates.get_column("used")]
         assert any("used" in s for s in states) and any("adopted" in s for s in states)
         # why was this event (not) recalled: filter by its ref
         ref = screen.candidates[0]["ref"]
@@ -393,9 +393,7 @@ async def test_traces_show_why_a_candidate_was_not_recalled(make_app, wb_url):
         text = str(screen.query_one("#trace-text", Static).render())
         assert "Why not recalled" in text
         candidates = screen.query_one("#candidates", DataTable)
-        states = {
-            str(candidates.get_row_at(i)[1]): str(candidates.get_row_at(i)[4]) for i in range(candidates.row_count)
-        }
+        states = dict(zip(map(str, candidates.get_column("ref")), map(str, candidates.get_column("used"))))
         below = [ref for ref, state in states.items() if state.startswith("not recalled: ")]
         assert below and all(ref not in built.selected for ref in below)
         assert lost["ref"] in text or lost["ref"] in states

@@ -2,7 +2,12 @@
 when the namespace changes, copying the selection, and the newcomer's empty state.
 
 Every load goes through ``StrataScreen.fetch``, which masks the secrets in what it brings back
-(``core.redact``): the views show, search and copy masked text, while the store keeps it exact."""
+(``core.redact``): the views show, search and copy masked text, while the store keeps it exact.
+
+On a narrow terminal (the ``-narrow`` class the app's breakpoints put on every screen) a view shows
+one pane at a time: a pane with the ``collapsible`` class is hidden until something in it has the
+focus (the view's own keys go there: ``enter`` deeper, ``t`` for the threads …), and then a
+sibling with the ``gives-way`` class makes room for it; ``escape`` back to the list closes it."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
 from textual import events, on
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import Worker, get_current_worker
 
@@ -91,6 +97,26 @@ class StrataScreen(Screen):
     @property
     def workbench(self) -> Shell:
         return self.app  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ panes on a narrow terminal
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self.open_panes(event.widget)
+
+    def open_panes(self, focused: Widget | None) -> None:
+        """Mark the collapsible panes holding ``focused`` open (``-open``), the others closed, and
+        their parents ``-pane-open`` while one of their panes is (the TCSS shows and hides them
+        on a narrow terminal only)."""
+        holding = set(focused.ancestors_with_self) if focused is not None else set()
+        parents: dict[Widget, bool] = {}
+        for pane in self.query(".collapsible"):
+            is_open = pane in holding
+            pane.set_class(is_open, "-open")
+            parent = pane.parent
+            if isinstance(parent, Widget):
+                parents[parent] = parents.get(parent, False) or is_open
+        for parent, is_open in parents.items():
+            parent.set_class(is_open, "-pane-open")
 
     @property
     def namespace(self) -> str | None:

@@ -23,8 +23,6 @@ from textual.widgets import Label, OptionList, Select, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from core.errors import BlockNotReadyError, NotFoundError
-from core.services.capture import thread_messages
-from core.services.search import messages_by_id
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.lists import NavOptionList, TextPane
 from workbench.widgets.table import PagedTable, read_through, start_busy, stop_busy
@@ -44,19 +42,23 @@ def share_of_raw(row) -> str:
     return f"{100 * row.tokens.get(row.current_level, 0) // max(1, row.tokens.get(5, 1))}%"
 
 
+RAIL_COLUMNS = ("#", "status", "level", "turns", "thread", "title", "% L5", "tokens L0/L1/L2/L3/L4/L5", "lift")
+"""In order of importance; the title takes the room left, the rest are a scroll away (and on the meta line)."""
+
+
 def rail_cells(row) -> tuple:
     level = "-" if row.current_level is None else f"L{row.current_level}"
     lifted = row.last_lifted_by or ""
     return (
         str(row.sequence),
-        row.thread,
-        f"{row.start_turn}-{row.end_turn}",
         row.status,
         level,
+        f"{row.start_turn}-{row.end_turn}",
+        row.thread,
+        row.title or "(not summarised yet)",
         share_of_raw(row),
         level_tokens(row.tokens),
         lifted,
-        row.title or "(not summarised yet)",
     )
 
 
@@ -144,7 +146,7 @@ class BlocksScreen(StrataScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_header()
         with Horizontal(id="blocks-body", classes="view-body"):
-            with Vertical(id="threads-pane", classes="side-pane"):
+            with Vertical(id="threads-pane", classes="side-pane collapsible"):
                 yield Label("Threads", classes="pane-title")
                 yield NavOptionList(id="threads", classes="loadable")
             with Vertical(id="blocks-main"):
@@ -158,10 +160,8 @@ class BlocksScreen(StrataScreen):
                         id="status-filter",
                     )
                     yield Label("", id="rail-summary", classes="summary")
-                rail = PagedTable(id="block-rail", classes="loadable")
-                rail.add_columns(
-                    "#", "thread", "turns", "status", "level", "% L5", "tokens L0/L1/L2/L3/L4/L5", "lift", "title"
-                )
+                rail = PagedTable(id="block-rail", classes="loadable", flex="title")
+                rail.add_columns(*RAIL_COLUMNS)
                 yield rail
                 yield Label("", id="block-meta", classes="meta-line")
                 with Horizontal(id="block-panes"):
@@ -189,8 +189,8 @@ class BlocksScreen(StrataScreen):
         start_busy(self.query_one("#threads", OptionList))
 
         def threads():
-            # start-up time, here and below: the services `strata` has not loaded for its parser load when a view
-            # first reads, on the database thread, not before the first paint
+            # start-up time, here and below: the services (numpy under search) load when a view first reads,
+            # on the database thread, not before the first paint
             from core.services.browse import list_threads
 
             return list_threads(ns)
@@ -305,6 +305,7 @@ class BlocksScreen(StrataScreen):
         def detail():
             from core.services.blocks import get_block, render_block
             from core.services.browse import block_jobs
+            from core.services.capture import thread_messages
 
             fresh = get_block(row.id)
             views: dict[int, str] = {}
@@ -327,15 +328,17 @@ class BlocksScreen(StrataScreen):
         level = "pending (not decayed)" if row.current_level is None else f"current L{row.current_level}"
         lift = f" · lifted by {row.last_lifted_by}" if row.last_lifted_by else ""
         self.query_one("#block-meta", Label).update(
-            Content.from_markup(
-                "[b]block $id[/b] · $thread · turns $turns · $status$age · $level$lift",
+            Content.from_markup(  # the rail's columns, whole (a narrow rail leaves some out)
+                "[b]block $id[/b] · $thread · turns $turns · $status$age · $level$share$lift · tokens $tokens",
                 id=str(row.id),
                 thread=row.thread,
                 turns=f"{row.start_turn}-{row.end_turn}",
                 status=row.status,
                 age=age,
                 level=level,
+                share="" if row.current_level is None else f" ({share_of_raw(row)} of L5)",
                 lift=lift,
+                tokens=level_tokens(row.tokens),
             )
         )
         for lvl in LEVELS:
@@ -477,6 +480,7 @@ class BlocksScreen(StrataScreen):
 
         def find():
             from core.services.blocks import get_block
+            from core.services.search import messages_by_id
 
             if kind == "message":
                 message = messages_by_id([item_id]).get(item_id)

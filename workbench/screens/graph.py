@@ -23,7 +23,6 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static, TabbedContent, TabPane
 
 from core.services.graph_endings import describe
-from core.text import clip
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.lists import NavTable
 from workbench.widgets.table import PagedTable, read_through
@@ -36,16 +35,39 @@ def _value(value) -> str:
     return value if isinstance(value, str) else ", ".join(str(v) for v in value)
 
 
-def _past(status: str, ended_by) -> str:
-    """A historical record's state cell: why it ended when that is known ("past · replaced by Oslo")."""
-    why = describe(ended_by, limit=40)
-    return f"past · {clip(why, 70)}" if why else f"{status} (past)"
+def _past(status: str, ended_by, *, whole: bool = False) -> str:
+    """A historical record's state: why it ended when that is known ("past · replaced by Oslo"), with
+    the ending events' texts short in the table (which cuts the cell to its room) and ``whole`` on
+    the row line under it."""
+    why = describe(ended_by, limit=200 if whole else 40)
+    return f"past · {why}" if why else f"{status} (past)"
+
+
+FACT_COLUMNS = ("key", "value", "status", "when", "events")
+EDGE_COLUMNS = ("dir", "relation", "other node", "status", "when", "type")
+EVENT_COLUMNS = ("id", "status", "happened", "title")
+"""The node's tables, in order of importance: the state (and why a past record ended) before its dates."""
 
 
 def _span(start: str | None, end: str | None) -> str:
     if not start and not end:
         return ""
     return f"{start or '…'} → {end or 'now'}"
+
+
+def row_line(tab: str, row, *, current: bool = True, outgoing: bool = True) -> str:
+    """One fact, edge or supporting event in full (``current``: a current fact; ``outgoing``: an edge out)."""
+    if tab == "facts":
+        state = row.status if current else _past(row.status, row.ended_by, whole=True)
+        events = ", ".join(map(str, row.source_event_ids)) or "none"
+        span = _span(row.valid_from, row.valid_to) or "no dates"
+        return f"{row.key} = {_value(row.value)} · {state} · {span} · events {events}"
+    if tab == "edges":
+        state = row.status if row.current else _past(row.status, row.ended_by, whole=True)
+        span = _span(row.valid_from, row.valid_to) or "no dates"
+        arrow = "→" if outgoing else "←"
+        return f"{arrow} {row.relation} {row.other_name} ({row.other_type}) · {state} · {span}"
+    return f"event {row.id} · {row.status} · {row.happened_start or 'no happened time'} · {row.title}"
 
 
 class GraphScreen(StrataScreen):
@@ -98,26 +120,27 @@ class GraphScreen(StrataScreen):
                 yield Input(placeholder="find a node by name or alias…", id="g-search", compact=True)
                 yield Label("", id="node-summary", classes="summary")
             with Horizontal(id="graph-panes"):
-                table = PagedTable(id="nodes", classes="loadable")
+                table = PagedTable(id="nodes", classes="loadable gives-way", flex="name")
                 table.add_columns("name", "type", "facts", "edges", "events")
                 yield table
-                with Vertical(id="node-side", classes="detail-pane"):
+                with Vertical(id="node-side", classes="detail-pane collapsible"):
                     yield Static("Select a node.", id="node-head")
                     with TabbedContent(id="node-tabs"):
                         with TabPane("Facts", id="facts"):
-                            yield NavTable(id="facts-table")
+                            yield NavTable(id="facts-table", flex="status")
                         with TabPane("Edges", id="edges"):
-                            yield NavTable(id="edges-table")
+                            yield NavTable(id="edges-table", flex="status")
                         with TabPane("Events", id="events"):
-                            yield NavTable(id="events-table")
+                            yield NavTable(id="events-table", flex="title")
+                    yield Static("", id="row-line", classes="row-line", markup=False)
                     yield Label("", id="history-line", classes="meta-line")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
     def on_mount(self) -> None:
-        self.query_one("#facts-table", DataTable).add_columns("key", "value", "when", "status", "events")
-        self.query_one("#edges-table", DataTable).add_columns("dir", "relation", "other node", "type", "when", "status")
-        self.query_one("#events-table", DataTable).add_columns("id", "happened", "status", "title")
+        self.query_one("#facts-table", DataTable).add_columns(*FACT_COLUMNS)
+        self.query_one("#edges-table", DataTable).add_columns(*EDGE_COLUMNS)
+        self.query_one("#events-table", DataTable).add_columns(*EVENT_COLUMNS)
         super().on_mount()
 
     # ------------------------------------------------------------------ node list
@@ -281,8 +304,8 @@ class GraphScreen(StrataScreen):
             facts.add_row(
                 fact.key,
                 _value(fact.value),
-                _span(fact.valid_from, fact.valid_to),
                 fact.status,
+                _span(fact.valid_from, fact.valid_to),
                 ", ".join(map(str, fact.source_event_ids)),
                 key=f"c{fact.id}",
             )
@@ -290,8 +313,8 @@ class GraphScreen(StrataScreen):
             facts.add_row(
                 fact.key,
                 _value(fact.value),
-                _span(fact.valid_from, fact.valid_to),
                 _past(fact.status, fact.ended_by),
+                _span(fact.valid_from, fact.valid_to),
                 ", ".join(map(str, fact.source_event_ids)),
                 key=f"h{fact.id}",
             )
@@ -304,16 +327,16 @@ class GraphScreen(StrataScreen):
                     direction,
                     edge.relation,
                     edge.other_name,
-                    edge.other_type,
-                    _span(edge.valid_from, edge.valid_to),
                     edge.status if edge.current else _past(edge.status, edge.ended_by),
+                    _span(edge.valid_from, edge.valid_to),
+                    edge.other_type,
                     key=f"{direction}{edge.id}",
                 )
         events = self.query_one("#events-table", DataTable)
         events.clear()
         self._events = list(view.events)
         for ref in view.events:
-            events.add_row(str(ref.id), ref.happened_start or "", ref.status, ref.title, key=str(ref.id))
+            events.add_row(str(ref.id), ref.status, ref.happened_start or "", ref.title, key=str(ref.id))
         tabs = self.query_one("#node-tabs", TabbedContent)
         tabs.get_tab("facts").label = f"Facts {len(view.current_facts)}+{len(view.historical_facts)}"
         tabs.get_tab("edges").label = f"Edges {len(view.edges_out)}→ {len(view.edges_in)}←"
@@ -323,6 +346,27 @@ class GraphScreen(StrataScreen):
         self.query_one("#history-line", Label).update(
             f"[ back ({back}) · ] forward ({forward}) · enter on an edge follows it, on an event opens it"
         )
+        self._show_row_line()
+
+    # ------------------------------------------------------------------ the selected row, whole
+
+    @on(DataTable.RowHighlighted, "#node-tabs DataTable")
+    @on(TabbedContent.TabActivated, "#node-tabs")
+    def _show_row_line(self) -> None:
+        """The highlighted fact, edge or event of the open tab on one line, every column whole
+        (why a past record ended too), however narrow the table."""
+        active = self.query_one("#node-tabs", TabbedContent).active or "facts"
+        rows = {"facts": self._facts, "edges": self._edges, "events": self._events}.get(active, [])
+        index = self.query_one(f"#{active}-table", DataTable).cursor_row
+        view, text = self.view, ""
+        if view is not None and 0 <= index < len(rows):
+            text = row_line(
+                active,
+                rows[index],
+                current=index < len(view.current_facts),
+                outgoing=index < len(view.edges_out),
+            )
+        self.query_one("#row-line", Static).update(text)
 
     @on(DataTable.RowSelected, "#edges-table")
     def _follow(self, event: DataTable.RowSelected) -> None:

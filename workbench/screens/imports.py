@@ -455,14 +455,14 @@ class ImportsScreen(StrataScreen):
                 yield Select(FORMATS, value="v2", allow_blank=False, compact=True, id="i-format")
                 yield ProgressBar(id="i-progress", show_eta=False)
             with Horizontal(id="import-panes"):
-                with Vertical(id="batch-side", classes="side-pane"):
+                with Vertical(id="batch-side", classes="side-pane collapsible"):
                     yield Label("Batches", classes="pane-title")
                     table = BatchTable(id="batches", classes="loadable")
                     table.add_columns("#", "status", "done", "source")
                     yield table
                 with Vertical(id="batch-main"):
                     yield Static("Open a file (o) or paste an export (p) to preview an import.", id="batch-head")
-                    yield ItemTable(id="items")
+                    yield ItemTable(id="items", flex="target")
                     with DetailPane(id="item-detail", classes="detail-pane"):
                         yield Static("", id="item-text")
         yield EmptyState(id="empty")

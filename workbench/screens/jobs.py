@@ -32,15 +32,19 @@ SHOWS = (
 STATUSES_OF = {"open": ("failed", "pending"), "all": ()}
 
 
+JOB_COLUMNS = ("#", "status", "kind", "tries", "block", "error")
+"""In order of importance; the error takes the room left (the detail below has it whole)."""
+
+
 def job_cells(job) -> tuple:
     error = (job.last_error or "").replace("\n", " ")
     return (
         str(job.id),
-        job.kind,
-        "" if job.block_id is None else str(job.block_id),
         job.status,
+        job.kind,
         str(job.attempts),
-        error[:70] + ("…" if len(error) > 70 else ""),
+        "" if job.block_id is None else str(job.block_id),
+        error[:200] + ("…" if len(error) > 200 else ""),
     )
 
 
@@ -83,8 +87,8 @@ class JobsScreen(StrataScreen):
                 yield Label("show", classes="filter-label")
                 yield Select(SHOWS, value="open", allow_blank=False, compact=True, id="j-show")
                 yield Label("", id="job-counts", classes="summary")
-            table = PagedTable(id="jobs", classes="loadable")
-            table.add_columns("#", "kind", "block", "status", "tries", "error")
+            table = PagedTable(id="jobs", classes="loadable", flex="error")
+            table.add_columns(*JOB_COLUMNS)
             yield table
             with TextPane(id="job-detail", classes="detail-pane"):
                 yield Static("", id="job-text")

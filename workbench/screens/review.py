@@ -52,13 +52,17 @@ KIND_LABEL = {
 }
 
 
+REVIEW_COLUMNS = ("id", "status", "kind", "source", "title", "since")
+"""In order of importance (the status before the date); the title takes the room left."""
+
+
 def item_cells(item) -> tuple:
     return (
         item.id,
-        KIND_LABEL.get(item.kind, item.kind),
         item.status,
+        KIND_LABEL.get(item.kind, item.kind),
         item.source or "-",
-        item.title[:60] + ("…" if len(item.title) > 60 else ""),
+        item.title[:120] + ("…" if len(item.title) > 120 else ""),
         item.created_at[:10],
     )
 
@@ -120,8 +124,8 @@ class ReviewScreen(StrataScreen):
                 yield Select(KINDS, value="all", allow_blank=False, compact=True, id="r-kind")
                 yield Select(SOURCES, value="all", allow_blank=False, compact=True, id="r-source")
                 yield Label("", id="review-counts", classes="summary")
-            table = PagedTable(id="review", classes="loadable")
-            table.add_columns("id", "kind", "status", "source", "title", "since")
+            table = PagedTable(id="review", classes="loadable", flex="title")
+            table.add_columns(*REVIEW_COLUMNS)
             yield table
             with TextPane(id="review-detail", classes="detail-pane"):
                 yield Static("", id="review-text")

@@ -117,7 +117,7 @@ class SearchScreen(StrataScreen):
                 yield Select(CHANNELS, value="all", allow_blank=False, compact=True, id="s-channel")
                 yield Label("", id="search-summary", classes="summary")
             with Horizontal(id="search-panes"):
-                yield NavTable(id="results", classes="loadable")
+                yield NavTable(id="results", classes="loadable", flex="title")
                 with TextPane(id="result-preview", classes="detail-pane"):
                     yield Static(
                         "Type a query and press enter. Results come from the same channels an agent "
@@ -159,7 +159,7 @@ class SearchScreen(StrataScreen):
         table = self.query_one("#results", DataTable)
         table.clear()
         for result in event.results:
-            table.add_row(result.channel, f"{result.score:.3f}", result.when[:16], result.title[:70])
+            table.add_row(result.channel, f"{result.score:.3f}", result.when[:16], result.title[:120])
         table.loading = False
         self.workbench.mark("search:results")
         counts = {}

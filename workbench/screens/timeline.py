@@ -68,7 +68,7 @@ def event_cells(row) -> tuple:
         when(row),
         lane,
         row.status,
-        clip(row.title, 46),
+        clip(row.title, 80),
         row.event_type,
         f"{row.weight:.2f}",
         clip(", ".join(row.participants[:3]), 30),

@@ -46,18 +46,24 @@ def parse_ref(ref: str) -> tuple[str, int, int | None] | None:
     return None
 
 
+TRACE_COLUMNS = ("#", "kind", "channel", "verdict", "query", "cands", "sel", "ms", "when")
+CANDIDATE_COLUMNS = ("#", "ref", "used", "score", "components", "title")
+"""In order of importance (the verdict, and what became of a candidate, before the numbers and dates);
+the query and the title take the room left."""
+
+
 def trace_cells(row) -> tuple:
-    query = row.query if len(row.query) <= 48 else row.query[:47] + "…"
+    query = row.query if len(row.query) <= 90 else row.query[:89] + "…"
     return (
         str(row.id),
-        row.created_at[:16].replace("T", " "),
         row.kind,
         row.channel or "",
-        query,
         row.verdict or "",
+        query,
         str(row.candidate_count),
         str(row.selected_count),
         f"{row.elapsed_ms:.0f}",
+        row.created_at[:16].replace("T", " "),
     )
 
 
@@ -106,20 +112,20 @@ class TracesScreen(StrataScreen):
                 )
                 yield Select([(k, k) for k in KINDS], prompt="any kind", compact=True, id="t-kind")
                 yield Label("", id="trace-summary", classes="summary")
-            table = PagedTable(id="traces", classes="loadable")
-            table.add_columns("#", "when", "kind", "channel", "query", "verdict", "cands", "sel", "ms")
+            table = PagedTable(id="traces", classes="loadable", flex="query")
+            table.add_columns(*TRACE_COLUMNS)
             yield table
             with Horizontal(id="trace-panes"):
-                with TextPane(id="trace-info", classes="detail-pane"):
+                with TextPane(id="trace-info", classes="detail-pane gives-way"):
                     yield Static("Select a trace.", id="trace-text")
-                with Vertical(id="candidate-side"):
+                with Vertical(id="candidate-side", classes="collapsible"):
                     yield Label("Candidates (enter opens one)", classes="pane-title")
-                    yield NavTable(id="candidates")
+                    yield NavTable(id="candidates", flex="title")
         yield EmptyState(id="empty")
         yield self.compose_footer()
 
     def on_mount(self) -> None:
-        self.query_one("#candidates", DataTable).add_columns("#", "ref", "score", "components", "used", "title")
+        self.query_one("#candidates", DataTable).add_columns(*CANDIDATE_COLUMNS)
         super().on_mount()
 
     # ------------------------------------------------------------------ list
@@ -254,9 +260,9 @@ class TracesScreen(StrataScreen):
             table.add_row(
                 str(index),
                 ref,
+                ", ".join(state),
                 "" if score is None else f"{score:.4f}",
                 components,
-                ", ".join(state),
                 title[:60] if title else "",
             )
 

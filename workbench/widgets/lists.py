@@ -12,10 +12,17 @@ that remaps a move remaps it everywhere.
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.cells import cell_len
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, OptionList
+from textual.widgets.data_table import ColumnKey, RowKey
+
+from workbench.textual_internals import set_column_width
 
 
 def move_bindings(down: str, up: str, first: str, last: str) -> list[Binding]:
@@ -31,16 +38,108 @@ def move_bindings(down: str, up: str, first: str, last: str) -> list[Binding]:
 OPEN_TOOLTIP = "Open the highlighted row: its detail, or the item in its own view"
 
 
+MIN_FLEX = 12
+"""The fewest cells the flexible column keeps (see ``NavTable``)."""
+
+
+def _cell_width(value: object) -> int:
+    return cell_len(value.plain if isinstance(value, Text) else str(value))
+
+
 class NavTable(DataTable):
-    """A row table with the shared list keys (arrows, page keys and home/end work too)."""
+    """A row table with the shared list keys (arrows, page keys and home/end work too).
+
+    Columns come in order of importance. With ``flex`` (a column's label: the long free text, such
+    as a title), no short column is ever cut by the table's right edge: the flexible column takes
+    the room the columns before it leave, up to where the next column that does not fit whole
+    would start, so that column (and the ones after it) begin off-screen, a scroll away. On a
+    narrow table the flexible column is cut instead (at ``MIN_FLEX`` cells at least).
+    """
 
     BINDINGS = [
         *move_bindings("cursor_down", "cursor_up", "scroll_top", "scroll_bottom"),
         Binding("enter", "select_cursor", "Open", show=False, id="table.open", tooltip=OPEN_TOOLTIP),
     ]
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, classes: str | None = None, flex: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self.flex = flex
+        """The label of the column that takes the room left (None: every column as wide as its content)."""
+        self._natural: dict[ColumnKey, int] = {}
+        self._labels: dict[ColumnKey, int] = {}
+        self._fit_due = False
+
+    # Column widths are followed as rows come (DataTable measures them only when idle).
+
+    def add_column(
+        self, label: Any, *, width: int | None = None, key: str | None = None, default: Any = None
+    ) -> ColumnKey:
+        column_key = super().add_column(label, width=width, key=key or str(label), default=default)
+        self._labels[column_key] = self._natural[column_key] = _cell_width(label)
+        self._schedule_fit()
+        return column_key
+
+    def add_row(self, *cells: Any, height: int | None = 1, key: str | None = None, label: Any = None) -> RowKey:
+        if self.flex is None:
+            return super().add_row(*cells, height=height, key=key, label=label)
+        natural = self._natural
+        shown = []
+        for column_key, cell in zip(self.columns, cells):
+            width = _cell_width(cell)
+            if width > natural[column_key]:
+                natural[column_key] = width
+                self._schedule_fit()
+            if column_key == self.flex and isinstance(cell, str):
+                cell = Text(cell, no_wrap=True, overflow="ellipsis", end="")  # cut with a "…"
+            shown.append(cell)
+        return super().add_row(*shown, height=height, key=key, label=label)
+
+    def clear(self, columns: bool = False):
+        super().clear(columns)
+        if columns:
+            self._natural.clear()
+            self._labels.clear()
+        else:
+            # Columns fit the rows to come, not the widest row ever shown (DataTable keeps that).
+            self._natural.update(self._labels)
+            for key, column in self.columns.items():
+                if column.auto_width:
+                    column.content_width = self._labels.get(key, column.content_width)
+        self._schedule_fit()
+        return self
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._schedule_fit()
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        self._schedule_fit()  # the room changed, not the size
+
+    def _schedule_fit(self) -> None:
+        if self.flex is not None and not self._fit_due and self.is_attached:
+            self._fit_due = True
+            self.call_later(self._fit)
+
+    def _fit(self) -> None:
+        self._fit_due = False
+        if self.flex not in self.columns:
+            return
+        room = self.scrollable_content_region.width
+        if room <= 0:
+            return
+        pad = 2 * self.cell_padding
+        keys = list(self.columns)
+        widths = [self._natural.get(key, 0) + pad for key in keys]
+        at = keys.index(ColumnKey(self.flex))
+        before, natural, after = sum(widths[:at]), widths[at], 0
+        fitted: int | None = None  # as wide as its content
+        for width in widths[at + 1 :]:
+            if before + natural + after + width > room:
+                fitted = max(room - before - after, MIN_FLEX + pad) - pad
+                break
+            after += width
+        if fitted is None and before + natural > room:
+            fitted = max(room - before, MIN_FLEX + pad) - pad
+        set_column_width(self, self.flex, fitted)
 
 
 class NavOptionList(OptionList):

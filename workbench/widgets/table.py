@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from rich.text import Text
+from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.widget import Widget
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from workbench.textual_internals import PlainTextCells
 from workbench.widgets.lists import NavTable
@@ -80,6 +82,8 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
     """
 
     PREFETCH = 10
+    selected: var[Any] = var(None, always_update=True, init=False)
+    """The item under the cursor (None when the list is empty), set as it moves or the rows change."""
     DEFAULT_CSS = """
     PagedTable.-busy {
         text-opacity: 60%;
@@ -96,8 +100,8 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
         def control(self) -> "PagedTable":
             return self.table
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
+    def __init__(self, *, id: str | None = None, classes: str | None = None, flex: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, flex=flex)
         self.items: list[T] = []
         self.has_more = False
         self.pending = False
@@ -129,6 +133,7 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
         self.items = []
         self.has_more = False
         self._asked = False
+        self.selected = None
 
     def append_page(self, items: Sequence[T], rows: Sequence[Sequence[Any]], has_more: bool) -> None:
         for item, row in zip(items, rows):
@@ -140,6 +145,7 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
             self.items.append(item)
         self.has_more = has_more
         self._asked = False
+        self.selected = self.current
 
     @property
     def current(self) -> T | None:
@@ -149,6 +155,33 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
         return self.items[self.cursor_row]
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.selected = self.current
         if self.has_more and not self._asked and event.cursor_row >= len(self.items) - self.PREFETCH:
             self._asked = True
             self.post_message(self.NeedMore(self))
+
+
+class RowLine(Static):
+    """One line under a list about its selected row: what the columns that do not fit would show
+    (``describe(item)``; on a narrow terminal the list keeps its most important columns)."""
+
+    DEFAULT_CSS = """
+    RowLine {
+        height: 1;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(
+        self, table_id: str, describe: Callable[[Any], str | Content], *, id: str | None = None, classes: str = ""
+    ) -> None:
+        super().__init__("", id=id, classes=classes, markup=False)
+        self.table_id = table_id
+        self.describe = describe
+
+    def on_mount(self) -> None:
+        table = self.screen.query_one(f"#{self.table_id}", PagedTable)
+        self.watch(table, "selected", self._selected)
+
+    def _selected(self, item: Any) -> None:
+        self.update("" if item is None else self.describe(item))
