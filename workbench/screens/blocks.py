@@ -160,7 +160,7 @@ class BlocksScreen(StrataScreen):
                         id="status-filter",
                     )
                     yield Label("", id="rail-summary", classes="summary")
-                rail = PagedTable(id="block-rail", classes="loadable", flex="title")
+                rail = PagedTable(id="block-rail", classes="loadable", flex="title", flex_min=20)
                 rail.add_columns(*RAIL_COLUMNS)
                 yield rail
                 yield Label("", id="block-meta", classes="meta-line")

@@ -127,9 +127,9 @@ class GraphScreen(StrataScreen):
                     yield Static("Select a node.", id="node-head")
                     with TabbedContent(id="node-tabs"):
                         with TabPane("Facts", id="facts"):
-                            yield NavTable(id="facts-table", flex="status")
+                            yield NavTable(id="facts-table", flex="status", flex_min=30)
                         with TabPane("Edges", id="edges"):
-                            yield NavTable(id="edges-table", flex="status")
+                            yield NavTable(id="edges-table", flex="status", flex_min=30)
                         with TabPane("Events", id="events"):
                             yield NavTable(id="events-table", flex="title")
                     yield Static("", id="row-line", classes="row-line", markup=False)

@@ -124,7 +124,7 @@ class ReviewScreen(StrataScreen):
                 yield Select(KINDS, value="all", allow_blank=False, compact=True, id="r-kind")
                 yield Select(SOURCES, value="all", allow_blank=False, compact=True, id="r-source")
                 yield Label("", id="review-counts", classes="summary")
-            table = PagedTable(id="review", classes="loadable", flex="title")
+            table = PagedTable(id="review", classes="loadable", flex="title", flex_min=30)
             table.add_columns(*REVIEW_COLUMNS)
             yield table
             with TextPane(id="review-detail", classes="detail-pane"):

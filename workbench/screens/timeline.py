@@ -210,7 +210,7 @@ class TimelineScreen(StrataScreen):
                 yield Label("", id="hist-end", classes="muted")
             yield Label("", id="hist-summary", classes="summary")
             with Horizontal(id="timeline-panes"):
-                table = PagedTable(id="events", classes="loadable gives-way", flex="title")
+                table = PagedTable(id="events", classes="loadable gives-way", flex="title", flex_min=40)
                 table.add_columns(*EVENT_COLUMNS)
                 yield table
                 with Vertical(id="event-side", classes="detail-pane collapsible"):

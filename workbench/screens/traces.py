@@ -112,7 +112,7 @@ class TracesScreen(StrataScreen):
                 )
                 yield Select([(k, k) for k in KINDS], prompt="any kind", compact=True, id="t-kind")
                 yield Label("", id="trace-summary", classes="summary")
-            table = PagedTable(id="traces", classes="loadable", flex="query")
+            table = PagedTable(id="traces", classes="loadable", flex="query", flex_min=24)
             table.add_columns(*TRACE_COLUMNS)
             yield table
             with Horizontal(id="trace-panes"):

@@ -39,7 +39,7 @@ OPEN_TOOLTIP = "Open the highlighted row: its detail, or the item in its own vie
 
 
 MIN_FLEX = 12
-"""The fewest cells the flexible column keeps (see ``NavTable``)."""
+"""The fewest cells a flexible column keeps (see ``NavTable``)."""
 
 
 def _cell_width(value: object) -> int:
@@ -50,10 +50,11 @@ class NavTable(DataTable):
     """A row table with the shared list keys (arrows, page keys and home/end work too).
 
     Columns come in order of importance. With ``flex`` (a column's label: the long free text, such
-    as a title), no short column is ever cut by the table's right edge: the flexible column takes
-    the room the columns before it leave, up to where the next column that does not fit whole
-    would start, so that column (and the ones after it) begin off-screen, a scroll away. On a
-    narrow table the flexible column is cut instead (at ``MIN_FLEX`` cells at least).
+    as a title), no short column is ever cut by the table's right edge: the flexible column is cut
+    to the room the other columns leave, as long as it keeps ``flex_min`` cells (or its whole
+    text); short of that, the columns after it give way from the last, starting off-screen (a
+    scroll away) where the flexible column ends. On a narrow table the flexible column is cut
+    instead (at ``MIN_FLEX`` cells at least).
     """
 
     BINDINGS = [
@@ -61,10 +62,14 @@ class NavTable(DataTable):
         Binding("enter", "select_cursor", "Open", show=False, id="table.open", tooltip=OPEN_TOOLTIP),
     ]
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None, flex: str | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, flex: str | None = None, flex_min: int = MIN_FLEX
+    ) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
         self.flex = flex
         """The label of the column that takes the room left (None: every column as wide as its content)."""
+        self.flex_min = flex_min
+        """The cells the flexible column keeps before the columns after it give way."""
         self._natural: dict[ColumnKey, int] = {}
         self._labels: dict[ColumnKey, int] = {}
         self._fit_due = False
@@ -130,15 +135,16 @@ class NavTable(DataTable):
         keys = list(self.columns)
         widths = [self._natural.get(key, 0) + pad for key in keys]
         at = keys.index(ColumnKey(self.flex))
-        before, natural, after = sum(widths[:at]), widths[at], 0
-        fitted: int | None = None  # as wide as its content
-        for width in widths[at + 1 :]:
-            if before + natural + after + width > room:
-                fitted = max(room - before - after, MIN_FLEX + pad) - pad
-                break
-            after += width
-        if fitted is None and before + natural > room:
-            fitted = max(room - before, MIN_FLEX + pad) - pad
+        before, natural, after = sum(widths[:at]), widths[at], widths[at + 1 :]
+        wanted = min(natural, max(self.flex_min, MIN_FLEX) + pad)
+        kept = len(after)
+        while kept and room - before - sum(after[:kept]) < wanted:
+            kept -= 1  # the last column still shown gives way
+        left = room - before - sum(after[:kept])
+        if kept == len(after) and left >= natural:
+            fitted = None  # everything fits: as wide as its content
+        else:
+            fitted = max(left, MIN_FLEX + pad) - pad
         set_column_width(self, self.flex, fitted)
 
 

@@ -13,7 +13,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from workbench.textual_internals import PlainTextCells
-from workbench.widgets.lists import NavTable
+from workbench.widgets.lists import MIN_FLEX, NavTable
 
 T = TypeVar("T")
 
@@ -100,8 +100,10 @@ class PagedTable(PlainTextCells, NavTable, Generic[T]):
         def control(self) -> "PagedTable":
             return self.table
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None, flex: str | None = None) -> None:
-        super().__init__(id=id, classes=classes, flex=flex)
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, flex: str | None = None, flex_min: int = MIN_FLEX
+    ) -> None:
+        super().__init__(id=id, classes=classes, flex=flex, flex_min=flex_min)
         self.items: list[T] = []
         self.has_more = False
         self.pending = False
