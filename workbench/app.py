@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -38,6 +39,7 @@ from workbench.textual_internals import (
     mode_is_built,
     mode_is_known,
     mount_mode_screen,
+    stop_input_now,
     style_generation,
 )
 from workbench.themes import FALLBACK_THEME, builtin_theme_dir, load_themes, token_defaults
@@ -56,6 +58,11 @@ SHORT_BELOW = 30
 # The pause between two views built in the background (keys and loaded data are handled in
 # between); the order is views.PREBUILD_ORDER.
 PREBUILD_PAUSE = 0.05
+
+MARKS_ENV = "STRATA_BENCH_MARKS"
+"""Names a file the app appends each mark to as it is recorded, a line each: the name, the wall clock
+and the process's CPU time, in seconds (`strata bench ui` sets it when it launches `strata ui` in a
+pseudo-terminal)."""
 
 
 def _screen_factory(view: View):
@@ -125,6 +132,7 @@ class Workbench(ShutdownHook, App):
         theme: str | None = None,
         config: Config | None = None,
         prebuild: bool = True,
+        ends_process: bool = False,
     ) -> None:
         self.config = config if config is not None else load_config()
         self.DEFAULT_MODE = self.config.start_screen
@@ -141,8 +149,16 @@ class Workbench(ShutdownHook, App):
         """The worker building views ahead (False: never build ahead; `strata bench ui --no-prebuild`)."""
         self._building = None
         self._frozen = False
+        self.ends_process = ends_process
+        """The process ends as soon as the app has shut down (`strata ui`; see ``run_app``)."""
+        self._gc_paused = not gc.isenabled()
+        """Started with the collector paused (`strata ui` pauses it for start-up): resumed once the
+        first view shows its data (``_resume_gc``)."""
+        self._start_frozen = False
         self.marks: list[tuple[str, float]] = []
         """(name, perf_counter) after a view painted or showed its data (for `strata bench ui`)."""
+        self._mark_file = _mark_file()
+        self._record_mark("app:init")
         self._problems = list(self.config.problems)
         self._start_theme()
 
@@ -241,18 +257,24 @@ class Workbench(ShutdownHook, App):
 
     def mark(self, name: str) -> None:
         """Record when the next frame is on screen (cheap; read by the UI benchmark)."""
-        self.call_after_refresh(lambda: self.marks.append((name, time.perf_counter())))
+        self.call_after_refresh(self._record_mark, name)
         if name.endswith(":list"):
             if self._prebuild is None:
                 self.call_after_refresh(self.prebuild_views)  # the first view shows its data
             elif self._prebuild is False:
                 self.call_after_refresh(self._freeze_objects)
 
+    def _record_mark(self, name: str) -> None:
+        self.marks.append((name, time.perf_counter()))
+        if self._mark_file is not None:
+            self._mark_file.write(f"{name} {time.time():.6f} {time.process_time():.6f}\n")
+
     # ------------------------------------------------------------------ views built ahead
 
     def prebuild_views(self) -> None:
         """Build the views not shown yet in the background, one at a time, so that the first
         visit of each is a switch rather than a compose (called once the first view is up)."""
+        self._resume_gc()
         if self._prebuild is None:
             self._prebuild = self.run_worker(
                 self._prebuild_views(),
@@ -291,23 +313,40 @@ class Workbench(ShutdownHook, App):
                 # time. (A theme change bumps the generation; see also _theme_changed.)
                 if css_generation == style_generation(self):
                     mark_styled(screen, css_generation)
-        self.marks.append(("app:views-built", time.perf_counter()))
+        self._record_mark("app:views-built")
         log.debug("views built ahead in %.0f ms", (time.perf_counter() - started) * 1000)
         self._freeze_objects()
+
+    def _resume_gc(self) -> None:
+        """Resume the collector paused for start-up, its objects frozen first (left out of its
+        passes, as ``_freeze_objects`` does once the views are built): they live as long as the
+        app, and the first pass would otherwise walk all of them at once."""
+        if self._gc_paused:
+            self._gc_paused = False
+            gc.freeze()
+            self._start_frozen = True
+            gc.enable()
 
     def _freeze_objects(self) -> None:
         """Leave what exists now (the views, their widgets, styles and caches: they live as long
         as the app) out of the garbage collector's full passes, which otherwise walk all of it
         every so often and stall a keystroke for 60–130 ms. Undone when the app closes."""
 
+        self._resume_gc()
         if not self._frozen:
             self._frozen = True
             gc.freeze()
+
+    def exit(self, result=None, return_code: int = 0, message=None) -> None:
+        super().exit(result, return_code, message)
+        if self.ends_process:
+            stop_input_now(self)  # the process ends after the shutdown: no wait for the input thread
 
     async def before_shutdown(self) -> None:
         # A view being built ahead finishes mounting before the screens are closed (closing
         # one half-mounted fails inside its widgets), and no other one is started.
 
+        self._record_mark("app:shutdown")
         building = self._building
         if building is not None:
             try:
@@ -319,9 +358,16 @@ class Workbench(ShutdownHook, App):
 
     def on_unmount(self) -> None:
         self.backend.close()
-        if self._frozen:
+        self._record_mark("app:unmount")
+        if self._mark_file is not None:
+            self._mark_file.close()
+            self._mark_file = None
+        if self._gc_paused:  # closed before its first view showed data
+            self._gc_paused = False
+            gc.enable()
+        if self._frozen or self._start_frozen:
             gc.unfreeze()  # collectable again (several apps may run in one process, e.g. tests)
-            self._frozen = False
+            self._frozen = self._start_frozen = False
 
     async def ready_screen(self) -> Screen:
         """The current screen once its widgets are mounted (it may still be being built) and
@@ -478,6 +524,18 @@ class Workbench(ShutdownHook, App):
         yield SystemCommand("Help", "Every key of the current view, with the ids the keymap uses", self.action_help)
 
 
+def _mark_file():
+    """The file named by ``$STRATA_BENCH_MARKS``, open to append line by line; None when unset."""
+    path = os.environ.get(MARKS_ENV)
+    if not path:
+        return None
+    try:
+        return open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the app's life
+    except OSError:
+        log.warning("cannot write the marks to %s", path, exc_info=True)
+        return None
+
+
 def binding_ids() -> set[str]:
     """Every binding id a keymap may remap (the app's, the views' and the widgets')."""
 
@@ -497,6 +555,15 @@ def binding_ids() -> set[str]:
     return ids
 
 
-def run_app(db_url: str | None = None, namespace: str | None = None, theme: str | None = None) -> int:
-    Workbench(db_url=db_url, namespace=namespace, theme=theme).run()
-    return 0
+def run_app(
+    db_url: str | None = None, namespace: str | None = None, theme: str | None = None, *, ends_process: bool = False
+) -> int:
+    """Run the workbench until it is quit; its return code (0 after a quit). With ``ends_process``
+    (`strata ui` run as a program) the caller ends the process right after (``workbench.cli.ui``):
+    the app then stops reading keys without waiting for Textual's input thread, and its database
+    thread is given a second to close its connection here."""
+    app = Workbench(db_url=db_url, namespace=namespace, theme=theme, ends_process=ends_process)
+    app.run()
+    if ends_process:
+        app.backend.close(wait=1.0)
+    return app.return_code or 0

@@ -51,6 +51,7 @@ class Backend:
         self._lock = threading.Lock()
         self._info: StoreInfo | None = None
         self._lane: threading.Thread | None = None
+        self._closing: threading.Thread | None = None  # the database thread after close()
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
         self._running: tuple[Future, object] | None = None  # the read under way and its connection
@@ -70,10 +71,11 @@ class Backend:
         self._guard()
         with self._lock:
             if self._info is None:
-                # start-up time: core.api (migrations, the services) loads off the event loop, after the first paint
-                from core.api import open_store
+                # start-up time: the store's tables and migrations load off the event loop; core.store, not
+                # core.api (every service, numpy): a view loads the services it reads
+                from core.store import open_store
 
-                store = open_store(self.url, recover=False)
+                store = open_store(self.url)
                 self._info = StoreInfo(store.url, store.path, store.schema_version)
                 db.close()  # the opening thread's connection; sessions open their own
         return self._info
@@ -132,11 +134,24 @@ class Backend:
                 stop = getattr(connection, "interrupt", None) or connection.cancel
                 stop()
 
-    def close(self) -> None:
-        """Close the database thread's connection once the reads before run, and end it."""
-        if self._lane is not None:
+    def close(self, wait: float | None = None) -> bool:
+        """Close the database thread's connection once the reads before run, and end it; with
+        ``wait``, wait up to that many seconds for it (a read under way is interrupted first, and
+        a thread closed earlier is waited for too). True once no connection of it is left."""
+        lane = self._lane
+        if lane is not None:
             self._lane = None
+            self._closing = lane
             self._queue.put((1 << 30, next(self._order), None, None))
+        lane = self._closing
+        if wait is None or lane is None:
+            return lane is None or not lane.is_alive()
+        with self._running_lock:
+            running = self._running
+        if running is not None:
+            self.interrupt(running[0])
+        lane.join(wait)
+        return not lane.is_alive()
 
     def retire(self) -> None:
         """Leave this database for good (the workbench opens another): the reads already asked

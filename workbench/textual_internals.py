@@ -21,6 +21,8 @@ Why the workbench reaches inside at all (each measured by `strata bench ui`):
   (``set_column_width``): DataTable fixes a column's width when it is added.
 - The app finishes mounting a view being built ahead before Textual closes the screens
   (``ShutdownHook``).
+- Quitting `strata ui` stops reading keys without waiting for Textual's input thread
+  (``stop_input_now``): Textual waits up to 0.2 s for it on every exit.
 
 Public behaviour the workbench also relies on, listed here so an upgrade checks it too: Textual
 calls a message handler in every class of the MRO that defines one, subclass first (so
@@ -30,6 +32,7 @@ calls a message handler in every class of the MRO that defines one, subclass fir
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Awaitable
 
 from rich.cells import cell_len, set_cell_size
@@ -58,7 +61,9 @@ RELIED_ON: dict[str, tuple[str, ...]] = {
         "_shutdown",
         "_init_mode",
         "_watch_theme",
+        "_driver",
     ),
+    "textual.drivers.linux_driver:LinuxDriver": ("_key_thread",),
     "textual.screen:Screen": ("_css_update_count", "_refresh_layout", "_compositor", "_on_screen_resume"),
     "textual.widgets:DataTable": (
         "_render_cell",
@@ -157,6 +162,29 @@ class ShutdownHook:
     async def _shutdown(self) -> None:
         await self.before_shutdown()
         await super()._shutdown()  # type: ignore[misc]
+
+
+def stop_input_now(app: App) -> bool:
+    """Stop reading keys now (mouse reporting off, SIGWINCH back to its default, keys typed ahead
+    dropped: what the driver's ``disable_input`` does) without waiting for the input thread, which
+    ends by itself within 0.2 s; True when done. Textual waits for that thread when the app leaves
+    the terminal: it sees the request within 0.1 s and then sleeps 0.1 s in a last ``select`` on
+    no file. For an app whose process ends as soon as it has shut down (``os._exit``): the thread is
+    not a daemon, so the interpreter's own exit would wait for it. Textual's later
+    ``disable_input`` then finds input already disabled and does nothing. Only on the main thread
+    (signals), only with a driver that has an input thread (the Linux driver)."""
+    driver = app._driver
+    thread = getattr(driver, "_key_thread", None)
+    stopped = getattr(driver, "exit_event", None)
+    if thread is None or stopped is None or threading.current_thread() is not threading.main_thread():
+        return False
+    driver._key_thread = None  # what disable_input would join
+    try:
+        driver.disable_input()
+    finally:
+        driver._key_thread = thread
+        stopped.set()  # disable_input clears it again: the thread must still see it
+    return True
 
 
 # ------------------------------------------------------------------ widgets

@@ -51,6 +51,7 @@ from typing import Any, Callable
 from urllib.parse import urlparse, urlunparse
 from core import models
 from core.bench import git_commit
+from core.bench.reliability_options import DEFAULTS, SECTIONS
 from core.db import db, is_sqlite
 from core.errors import StrataError
 from core.imports.formats import FORMATS as IMPORT_FORMATS
@@ -65,7 +66,6 @@ from core.services.spaces import configure_namespace
 ProgressFn = Callable[[int, int, str], None]
 ROOT = Path(__file__).resolve().parents[2]
 
-SECTIONS = ("kills", "concurrency", "fuzz", "round_trips", "isolation")
 SCENARIOS = ("ingest-jsonl", "ingest-locomo", "derive", "derive-workers", "import-commit", "import-undo")
 CHAT = "rel-chat"  # the JSONL file's namespace: imports, fuzzing and probes use it too
 LIVE = "rel-live"
@@ -73,7 +73,6 @@ SECRET = "rel-secret"
 OTHER = "rel-other"
 DERIVE_RERUNS = 6  # `strata derive` runs allowed after a kill before its jobs count as unfinished
 COMMAND_TIMEOUT = 600.0
-DEFAULTS = {"kills": 24, "fuzz": 20_000, "round_trips": 100, "turns": 400}
 
 
 class BenchSetupError(StrataError):

@@ -23,7 +23,6 @@ from core.models import Block, IngestionReceipt, Message, Namespace, Thread
 from core.search.index import index_messages, message_text
 from core.services.jobs import create_job
 from core.services.spaces import get_namespace, get_or_create_namespace, get_or_create_thread, validate_name
-from core.timeparse import has_dated_mention
 from core.timeutil import now_iso, now_local, parse_timestamp, to_epoch, to_iso
 from core.tokens import estimate_tokens
 
@@ -257,6 +256,9 @@ def append_messages(
     items = [coerce_message(m, f"message[{i}]") for i, m in enumerate(messages)]
     if not items:
         raise InvalidInputError("append: no messages given")
+    # start-up time: the time rules take ~30 ms to load; what only reads (the workbench's first view) never needs them
+    from core.timeparse import has_dated_mention
+
     tz = default_tz or timezone.utc
     stamped: list[tuple[MessageIn, str, float, bool]] = []
     fallback = now_local()

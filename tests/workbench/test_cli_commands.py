@@ -118,13 +118,14 @@ def test_workbench_outside_a_terminal_is_a_clear_error(argv, demo_db, capsys):
 
 def test_workbench_in_a_terminal_opens_with_the_options(demo_db, monkeypatch):
     import workbench.app
-    from workbench.cli import memory
+    from workbench.cli import ui
 
     opened = []
-    monkeypatch.setattr(memory, "in_terminal", lambda: True)
+    monkeypatch.setattr(ui, "in_terminal", lambda: True)
     monkeypatch.setattr(workbench.app, "run_app", lambda **kw: opened.append(kw) or 0)
     assert main(["ui", "--db", demo_db, "--namespace", "demo", "--theme", "nord"]) == 0
-    assert opened == [{"db_url": demo_db, "namespace": "demo", "theme": "nord"}]
+    # called with the arguments given (not as the program): the workbench leaves the process running when quit
+    assert opened == [{"db_url": demo_db, "namespace": "demo", "theme": "nord", "ends_process": False}]
 
 
 def test_blocks_block_and_expand(demo_db, capsys):

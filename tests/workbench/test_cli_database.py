@@ -90,11 +90,11 @@ def test_strata_db_names_the_database_and_what_chose_it(tmp_path, capsys, monkey
 
 def test_the_workbench_opens_what_the_commands_open(tmp_path, capsys, monkeypatch):
     import workbench.app
-    from workbench.cli import memory
+    from workbench.cli import ui
 
     a, b, c = (make_store(tmp_path, capsys, name) for name in ("a", "b", "c"))
     urls = []
-    monkeypatch.setattr(memory, "in_terminal", lambda: True)
+    monkeypatch.setattr(ui, "in_terminal", lambda: True)
     monkeypatch.setattr(workbench.app, "run_app", lambda **kw: urls.append(kw["db_url"]) or 0)
     assert main(["db", "use", c]) == 0
     assert main([]) == 0 and main(["ui"]) == 0
@@ -142,7 +142,7 @@ def test_db_use_takes_only_a_database_that_exists_and_remembers_its_absolute_pat
 @pytest.mark.sqlite_only(reason="a remembered SQLite file that was removed")
 def test_a_remembered_database_that_is_gone_is_refused_and_never_made_again(tmp_path, capsys, monkeypatch):
     import workbench.app
-    from workbench.cli import memory
+    from workbench.cli import ui
 
     c = make_store(tmp_path, capsys, "c")
     assert main(["db", "use", c]) == 0
@@ -153,7 +153,7 @@ def test_a_remembered_database_that_is_gone_is_refused_and_never_made_again(tmp_
         assert main(argv) == 2
         err = " ".join(capsys.readouterr().err.split())
         assert "the remembered default" in err and "`strata db forget`" in err and "`strata demo`" in err
-    monkeypatch.setattr(memory, "in_terminal", lambda: True)
+    monkeypatch.setattr(ui, "in_terminal", lambda: True)
     monkeypatch.setattr(workbench.app, "run_app", lambda **_: pytest.fail("opened the workbench"))
     assert main([]) == 2
     assert not (tmp_path / "c.db").exists()

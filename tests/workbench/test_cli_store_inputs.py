@@ -136,9 +136,9 @@ def test_bytes_that_are_not_utf8_are_a_usage_error_and_write_nothing(argv, tmp_p
 @FILES
 def test_a_named_missing_database_is_not_opened_by_the_workbench(tmp_path, capsys, monkeypatch):
     import workbench.app
-    from workbench.cli import memory
+    from workbench.cli import ui
 
-    monkeypatch.setattr(memory, "in_terminal", lambda: True)
+    monkeypatch.setattr(ui, "in_terminal", lambda: True)
     monkeypatch.setattr(workbench.app, "run_app", lambda **_: pytest.fail("opened the workbench"))
     assert main(["ui", "--db", str(tmp_path / "typo.db")]) == 2
     assert "no Strata database" in capsys.readouterr().err and not (tmp_path / "typo.db").exists()

@@ -16,6 +16,7 @@ from core import __version__
 from core.db import DRIVER_FAILURES, store_failure
 from core.errors import StrataError
 from workbench.cli.argtypes import namespace_name
+from workbench.cli.ui import parse_ui, run_ui
 
 
 def _common(json_flag: bool = True) -> argparse.ArgumentParser:
@@ -38,12 +39,8 @@ def _common(json_flag: bool = True) -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # start-up time, here and in main(): `import workbench.cli` stays light (no numpy, Rich or
-    # models); the command modules load when the parser is built
-    from workbench.cli import agent, bench, database, events, governance, graph, harness, imports, memory, notes, search
-
-    parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
+def _top_options(parser: argparse.ArgumentParser) -> None:
+    """The options before the command (bare `strata` opens the workbench with them)."""
     parser.add_argument("--version", action="store_true", help="print the Strata version and exit")
     parser.add_argument(
         "--db",
@@ -58,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--namespace", type=namespace_name, default=None, help="namespace to open in the workbench")
     parser.add_argument("--theme", default=None, help="workbench theme (strata-dark, strata-light, nord, …)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # start-up time, here and in main(): `import workbench.cli` stays light (no numpy, Rich or
+    # models); the command modules load when the parser is built
+    from workbench.cli import agent, bench, database, events, governance, graph, harness, imports, memory, notes, search
+
+    parser = argparse.ArgumentParser(prog="strata", description="Strata: local-first long-term memory for AI agents.")
+    _top_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()
     memory.register(sub, common, _common(json_flag=False))
@@ -113,12 +119,18 @@ def _escaped_bytes(text: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    problem = undecodable_argument(sys.argv[1:] if argv is None else list(argv))
-    if problem is not None:
-        # argparse's own message would print the text, which stderr cannot encode: a traceback.
-        parser.exit(2, f"{parser.prog}: error: {problem}\n")
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    problem = undecodable_argument(given)
+    # `strata` and `strata ui` open the workbench without building the whole parser (start-up time)
+    args = None if problem is not None else parse_ui(given, _top_options, lambda: _common(json_flag=False))
+    if args is None:
+        parser = build_parser()
+        if problem is not None:
+            # argparse's own message would print the text, which stderr cannot encode: a traceback.
+            parser.exit(2, f"{parser.prog}: error: {problem}\n")
+        args = parser.parse_args(argv)
+    # Run as the program (no argv given), the workbench ends the process when it is quit (a fast quit)
+    args.ends_process = argv is None
     if args.version:
         print(f"strata {__version__}")
         return 0
@@ -129,8 +141,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     try:
         if handler is None:
-            from workbench.cli.memory import run_ui
-
             return run_ui(args)
         code = int(handler(args) or 0)
         sys.stdout.flush()  # here, not at interpreter exit, so a reader that left is seen below

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.bench.reliability import DEFAULTS, SECTIONS, run_reliability
+from core.bench.reliability_options import DEFAULTS, SECTIONS
 from core.errors import InvalidInputError
 from workbench.cli.argtypes import integer, positive_int
 from workbench.cli.bench_governance import register_governance
@@ -365,6 +365,8 @@ def _figure(value) -> str:
 
 
 def cmd_reliability(args: argparse.Namespace) -> int:
+    # start-up time: the bench drives every service (numpy included), and `strata --help` builds this parser
+    from core.bench.reliability import run_reliability
 
     check_outputs(args)
     server = None

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from core.db import sqlite_path
-from core.errors import InvalidInputError
 from core.ingest import FORMATS, IngestReport, check_stored_receipts, parse, write_units
 from core.models import Namespace
 from core.search.index import prepare_search
@@ -18,6 +16,7 @@ from core.services.spaces import list_namespaces
 from core.timeutil import parse_tz
 from workbench.cli.argtypes import ROW_ID, expansion_target, integer, level, namespace_name, thread_name
 from workbench.cli.output import console, err_console, open_from_args, print_json, progress_bar, table
+from workbench.cli.ui import add_ui_options, in_terminal, run_ui
 
 PROGRESS_LINES = 20_000  # JSON Lines from which an ingest shows progress (a few seconds of writing)
 
@@ -301,39 +300,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_ui(args)
 
 
-def in_terminal() -> bool:
-    """Whether keys come from, and the screen goes to, a terminal."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def run_ui(args: argparse.Namespace) -> int:
-    # only `strata` and `strata ui` import Textual
-    from workbench.app import run_app
-
-    if not in_terminal():
-        raise InvalidInputError(
-            "the workbench needs a terminal (standard input and output are not both one); "
-            "run `strata` in a terminal, or use a subcommand (`strata --help`)"
-        )
-    url = _require_named_store(args)
-    return run_app(db_url=url, namespace=getattr(args, "namespace", None), theme=getattr(args, "theme", None))
-
-
-def _require_named_store(args: argparse.Namespace) -> str:
-    """The database the workbench opens. It makes the built-in default (an empty store offers the
-    demo), but a database named by --db or $STRATA_DB that does not exist is refused without
-    --create (it is most likely mistyped), and a remembered one that is gone is refused always."""
-
-    from core.api import require_existing
-    from workbench.database import FROM_ENV, FROM_OPTION, choose, require_remembered
-
-    choice = choose(getattr(args, "db", None))
-    require_remembered(choice)
-    if choice.source in (FROM_OPTION, FROM_ENV) and not getattr(args, "create", False):
-        require_existing(choice.url)
-    return choice.url
-
-
 def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser(
@@ -426,6 +392,5 @@ def register(sub, common: argparse.ArgumentParser, common_no_json: argparse.Argu
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("ui", parents=[common_no_json], help="open the workbench (same as bare `strata`)")
-    p.add_argument("--namespace", type=namespace_name, default=argparse.SUPPRESS)
-    p.add_argument("--theme", default=argparse.SUPPRESS, help="theme name (strata-dark, strata-light, nord, …)")
+    add_ui_options(p)
     p.set_defaults(handler=run_ui)
