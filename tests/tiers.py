@@ -21,6 +21,12 @@ ALL = "*"
 BENCH: dict[str, str | set[str]] = {
     "core/test_bench_*.py": ALL,
     "workbench/test_cli_bench_floor.py": ALL,
+    "workbench/test_bench_launch.py": {
+        "test_a_launch_reports_what_a_user_sees",
+        "test_quitting_while_the_views_are_built_ahead_ends_the_process_with_the_store_closed",
+        "test_bench_ui_launches_strata_ui_on_the_demo_and_on_the_store",
+        "test_bench_ui_refuses_a_missing_demo_before_building_anything",
+    },
     "workbench/test_cli_import.py": {"test_bench_import_prints_a_table_and_writes_the_report_keys"},
     "core/test_import_labels.py": {"test_bench_import_labels_arguments_are_checked_before_a_run"},
     "core/test_import_decider.py": {"test_benchmark_on_a_small_generated_set"},
@@ -36,6 +42,11 @@ BENCH: dict[str, str | set[str]] = {
 # property checks over much random text, stores built at size and the wheel.
 SLOW: dict[str, str | set[str]] = {
     "workbench/test_pilot_*.py": ALL,
+    "workbench/test_bench_launch.py": {
+        "test_strata_ui_loads_no_other_command_nor_the_services_before_the_workbench",
+        "test_a_workbench_started_with_the_collector_paused_resumes_it_once_its_first_view_shows_data",
+        "test_closing_the_backend_stops_a_read_under_way_and_waits_for_its_thread",
+    },
     "workbench/test_no_db_on_loop.py": {"test_no_database_call_runs_on_the_event_loop_thread"},
     "workbench/test_cli_ingest.py": {"test_cli_ingest_real_locomo10"},
     "workbench/test_cli_store_inputs.py": {
