@@ -462,7 +462,7 @@ class ImportsScreen(StrataScreen):
                     yield table
                 with Vertical(id="batch-main"):
                     yield Static("Open a file (o) or paste an export (p) to preview an import.", id="batch-head")
-                    yield ItemTable(id="items", flex="target")
+                    yield ItemTable(id="items", flex="candidate", flex_min=16)
                     with DetailPane(id="item-detail", classes="detail-pane"):
                         yield Static("", id="item-text")
         yield EmptyState(id="empty")
