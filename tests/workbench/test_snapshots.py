@@ -1,4 +1,5 @@
-"""Snapshots of every main view in one dark and one light theme (seeded, clock-free data).
+"""Snapshots of every main view in one dark and one light theme (seeded, clock-free data), and of
+every view (and the help) in the dark theme on a small (80×24) and a large (160×48) terminal.
 
 Update after looking at the report: `pytest tests/workbench/test_snapshots.py --snapshot-update`.
 """
@@ -22,21 +23,40 @@ KEYS_IN_VIEW = {
 }
 
 
-@pytest.mark.parametrize("theme", ["strata-dark", "strata-light"])
-@pytest.mark.parametrize("view", VIEW_IDS)
-def test_view_snapshot(view, theme, snap_compare, wb_url):
+# On a small and a large terminal the graph goes into Maya Brennan's facts, to the last, a past one that
+# says why it ended (on a small terminal the node then takes the place of the list), and the imports
+# view previews a pasted list of facts (``!preview``, decided by the Decider of the imports tests) and
+# goes to its first item waiting for a decision.
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
+KEYS_AT_SIZE = {
+    "graph": ["f", *"maya", "enter", "enter", "G"],
+    "imports": ["!preview", "right_square_bracket"],
+    "help": ["question_mark"],
+}
+
+
+def snapshot_app(wb_url: str, theme: str):
     from workbench.app import Workbench
     from workbench.config import Config
 
-    if view == "imports":
-        pytest.importorskip("core.services.import_preview")
     app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
     app.animation_level = "none"  # a tab underline caught mid-slide would depend on the machine's speed
+    return app
+
+
+def pressing(keys):
+    """A ``run_before`` that presses ``keys``, each once the workbench has settled."""
 
     async def run_before(pilot) -> None:
         await settle(pilot)
-        for key in [*keys_to_show(view), *KEYS_IN_VIEW.get(view, ())]:
-            await pilot.press(key)
+        for key in keys:
+            if key == "!preview":
+                from tests.workbench.test_pilot_imports import FACTS
+
+                pilot.app.screen.query_one("#i-format").value = "text"
+                pilot.app.screen.start_preview(text=FACTS)  # pasted: no temporary path in the picture
+            else:
+                await pilot.press(key)
             await settle(pilot)
         for field in pilot.app.screen.query(Input):
             field.cursor_blink = False
@@ -44,7 +64,35 @@ def test_view_snapshot(view, theme, snap_compare, wb_url):
         await pilot.pause(0.1)  # a loaded machine may still be painting the last frame
         await settle(pilot)
 
-    assert snap_compare(app, terminal_size=(120, 36), run_before=run_before)
+    return run_before
+
+
+@pytest.mark.parametrize("theme", ["strata-dark", "strata-light"])
+@pytest.mark.parametrize("view", VIEW_IDS)
+def test_view_snapshot(view, theme, snap_compare, wb_url):
+    if view == "imports":
+        pytest.importorskip("core.services.import_preview")
+    keys = [*keys_to_show(view), *KEYS_IN_VIEW.get(view, ())]
+    assert snap_compare(snapshot_app(wb_url, theme), terminal_size=(120, 36), run_before=pressing(keys))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("view", [*VIEW_IDS, "help"])
+def test_view_snapshot_at_size(view, size, snap_compare, wb_url, monkeypatch):
+    """Side panes collapsed on the small terminal, short columns whole on both."""
+    if view == "imports":
+        pytest.importorskip("core.services.import_preview")
+        import core.services.import_preview as service
+        from tests.workbench.test_pilot_imports import Decider
+
+        provider = Decider()  # decisions fixed by the test, so the picture follows the view, not the decider
+        monkeypatch.setattr(service, "get_provider", lambda name=None: provider)
+    if view == "help":
+        keys = KEYS_AT_SIZE["help"]
+    else:
+        keys = [*keys_to_show(view), *KEYS_AT_SIZE.get(view, KEYS_IN_VIEW.get(view, ()))]
+    app = snapshot_app(wb_url, "strata-dark")
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=pressing(keys))
 
 
 def test_the_docs_screenshots_cover_every_view():
@@ -52,6 +100,7 @@ def test_the_docs_screenshots_cover_every_view():
 
     assert set(SCREENSHOT_STEPS) == {*VIEW_IDS, "help"}
     assert set(SCREENSHOT_KEYS) <= set(VIEW_IDS) and set(KEYS_IN_VIEW) <= set(VIEW_IDS)  # no renamed view left behind
+    assert set(KEYS_AT_SIZE) <= {*VIEW_IDS, "help"}
 
 
 @pytest.mark.parametrize("theme", ["strata-dark", "strata-light"])
@@ -61,13 +110,10 @@ def test_import_item_detail_snapshot(theme, snap_compare, wb_url, monkeypatch):
     pytest.importorskip("core.services.import_preview")
     import core.services.import_preview as service
     from tests.workbench.test_pilot_imports import FACTS, Decider
-    from workbench.app import Workbench
-    from workbench.config import Config
 
     provider = Decider()  # decisions fixed by the test, so the picture follows the view, not the decider
     monkeypatch.setattr(service, "get_provider", lambda name=None: provider)
-    app = Workbench(db_url=wb_url, config=Config(theme=theme, path=None))
-    app.animation_level = "none"
+    app = snapshot_app(wb_url, theme)
 
     async def run_before(pilot) -> None:
         await settle(pilot)
