@@ -125,9 +125,17 @@ class TimelineScreen(StrataScreen):
             tooltip="Replace the selected event with a new statement you type (u takes it back)",
         ),
         Binding(
+            "u",
+            "undo_correction",
+            "Undo",
+            id="timeline.undo",
+            tooltip="Take back the last correction (supersede, duplicate, participants, forget); asks first",
+        ),
+        Binding(
             "m",
             "mark_duplicate",
             "Duplicate",
+            show=False,  # in the help (?) and the palette: the footer keeps room for ? Help
             id="timeline.duplicate",
             tooltip="Mark the selected event a duplicate of another event, by its id (u takes it back)",
         ),
@@ -135,15 +143,9 @@ class TimelineScreen(StrataScreen):
             "p",
             "edit_participants",
             "Participants",
+            show=False,  # in the help (?) and the palette: the footer keeps room for ? Help
             id="timeline.participants",
             tooltip="Replace the selected event's participants (u takes it back)",
-        ),
-        Binding(
-            "u",
-            "undo_correction",
-            "Undo",
-            id="timeline.undo",
-            tooltip="Take back the last correction (supersede, duplicate, participants, forget); asks first",
         ),
         Binding(
             "o", "focus_links", "Links", show=False, id="timeline.links", tooltip="Go to the related events and sources"
