@@ -137,7 +137,9 @@ def test_blocks_block_and_expand(demo_db, capsys):
     view = run_json(capsys, "block", str(oldest["id"]), "--db", demo_db, "--level", "5")
     assert view["level"] == 5 and "Maya" in view["content"]
     lifted = run_json(capsys, "expand-block", str(oldest["id"]), "--db", demo_db, "--level", "next")
-    assert lifted["level"] == oldest["current_level"] + 1
+    # "next" passes over a level showing nothing new (L3 equal to L4 when the chat has nothing to fold)
+    same = oldest["current_level"] == 3 and oldest["tokens"]["3"] == oldest["tokens"]["4"]
+    assert lifted["level"] == (5 if same else oldest["current_level"] + 1)
     again = run_json(capsys, "blocks", "--db", demo_db, "--namespace", "demo", "--thread", "work-planning")
     assert again[0]["last_lifted_by"] == "user" and again[0]["current_level"] == lifted["level"]
 
