@@ -129,7 +129,7 @@ class TimelineScreen(StrataScreen):
             "undo_correction",
             "Undo",
             id="timeline.undo",
-            tooltip="Take back the last correction (supersede, duplicate, participants, forget); asks first",
+            tooltip="Take back the last correction of an event (supersede, duplicate, participants, forget, pin); asks",
         ),
         Binding(
             "m",
