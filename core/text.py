@@ -152,6 +152,12 @@ def without_time_zones(text: str) -> str:
     return _TIME_ZONE.sub(lambda m: m.group(0).lower(), text) if "/" in text else text
 
 
+def counted(n: int | str, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular for one: "1 node", "3 nodes", "12+ nodes"."""
+    one = str(n) == "1"
+    return f"{n} {noun if one else (plural or noun + 's')}"
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:

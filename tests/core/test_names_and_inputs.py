@@ -198,3 +198,15 @@ def test_a_nul_character_is_refused_at_every_door_and_nothing_is_written(store, 
     assert answer["error"]["code"] == "invalid_arguments" and "NUL character" in answer["error"]["message"]
     with pytest.raises(ImportFormatError, match="a NUL character at character"):
         start_import("ns", "- likes tea\x00\n", format="text")
+
+
+def test_a_count_reads_singular_for_one():
+    from core.text import counted
+
+    assert [counted(1, "node"), counted(3, "node"), counted("12+", "block"), counted(1, "entry", "entries")] == [
+        "1 node",
+        "3 nodes",
+        "12+ blocks",
+        "1 entry",
+    ]
+    assert counted(2, "entry", "entries") == "2 entries"

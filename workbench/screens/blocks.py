@@ -23,6 +23,7 @@ from textual.widgets import Label, OptionList, Select, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from core.errors import BlockNotReadyError, NotFoundError
+from core.text import counted
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.lists import NavOptionList, TextPane
 from workbench.widgets.table import PagedTable, read_through, start_busy, stop_busy
@@ -238,10 +239,11 @@ class BlocksScreen(StrataScreen):
         options = self.query_one("#threads", OptionList)
         options.clear_options()
         total_blocks = sum(t.blocks for t in event.threads)
-        options.add_option(Option(f"All threads  ({total_blocks} blocks)", id=ALL_THREADS))
+        options.add_option(Option(f"All threads  ({counted(total_blocks, 'block')})", id=ALL_THREADS))
         for t in event.threads:
             tail = f", {t.open_turns} open" if t.open_turns else ""
-            options.add_option(Option(f"{t.name}\n  {t.blocks} blocks, {t.turns} turns{tail}", id=f"t:{t.name}"))
+            label = f"{t.name}\n  {counted(t.blocks, 'block')}, {counted(t.turns, 'turn')}{tail}"
+            options.add_option(Option(label, id=f"t:{t.name}"))
         wanted = ALL_THREADS if self.thread_filter is None else f"t:{self.thread_filter}"
         try:
             options.highlighted = options.get_option_index(wanted)
@@ -260,7 +262,7 @@ class BlocksScreen(StrataScreen):
         shown = len(rail.items)
         more = "+" if rail.has_more else ""
         where = self.thread_filter or "all threads"
-        self.query_one("#rail-summary", Label).update(f"{shown}{more} blocks · {where}")
+        self.query_one("#rail-summary", Label).update(f"{counted(f'{shown}{more}', 'block')} · {where}")
         if not event.append:
             if not rail.items:
                 self.detail = None

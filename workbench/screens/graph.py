@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Select, Static, TabbedContent, TabPane
 
 from core.services.graph_endings import describe
+from core.text import counted
 from workbench.screens.base import EmptyState, StrataScreen
 from workbench.widgets.lists import NavTable
 from workbench.widgets.table import PagedTable, read_through
@@ -43,6 +44,12 @@ def _past(status: str, ended_by, *, whole: bool = False) -> str:
     return f"past · {why}" if why else f"{status} (past)"
 
 
+# What the node list's counts are (the column headers are single words).
+NODE_COUNTS_HELP = (
+    "facts, edges: what the graph holds of the node, current and past; events: the live event cards citing "
+    "the node, its facts or its edges (12+ means at least 12: only each record's newest citations are read). "
+    "The Events tab lists those that back what is shown."
+)
 FACT_COLUMNS = ("key", "value", "status", "when", "events")
 EDGE_COLUMNS = ("dir", "relation", "other node", "status", "when", "type")
 EVENT_COLUMNS = ("id", "status", "happened", "title")
@@ -122,6 +129,7 @@ class GraphScreen(StrataScreen):
             with Horizontal(id="graph-panes"):
                 table = PagedTable(id="nodes", classes="loadable gives-way", flex="name")
                 table.add_columns("name", "type", "facts", "edges", "events")
+                table.tooltip = NODE_COUNTS_HELP
                 yield table
                 with Vertical(id="node-side", classes="detail-pane collapsible"):
                     yield Static("Select a node.", id="node-head")
@@ -207,7 +215,7 @@ class GraphScreen(StrataScreen):
                     select.value = value
         more = "+" if event.cursor is not None else ""
         start = f" from {table.items[0].name}" if event.opened_at and table.items else ""
-        self.query_one("#node-summary", Label).update(f"{len(table.items)}{more} nodes{start}")
+        self.query_one("#node-summary", Label).update(counted(f"{len(table.items)}{more}", "node") + start)
         if not event.append:
             if table.items:
                 index = next((i for i, row in enumerate(table.items) if row.id == event.select_id), 0)
@@ -340,7 +348,9 @@ class GraphScreen(StrataScreen):
         tabs = self.query_one("#node-tabs", TabbedContent)
         tabs.get_tab("facts").label = f"Facts {len(view.current_facts)}+{len(view.historical_facts)}"
         tabs.get_tab("edges").label = f"Edges {len(view.edges_out)}→ {len(view.edges_in)}←"
-        tabs.get_tab("events").label = f"Events {len(view.events)}"
+        row = next((r for r in self.query_one("#nodes", PagedTable).items if r.id == view.id), None)
+        cited = f" of {row.events_text}" if row is not None and row.events_text != str(len(view.events)) else ""
+        tabs.get_tab("events").label = f"Events {len(view.events)}{cited}"
         back = self.position
         forward = len(self.history) - self.position - 1
         self.query_one("#history-line", Label).update(
