@@ -85,6 +85,8 @@ async def test_preview_decide_commit_and_undo(make_app, tmp_path):
         # commit asks first
         await confirmed(pilot, "C")
         assert screen.preview.batch.status == "committed"
+        # a committed item is decided: none is left marked "choose"
+        assert all(str(items.get_row_at(i)[1]) != "choose" for i in range(items.row_count))
         created = screen.preview.items[0].created_event_id
         assert created is not None
         # the result is visible in the timeline
