@@ -422,3 +422,21 @@ async def test_an_event_card_shows_the_cards_it_was_used_with_and_follows_them(m
         links.action_select()
         await settle(pilot)
         assert screen.detail.card.event.id == second
+
+
+async def test_a_block_whose_l3_equals_its_l4_says_so(make_app):
+    async with opened(make_app, None, BlocksScreen) as (app, pilot, screen):
+        rail = screen.query_one("#block-rail")
+        tabs = screen.query_one("#block-levels", TabbedContent)
+        seen = set()
+        for index in range(rail.row_count):
+            rail.move_cursor(row=index)
+            await settle(pilot)
+            views = screen.detail.views
+            same = views.get(3) is not None and views.get(3) == views.get(4)
+            label = str(tabs.get_tab("level-3").label)
+            assert label == ("L3 = L4" if same else "L3")
+            if same:
+                assert "Nothing to fold here" in str(screen.query_one("#level-text-3", Static).content)
+            seen.add(same)
+        assert True in seen  # the demo holds chats with nothing to fold

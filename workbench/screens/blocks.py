@@ -348,6 +348,15 @@ class BlocksScreen(StrataScreen):
             if text is None:
                 text = f"Not derived yet: {detail.missing.get(lvl, '')}\nLevels 3–5 are available; see the Jobs tab."
             self.query_one(f"#level-text-{lvl}", Static).update(text)
+        tabs = self.query_one("#block-levels", TabbedContent)
+        # L3 folds away fillers and repeated pastes; a chat with neither has an L3 equal to its L4.
+        same = detail.views.get(3) is not None and detail.views.get(3) == detail.views.get(4)
+        tabs.get_tab("level-3").label = "L3 = L4" if same else "L3"
+        if same:
+            self.query_one("#level-text-3", Static).update(
+                "Nothing to fold here: no filler and no repeated paste, so L3 is L4 word for word "
+                "(expanding passes over it).\n\n" + detail.views[3]
+            )
         self.query_one("#compare-text", Static).update(detail.views.get(5, ""))
         tail = detail.tail
         if tail:
@@ -374,7 +383,6 @@ class BlocksScreen(StrataScreen):
                 f"The thread {detail.tail_thread} has no open tail: every turn is sealed into a block."
             )
         self.query_one("#jobs-text", Static).update(_jobs_text(detail.jobs))
-        tabs = self.query_one("#block-levels", TabbedContent)
         asked = self.active_level[1] if self.active_level and self.active_level[0] == row.id else None
         wanted = asked if asked is not None else (5 if row.current_level is None else row.current_level)
         if tabs.active not in ("tail", "jobs") or asked is not None:
