@@ -63,9 +63,16 @@ class RecordingProvider(_Relay):
 
     def _call(self, kind: str, arg: Any) -> Any:
         started = time.perf_counter()
+        # What the rules looked up beyond the block's timeline joins that timeline, and a link to it is
+        # kept only if it is there: the replay looks the same words up again.
+        lookups: list[str] = []
+        timeline = arg.get("timeline") if isinstance(arg, dict) else None
+        if hasattr(timeline, "look_for"):
+            look_for = timeline.look_for
+            timeline.look_for = lambda text: lookups.append(text) or look_for(text)
         answer = getattr(self._inner, kind)(arg)
         recorded = time.perf_counter()
-        pickle.dump((kind, answer), self._tape, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((kind, answer, lookups), self._tape, protocol=pickle.HIGHEST_PROTOCOL)
         self.calls += 1
         self.rules_s += recorded - started
         self.record_s += time.perf_counter() - recorded
@@ -73,7 +80,8 @@ class RecordingProvider(_Relay):
 
 
 class ReplayingProvider(_Relay):
-    """Gives back a recorded build's answers in order from ``tape``, computing nothing."""
+    """Gives back a recorded build's answers in order from ``tape``, computing nothing but the lookups
+    the rules made beyond a block's timeline (a link into what they found is kept only if it is there)."""
 
     def __init__(self, tape: BinaryIO) -> None:
         self._tape = tape
@@ -81,11 +89,14 @@ class ReplayingProvider(_Relay):
 
     def _call(self, kind: str, arg: Any) -> Any:
         try:
-            recorded, answer = pickle.load(self._tape)
+            recorded, answer, lookups = pickle.load(self._tape)
         except EOFError:
-            recorded, answer = None, None
+            recorded, answer, lookups = None, None, []
         if recorded != kind:
             raise ReplayMismatch(f"call {self._next}: asked {kind}, recorded {recorded or 'nothing more'}")
+        timeline = arg.get("timeline") if isinstance(arg, dict) else None
+        for text in lookups:
+            timeline.look_for(text)
         self._next += 1
         return answer
 

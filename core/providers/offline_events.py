@@ -928,8 +928,8 @@ def _corrected_later(parts: Sequence[str], speaker: str, said_at: Any, timeline:
     found = []
     # The block's timeline is found by its summary's words; the correction of one statement is looked
     # for by that statement's own words too.
-    look_for = getattr(timeline, "look_for", None)
-    named = look_for(" ".join(_content_words(text))) if look_for is not None else []
+    peek_for = getattr(timeline, "peek_for", None)
+    named = peek_for(" ".join(_content_words(text))) if peek_for is not None else []
     seen: set[int] = set()
     for item in [*timeline, *named]:
         if item["id"] in seen:

@@ -203,7 +203,9 @@ def validate_extracted(
         # ... and the one it restates ("Noted: …" after the statement): it ends with that one.
         restates = [kept_as[i] for i in temporal.pop("restates_earlier", []) if i in kept_as]
         # ... and a later statement already stored that corrects it (derived out of time order).
-        later = [i for i in temporal.pop("superseded_by_event_ids", []) if in_timeline(i)]
+        # It need not be in the block's timeline (it is looked up apart); write_event checks it is a live
+        # event of the same namespace.
+        later = list(temporal.pop("superseded_by_event_ids", []))[:8]
         # ... and why a correction it states changed nothing (the target was ambiguous, not found, or
         # the correction was only a possibility): kept with the extraction job's outcome.
         unchanged = temporal.pop("correction_unchanged", None)
@@ -748,11 +750,15 @@ class LazyTimeline(UserList):
     they join the timeline (on the original too), so a link to one of them is a link into it."""
 
     def __init__(
-        self, read: Callable[[], list[dict[str, Any]]], lookup: Callable[[str], list[dict[str, Any]]] | None = None
+        self,
+        read: Callable[[], list[dict[str, Any]]],
+        lookup: Callable[[str], list[dict[str, Any]]] | None = None,
+        peek: Callable[[str], list[dict[str, Any]]] | None = None,
     ) -> None:
         # no super().__init__: it sets data to []
         self._read = read
         self._lookup = lookup
+        self._peek = peek
         self._data: list[dict[str, Any]] | None = None
 
     def look_for(self, text: str) -> list[dict[str, Any]]:
@@ -763,6 +769,14 @@ class LazyTimeline(UserList):
         held = {item["id"] for item in self.data}
         self.data.extend(item for item in found if item["id"] not in held)
         return found
+
+    def peek_for(self, text: str) -> list[dict[str, Any]]:
+        """The events found for ``text``, left out of the timeline: what the extractor reads without
+        linking into it (a later correction of a statement is found this way; the link it makes is
+        checked when it is written, so a replay of the answer writes the same store)."""
+        if self._peek is not None:
+            return self._peek(text)
+        return [] if self._lookup is None else self._lookup(text)
 
     @property
     def data(self) -> list[dict[str, Any]]:
@@ -778,6 +792,7 @@ class LazyTimeline(UserList):
         return LazyTimeline(
             lambda: copy.deepcopy(self.data),
             None if self._lookup is None else lambda text: copy.deepcopy(self.look_for(text)),
+            None if self._lookup is None else lambda text: copy.deepcopy(self.peek_for(text)),
         )
 
 
