@@ -40,7 +40,7 @@ from core.services.spaces import configure_namespace
 
 CONDITIONS = ("C0", "C1", "C2", "C3")
 NAMESPACE = "governance-bench"
-TIGHT_BUDGET = 120  # C3's context token budget
+TIGHT_BUDGET = 70  # C3's context token budget
 # The discount code expired a month before the questions are asked, whenever that is.
 EXPIRED_ON = (date.today() - timedelta(days=30)).isoformat()
 
