@@ -18,7 +18,7 @@ from core.api import open_store
 from core.db import db, display_url, make_database, sqlite_path
 from core.errors import InvalidInputError
 from core.ingest import ingest
-from core.models import Namespace, SchemaVersion, Thread
+from core.models import Namespace, SchemaVersion, Thread, UsageReceipt
 from core.services.capture import close_thread
 from core.services.context import auto_context
 from core.services.derive import run_pending
@@ -191,6 +191,12 @@ def agent_session() -> None:
     records their use; then one automatic context build. The Traces view and the context ledger
     then show real retrievals. The same every time: fixed session, questions and receipt ids."""
 
+    receipts = [receipt for *_, receipt in AGENT_ROUNDS]
+    ns = Namespace.get_or_none(Namespace.name == DEMO_NAMESPACE)
+    if ns is not None and UsageReceipt.select().where(
+        (UsageReceipt.namespace == ns) & UsageReceipt.receipt_id.in_(receipts)
+    ).exists():
+        return  # a demo rebuilt in place on a server: the session was run by the earlier build
     tools = MemoryTools(DEMO_NAMESPACE, session=DEMO_SESSION, budget=None)
     for tool, question, words, fit, receipt in AGENT_ROUNDS:
         found = tools.call(tool, {"query": question})

@@ -160,7 +160,7 @@ def generate_store(
                     json.dumps([rng.choice(_WORDS)]),
                     _sentence(rng, 25),
                     json.dumps([_sentence(rng, 8)]),
-                    1,
+                    True,  # should_extract: a boolean column on PostgreSQL
                     text,
                     text,
                     80,
@@ -283,7 +283,7 @@ def generate_store(
                     m // 2 + 1,
                     1,
                     m // 2 + 1,
-                    0,
+                    False,  # pinned: a boolean column on PostgreSQL
                     0.0,
                     0.1 if status == "superseded" else None,
                     "extraction",

@@ -22,6 +22,7 @@ def footer_keys(app) -> set[str]:
     return {str(key.description) for key in footer.query("FooterKey")}
 
 
+@pytest.mark.sqlite_only(reason="the header names a SQLite file; a PostgreSQL test database's name is generated")
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 36)])
 async def test_the_header_names_the_database_and_the_namespace_in_every_view(make_app, size):
     app = make_app()
@@ -36,6 +37,7 @@ async def test_the_header_names_the_database_and_the_namespace_in_every_view(mak
             assert f" {view.key} {view.title} " in text  # the shown view's tab keeps its title
 
 
+@pytest.mark.sqlite_only(reason="the header names a SQLite file; a PostgreSQL test database's name is generated")
 async def test_a_narrow_terminal_still_shows_both_names_cut_to_fit(tmp_path, config):
     from core.api import append_turn, open_store
     from workbench.app import Workbench
@@ -51,6 +53,7 @@ async def test_a_narrow_terminal_still_shows_both_names_cut_to_fit(tmp_path, con
         assert " db a-data" in text and " ns a-name" in text and text.count("…") == 2
 
 
+@pytest.mark.sqlite_only(reason="the header names a SQLite file; a PostgreSQL test database's name is generated")
 async def test_the_database_is_shown_in_full_on_click_and_from_the_palette(make_app, wb_url):
     from core.db import display_url
 
@@ -82,6 +85,7 @@ def demo_path(tmp_path, monkeypatch):
     return path
 
 
+@pytest.mark.sqlite_only(reason="the header names a SQLite file; a PostgreSQL test database's name is generated")
 async def test_an_empty_store_offers_the_demo_and_d_builds_and_opens_it(tmp_path, config, demo_path, monkeypatch):
     import threading
 

@@ -12,7 +12,12 @@ from textual.widgets import Input
 from workbench.testing import keys_to_show, settle
 from workbench.views import VIEW_IDS
 
-pytestmark = pytest.mark.snapshot
+# The header names the open database: a SQLite test store's file name is fixed, a PostgreSQL test
+# database's name is generated per test, and the look does not depend on the engine.
+pytestmark = [
+    pytest.mark.snapshot,
+    pytest.mark.sqlite_only(reason="the header shows the database's name, generated per test on PostgreSQL"),
+]
 
 # Keys pressed in a view once it is shown. The imports view shows its empty state: the decisions
 # belong to the import service's own tests.
