@@ -193,9 +193,10 @@ def agent_session() -> None:
 
     receipts = [receipt for *_, receipt in AGENT_ROUNDS]
     ns = Namespace.get_or_none(Namespace.name == DEMO_NAMESPACE)
-    if ns is not None and UsageReceipt.select().where(
-        (UsageReceipt.namespace == ns) & UsageReceipt.receipt_id.in_(receipts)
-    ).exists():
+    if (
+        ns is not None
+        and UsageReceipt.select().where((UsageReceipt.namespace == ns) & UsageReceipt.receipt_id.in_(receipts)).exists()
+    ):
         return  # a demo rebuilt in place on a server: the session was run by the earlier build
     tools = MemoryTools(DEMO_NAMESPACE, session=DEMO_SESSION, budget=None)
     for tool, question, words, fit, receipt in AGENT_ROUNDS:
