@@ -9,7 +9,7 @@ when the other views are built in the background, each screen switch (cold: firs
 after that; warm: revisit; ``prebuild=False`` makes first visits build their view) and
 each filter.
 
-Targets (issue 6): first paint < 1 s; every switch and filter < 200 ms.
+Targets: first paint < 1 s; every switch and filter < 200 ms.
 
 Those are measured inside the process, from the app's start. What a user sees from pressing Enter
 on `strata ui` (the interpreter, the imports, opening the store, the first frame) and how long
