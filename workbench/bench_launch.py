@@ -17,7 +17,7 @@ written right after the frame it marks is on screen) and ``$STRATA_CONFIG_DIR`` 
 user who looked at the first view quits, or ``quit_delay`` seconds after the first paint (0: while
 they are being built, the slowest moment to quit).
 
-Targets (issue 6): first paint ≤ 500 ms and quit ≤ 300 ms on the demo on an idle machine; first
+Targets: first paint ≤ 500 ms and quit ≤ 300 ms on the demo on an idle machine; first
 paint ≤ 1,000 ms on the 100k-event store. Wall-clock figures on a shared machine: the report keeps
 the CPU count and load average of each run beside them.
 """

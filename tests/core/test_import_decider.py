@@ -579,7 +579,7 @@ def test_instructions_and_remarks_about_the_exchange():
     assert decide("Maya wished the assistant a good weekend.", cards)["action"] == "ignore"
 
 
-# The cases a user ran into with the demo (issue 31): cards as the demo's derivation words them.
+# The cases a user ran into with the demo: cards as the demo's derivation words them.
 DEMO_CARDS = [
     m(
         1,
