@@ -459,10 +459,7 @@ class MemoryTools(CaptureTools, NoteTools):
             )
         limit = args.get("limit", 6)
         excluded: list[dict[str, str]] = []
-        hits = search_events(
-            self.namespace,
-            query,
-            limit,
+        search = dict(
             participants=participants or None,
             event_type=args.get("event_type"),
             happened_from=args.get("happened_from"),
@@ -471,25 +468,13 @@ class MemoryTools(CaptureTools, NoteTools):
             track=False,
             for_agent=True,
             session=self.session,
-            excluded=excluded,
         )
+        hits = search_events(self.namespace, query, limit, excluded=excluded, **search)
         specs = gate.refs_for_events(hits)
         results = [_event_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         below: list[dict[str, Any]] = []
         if len(hits) == limit:  # the best few below the cut, for the trace ("why not recalled")
-            deeper = search_events(
-                self.namespace,
-                query,
-                limit + NOT_RECALLED,
-                participants=participants or None,
-                event_type=args.get("event_type"),
-                happened_from=args.get("happened_from"),
-                happened_to=args.get("happened_to"),
-                temporal_intent=args.get("temporal_intent"),
-                track=False,
-                for_agent=True,
-                session=self.session,
-            )
+            deeper = search_events(self.namespace, query, limit + NOT_RECALLED, **search)
             below = _below_cut(gate.refs_for_events(deeper), specs)
         params = {k: v for k, v in args.items() if k != "query"}
         extra: dict[str, Any] = {"score_meaning": SCORE_MEANING}
@@ -524,31 +509,17 @@ class MemoryTools(CaptureTools, NoteTools):
         limit = args.get("limit", 6)
         empty_reason = None
         excluded: list[dict[str, str]] = []
+        search = dict(thread=self.thread if scope == "session" else None, for_agent=True, session=self.session)
         if scope == "session" and not self._thread_exists():
             hits = []
             empty_reason = "This conversation has no stored messages yet; use scope 'namespace'."
         else:
-            hits = search_raw(
-                self.namespace,
-                query,
-                limit,
-                thread=self.thread if scope == "session" else None,
-                for_agent=True,
-                session=self.session,
-                excluded=excluded,
-            )
+            hits = search_raw(self.namespace, query, limit, excluded=excluded, **search)
         specs = gate.refs_for_raw(hits)
         results = [_raw_brief(hit, spec.ref) for hit, spec in zip(hits, specs)]
         below: list[dict[str, Any]] = []
-        if len(hits) == limit:
-            deeper = search_raw(
-                self.namespace,
-                query,
-                limit + NOT_RECALLED,
-                thread=self.thread if scope == "session" else None,
-                for_agent=True,
-                session=self.session,
-            )
+        if len(hits) == limit:  # the best few below the cut, for the trace
+            deeper = search_raw(self.namespace, query, limit + NOT_RECALLED, **search)
             below = _below_cut(gate.refs_for_raw(deeper), specs)
         extra: dict[str, Any] = {"scope": scope, "score_meaning": SCORE_MEANING}
         if scope == "session":
