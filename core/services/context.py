@@ -276,6 +276,7 @@ class Ranked:
     seeds: tuple[int, ...]
     edges_read: int
     edges_applied: int
+    focus: tuple[str, ...] = ()  # the question's focus terms
 
 
 def _said_epoch(event: Event) -> float:
@@ -311,10 +312,12 @@ def _score_events(
     covered (``below_min_relevance``), too low a score (``below_min_score``). Redundancy, the limit and
     the token budget are checked as cards are taken. Pinned and safety cards ("standing") are shown
     whatever the question; only the kind gates apply to them."""
+    focus = focus_terms(query)
     if not live:
-        return Ranked([], (), 0, 0)
+        return Ranked([], (), 0, 0, focus)
+    searched = set(relevance)
     if window.ranking == "similarity_only":
-        lists = [relevance + [i for i in live if i not in set(relevance)]]
+        lists = [relevance + [i for i in live if i not in searched]]
     else:
         if window.ranking == "no_recency":
             second = sorted(
@@ -325,7 +328,7 @@ def _score_events(
                 sorted(sorted(live), key=lambda i: rows[i].updated_at, reverse=True), key=lambda i: -weights[i]
             )
         # A history question keeps the search's order: each chain of corrections together, oldest first.
-        lists = [relevance + [i for i in second if i not in set(relevance)]] if history else [relevance, second]
+        lists = [relevance + [i for i in second if i not in searched]] if history else [relevance, second]
     fused = rrf(lists)
     best_possible = len(lists) / (RRF_K + 1)
     # Of two cards on one matter the one said later leads: age counts from the newest candidate, so
@@ -338,7 +341,6 @@ def _score_events(
         else {i: 0.0 for i in live}
     )
     query_terms = view_terms(query)
-    focus = focus_terms(query)
     conditional_query = is_conditional(query)
     texts = {i: _card_text(rows[i]) for i in live}
     terms = {i: view_terms(texts[i]) for i in live}
@@ -401,7 +403,7 @@ def _score_events(
         candidates.sort(key=lambda c: (order[c.id], -c.final))
     else:
         candidates.sort(key=lambda c: (-c.final, order[c.id]))
-    return Ranked(candidates, seeds, edges_read, edges_applied)
+    return Ranked(candidates, seeds, edges_read, edges_applied, focus)
 
 
 def _not_recalled(scored: Sequence[Candidate], left_out: dict[str, str], selected: Sequence[str]) -> list[dict]:
@@ -608,7 +610,7 @@ def auto_context(
                 "history": history,
                 "window": window.name,
                 "kinds": {f"event:{c.id}": c.kind for c in scored},
-                "focus_terms": list(focus_terms(query)),
+                "focus_terms": list(ranked.focus),
                 "associations": {
                     "seeds": [f"event:{i}" for i in ranked.seeds],
                     "edges_read": ranked.edges_read,
