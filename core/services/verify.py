@@ -243,35 +243,31 @@ def _check_current_truth(report: VerifyReport, ns, limit: int) -> None:
         return found < limit
 
     target = Event.alias("target")
-    for kind, why in (
-        ("supersedes", "is current though event {new} superseded it"),
-        ("same_event", "is current though it restates event {old}, which event {by} superseded"),
-    ):
-        if kind == "supersedes":
-            query = (
-                EventLink.select(EventLink.event, EventLink.target)
-                .join(target, on=(EventLink.target == target.id))
-                .where((EventLink.kind == kind) & (target.status == "active"))
-                .join_from(EventLink, Event, on=(EventLink.event == Event.id))
-                .where(Event.status.in_(LIVE))
-            )
-            rows = [(old, why.format(new=new)) for new, old in _scope(query, Event, ns).tuples().limit(limit)]
-        else:
-            # The echo is the link's source; the statement it restates, the target.
-            query = (
-                EventLink.select(EventLink.event, EventLink.target, target.superseded_by)
-                .join(target, on=(EventLink.target == target.id))
-                .where((EventLink.kind == kind) & (target.status == "superseded"))
-                .join_from(EventLink, Event, on=(EventLink.event == Event.id))
-                .where(Event.status == "active")
-            )
-            rows = [
-                (echo, why.format(old=old, by=by or "?"))
-                for echo, old, by in _scope(query, Event, ns).tuples().limit(limit)
-            ]
-        for event_id, text in sorted(rows):
-            if not problem(f"event {event_id} {text}"):
-                return
+
+    def links(kind: str, target_status, source_status):
+        """(source, target, the target's superseded_by) of the ``kind`` links between such events."""
+        query = (
+            EventLink.select(EventLink.event, EventLink.target, target.superseded_by)
+            .join(target, on=(EventLink.target == target.id))
+            .where((EventLink.kind == kind) & target_status)
+            .join_from(EventLink, Event, on=(EventLink.event == Event.id))
+            .where(source_status)
+        )
+        return _scope(query, Event, ns).tuples().limit(limit)
+
+    # A card a later one superseded, still current.
+    ended = [
+        (old, f"event {old} is current though event {new} superseded it")
+        for new, old, _ in links("supersedes", target.status == "active", Event.status.in_(LIVE))
+    ]
+    # A receipt (the link's source) of a statement that was superseded, still current.
+    echoes = [
+        (echo, f"event {echo} is current though it restates event {old}, which event {by or '?'} superseded")
+        for echo, old, by in links("same_event", target.status == "superseded", Event.status == "active")
+    ]
+    for _, text in [*sorted(ended), *sorted(echoes)]:
+        if not problem(text):
+            return
 
     current = GraphFact.select(GraphFact.id, GraphFact.node, GraphFact.key, GraphFact.value).where(
         GraphFact.status.in_(CURRENT)
