@@ -210,11 +210,6 @@ def parse_level_or_none(target: object) -> int | None:
         return None
 
 
-def _same_text(block: Block, level: int, shown: int) -> bool:
-    """Whether ``level`` shows the same text as ``shown`` (only L3 and L4 can be equal: both are rules)."""
-    return {level, shown} == {3, 4} and block.l3_text == block.l4_text
-
-
 def same_levels(block: Block) -> dict[int, int]:
     """Levels that show what a deeper one shows: {3: 4} when L3 folds nothing away."""
     return {3: 4} if block.l3_text == block.l4_text else {}
@@ -235,7 +230,7 @@ def expand_block(block_id: int, target: object = "next", *, by: str = "agent") -
         if parse_level_or_none(target) is None:
             # "next" means the next level that shows something more: a chat without fillers or repeated
             # pastes has an L3 equal to its L4, and lifting to it would change nothing on screen.
-            while new_level < 5 and _same_text(block, new_level, 5 if current is None else current):
+            if same_levels(block).get(5 if current is None else current) == new_level:
                 new_level += 1
         block.pointer_current_level = new_level
         block.pointer_anchor_level = new_level

@@ -73,6 +73,7 @@ class BlockDetail:
     jobs: list
     tail: list
     tail_thread: str
+    same_as: dict[int, int] = field(default_factory=dict)  # a level that shows what a deeper one shows
 
 
 class BlocksScreen(StrataScreen):
@@ -312,13 +313,18 @@ class BlocksScreen(StrataScreen):
             fresh = get_block(row.id)
             views: dict[int, str] = {}
             missing: dict[int, str] = {}
+            same_as: dict[int, int] = {}
             for level in LEVELS:
                 try:
-                    views[level] = render_block(row.id, level).content
+                    view = render_block(row.id, level)
                 except BlockNotReadyError as exc:
                     missing[level] = str(exc)
+                    continue
+                views[level] = view.content
+                if view.same_as is not None:
+                    same_as[level] = view.same_as
             tail = thread_messages(ns, fresh.thread, open_tail_only=True)
-            return BlockDetail(fresh, views, missing, block_jobs(row.id), tail, fresh.thread)
+            return BlockDetail(fresh, views, missing, block_jobs(row.id), tail, fresh.thread, same_as)
 
         self.fetch("detail", detail, self.DetailLoaded)
 
@@ -350,7 +356,7 @@ class BlocksScreen(StrataScreen):
             self.query_one(f"#level-text-{lvl}", Static).update(text)
         tabs = self.query_one("#block-levels", TabbedContent)
         # L3 folds away fillers and repeated pastes; a chat with neither has an L3 equal to its L4.
-        same = detail.views.get(3) is not None and detail.views.get(3) == detail.views.get(4)
+        same = detail.same_as.get(3) == 4
         tabs.get_tab("level-3").label = "L3 = L4" if same else "L3"
         if same:
             self.query_one("#level-text-3", Static).update(
