@@ -10,33 +10,17 @@ from core.models import Association, Event
 from core.services import associations
 from core.services.associations import associations_of, decayed, prune, reinforce, spread
 from core.services.context import ABLATIONS, auto_context
-from core.services.events import write_event
 from core.services.gate import assess, event_ref, open_batch, record_use, refs_for_events
 from core.services.search import search_events
 from core.services.spaces import configure_namespace, get_namespace
 from core.services.trace_view import get_trace
+from tests.cards import card
 
 
 @pytest.fixture
 def ns(store):
     configure_namespace("ns", block_turn_size=1)
     return get_namespace("ns").id
-
-
-def _event(ns_id: int, summary: str, **fields) -> int:
-    draft = {
-        "title": summary[:80],
-        "summary": summary,
-        "source_message_ids": [],
-        "temporal": {},
-        "quotes": [],
-        "criticality": "routine",
-    }
-    with write_transaction():
-        event = write_event(ns_id, draft, block=None, formed_turn=0)
-        if fields:
-            Event.update(**fields).where(Event.id == event.id).execute()
-        return event.id
 
 
 def _use_together(query: str, ids: list[int], receipt: str) -> None:
@@ -53,8 +37,8 @@ def _edge(a: int, b: int) -> Association:
 
 
 def test_using_cards_together_links_them_and_again_strengthens_the_link(ns):
-    a = _event(ns, "The Cedar service port is 8247.")
-    b = _event(ns, "Cedar deploys run from the ci-cedar pipeline.")
+    a = card(ns, "The Cedar service port is 8247.")
+    b = card(ns, "Cedar deploys run from the ci-cedar pipeline.")
     _use_together("Cedar service port pipeline", [a, b], "r1")
     first = _edge(a, b)
     assert first.weight == pytest.approx(associations.LEARNING_RATE)
@@ -68,8 +52,8 @@ def test_using_cards_together_links_them_and_again_strengthens_the_link(ns):
 
 
 def test_searching_and_building_context_never_reinforce(ns):
-    a = _event(ns, "The Cedar service port is 8247.")
-    b = _event(ns, "Cedar deploys run from the ci-cedar pipeline.")
+    a = card(ns, "The Cedar service port is 8247.")
+    b = card(ns, "Cedar deploys run from the ci-cedar pipeline.")
     hits = search_events("ns", "Cedar")
     open_batch("ns", "search_events", "Cedar", refs_for_events(hits), session="s")
     auto_context("ns", "Cedar port and pipeline")
@@ -78,8 +62,8 @@ def test_searching_and_building_context_never_reinforce(ns):
 
 
 def test_superseded_cards_are_never_reinforced(ns):
-    a = _event(ns, "The Cedar service port is 8247.")
-    old = _event(ns, "The Cedar service port is 6389.", status="superseded")
+    a = card(ns, "The Cedar service port is 8247.")
+    old = card(ns, "The Cedar service port is 6389.", status="superseded")
     with write_transaction():
         assert reinforce(ns, {a: 1.0, old: 1.0}) == 0
     assert Association.select().count() == 0
@@ -91,8 +75,8 @@ def test_weight_decays_with_a_45_day_half_life_and_is_capped():
 
 
 def test_reinforcement_decays_the_old_weight_before_adding(ns):
-    a = _event(ns, "Alpha card.")
-    b = _event(ns, "Beta card.")
+    a = card(ns, "Alpha card.")
+    b = card(ns, "Beta card.")
     with write_transaction():
         reinforce(ns, {a: 1.0, b: 1.0}, "2026-01-01T00:00:00+00:00")
         reinforce(ns, {a: 1.0, b: 1.0}, "2026-02-15T00:00:00+00:00")
@@ -103,7 +87,7 @@ def test_reinforcement_decays_the_old_weight_before_adding(ns):
 
 
 def test_pruning_drops_the_weakest_edges_beyond_the_cap(ns):
-    ids = [_event(ns, f"Card {n}.") for n in range(5)]
+    ids = [card(ns, f"Card {n}.") for n in range(5)]
     with write_transaction():
         reinforce(ns, {ids[0]: 1.0, ids[1]: 1.0})
         reinforce(ns, {ids[0]: 1.0, ids[1]: 1.0})  # the strongest edge
@@ -115,7 +99,7 @@ def test_pruning_drops_the_weakest_edges_beyond_the_cap(ns):
 
 
 def test_spread_lifts_a_candidate_linked_to_a_seed_and_ignores_the_rest(ns):
-    a, b, c = (_event(ns, f"Card {n}.") for n in "abc")
+    a, b, c = (card(ns, f"Card {n}.") for n in "abc")
     with write_transaction():
         reinforce(ns, {a: 1.0, b: 1.0}, "2026-01-01T00:00:00+00:00")
     result = spread(ns, {a: 0.5}, [a, b], now="2026-01-01T00:00:00+00:00")
@@ -126,10 +110,10 @@ def test_spread_lifts_a_candidate_linked_to_a_seed_and_ignores_the_rest(ns):
 
 
 def test_an_association_reorders_but_never_admits(ns):
-    port = _event(ns, "The Cedar service port is 8247.")
-    runbook = _event(ns, "The Cedar runbook lives in the ops wiki.")
-    restart = _event(ns, "Cedar service alerts page the on-call engineer.")
-    maple = _event(ns, "The Maple service port is 6389.")
+    port = card(ns, "The Cedar service port is 8247.")
+    runbook = card(ns, "The Cedar runbook lives in the ops wiki.")
+    restart = card(ns, "Cedar service alerts page the on-call engineer.")
+    maple = card(ns, "The Maple service port is 6389.")
     with write_transaction():
         for _ in range(8):
             reinforce(ns, {port: 1.0, restart: 1.0})

@@ -21,32 +21,16 @@ from core.search.window import (
     view_terms,
 )
 from core.services.context import ABLATIONS, WindowConfig, auto_context
-from core.services.events import write_event
 from core.services.spaces import configure_namespace, get_namespace
 from core.services.trace_view import get_trace
 from core.vocab import REASON_CODES
+from tests.cards import card
 
 
 @pytest.fixture
 def ns(store):
     configure_namespace("ns", block_turn_size=1)
     return get_namespace("ns").id
-
-
-def _event(ns_id: int, summary: str, **fields) -> int:
-    draft = {
-        "title": fields.pop("title", summary[:80]),
-        "summary": summary,
-        "source_message_ids": [],
-        "temporal": {},
-        "quotes": [],
-        "criticality": fields.pop("criticality", "routine"),
-    }
-    with write_transaction():
-        event = write_event(ns_id, draft, block=None, formed_turn=0)
-        if fields:
-            Event.update(**fields).where(Event.id == event.id).execute()
-        return event.id
 
 
 @pytest.mark.parametrize(
@@ -120,13 +104,13 @@ def _decisions(result) -> dict[str, str]:
 
 
 def test_every_gate_gives_its_own_reason_code(ns):
-    cedar = _event(ns, "The Cedar service port is 8247.")
-    maple = _event(ns, "The Maple service port is 6389.")
-    question = _event(ns, "What is the Cedar service port again?")
-    ack = _event(ns, "Ok, thanks for the Cedar port!")
-    maybe = _event(ns, "I might change the Cedar service port later.")
-    echo = _event(ns, "What is the current Cedar service port?")
-    twin = _event(ns, "The Cedar service port is 8247!", title="Cedar service port 8247")
+    cedar = card(ns, "The Cedar service port is 8247.")
+    maple = card(ns, "The Maple service port is 6389.")
+    question = card(ns, "What is the Cedar service port again?")
+    ack = card(ns, "Ok, thanks for the Cedar port!")
+    maybe = card(ns, "I might change the Cedar service port later.")
+    echo = card(ns, "What is the current Cedar service port?")
+    twin = card(ns, "The Cedar service port is 8247!", title="Cedar service port 8247")
     result = auto_context("ns", "What is the current Cedar service port?", max_events=4)
     reasons = _decisions(result)
     # The two cards stating the port repeat each other: one is handed over, the other is redundant.
@@ -142,15 +126,15 @@ def test_every_gate_gives_its_own_reason_code(ns):
 
 
 def test_a_conditional_question_admits_the_possibility(ns):
-    maybe = _event(ns, "I might move the Cedar database to PostgreSQL next year.")
+    maybe = card(ns, "I might move the Cedar database to PostgreSQL next year.")
     result = auto_context("ns", "Might the Cedar database move to PostgreSQL?")
     assert maybe in result.event_ids
 
 
 def test_off_topic_cards_fall_below_minimum_coverage(ns):
-    _event(ns, "The Cedar service port is 8247.")
-    lunch = _event(ns, "Lunch with Dana was pasta at the Cedar cafe.", title="Lunch")
-    many = [_event(ns, f"The Cedar deploy number {n} went out on a Friday.") for n in range(3)]
+    card(ns, "The Cedar service port is 8247.")
+    lunch = card(ns, "Lunch with Dana was pasta at the Cedar cafe.", title="Lunch")
+    many = [card(ns, f"The Cedar deploy number {n} went out on a Friday.") for n in range(3)]
     result = auto_context("ns", "Which port does the Cedar service listen on?", max_events=8)
     reasons = _decisions(result)
     assert reasons.get(f"event:{lunch}") == "below_min_relevance"
@@ -158,14 +142,14 @@ def test_off_topic_cards_fall_below_minimum_coverage(ns):
 
 
 def test_standing_cards_skip_the_relevance_gates(ns):
-    allergy = _event(ns, "Maya is allergic to penicillin.", criticality="safety", floor_weight=1.0)
+    allergy = card(ns, "Maya is allergic to penicillin.", criticality="safety", floor_weight=1.0)
     result = auto_context("ns", "What time is the Thursday sync?")
     assert allergy in result.event_ids
 
 
 def test_the_trace_keeps_the_best_candidates_below_the_cut_with_why(ns):
-    _event(ns, "The Cedar service port is 8247.")
-    maple = _event(ns, "The Maple service port is 6389.")
+    card(ns, "The Cedar service port is 8247.")
+    maple = card(ns, "The Maple service port is 6389.")
     result = auto_context("ns", "What is the current Cedar service port?")
     trace = get_trace(result.trace_id)
     lost = trace.detail["not_recalled"]
@@ -178,8 +162,8 @@ def test_the_trace_keeps_the_best_candidates_below_the_cut_with_why(ns):
 
 
 def test_without_hygiene_the_sibling_and_the_question_come_back(ns):
-    cedar = _event(ns, "The Cedar service port is 8247.")
-    maple = _event(ns, "The Maple service port is 6389.")
+    cedar = card(ns, "The Cedar service port is 8247.")
+    maple = card(ns, "The Maple service port is 6389.")
     result = auto_context("ns", "What is the current Cedar service port?", window=ABLATIONS["no_hygiene"])
     assert {cedar, maple} <= set(result.event_ids)
     assert get_trace(result.trace_id).detail["window"] == "no_hygiene"
@@ -192,7 +176,7 @@ def test_window_config_refuses_an_unknown_ranking():
 
 
 def test_a_card_is_rendered_without_what_says_nothing(ns):
-    same = _event(ns, "The Cedar service port is 8247.")
+    same = card(ns, "The Cedar service port is 8247.")
     result = auto_context("ns", "What is the Cedar service port?")
     line = next(x for x in result.text.splitlines() if x.startswith("{") and f'"id":{same}' in x)
     assert json.loads(line) == {"id": same, "summary": "The Cedar service port is 8247."}
@@ -201,7 +185,7 @@ def test_a_card_is_rendered_without_what_says_nothing(ns):
 def test_an_agent_search_trace_keeps_the_best_results_below_its_limit(ns):
     from core.agent_tools import MemoryTools
 
-    ids = [_event(ns, f"The Orion deploy number {n} finished on time.") for n in range(9)]
+    ids = [card(ns, f"The Orion deploy number {n} finished on time.") for n in range(9)]
     tools = MemoryTools("ns", session="s", budget=None)
     out = tools.call_safe("search_events", {"query": "Orion deploy", "limit": 3})
     shown = set(out["evidence_refs"])
